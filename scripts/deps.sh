@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages needed to build ferryfsd and run its QEMU end-to-end tests (idempotent).
+set -euo pipefail
+
+pkgs=(meson ninja-build pkg-config gcc liburing-dev libseccomp-dev libcap-ng-dev
+      linux-libc-dev qemu-system-x86 qemu-system-common busybox-static cpio
+      xz-utils zstd fio attr jq gnuplot-nox)
+
+# One dpkg-query for all packages keeps the all-present case well under a second.
+missing=()
+while read -r name status; do
+    [[ "$status" == "installed" ]] || missing+=("$name")
+done < <(for p in "${pkgs[@]}"; do
+            s=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+            echo "$p ${s:-absent}"
+         done)
+
+if ((${#missing[@]} == 0)); then
+    exit 0
+fi
+
+echo "deps.sh: installing: ${missing[*]}" >&2
+SUDO=()
+if [[ $(id -u) -ne 0 ]]; then SUDO=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" apt-get update -qq
+"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,49 @@
+/* FUSE session: INIT negotiation, request decoding and dispatch to fs_ops. */
+#ifndef FERRY_FUSE_SERVER_H
+#define FERRY_FUSE_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "protocol/fuse_ops.h"
+
+struct fuse_session_opts {
+	uint32_t max_write;          /* bytes; max_pages follows from it */
+	bool writeback;              /* FUSE_WRITEBACK_CACHE */
+	bool xattr;                  /* serve SET/GET/LIST/REMOVEXATTR */
+	bool posix_acl;              /* FUSE_POSIX_ACL */
+	bool killpriv_v2;            /* FUSE_HANDLE_KILLPRIV_V2 */
+	bool readdirplus;            /* DO_READDIRPLUS + READDIRPLUS_AUTO */
+	bool announce_submounts;     /* FUSE_SUBMOUNTS */
+	bool security_label;         /* FUSE_SECURITY_CTX */
+	bool flock;                  /* FUSE_FLOCK_LOCKS */
+	bool posix_lock;             /* FUSE_POSIX_LOCKS */
+	bool cache_symlinks;         /* FUSE_CACHE_SYMLINKS */
+};
+
+struct fuse_session;
+struct fuse_worker;
+
+int fuse_session_new(struct fuse_session **out,
+		     const struct fuse_session_opts *opts,
+		     const struct fs_ops *ops, void *fs);
+void fuse_session_free(struct fuse_session *se);
+
+/* A worker holds one thread's scratch buffers, so requests need no malloc.
+ * Each queue thread owns one; workers of one session run concurrently. */
+int fuse_worker_new(struct fuse_session *se, struct fuse_worker **out);
+void fuse_worker_free(struct fuse_worker *w);
+
+/*
+ * Processes one request. rd is the request as the client sent it (FUSE
+ * in-header, arguments, write payload), wr the room for the reply. READ
+ * data goes straight into wr and WRITE data straight from rd. Returns the
+ * number of bytes written into wr: 0 for requests that get no reply
+ * (FORGET, BATCH_FORGET, INTERRUPT) and for requests too malformed to answer.
+ */
+uint32_t fuse_worker_process(struct fuse_worker *w,
+			     const struct iovec *rd, unsigned rd_cnt,
+			     const struct iovec *wr, unsigned wr_cnt);
+
+#endif

@@ -1,0 +1,59 @@
+/* vhost-user-fs device: the control socket, and one thread per started queue. */
+#ifndef FERRY_VHOST_USER_H
+#define FERRY_VHOST_USER_H
+
+#include <stdint.h>
+#include <sys/uio.h>
+
+/*
+ * One request as the device sees it: the chain's device-readable buffers
+ * (the FUSE request) and its device-writable buffers (room for the reply).
+ * Every iovec points into mapped guest memory and was bounds-checked by the
+ * transport; the guest may still change the bytes while we look at them, so
+ * the consumer copies what it validates.
+ */
+struct vu_request {
+	const struct iovec *rd;
+	unsigned rd_cnt;
+	const struct iovec *wr;
+	unsigned wr_cnt;
+};
+
+struct vu_fs_ops {
+	/* Called on a queue's own thread when the queue starts; the result is
+	 * handed back to every handle() call on that queue. NULL means failure:
+	 * the queue is then marked broken. */
+	void *(*queue_start)(void *opaque, unsigned queue_index);
+	/* Called on the queue's thread when the queue stops. */
+	void (*queue_stop)(void *opaque, unsigned queue_index, void *queue_ctx);
+	/* Handles one request inline on the queue's thread; returns the number
+	 * of bytes written into req->wr (the used length). */
+	uint32_t (*handle)(void *queue_ctx, unsigned queue_index,
+			   const struct vu_request *req);
+};
+
+struct vu_fs_config {
+	const char *tag;                /* config space tag, at most 36 bytes */
+	unsigned num_request_queues;    /* queues besides hiprio (queue 0) */
+};
+
+struct vu_dev;
+
+int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
+	       const struct vu_fs_ops *ops, void *opaque);
+/* Serves one frontend on conn_fd until it disconnects or vu_dev_stop() is
+ * called; stops all queue threads before returning. Returns 0 when the
+ * frontend went away in an orderly way, -errno on a fatal error. */
+int vu_dev_serve(struct vu_dev *dev, int conn_fd);
+/* Async-signal-safe: asks vu_dev_serve() to drain and return. */
+void vu_dev_stop(struct vu_dev *dev);
+void vu_dev_free(struct vu_dev *dev);
+
+/* Creates a listening unix socket at path (a stale socket is removed), mode
+ * 0600, or 0660 with the given group name. */
+int vu_listen_unix(const char *path, const char *group, int *listen_fd);
+/* Waits for one frontend on listen_fd (interrupted by vu_dev_stop is not
+ * needed: callers accept before serving). */
+int vu_accept(int listen_fd, int *conn_fd);
+
+#endif
