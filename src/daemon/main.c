@@ -1,0 +1,248 @@
+/* ferryfsd: wires the vhost-user transport, the FUSE protocol and the passthrough backend. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend/passthrough.h"
+#include "common/log.h"
+#include "daemon/options.h"
+#include "ferryfs_config.h"
+#include "protocol/fuse_server.h"
+#include "transport/vhost_user.h"
+
+/* FUSE_MAX_MAX_PAGES in Linux is 256: 1 MiB requests with 4 KiB pages. */
+#define FERRY_MAX_WRITE (1u << 20)
+
+struct daemon_state {
+	struct fuse_session *session;
+};
+
+static struct vu_dev *volatile running_dev;
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+	if (running_dev)
+		vu_dev_stop(running_dev);
+}
+
+static void *queue_start(void *opaque, unsigned queue_index)
+{
+	struct daemon_state *st = opaque;
+	struct fuse_worker *w;
+	int ret = fuse_worker_new(st->session, &w);
+
+	if (ret) {
+		log_err("queue %u: no FUSE worker: %s", queue_index, strerror(-ret));
+		return NULL;
+	}
+	return w;
+}
+
+static void queue_stop(void *opaque, unsigned queue_index, void *queue_ctx)
+{
+	(void)opaque;
+	(void)queue_index;
+	fuse_worker_free(queue_ctx);
+}
+
+static uint32_t queue_handle(void *queue_ctx, unsigned queue_index,
+			     const struct vu_request *req)
+{
+	(void)queue_index;
+	return fuse_worker_process(queue_ctx, req->rd, req->rd_cnt,
+				   req->wr, req->wr_cnt);
+}
+
+static const struct vu_fs_ops daemon_vu_ops = {
+	.queue_start = queue_start,
+	.queue_stop = queue_stop,
+	.handle = queue_handle,
+};
+
+static int raise_nofile_limit(const struct ferry_options *o)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return -errno;
+	if (o->rlimit_nofile_set) {
+		if (o->rlimit_nofile == 0)
+			return 0;
+		rl.rlim_cur = o->rlimit_nofile;
+		if (rl.rlim_max < rl.rlim_cur)
+			rl.rlim_max = rl.rlim_cur;
+	} else {
+		/* One O_PATH fd per inode the guest knows: large trees need far
+		 * more than the usual soft limit of 1024. */
+		rl.rlim_cur = rl.rlim_max;
+	}
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		return -errno;
+	return 0;
+}
+
+static int check_shared_dir(const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	return 0;
+}
+
+static void print_capabilities(void)
+{
+	/* libvirt reads this; "separate-options" says the Rust dialect's
+	 * --shared-dir style options are understood. */
+	printf("{\n  \"type\": \"fs\",\n  \"features\": [\n"
+	       "    \"separate-options\"\n  ]\n}\n");
+}
+
+static int serve(const struct ferry_options *o)
+{
+	struct passthrough_opts pt_opts = {
+		.shared_dir = o->shared_dir,
+		.cache = o->cache,
+		.timeout = o->timeout,
+		.xattr = o->xattr,
+		.allow_direct_io = o->allow_direct_io,
+		.writeback = o->writeback,
+	};
+	struct fuse_session_opts se_opts = {
+		.max_write = FERRY_MAX_WRITE,
+		.writeback = o->writeback,
+		.xattr = o->xattr,
+		.readdirplus = o->readdirplus,
+	};
+	struct vu_fs_config vu_config = {
+		.tag = o->tag,
+		.num_request_queues = 1,
+	};
+	struct daemon_state st = { 0 };
+	struct passthrough *pt = NULL;
+	struct vu_dev *dev = NULL;
+	int listen_fd = -1, conn_fd = -1;
+	int ret;
+
+	ret = check_shared_dir(o->shared_dir);
+	if (ret) {
+		log_err("shared directory %s: %s", o->shared_dir, strerror(-ret));
+		goto out;
+	}
+	ret = raise_nofile_limit(o);
+	if (ret)
+		log_warn("could not set the open-file limit: %s", strerror(-ret));
+	if (o->thread_pool_size_set && o->thread_pool_size > 0)
+		log_info("--thread-pool-size=%u: ferryfsd has no thread pool; each "
+			 "queue's thread runs its requests", o->thread_pool_size);
+
+	ret = passthrough_new(&pt, &pt_opts);
+	if (ret) {
+		log_err("cannot serve %s: %s", o->shared_dir, strerror(-ret));
+		goto out;
+	}
+	ret = fuse_session_new(&st.session, &se_opts, &passthrough_ops, pt);
+	if (ret) {
+		log_err("FUSE session: %s", strerror(-ret));
+		goto out_pt;
+	}
+	ret = vu_dev_new(&dev, &vu_config, &daemon_vu_ops, &st);
+	if (ret) {
+		log_err("vhost-user device: %s", strerror(-ret));
+		goto out_session;
+	}
+
+	if (o->listen_fd >= 0) {
+		listen_fd = o->listen_fd;
+	} else {
+		ret = vu_listen_unix(o->socket_path, o->socket_group, &listen_fd);
+		if (ret) {
+			log_err("cannot listen on %s: %s", o->socket_path, strerror(-ret));
+			goto out_dev;
+		}
+	}
+
+	if (o->daemonize && daemon(0, 0)) {
+		ret = -errno;
+		log_err("cannot daemonize: %s", strerror(-ret));
+		goto out_listen;
+	}
+
+	running_dev = dev;
+	struct sigaction sa = { .sa_handler = on_stop_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	log_info("waiting for a vhost-user frontend on %s",
+		 o->socket_path ? o->socket_path : "the inherited socket");
+	ret = vu_accept(listen_fd, &conn_fd);
+	if (ret) {
+		if (stop_requested)
+			ret = 0;
+		else
+			log_err("accept: %s", strerror(-ret));
+		goto out_listen;
+	}
+	/* One frontend at a time, as virtiofsd: later ones are refused. */
+	close(listen_fd);
+	listen_fd = -1;
+	log_info("frontend connected; sharing %s", o->shared_dir);
+	ret = vu_dev_serve(dev, conn_fd);
+	conn_fd = -1;   /* vu_dev_serve owns and closes it */
+	if (ret)
+		log_err("vhost-user connection failed: %s", strerror(-ret));
+	else
+		log_info("frontend gone; exiting");
+
+out_listen:
+	running_dev = NULL;
+	if (conn_fd >= 0)
+		close(conn_fd);
+	if (listen_fd >= 0 && listen_fd != o->listen_fd)
+		close(listen_fd);
+out_dev:
+	vu_dev_free(dev);
+out_session:
+	fuse_session_free(st.session);
+out_pt:
+	passthrough_free(pt);
+out:
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct ferry_options opts;
+
+	if (ferry_options_parse(&opts, argc, argv, stderr))
+		return 1;
+	switch (opts.action) {
+	case ACTION_HELP:
+		ferry_options_usage(stdout);
+		return 0;
+	case ACTION_VERSION:
+		printf("ferryfsd %s\n", FERRYFS_VERSION);
+		return 0;
+	case ACTION_PRINT_CAPS:
+		print_capabilities();
+		return 0;
+	case ACTION_SERVE:
+		break;
+	}
+	ferry_log_init(opts.log_level, opts.syslog);
+	return serve(&opts) ? 1 : 0;
+}

@@ -1,0 +1,433 @@
+/* ferryfsd's command line: both the Rust virtiofsd's and QEMU's C virtiofsd's dialects. */
+#include "daemon/options.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Options of either anchor that ferryfsd knows but does not implement yet:
+ * refusing them by name beats accepting a setting we would not honour. */
+static const char *const refused_long[] = {
+	"allow-mmap", "preserve-noatime", "posix-acl", "xattrmap",
+	"security-label", "announce-submounts", "killpriv-v2", "readonly",
+	"modcaps", "uid-map", "gid-map", "translate-uid", "translate-gid",
+	"migration-mode", "migration-on-error", "migration-verify-handles",
+	"migration-confirm-paths", "inode-file-handles", "sandbox", "seccomp",
+	"shared-dir-fd",
+};
+
+static const char *const refused_c_opts[] = {
+	"flock", "posix_lock", "xattrmap", "posix_acl", "security_label",
+	"killpriv_v2", "announce_submounts", "sandbox", "modcaps", "allow_root",
+};
+
+static int refuse(FILE *err, const char *what)
+{
+	fprintf(err, "ferryfsd: option '%s' is not supported yet "
+		"(see docs/options.md)\n", what);
+	return -EINVAL;
+}
+
+static int parse_ulong(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 0);
+	if (errno || *end || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_cache(const char *s, enum cache_mode *mode)
+{
+	if (!strcmp(s, "auto"))
+		*mode = CACHE_AUTO;
+	else if (!strcmp(s, "always"))
+		*mode = CACHE_ALWAYS;
+	else if (!strcmp(s, "never") || !strcmp(s, "none"))
+		*mode = CACHE_NEVER;
+	else if (!strcmp(s, "metadata"))
+		*mode = CACHE_METADATA;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int bad_value(FILE *err, const char *opt, const char *val)
+{
+	fprintf(err, "ferryfsd: invalid value '%s' for option '%s'\n",
+		val ? val : "", opt);
+	return -EINVAL;
+}
+
+/* One item of the C dialect's -o list: "key" or "key=value". */
+static int parse_c_opt(struct ferry_options *o, char *item, FILE *err)
+{
+	char *val = strchr(item, '=');
+	unsigned long n;
+
+	if (val)
+		*val++ = '\0';
+	for (size_t i = 0; i < sizeof(refused_c_opts) / sizeof(*refused_c_opts); i++)
+		if (!strcmp(item, refused_c_opts[i]))
+			return refuse(err, item);
+
+	if (!strcmp(item, "source") && val && *val) {
+		o->shared_dir = val;
+	} else if (!strcmp(item, "cache") && val) {
+		if (parse_cache(val, &o->cache) || o->cache == CACHE_METADATA)
+			return bad_value(err, "cache", val);
+	} else if (!strcmp(item, "timeout") && val) {
+		char *end;
+		o->timeout = strtod(val, &end);
+		if (*end || !*val || o->timeout < 0)
+			return bad_value(err, "timeout", val);
+	} else if (!strcmp(item, "log_level") && val) {
+		if (ferry_log_level_parse(val, &o->log_level))
+			return bad_value(err, "log_level", val);
+	} else if (!strcmp(item, "xattr") && !val) {
+		o->xattr = true;
+	} else if (!strcmp(item, "no_xattr") && !val) {
+		o->xattr = false;
+	} else if (!strcmp(item, "writeback") && !val) {
+		o->writeback = true;
+	} else if (!strcmp(item, "no_writeback") && !val) {
+		o->writeback = false;
+	} else if (!strcmp(item, "readdirplus") && !val) {
+		o->readdirplus = true;
+		o->readdirplus_set = true;
+	} else if (!strcmp(item, "no_readdirplus") && !val) {
+		o->readdirplus = false;
+		o->readdirplus_set = true;
+	} else if (!strcmp(item, "allow_direct_io") && !val) {
+		o->allow_direct_io = true;
+	} else if (!strcmp(item, "no_allow_direct_io") && !val) {
+		o->allow_direct_io = false;
+	} else if ((!strcmp(item, "no_flock") || !strcmp(item, "no_posix_lock") ||
+		    !strcmp(item, "no_killpriv_v2") || !strcmp(item, "no_posix_acl") ||
+		    !strcmp(item, "no_security_label")) && !val) {
+		/* These name the behaviour ferryfsd already has. */
+	} else if (!strcmp(item, "debug") && !val) {
+		o->log_level = LOG_LVL_DEBUG;
+	} else if (!strcmp(item, "max_idle_threads") && val) {
+		/* Only meaningful to a thread pool, and ferryfsd has none;
+		 * the value is still checked so a typo is not accepted. */
+		if (parse_ulong(val, UINT_MAX, &n))
+			return bad_value(err, "max_idle_threads", val);
+	} else {
+		fprintf(err, "ferryfsd: unknown option '-o %s%s%s'\n", item,
+			val ? "=" : "", val ? val : "");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_c_opts(struct ferry_options *o, char *list, FILE *err)
+{
+	char *save = NULL;
+
+	for (char *item = strtok_r(list, ",", &save); item;
+	     item = strtok_r(NULL, ",", &save)) {
+		int ret = parse_c_opt(o, item, err);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+enum long_opt_id {
+	OPT_SOCKET_PATH, OPT_SOCKET_GROUP, OPT_FD, OPT_SHARED_DIR, OPT_TAG,
+	OPT_CACHE, OPT_THREAD_POOL_SIZE, OPT_XATTR, OPT_WRITEBACK,
+	OPT_ALLOW_DIRECT_IO, OPT_NO_READDIRPLUS, OPT_LOG_LEVEL, OPT_SYSLOG,
+	OPT_RLIMIT_NOFILE, OPT_DAEMONIZE, OPT_PRINT_CAPS, OPT_HELP, OPT_VERSION,
+	OPT_NO_KILLPRIV_V2, OPT_NO_ANNOUNCE_SUBMOUNTS,
+};
+
+static const struct long_opt {
+	const char *name;
+	bool has_value;
+	enum long_opt_id id;
+} long_opts[] = {
+	{ "socket-path", true, OPT_SOCKET_PATH },
+	{ "socket-group", true, OPT_SOCKET_GROUP },
+	{ "fd", true, OPT_FD },
+	{ "shared-dir", true, OPT_SHARED_DIR },
+	{ "tag", true, OPT_TAG },
+	{ "cache", true, OPT_CACHE },
+	{ "thread-pool-size", true, OPT_THREAD_POOL_SIZE },
+	{ "xattr", false, OPT_XATTR },
+	{ "writeback", false, OPT_WRITEBACK },
+	{ "allow-direct-io", false, OPT_ALLOW_DIRECT_IO },
+	{ "no-readdirplus", false, OPT_NO_READDIRPLUS },
+	{ "log-level", true, OPT_LOG_LEVEL },
+	{ "syslog", false, OPT_SYSLOG },
+	{ "rlimit-nofile", true, OPT_RLIMIT_NOFILE },
+	{ "daemonize", false, OPT_DAEMONIZE },
+	{ "print-capabilities", false, OPT_PRINT_CAPS },
+	{ "help", false, OPT_HELP },
+	{ "version", false, OPT_VERSION },
+	{ "no-killpriv-v2", false, OPT_NO_KILLPRIV_V2 },
+	{ "no-announce-submounts", false, OPT_NO_ANNOUNCE_SUBMOUNTS },
+};
+
+static int apply_long(struct ferry_options *o, const struct long_opt *lo,
+		      const char *val, FILE *err)
+{
+	unsigned long n;
+
+	switch (lo->id) {
+	case OPT_SOCKET_PATH:
+		if (!*val)
+			return bad_value(err, "--socket-path", val);
+		o->socket_path = val;
+		break;
+	case OPT_SOCKET_GROUP:
+		o->socket_group = val;
+		break;
+	case OPT_FD:
+		if (parse_ulong(val, INT_MAX, &n))
+			return bad_value(err, "--fd", val);
+		o->listen_fd = (int)n;
+		break;
+	case OPT_SHARED_DIR:
+		if (!*val)
+			return bad_value(err, "--shared-dir", val);
+		o->shared_dir = val;
+		break;
+	case OPT_TAG:
+		/* The config space holds 36 bytes and no terminator is needed. */
+		if (!*val || strlen(val) > 36)
+			return bad_value(err, "--tag (1 to 36 bytes)", val);
+		o->tag = val;
+		break;
+	case OPT_CACHE:
+		if (parse_cache(val, &o->cache))
+			return bad_value(err, "--cache", val);
+		break;
+	case OPT_THREAD_POOL_SIZE:
+		if (parse_ulong(val, UINT_MAX, &n))
+			return bad_value(err, "--thread-pool-size", val);
+		o->thread_pool_size = (unsigned)n;
+		o->thread_pool_size_set = true;
+		break;
+	case OPT_XATTR:
+		o->xattr = true;
+		break;
+	case OPT_WRITEBACK:
+		o->writeback = true;
+		break;
+	case OPT_ALLOW_DIRECT_IO:
+		o->allow_direct_io = true;
+		break;
+	case OPT_NO_READDIRPLUS:
+		o->readdirplus = false;
+		o->readdirplus_set = true;
+		break;
+	case OPT_LOG_LEVEL:
+		if (ferry_log_level_parse(val, &o->log_level))
+			return bad_value(err, "--log-level", val);
+		break;
+	case OPT_SYSLOG:
+		o->syslog = true;
+		break;
+	case OPT_RLIMIT_NOFILE:
+		if (parse_ulong(val, ULONG_MAX, &n))
+			return bad_value(err, "--rlimit-nofile", val);
+		o->rlimit_nofile = n;
+		o->rlimit_nofile_set = true;
+		break;
+	case OPT_DAEMONIZE:
+		o->daemonize = true;
+		break;
+	case OPT_PRINT_CAPS:
+		o->action = ACTION_PRINT_CAPS;
+		break;
+	case OPT_HELP:
+		o->action = ACTION_HELP;
+		break;
+	case OPT_VERSION:
+		o->action = ACTION_VERSION;
+		break;
+	case OPT_NO_KILLPRIV_V2:
+	case OPT_NO_ANNOUNCE_SUBMOUNTS:
+		/* Both name ferryfsd's present behaviour. */
+		break;
+	}
+	return 0;
+}
+
+static void set_defaults(struct ferry_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->action = ACTION_SERVE;
+	o->listen_fd = -1;
+	o->cache = CACHE_AUTO;
+	o->timeout = -1;
+	o->readdirplus = true;
+	o->log_level = LOG_LVL_INFO;
+}
+
+int ferry_options_parse(struct ferry_options *o, int argc, char **argv,
+			FILE *err)
+{
+	set_defaults(o);
+	for (int i = 1; i < argc; i++) {
+		char *arg = argv[i];
+
+		if (!strcmp(arg, "-o")) {
+			if (++i >= argc)
+				return bad_value(err, "-o", NULL);
+			if (parse_c_opts(o, argv[i], err))
+				return -EINVAL;
+			continue;
+		}
+		if (!strncmp(arg, "-o", 2) && arg[2]) {
+			if (parse_c_opts(o, arg + 2, err))
+				return -EINVAL;
+			continue;
+		}
+		if (!strcmp(arg, "-f") || !strcmp(arg, "--foreground"))
+			continue;       /* ferryfsd runs in the foreground unless told */
+		if (!strcmp(arg, "-d") || !strcmp(arg, "--debug")) {
+			o->log_level = LOG_LVL_DEBUG;
+			continue;
+		}
+		if (!strcmp(arg, "-h")) {
+			o->action = ACTION_HELP;
+			continue;
+		}
+		if (!strcmp(arg, "-V")) {
+			o->action = ACTION_VERSION;
+			continue;
+		}
+		if (strncmp(arg, "--", 2) != 0 || !arg[2]) {
+			fprintf(err, "ferryfsd: unexpected argument '%s'\n", arg);
+			return -EINVAL;
+		}
+
+		char *name = arg + 2;
+		char *val = strchr(name, '=');
+		size_t name_len = val ? (size_t)(val - name) : strlen(name);
+		const struct long_opt *lo = NULL;
+
+		for (size_t k = 0; k < sizeof(long_opts) / sizeof(*long_opts); k++) {
+			if (strlen(long_opts[k].name) == name_len &&
+			    !strncmp(long_opts[k].name, name, name_len)) {
+				lo = &long_opts[k];
+				break;
+			}
+		}
+		if (!lo) {
+			for (size_t k = 0; k < sizeof(refused_long) / sizeof(*refused_long); k++) {
+				if (strlen(refused_long[k]) == name_len &&
+				    !strncmp(refused_long[k], name, name_len)) {
+					/* --sandbox=none and --seccomp=none describe
+					 * what ferryfsd does today. */
+					if (val && !strcmp(val + 1, "none") &&
+					    (!strncmp(name, "sandbox", name_len) ||
+					     !strncmp(name, "seccomp", name_len)))
+						goto next;
+					if (!val && i + 1 < argc && !strcmp(argv[i + 1], "none") &&
+					    (!strncmp(name, "sandbox", name_len) ||
+					     !strncmp(name, "seccomp", name_len))) {
+						i++;
+						goto next;
+					}
+					return refuse(err, arg);
+				}
+			}
+			fprintf(err, "ferryfsd: unknown option '%s' (try --help)\n", arg);
+			return -EINVAL;
+		}
+		if (lo->has_value && !val) {
+			if (++i >= argc) {
+				fprintf(err, "ferryfsd: option '%s' needs a value\n", arg);
+				return -EINVAL;
+			}
+			val = argv[i];
+		} else if (val) {
+			if (!lo->has_value) {
+				fprintf(err, "ferryfsd: option '--%s' takes no value\n",
+					lo->name);
+				return -EINVAL;
+			}
+			val++;
+		}
+		if (apply_long(o, lo, val, err))
+			return -EINVAL;
+next:
+		;
+	}
+
+	if (o->action != ACTION_SERVE)
+		return 0;
+	if (!o->shared_dir) {
+		fprintf(err, "ferryfsd: no shared directory: give --shared-dir=DIR "
+			"or -o source=DIR\n");
+		return -EINVAL;
+	}
+	if (!o->socket_path && o->listen_fd < 0) {
+		fprintf(err, "ferryfsd: no vhost-user socket: give --socket-path=PATH "
+			"or --fd=N\n");
+		return -EINVAL;
+	}
+	if (o->socket_path && o->listen_fd >= 0) {
+		fprintf(err, "ferryfsd: --socket-path and --fd exclude each other\n");
+		return -EINVAL;
+	}
+	if (o->socket_group && !o->socket_path) {
+		fprintf(err, "ferryfsd: --socket-group needs --socket-path\n");
+		return -EINVAL;
+	}
+	/* Like virtiofsd: readdirplus is off with cache=never unless asked for,
+	 * because the entries it would cache expire at once. */
+	if (!o->readdirplus_set && o->cache == CACHE_NEVER)
+		o->readdirplus = false;
+	return 0;
+}
+
+void ferry_options_usage(FILE *out)
+{
+	fputs(
+"usage: ferryfsd --socket-path=PATH --shared-dir=DIR [options]\n"
+"       ferryfsd --socket-path=PATH -o source=DIR[,opt...] [options]\n"
+"\n"
+"A vhost-user-fs backend: shares DIR with a virtual machine over virtio-fs.\n"
+"\n"
+"Options (the Rust virtiofsd's dialect):\n"
+"  --socket-path=PATH        listen for the VMM on this unix socket\n"
+"  --socket-group=GROUP      make the socket accessible to GROUP (mode 0660)\n"
+"  --fd=N                    use the inherited listening socket N instead\n"
+"  --shared-dir=DIR          the directory to share\n"
+"  --tag=TAG                 the tag in the device's config space (<= 36 bytes)\n"
+"  --cache=auto|always|never|metadata\n"
+"                            guest caching (default auto)\n"
+"  --xattr                   serve extended attributes\n"
+"  --writeback               let the guest cache writes (writeback cache)\n"
+"  --allow-direct-io         keep the guest's O_DIRECT on host files\n"
+"  --no-readdirplus          list directories without attributes\n"
+"  --thread-pool-size=N      accepted for compatibility: ferryfsd runs each\n"
+"                            request on its queue's own thread, with no pool\n"
+"  --rlimit-nofile=N         set the open-file limit (0 leaves it alone)\n"
+"  --log-level=error|warn|info|debug\n"
+"  --syslog                  log to syslog instead of stderr\n"
+"  --daemonize               run in the background once listening\n"
+"  --sandbox=none, --seccomp=none\n"
+"                            the only values supported so far\n"
+"  --print-capabilities      print the vhost-user backend description (JSON)\n"
+"  -h, --help                this text;  -V, --version  the version\n"
+"\n"
+"QEMU's C virtiofsd dialect:\n"
+"  -o source=DIR,cache=auto|always|none,timeout=SECONDS,xattr,no_xattr,\n"
+"     writeback,no_writeback,readdirplus,no_readdirplus,allow_direct_io,\n"
+"     no_allow_direct_io,log_level=LEVEL,debug,max_idle_threads=N\n"
+"  -f (foreground, the default)   -d (debug logging)\n"
+"\n"
+"Options of either virtiofsd that ferryfsd does not implement yet are refused\n"
+"by name; docs/options.md lists them.\n", out);
+}

@@ -1,0 +1,45 @@
+/* ferryfsd's command line: both the Rust virtiofsd's and QEMU's C virtiofsd's dialects. */
+#ifndef FERRY_OPTIONS_H
+#define FERRY_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "backend/passthrough.h"
+#include "common/log.h"
+
+enum run_action { ACTION_SERVE, ACTION_HELP, ACTION_VERSION, ACTION_PRINT_CAPS };
+
+struct ferry_options {
+	enum run_action action;
+	const char *socket_path;
+	const char *socket_group;
+	int listen_fd;                /* --fd; -1 when not given */
+	const char *shared_dir;
+	const char *tag;
+	enum cache_mode cache;
+	double timeout;               /* <0: follow the cache mode */
+	bool xattr;
+	bool writeback;
+	bool allow_direct_io;
+	bool readdirplus;
+	bool readdirplus_set;         /* the user chose; else it follows cache */
+	bool syslog;
+	bool daemonize;
+	unsigned long rlimit_nofile;  /* 0: leave the limit as it is */
+	bool rlimit_nofile_set;
+	unsigned thread_pool_size;
+	bool thread_pool_size_set;
+	enum log_level log_level;
+};
+
+/*
+ * Parses argv into opts. On a bad or not-yet-supported option it writes one
+ * message naming the option to err and returns -EINVAL; nothing is ever
+ * accepted and then ignored.
+ */
+int ferry_options_parse(struct ferry_options *opts, int argc, char **argv,
+			FILE *err);
+void ferry_options_usage(FILE *out);
+
+#endif

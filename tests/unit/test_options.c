@@ -1,0 +1,124 @@
+/* Tests ferryfsd's command line: both dialects, and that unsupported options are refused by name. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/options.h"
+
+static int failures;
+
+/* Parses a NULL-terminated argument list; err_text gets what was printed. */
+static int parse(struct ferry_options *o, char *err_text, size_t err_size, ...)
+{
+	char *argv[32] = { "ferryfsd" };
+	char storage[32][256];
+	int argc = 1;
+	va_list ap;
+
+	va_start(ap, err_size);
+	for (const char *a; (a = va_arg(ap, const char *)) && argc < 31; argc++) {
+		snprintf(storage[argc], sizeof(storage[argc]), "%s", a);
+		argv[argc] = storage[argc];
+	}
+	va_end(ap);
+	argv[argc] = NULL;
+
+	FILE *err = fmemopen(err_text, err_size, "w");
+	if (!err) {
+		perror("fmemopen");
+		exit(1);
+	}
+	memset(err_text, 0, err_size);
+	int ret = ferry_options_parse(o, argc, argv, err);
+	fclose(err);
+	return ret;
+}
+
+#define CHECK(cond, ...) do { \
+	if (cond) { printf("ok: "); } else { printf("FAIL: "); failures++; } \
+	printf(__VA_ARGS__); printf("\n"); } while (0)
+
+int main(void)
+{
+	struct ferry_options o;
+	char err[512];
+	int ret;
+
+	ret = parse(&o, err, sizeof(err), "--socket-path=/tmp/s", "--shared-dir",
+		    "/srv", "--cache", "never", "--xattr", "--tag=myfs",
+		    "--thread-pool-size=64", "--log-level=debug", NULL);
+	CHECK(ret == 0 && !strcmp(o.socket_path, "/tmp/s") &&
+	      !strcmp(o.shared_dir, "/srv") && o.cache == CACHE_NEVER && o.xattr &&
+	      !strcmp(o.tag, "myfs") && o.thread_pool_size == 64 &&
+	      o.log_level == LOG_LVL_DEBUG,
+	      "Rust dialect with '=' and separate values");
+	CHECK(ret == 0 && !o.readdirplus, "cache=never turns readdirplus off by default");
+
+	ret = parse(&o, err, sizeof(err), "--socket-path", "/tmp/s", "-o",
+		    "source=/srv,cache=always,xattr,writeback,no_flock,log_level=warn",
+		    "-f", "--thread-pool-size=0", NULL);
+	CHECK(ret == 0 && !strcmp(o.shared_dir, "/srv") && o.cache == CACHE_ALWAYS &&
+	      o.xattr && o.writeback && o.log_level == LOG_LVL_WARN && o.readdirplus,
+	      "C dialect -o list");
+
+	ret = parse(&o, err, sizeof(err), "--fd=3", "-osource=/srv,cache=none", "-d", NULL);
+	CHECK(ret == 0 && o.listen_fd == 3 && o.cache == CACHE_NEVER &&
+	      o.log_level == LOG_LVL_DEBUG, "--fd, joined -o, -d");
+
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--posix-acl", NULL);
+	CHECK(ret != 0 && strstr(err, "'--posix-acl'") && strstr(err, "not supported"),
+	      "unsupported Rust option refused by name: %s", err);
+
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o", "source=/d,flock", NULL);
+	CHECK(ret != 0 && strstr(err, "'flock'"), "unsupported C option refused by name: %s", err);
+
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--sandbox=namespace", NULL);
+	CHECK(ret != 0 && strstr(err, "--sandbox=namespace"), "sandbox=namespace refused: %s", err);
+
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--sandbox", "none", "--seccomp=none", NULL);
+	CHECK(ret == 0, "--sandbox none and --seccomp=none accepted");
+
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--bogus", NULL);
+	CHECK(ret != 0 && strstr(err, "unknown option '--bogus'"), "unknown option: %s", err);
+
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o", "source=/d,nonsense", NULL);
+	CHECK(ret != 0 && strstr(err, "nonsense"), "unknown -o item: %s", err);
+
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--cache=sometimes", NULL);
+	CHECK(ret != 0 && strstr(err, "sometimes"), "bad cache value: %s", err);
+
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--thread-pool-size=-1", NULL);
+	CHECK(ret != 0, "negative thread pool size refused: %s", err);
+
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--tag=0123456789012345678901234567890123456", NULL);
+	CHECK(ret != 0 && strstr(err, "--tag"), "37-byte tag refused: %s", err);
+
+	ret = parse(&o, err, sizeof(err), "--shared-dir=/d", NULL);
+	CHECK(ret != 0 && strstr(err, "socket"), "missing socket: %s", err);
+
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", NULL);
+	CHECK(ret != 0 && strstr(err, "shared directory"), "missing shared dir: %s", err);
+
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--fd=4", "--shared-dir=/d", NULL);
+	CHECK(ret != 0 && strstr(err, "exclude"), "--fd with --socket-path: %s", err);
+
+	ret = parse(&o, err, sizeof(err), "--xattr=yes", NULL);
+	CHECK(ret != 0 && strstr(err, "takes no value"), "flag given a value: %s", err);
+
+	ret = parse(&o, err, sizeof(err), "--socket-path", NULL);
+	CHECK(ret != 0 && strstr(err, "needs a value"), "value missing: %s", err);
+
+	ret = parse(&o, err, sizeof(err), "--print-capabilities", NULL);
+	CHECK(ret == 0 && o.action == ACTION_PRINT_CAPS, "--print-capabilities needs no socket");
+
+	printf("%s\n", failures ? "FAILED" : "all passed");
+	return failures ? 1 : 0;
+}
