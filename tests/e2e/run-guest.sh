@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Boots the test guest under QEMU (TCG) against a vhost-user-fs socket (or a 9p dir) and captures its console.
+#
+# Usage: run-guest.sh [options]
+#   --guest DIR       guest dir from build-guest.sh (default ${FERRYFS_CACHE:-/var/cache/ferryfs}/guest)
+#   --kernel F / --initrd F   override the images (e.g. --initrd DIR/initrd-fio.img for fio)
+#   --sock PATH       vhost-user-fs socket of a running daemon (virtio-fs mode)
+#   --9p DIR          share DIR with QEMU's built-in 9p server instead (comparison runs)
+#   --tag TAG         mount tag (default ferryfs)
+#   --cmd NAME        guest command: /cmds/NAME in the initrd, or an absolute guest path (default fsops)
+#   --args "A B"      arguments for the command (no commas)
+#   --mntopts O       extra mount options (comma separated)
+#   --log FILE        console log (default: stdout only)
+#   --quiet           do not echo the console to stdout (log file only)
+#   --timeout SECS    kill QEMU after SECS (default 300)
+#   --mem SIZE        guest RAM (default 1G); --smp N (default 2)
+#   --append STR      extra kernel command line
+#   -- ARGS           extra QEMU arguments
+# Exit: 0 guest command succeeded; 1 guest command failed; 3 no boot/mount; 124 timeout.
+set -euo pipefail
+
+guest="${FERRYFS_CACHE:-/var/cache/ferryfs}/guest"
+kernel="" initrd="" sock="" p9dir="" tag="ferryfs" cmd="fsops" args="" mntopts="" logf=""
+quiet=0 timeout_s=300 mem="1G" smp=2 append="" extra=()
+
+while (($#)); do
+    case "$1" in
+        --guest) guest="$2"; shift 2 ;;
+        --kernel) kernel="$2"; shift 2 ;;
+        --initrd) initrd="$2"; shift 2 ;;
+        --sock) sock="$2"; shift 2 ;;
+        --9p) p9dir="$2"; shift 2 ;;
+        --tag) tag="$2"; shift 2 ;;
+        --cmd) cmd="$2"; shift 2 ;;
+        --args) args="$2"; shift 2 ;;
+        --mntopts) mntopts="$2"; shift 2 ;;
+        --log) logf="$2"; shift 2 ;;
+        --quiet) quiet=1; shift ;;
+        --timeout) timeout_s="$2"; shift 2 ;;
+        --mem) mem="$2"; shift 2 ;;
+        --smp) smp="$2"; shift 2 ;;
+        --append) append="$2"; shift 2 ;;
+        --) shift; extra=("$@"); break ;;
+        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        *) echo "run-guest.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+
+kernel="${kernel:-$guest/vmlinuz}"
+initrd="${initrd:-$guest/initrd.img}"
+for f in "$kernel" "$initrd"; do
+    [[ -f "$f" ]] || { echo "run-guest.sh: missing $f (run tests/e2e/build-guest.sh)" >&2; exit 3; }
+done
+if [[ -z "$sock" && -z "$p9dir" ]] || [[ -n "$sock" && -n "$p9dir" ]]; then
+    echo "run-guest.sh: need exactly one of --sock or --9p" >&2
+    exit 2
+fi
+
+cmdline="console=ttyS0 quiet loglevel=3 panic=-1 ferryfs.cmd=$cmd ferryfs.tag=$tag"
+[[ -n "$args" ]] && cmdline+=" ferryfs.args=${args// /,}"
+[[ -n "$mntopts" ]] && cmdline+=" ferryfs.mntopts=$mntopts"
+[[ -n "$append" ]] && cmdline+=" $append"
+
+qemu=(qemu-system-x86_64 -accel tcg -m "$mem" -smp "$smp" -nographic -no-reboot
+      -kernel "$kernel" -initrd "$initrd")
+if [[ -n "$sock" ]]; then
+    # vhost-user needs the guest RAM in a shareable memfd the daemon can map.
+    qemu+=(-chardev "socket,id=char0,path=$sock"
+           -device "vhost-user-fs-pci,chardev=char0,tag=$tag"
+           -object "memory-backend-memfd,id=mem,size=$mem,share=on" -numa node,memdev=mem)
+else
+    cmdline+=" ferryfs.fstype=9p"
+    qemu+=(-virtfs "local,path=$p9dir,mount_tag=$tag,security_model=passthrough,id=fs0")
+fi
+qemu+=(-append "$cmdline" "${extra[@]}")
+
+if [[ -z "$logf" ]]; then
+    logf="$(mktemp "${TMPDIR:-/tmp}/ferryfs-console.XXXXXX")"
+    trap 'rm -f "$logf"' EXIT
+fi
+set +e
+# stdin is /dev/null so QEMU never puts a caller's terminal into raw mode.
+if ((quiet)); then
+    timeout --kill-after=10 "$timeout_s" "${qemu[@]}" </dev/null >"$logf" 2>&1
+    rc=$?
+else
+    timeout --kill-after=10 "$timeout_s" "${qemu[@]}" </dev/null 2>&1 | tee "$logf"
+    rc=${PIPESTATUS[0]}
+fi
+set -e
+
+if ((rc == 124 || rc == 137)); then
+    echo "run-guest.sh: QEMU killed after ${timeout_s}s" >&2
+    exit 124
+fi
+done_line="$(tr -d '\r' <"$logf" | grep -ao 'FERRYFS-GUEST-DONE rc=[0-9]*' | tail -1 || true)"
+if ! tr -d '\r' <"$logf" | grep -aq 'FERRYFS-GUEST-MOUNTED'; then
+    echo "run-guest.sh: guest did not mount the share (QEMU exit $rc)" >&2
+    exit 3
+fi
+[[ -n "$done_line" ]] || { echo "run-guest.sh: guest never finished (QEMU exit $rc)" >&2; exit 3; }
+[[ "$done_line" == "FERRYFS-GUEST-DONE rc=0" ]] && exit 0
+exit 1
