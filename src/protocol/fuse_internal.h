@@ -1,0 +1,146 @@
+/* Protocol-layer internals shared by the session, the dispatch table and the iovec helpers. */
+#ifndef FERRY_FUSE_INTERNAL_H
+#define FERRY_FUSE_INTERNAL_H
+
+#include <linux/fuse.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "protocol/fuse_ops.h"
+#include "protocol/fuse_server.h"
+
+/* Our protocol version; virtio-fs itself appeared in 7.31, so nothing older
+ * can be a virtio-fs client. */
+#define FERRY_FUSE_MAJOR 7
+#define FERRY_FUSE_MINOR 38
+#define FERRY_FUSE_MIN_MINOR 31
+
+#define FERRY_DEFAULT_MAX_WRITE (1024u * 1024u)
+#define FERRY_PAGE_SIZE 4096u
+
+/* Linux limits the protocol enforces before the backend sees a request. */
+#define FERRY_XATTR_NAME_MAX 255
+#define FERRY_XATTR_SIZE_MAX 65536
+
+/*
+ * The largest argument block we copy: SETXATTR's extended fuse_setxattr_in,
+ * a maximal xattr name and value, plus slack for a security-context
+ * extension. WRITE payloads and BATCH_FORGET arrays are not copied here.
+ */
+#define FERRY_ARG_BUF_SIZE (16 + FERRY_XATTR_NAME_MAX + 1 + FERRY_XATTR_SIZE_MAX + 8192)
+/* Scratch for replies assembled before copying into guest memory: READDIR
+ * pages, xattr values and lists, link targets. */
+#define FERRY_OUT_BUF_SIZE (128u * 1024u)
+/* Sub-iovecs handed to READ and WRITE; a virtqueue chain is at most this long
+ * in practice (the Linux driver's queue size is 1024). */
+#define FERRY_MAX_IOV 1024
+
+enum fuse_session_state {
+	SESSION_NEW,          /* waiting for INIT */
+	SESSION_INITIALIZING, /* one worker negotiates; everyone else gets EIO */
+	SESSION_READY,
+	SESSION_DESTROYING,   /* DESTROY waits for in-flight requests */
+};
+
+struct fuse_session {
+	struct fuse_session_opts opts;
+	const struct fs_ops *ops;
+	void *fs;
+	/* Published with release by INIT; conn and setxattr_in_size are only
+	 * written while the state is SESSION_INITIALIZING. */
+	_Atomic int state;
+	struct fuse_conn_info conn;
+	uint32_t setxattr_in_size;
+	/* Only DESTROY and worker creation take this; never the request path. */
+	pthread_mutex_t workers_lock;
+	struct fuse_worker *workers;
+};
+
+struct fuse_worker {
+	struct fuse_session *se;
+	struct fuse_worker *next;
+	/* Set while a request runs past the state check, so DESTROY can wait
+	 * for in-flight requests without a shared counter. */
+	_Atomic bool busy;
+	char *arg_buf;                /* FERRY_ARG_BUF_SIZE */
+	char *out_buf;                /* FERRY_OUT_BUF_SIZE */
+	struct iovec iov[FERRY_MAX_IOV];
+};
+
+union fuse_reply_args {
+	struct fuse_entry_out entry;
+	struct fuse_attr_out attr;
+	struct fuse_open_out open;
+	struct {
+		struct fuse_entry_out entry;
+		struct fuse_open_out open;
+	} create;
+	struct fuse_write_out write;
+	struct fuse_statfs_out statfs;
+	struct fuse_getxattr_out getxattr;
+	struct fuse_lk_out lk;
+	struct fuse_lseek_out lseek;
+	struct fuse_init_out init;
+};
+
+/* One request while it is processed; lives on the worker thread's stack. */
+struct fuse_req {
+	struct fuse_worker *w;
+	struct fuse_session *se;
+	struct fuse_in_header in;     /* copied out of guest memory */
+	struct fuse_req_ctx ctx;
+	const char *arg;              /* copied arguments, worker-owned */
+	size_t arg_len;               /* bytes in arg, extensions excluded */
+	size_t arg_pos;               /* parse cursor into arg */
+	/* For FUSE_OP_HEAD_ONLY ops: argument bytes after the copied head,
+	 * left in rd at offset sizeof(fuse_in_header) + arg_len. */
+	size_t payload_len;
+	const struct iovec *rd;
+	unsigned rd_cnt;
+	const struct iovec *wr;
+	unsigned wr_cnt;
+	size_t wr_len;
+	/* Reply: reply_arg is copied after the out-header; reply_in_place
+	 * bytes were already written there (READ). */
+	const void *reply_arg;
+	size_t reply_len;
+	size_t reply_in_place;
+	union fuse_reply_args out;
+};
+
+struct fuse_op_desc {
+	const char *name;
+	int (*handle)(struct fuse_req *req);  /* NULL: ENOSYS */
+	uint32_t min_arg;     /* fixed argument bytes the op needs */
+	uint32_t reply_arg;   /* fixed reply bytes, checked before the op runs */
+	unsigned flags;
+};
+
+#define FUSE_OP_NO_REPLY   (1u << 0)  /* FORGET, BATCH_FORGET, INTERRUPT */
+#define FUSE_OP_XATTR      (1u << 1)  /* served only with opts->xattr */
+#define FUSE_OP_HEAD_ONLY  (1u << 2)  /* copy only min_arg: payload stays in rd */
+
+/* NULL for opcodes we do not know at all. */
+const struct fuse_op_desc *fuse_op_lookup(uint32_t opcode);
+
+int fuse_do_init(struct fuse_req *req);
+int fuse_do_destroy(struct fuse_req *req);
+
+/* iovec helpers: lengths saturate instead of wrapping. */
+size_t iov_length(const struct iovec *iov, unsigned cnt);
+size_t iov_copy_from(void *dst, const struct iovec *iov, unsigned cnt,
+		     size_t offset, size_t len);
+size_t iov_copy_to(const struct iovec *iov, unsigned cnt, size_t offset,
+		   const void *src, size_t len);
+/* Fills out with the part of iov in [offset, offset+len); returns the
+ * number of entries or -E2BIG when more than max are needed, -EINVAL when
+ * iov is shorter than offset+len. */
+int iov_slice(struct iovec *out, unsigned max, const struct iovec *iov,
+	      unsigned cnt, size_t offset, size_t len);
+
+#endif

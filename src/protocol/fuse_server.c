@@ -1,0 +1,433 @@
+/* FUSE session lifetime, INIT/DESTROY, and the copy-then-validate request path. */
+#include "protocol/fuse_internal.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+
+int fuse_session_new(struct fuse_session **out,
+		     const struct fuse_session_opts *opts,
+		     const struct fs_ops *ops, void *fs)
+{
+	struct fuse_session *se;
+	int rc;
+
+	se = calloc(1, sizeof(*se));
+	if (!se)
+		return -ENOMEM;
+	se->opts = *opts;
+	if (se->opts.max_write == 0)
+		se->opts.max_write = FERRY_DEFAULT_MAX_WRITE;
+	/* The client never sends less than a page per request, and max_pages
+	 * is a 16-bit field. */
+	if (se->opts.max_write < FERRY_PAGE_SIZE)
+		se->opts.max_write = FERRY_PAGE_SIZE;
+	if (se->opts.max_write > UINT16_MAX * FERRY_PAGE_SIZE)
+		se->opts.max_write = UINT16_MAX * FERRY_PAGE_SIZE;
+	se->ops = ops;
+	se->fs = fs;
+	atomic_init(&se->state, SESSION_NEW);
+	rc = -pthread_mutex_init(&se->workers_lock, NULL);
+	if (rc)
+		goto err_free;
+	*out = se;
+	return 0;
+
+err_free:
+	free(se);
+	return rc;
+}
+
+void fuse_session_free(struct fuse_session *se)
+{
+	if (!se)
+		return;
+	/* A daemon going away under a mounted guest never saw DESTROY; the
+	 * backend still gets its one destroy call, as libfuse does. */
+	if (atomic_load(&se->state) == SESSION_READY && se->ops->destroy)
+		se->ops->destroy(se->fs);
+	pthread_mutex_destroy(&se->workers_lock);
+	free(se);
+}
+
+int fuse_worker_new(struct fuse_session *se, struct fuse_worker **out)
+{
+	struct fuse_worker *w;
+
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->arg_buf = malloc(FERRY_ARG_BUF_SIZE);
+	w->out_buf = malloc(FERRY_OUT_BUF_SIZE);
+	if (!w->arg_buf || !w->out_buf)
+		goto err_free;
+	w->se = se;
+	atomic_init(&w->busy, false);
+	pthread_mutex_lock(&se->workers_lock);
+	w->next = se->workers;
+	se->workers = w;
+	pthread_mutex_unlock(&se->workers_lock);
+	*out = w;
+	return 0;
+
+err_free:
+	free(w->arg_buf);
+	free(w->out_buf);
+	free(w);
+	return -ENOMEM;
+}
+
+void fuse_worker_free(struct fuse_worker *w)
+{
+	struct fuse_session *se;
+
+	if (!w)
+		return;
+	se = w->se;
+	pthread_mutex_lock(&se->workers_lock);
+	for (struct fuse_worker **p = &se->workers; *p; p = &(*p)->next) {
+		if (*p == w) {
+			*p = w->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&se->workers_lock);
+	free(w->arg_buf);
+	free(w->out_buf);
+	free(w);
+}
+
+/* ------------------------------------------------------------------ INIT */
+
+static uint64_t init_offered_flags(const struct fuse_session *se)
+{
+	const struct fuse_session_opts *o = &se->opts;
+	const struct fs_ops *ops = se->ops;
+	uint64_t f = FUSE_ASYNC_READ | FUSE_PARALLEL_DIROPS | FUSE_BIG_WRITES |
+		     FUSE_AUTO_INVAL_DATA | FUSE_ATOMIC_O_TRUNC | FUSE_ASYNC_DIO |
+		     FUSE_INIT_EXT | FUSE_MAX_PAGES | FUSE_EXPORT_SUPPORT;
+
+	if (o->readdirplus)
+		f |= FUSE_DO_READDIRPLUS | FUSE_READDIRPLUS_AUTO;
+	if (o->killpriv_v2)
+		f |= FUSE_HANDLE_KILLPRIV_V2;
+	if (o->writeback)
+		f |= FUSE_WRITEBACK_CACHE;
+	if (o->xattr)
+		f |= FUSE_SETXATTR_EXT;
+	/* The client's ACL checks read the ACLs through GETXATTR. */
+	if (o->posix_acl && o->xattr)
+		f |= FUSE_POSIX_ACL;
+	if (o->announce_submounts)
+		f |= FUSE_SUBMOUNTS;
+	if (o->security_label)
+		f |= FUSE_SECURITY_CTX;
+	/* Offering locks the backend cannot take would make the client send
+	 * requests that all fail with ENOSYS instead of locking locally. */
+	if (o->flock && ops->setlk)
+		f |= FUSE_FLOCK_LOCKS;
+	if (o->posix_lock && ops->getlk && ops->setlk)
+		f |= FUSE_POSIX_LOCKS;
+	if (o->cache_symlinks)
+		f |= FUSE_CACHE_SYMLINKS;
+	return f;
+}
+
+static void init_reply_version_only(struct fuse_req *req)
+{
+	struct fuse_init_out *out = &req->out.init;
+
+	memset(out, 0, sizeof(*out));
+	out->major = FERRY_FUSE_MAJOR;
+	out->minor = FERRY_FUSE_MINOR;
+	req->reply_arg = out;
+	req->reply_len = sizeof(*out);
+}
+
+/*
+ * Negotiates the protocol. Only one worker may negotiate: the CAS from NEW to
+ * INITIALIZING excludes a concurrent second INIT, and the release store of
+ * READY publishes conn to workers that load the state with acquire.
+ */
+int fuse_do_init(struct fuse_req *req)
+{
+	struct fuse_session *se = req->se;
+	struct fuse_init_in in;
+	struct fuse_init_out *out = &req->out.init;
+	int expected = SESSION_NEW;
+	uint64_t client_flags, agreed;
+	int rc;
+
+	if (!atomic_compare_exchange_strong(&se->state, &expected, SESSION_INITIALIZING)) {
+		log_debug("fuse: INIT while already initialised (state %d)", expected);
+		return -EIO;
+	}
+
+	/* Clients before 7.36 send the 16-byte struct; the rest stays zero. */
+	memset(&in, 0, sizeof(in));
+	memcpy(&in, req->arg, req->arg_len < sizeof(in) ? req->arg_len : sizeof(in));
+
+	if (in.major > FERRY_FUSE_MAJOR) {
+		/* Per the protocol: answer with our version only and wait for
+		 * the client to retry INIT with a major it shares with us. */
+		log_info("fuse: client offers %u.%u, answering with %u.%u",
+			 in.major, in.minor, FERRY_FUSE_MAJOR, FERRY_FUSE_MINOR);
+		init_reply_version_only(req);
+		rc = 0;
+		goto out_not_ready;
+	}
+	if (in.major < FERRY_FUSE_MAJOR || in.minor < FERRY_FUSE_MIN_MINOR) {
+		log_err("fuse: client protocol %u.%u too old (need %u.%u)",
+			in.major, in.minor, FERRY_FUSE_MAJOR, FERRY_FUSE_MIN_MINOR);
+		rc = -EPROTO;
+		goto out_not_ready;
+	}
+
+	client_flags = in.flags;
+	if ((in.flags & FUSE_INIT_EXT) && req->arg_len >= sizeof(in))
+		client_flags |= (uint64_t)in.flags2 << 32;
+	agreed = init_offered_flags(se) & client_flags;
+
+	memset(&se->conn, 0, sizeof(se->conn));
+	se->conn.proto_minor = in.minor < FERRY_FUSE_MINOR ? in.minor : FERRY_FUSE_MINOR;
+	se->conn.flags = agreed;
+	se->conn.max_write = se->opts.max_write;
+	se->setxattr_in_size = (agreed & FUSE_SETXATTR_EXT) ?
+		sizeof(struct fuse_setxattr_in) : FUSE_COMPAT_SETXATTR_IN_SIZE;
+
+	if (se->ops->init) {
+		rc = se->ops->init(se->fs, &se->conn);
+		if (rc < 0) {
+			log_err("fuse: backend init failed: %s", strerror(-rc));
+			goto out_not_ready;
+		}
+	}
+
+	memset(out, 0, sizeof(*out));
+	out->major = FERRY_FUSE_MAJOR;
+	out->minor = se->conn.proto_minor;
+	out->max_readahead = in.max_readahead;
+	out->flags = (uint32_t)agreed;
+	if (agreed & FUSE_INIT_EXT)
+		out->flags2 = (uint32_t)(agreed >> 32);
+	out->max_write = se->conn.max_write;
+	out->max_pages = (uint16_t)((se->conn.max_write + FERRY_PAGE_SIZE - 1) / FERRY_PAGE_SIZE);
+	out->time_gran = 1;
+	req->reply_arg = out;
+	req->reply_len = sizeof(*out);
+
+	log_info("fuse: session %u.%u, flags 0x%llx, max_write %u",
+		 out->major, out->minor, (unsigned long long)agreed, out->max_write);
+	atomic_store_explicit(&se->state, SESSION_READY, memory_order_release);
+	return 0;
+
+out_not_ready:
+	atomic_store_explicit(&se->state, SESSION_NEW, memory_order_release);
+	return rc;
+}
+
+/*
+ * DESTROY ends the session: new requests see a state other than READY and
+ * get EIO, and we wait for requests other workers already admitted, so the
+ * backend's destroy never runs under a live op. The client only sends
+ * DESTROY once idle; a guest that keeps a SETLKW blocked stalls only its own
+ * queue here.
+ */
+int fuse_do_destroy(struct fuse_req *req)
+{
+	struct fuse_session *se = req->se;
+	int expected = SESSION_READY;
+
+	if (!atomic_compare_exchange_strong(&se->state, &expected, SESSION_DESTROYING))
+		return -EIO;
+
+	pthread_mutex_lock(&se->workers_lock);
+	for (struct fuse_worker *w = se->workers; w; w = w->next) {
+		if (w == req->w)
+			continue;
+		while (atomic_load(&w->busy))
+			sched_yield();
+	}
+	pthread_mutex_unlock(&se->workers_lock);
+
+	if (se->ops->destroy)
+		se->ops->destroy(se->fs);
+	atomic_store_explicit(&se->state, SESSION_NEW, memory_order_release);
+	return 0;
+}
+
+/* --------------------------------------------------------- request path */
+
+/*
+ * Admits a request to a READY session. busy is set before the state is
+ * re-read (both sequentially consistent), so DESTROY either sees us busy or
+ * we see it destroying: the Dekker pattern, without a shared counter.
+ */
+static int req_admit(struct fuse_req *req)
+{
+	struct fuse_worker *w = req->w;
+
+	if (atomic_load_explicit(&req->se->state, memory_order_acquire) != SESSION_READY)
+		return -EIO;
+	atomic_store(&w->busy, true);
+	if (atomic_load(&req->se->state) != SESSION_READY) {
+		atomic_store(&w->busy, false);
+		return -EIO;
+	}
+	return 0;
+}
+
+/*
+ * Length rules, all applied to our copy of the header:
+ *  - in.len counts header, arguments, payload and extensions, and must be at
+ *    least the header and at most the readable chain. Readable bytes past
+ *    in.len are ignored: the Linux driver makes them equal, but a frontend
+ *    posting fixed-size buffers stays correct and nothing past in.len is
+ *    ever read.
+ *  - total_extlen (8-byte units) must fit inside in.len; the argument block
+ *    is what lies between the header and the extensions.
+ */
+static int req_prepare(struct fuse_req *req, const struct fuse_op_desc *desc,
+		       size_t rd_len)
+{
+	struct fuse_session *se = req->se;
+	size_t body_len, ext_len, copy_len;
+	int rc;
+
+	if (req->in.len < sizeof(struct fuse_in_header) || req->in.len > rd_len) {
+		log_debug("fuse: unique %llu: in.len %u, chain %zu",
+			  (unsigned long long)req->in.unique, req->in.len, rd_len);
+		return -EINVAL;
+	}
+	body_len = req->in.len - sizeof(struct fuse_in_header);
+	ext_len = (size_t)req->in.total_extlen * 8;
+	if (ext_len > body_len)
+		return -EINVAL;
+	req->arg_len = body_len - ext_len;
+
+	/* Before INIT everything but INIT gets EIO, unknown opcodes too;
+	 * INIT itself checks the state when it claims the session. */
+	if (req->in.opcode != FUSE_INIT) {
+		rc = req_admit(req);
+		if (rc < 0)
+			return rc;
+	}
+	if (!desc || !desc->handle)
+		return -ENOSYS;
+	if ((desc->flags & FUSE_OP_XATTR) && !se->opts.xattr)
+		return -ENOSYS;
+	if (req->arg_len < desc->min_arg) {
+		log_debug("fuse: %s: %zu argument bytes, need %u",
+			  desc->name, req->arg_len, desc->min_arg);
+		return -EINVAL;
+	}
+	/* Checked before the op runs: a LOOKUP whose entry cannot be sent
+	 * would leak the reference the backend took. */
+	if (req->wr_len - sizeof(struct fuse_out_header) < desc->reply_arg &&
+	    !(desc->flags & FUSE_OP_NO_REPLY)) {
+		log_debug("fuse: %s: reply of %u bytes, writable %zu",
+			  desc->name, desc->reply_arg, req->wr_len);
+		return -ERANGE;
+	}
+
+	copy_len = (desc->flags & FUSE_OP_HEAD_ONLY) ? desc->min_arg : body_len;
+	if (copy_len > FERRY_ARG_BUF_SIZE) {
+		log_debug("fuse: %s: %zu argument bytes exceed our limit",
+			  desc->name, copy_len);
+		return -EINVAL;
+	}
+	/* The guest may rewrite its buffers while we run: from here on only
+	 * the copy is looked at. */
+	iov_copy_from(req->w->arg_buf, req->rd, req->rd_cnt,
+		      sizeof(struct fuse_in_header), copy_len);
+	req->arg = req->w->arg_buf;
+	if (desc->flags & FUSE_OP_HEAD_ONLY) {
+		req->payload_len = req->arg_len - copy_len;
+		req->arg_len = copy_len;
+	}
+	return 0;
+}
+
+/* The one place an op's result becomes a FUSE reply. */
+static uint32_t req_reply(struct fuse_req *req, int rc)
+{
+	struct fuse_out_header out = { .unique = req->in.unique };
+	size_t len = sizeof(out);
+
+	if (rc > 0)
+		rc = 0;
+	if (rc < -4095)
+		rc = -EIO;
+	if (rc == 0) {
+		len += req->reply_len + req->reply_in_place;
+		if (len > req->wr_len) {
+			/* Only a backend bug gets here; all sizes were
+			 * clipped or checked against wr before. */
+			log_err("fuse: unique %llu: reply of %zu bytes exceeds %zu",
+				(unsigned long long)req->in.unique, len, req->wr_len);
+			rc = -ERANGE;
+			len = sizeof(out);
+		}
+	}
+	out.error = rc;
+	out.len = (uint32_t)len;
+	if (rc == 0 && req->reply_len)
+		iov_copy_to(req->wr, req->wr_cnt, sizeof(out) + req->reply_in_place,
+			    req->reply_arg, req->reply_len);
+	iov_copy_to(req->wr, req->wr_cnt, 0, &out, sizeof(out));
+	return (uint32_t)len;
+}
+
+uint32_t fuse_worker_process(struct fuse_worker *w,
+			     const struct iovec *rd, unsigned rd_cnt,
+			     const struct iovec *wr, unsigned wr_cnt)
+{
+	struct fuse_req req;
+	const struct fuse_op_desc *desc;
+	size_t rd_len;
+	bool no_reply;
+	uint32_t len;
+	int rc;
+
+	memset(&req, 0, sizeof(req));
+	req.w = w;
+	req.se = w->se;
+	req.rd = rd;
+	req.rd_cnt = rd_cnt;
+	req.wr = wr;
+	req.wr_cnt = wr_cnt;
+	req.wr_len = iov_length(wr, wr_cnt);
+	rd_len = iov_length(rd, rd_cnt);
+
+	if (rd_len < sizeof(req.in)) {
+		log_debug("fuse: request of %zu bytes has no full header", rd_len);
+		return 0;
+	}
+	iov_copy_from(&req.in, rd, rd_cnt, 0, sizeof(req.in));
+	req.ctx.unique = req.in.unique;
+	req.ctx.uid = req.in.uid;
+	req.ctx.gid = req.in.gid;
+	req.ctx.pid = req.in.pid;
+
+	desc = fuse_op_lookup(req.in.opcode);
+	no_reply = desc && (desc->flags & FUSE_OP_NO_REPLY);
+	if (!no_reply && req.wr_len < sizeof(struct fuse_out_header)) {
+		log_debug("fuse: unique %llu opcode %u: writable part of %zu bytes, no reply possible",
+			  (unsigned long long)req.in.unique, req.in.opcode, req.wr_len);
+		return 0;
+	}
+
+	rc = req_prepare(&req, desc, rd_len);
+	if (rc == 0)
+		rc = desc->handle(&req);
+	if (rc < 0 && ferry_log_level >= LOG_LVL_DEBUG)
+		log_debug("fuse: unique %llu %s: %s", (unsigned long long)req.in.unique,
+			  desc ? desc->name : "unknown opcode", strerror(-rc));
+
+	atomic_store(&w->busy, false);
+	len = no_reply ? 0 : req_reply(&req, rc);
+	return len;
+}
