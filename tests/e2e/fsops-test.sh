@@ -114,7 +114,10 @@ hc_special_files() {
     [[ -c "$k/chardev" ]] || { echo "chardev is not a char device"; return 1; }
     eq "chardev major:minor" "$(stat -c %t:%T "$k/chardev")" 1:3
 }
-hc_tmpfile() { eq content "$(cat "$k/tmpfile_linked" 2>&1)" tmpfile-content; }
+hc_tmpfile() {
+    [[ -e "$k/tmpfile_linked" ]] || { echo "tmpfile_linked missing"; return 1; }
+    eq content "$(cat "$k/tmpfile_linked" 2>&1)" tmpfile-content
+}
 hc_exchange() {
     eq exchange_a "$(cat "$k/exchange_a" 2>&1)" B && eq exchange_b "$(cat "$k/exchange_b" 2>&1)" A
 }
@@ -194,7 +197,7 @@ run_daemon() { # NAME
     say "[$name] booting guest (timeout ${guest_timeout}s)"
     local t0=$SECONDS grc=0
     "$here/run-guest.sh" --guest "$guest_dir" --sock "$sock" --cmd fsops \
-        --log "$dir/console.log" --quiet --timeout "$guest_timeout" || grc=$?
+        --log "$dir/console.log" --quiet --timeout "$guest_timeout" --watch-pid "$daemon_pid" || grc=$?
     say "[$name] guest finished in $((SECONDS - t0))s (run-guest exit $grc)"
 
     # The daemon must notice the frontend is gone and exit by itself.

@@ -1347,7 +1347,7 @@ int main(int argc, char **argv)
             want |= !strcmp(argv[a], checks[i].name);
         if (!want)
             continue;
-        if (run_check(&checks[i], 120))
+        if (run_check(&checks[i], 60))
             failed++;
         else
             pass++;

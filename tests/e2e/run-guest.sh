@@ -15,13 +15,14 @@
 #   --timeout SECS    kill QEMU after SECS (default 300)
 #   --mem SIZE        guest RAM (default 1G); --smp N (default 2)
 #   --append STR      extra kernel command line
+#   --watch-pid PID   stop QEMU if process PID (the daemon) dies while the guest runs
 #   -- ARGS           extra QEMU arguments
 # Exit: 0 guest command succeeded; 1 guest command failed; 3 no boot/mount; 124 timeout.
 set -euo pipefail
 
 guest="${FERRYFS_CACHE:-/var/cache/ferryfs}/guest"
 kernel="" initrd="" sock="" p9dir="" tag="ferryfs" cmd="fsops" args="" mntopts="" logf=""
-quiet=0 timeout_s=300 mem="1G" smp=2 append="" extra=()
+quiet=0 watch_pid="" timeout_s=300 mem="1G" smp=2 append="" extra=()
 
 while (($#)); do
     case "$1" in
@@ -40,6 +41,7 @@ while (($#)); do
         --mem) mem="$2"; shift 2 ;;
         --smp) smp="$2"; shift 2 ;;
         --append) append="$2"; shift 2 ;;
+        --watch-pid) watch_pid="$2"; shift 2 ;;
         --) shift; extra=("$@"); break ;;
         -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
         *) echo "run-guest.sh: unknown option $1" >&2; exit 2 ;;
@@ -78,18 +80,37 @@ if [[ -z "$logf" ]]; then
     logf="$(mktemp "${TMPDIR:-/tmp}/ferryfs-console.XXXXXX")"
     trap 'rm -f "$logf"' EXIT
 fi
-set +e
 # stdin is /dev/null so QEMU never puts a caller's terminal into raw mode.
-if ((quiet)); then
-    timeout --kill-after=10 "$timeout_s" "${qemu[@]}" </dev/null >"$logf" 2>&1
-    rc=$?
-else
-    timeout --kill-after=10 "$timeout_s" "${qemu[@]}" </dev/null 2>&1 | tee "$logf"
-    rc=${PIPESTATUS[0]}
+timeout --kill-after=10 "$timeout_s" "${qemu[@]}" </dev/null >"$logf" 2>&1 &
+qpid=$!
+tailpid=""
+if ((!quiet)); then
+    tail -n +1 -f --pid="$qpid" "$logf" &
+    tailpid=$!
 fi
-set -e
+# A dead daemon leaves the guest blocked on FUSE requests forever; stop QEMU early instead.
+daemon_died=0
+if [[ -n "$watch_pid" ]]; then
+    while kill -0 "$qpid" 2>/dev/null; do
+        if ! kill -0 "$watch_pid" 2>/dev/null; then
+            sleep 5
+            if kill -0 "$qpid" 2>/dev/null; then
+                daemon_died=1
+                kill -TERM "$qpid" 2>/dev/null || true
+            fi
+            break
+        fi
+        sleep 0.5
+    done
+fi
+rc=0
+wait "$qpid" || rc=$?
+[[ -z "$tailpid" ]] || wait "$tailpid" 2>/dev/null || true
+if ((daemon_died)); then
+    echo "run-guest.sh: daemon (pid $watch_pid) exited while the guest was running; QEMU stopped" >&2
+fi
 
-if ((rc == 124 || rc == 137)); then
+if ((rc == 124 || rc == 137)) && ((!daemon_died)); then
     echo "run-guest.sh: QEMU killed after ${timeout_s}s" >&2
     exit 124
 fi
