@@ -1,0 +1,1429 @@
+/* vhost-user-fs device: the control socket, and one thread per started queue. */
+#include "transport/vhost_user.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <grp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <linux/virtio_config.h>
+#include <linux/virtio_fs.h>
+#include <linux/virtio_ring.h>
+
+#include "common/log.h"
+#include "transport/guest_mem.h"
+#include "transport/virtq.h"
+
+/* ---- Wire format (docs/interop/vhost-user.rst), host byte order ---- */
+
+enum vu_request_type {
+	VU_GET_FEATURES = 1,
+	VU_SET_FEATURES = 2,
+	VU_SET_OWNER = 3,
+	VU_RESET_OWNER = 4,
+	VU_SET_MEM_TABLE = 5,
+	VU_SET_LOG_BASE = 6,
+	VU_SET_LOG_FD = 7,
+	VU_SET_VRING_NUM = 8,
+	VU_SET_VRING_ADDR = 9,
+	VU_SET_VRING_BASE = 10,
+	VU_GET_VRING_BASE = 11,
+	VU_SET_VRING_KICK = 12,
+	VU_SET_VRING_CALL = 13,
+	VU_SET_VRING_ERR = 14,
+	VU_GET_PROTOCOL_FEATURES = 15,
+	VU_SET_PROTOCOL_FEATURES = 16,
+	VU_GET_QUEUE_NUM = 17,
+	VU_SET_VRING_ENABLE = 18,
+	VU_SET_BACKEND_REQ_FD = 21,
+	VU_GET_CONFIG = 24,
+	VU_SET_CONFIG = 25,
+	VU_GET_MAX_MEM_SLOTS = 36,
+	VU_ADD_MEM_REG = 37,
+	VU_REM_MEM_REG = 38,
+};
+
+#define VU_VERSION            0x1u
+#define VU_VERSION_MASK       0x3u
+#define VU_FLAG_REPLY         0x4u
+#define VU_FLAG_NEED_REPLY    0x8u
+
+#define VU_F_PROTOCOL_FEATURES 30
+
+#define VU_PROTO_F_MQ                  0
+#define VU_PROTO_F_REPLY_ACK           3
+#define VU_PROTO_F_BACKEND_REQ         5
+#define VU_PROTO_F_CONFIG              9
+#define VU_PROTO_F_CONFIGURE_MEM_SLOTS 15
+
+#define VU_VRING_IDX_MASK   0xffull
+#define VU_VRING_NOFD_MASK  0x100ull
+
+/* SET_MEM_TABLE carries at most this many regions (and fds). */
+#define VU_MEM_TABLE_REGIONS 8
+#define VU_MAX_FDS VU_MEM_TABLE_REGIONS
+#define VU_CONFIG_MAX 256
+/* Larger than any message we accept; a bigger size is a broken frontend
+ * and we would not know where the next header starts. */
+#define VU_MAX_PAYLOAD 4096
+/* The vring index travels in 8 bits. */
+#define VU_MAX_QUEUES 256
+
+#define BIT(n) (1ull << (n))
+
+static const uint64_t offered_features =
+	BIT(VIRTIO_F_VERSION_1) | BIT(VIRTIO_RING_F_EVENT_IDX) |
+	BIT(VIRTIO_RING_F_INDIRECT_DESC) | BIT(VU_F_PROTOCOL_FEATURES);
+
+/* LOG_SHMFD is not offered: no dirty logging, hence no migration. */
+static const uint64_t offered_protocol_features =
+	BIT(VU_PROTO_F_MQ) | BIT(VU_PROTO_F_REPLY_ACK) |
+	BIT(VU_PROTO_F_BACKEND_REQ) | BIT(VU_PROTO_F_CONFIG) |
+	BIT(VU_PROTO_F_CONFIGURE_MEM_SLOTS);
+
+struct vu_msg_hdr {
+	uint32_t request;
+	uint32_t flags;
+	uint32_t size;
+} __attribute__((packed));
+
+struct vu_vring_state {
+	uint32_t index;
+	uint32_t num;
+};
+
+struct vu_vring_addr {
+	uint32_t index;
+	uint32_t flags;
+	uint64_t desc;
+	uint64_t used;
+	uint64_t avail;
+	uint64_t log;
+};
+
+struct vu_mem_region {
+	uint64_t gpa;
+	uint64_t size;
+	uint64_t uva;
+	uint64_t mmap_offset;
+};
+
+struct vu_mem_table {
+	uint32_t nregions;
+	uint32_t padding;
+	struct vu_mem_region regions[VU_MEM_TABLE_REGIONS];
+};
+
+struct vu_mem_single {
+	uint64_t padding;
+	struct vu_mem_region region;
+};
+
+struct vu_config {
+	uint32_t offset;
+	uint32_t size;
+	uint32_t flags;
+	uint8_t data[VU_CONFIG_MAX];
+};
+
+#define VU_CONFIG_HDR_SIZE 12u
+
+union vu_payload {
+	uint64_t u64;
+	struct vu_vring_state state;
+	struct vu_vring_addr addr;
+	struct vu_mem_table mem;
+	struct vu_mem_single mem_single;
+	struct vu_config config;
+	uint8_t raw[VU_MAX_PAYLOAD];
+};
+
+struct vu_msg {
+	struct vu_msg_hdr hdr;
+	union vu_payload p;
+	int fds[VU_MAX_FDS];
+	unsigned nfds;
+};
+
+struct vu_reply {
+	union vu_payload p;
+	uint32_t size;
+};
+
+/* ---- Device state ---- */
+
+struct vu_queue {
+	struct vu_dev *dev;
+	unsigned index;
+
+	/*
+	 * Held by the queue thread for a whole batch, and by the control
+	 * thread whenever it changes anything the batch uses (guest memory,
+	 * ring addresses, features, call fd, enabled). Never shared between
+	 * queues, so queues do not contend with each other.
+	 */
+	pthread_mutex_t lock;
+	struct virtq vq;          /* under lock */
+	bool enabled;             /* under lock */
+	int call_fd;              /* under lock */
+	int err_fd;               /* under lock */
+	bool err_signalled;       /* under lock */
+
+	void *ctx;                /* queue thread only: from ops->queue_start */
+
+	/* Control thread only; fixed while the thread runs. */
+	pthread_t thread;
+	bool thread_running;
+	int kick_fd;
+	int ctl_fd;               /* wakes the thread: stop or re-check */
+	bool stop_requested;      /* atomic */
+	unsigned num;             /* from SET_VRING_NUM */
+	bool addr_set;
+	uint64_t desc_uva, avail_uva, used_uva;
+};
+
+struct vu_dev {
+	const struct vu_fs_ops *ops;
+	void *opaque;
+	struct virtio_fs_config config_space;
+	int stop_fd;
+	int conn_fd;
+	uint64_t features;
+	uint64_t protocol_features;
+	struct guest_mem *mem;
+	int backend_req_fd;
+	unsigned nqueues;
+	struct vu_queue *queues;
+};
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static void eventfd_signal(int fd)
+{
+	uint64_t one = 1;
+	ssize_t r;
+
+	if (fd < 0)
+		return;
+	/* Can only fail if the counter is about to overflow, and then the
+	 * reader is already due to wake up. */
+	r = write(fd, &one, sizeof(one));
+	(void)r;
+}
+
+static void eventfd_drain(int fd)
+{
+	uint64_t v;
+	ssize_t r = read(fd, &v, sizeof(v));
+
+	(void)r;
+}
+
+/* ---- Queue threads ---- */
+
+/* Runs one batch with q->lock held. Returns true if more work may be
+ * waiting, so the caller should come back without sleeping. */
+static bool queue_run_batch(struct vu_queue *q)
+{
+	struct vu_dev *dev = q->dev;
+	struct virtq *vq = &q->vq;
+	struct virtq_elem elem;
+	unsigned done = 0;
+	bool more = false;
+
+	if (!q->enabled || vq->broken || !virtq_ready(vq))
+		return false;
+	virtq_disable_notify(vq);
+	for (;;) {
+		uint32_t len;
+
+		if (virtq_pop(vq, &elem) <= 0)
+			break;
+		len = dev->ops->handle(q->ctx, q->index, &elem.req);
+		virtq_push(vq, &elem, len);
+		/* Bounded batches keep the control thread's wait for this
+		 * lock short even if the driver keeps the ring full. */
+		if (++done == vq->num) {
+			more = true;
+			break;
+		}
+	}
+	if (done > 0) {
+		virtq_flush(vq);
+		if (virtq_should_notify(vq))
+			eventfd_signal(q->call_fd);
+	}
+	if (vq->broken) {
+		if (!q->err_signalled)
+			eventfd_signal(q->err_fd);
+		q->err_signalled = true;
+		return false;
+	}
+	if (!more)
+		more = virtq_enable_notify(vq);
+	return more;
+}
+
+static void *queue_thread(void *arg)
+{
+	struct vu_queue *q = arg;
+	struct vu_dev *dev = q->dev;
+	bool more = true; /* requests may have arrived before we started */
+
+	q->ctx = dev->ops->queue_start(dev->opaque, q->index);
+	if (!q->ctx) {
+		pthread_mutex_lock(&q->lock);
+		virtq_mark_broken(&q->vq, "queue_start failed");
+		eventfd_signal(q->err_fd);
+		q->err_signalled = true;
+		pthread_mutex_unlock(&q->lock);
+		return NULL;
+	}
+	for (;;) {
+		struct pollfd pfd[2] = {
+			{ .fd = q->kick_fd, .events = POLLIN },
+			{ .fd = q->ctl_fd, .events = POLLIN },
+		};
+		int n = poll(pfd, 2, more ? 0 : -1);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			log_err("queue %u: poll: %s", q->index, strerror(errno));
+			break;
+		}
+		if (__atomic_load_n(&q->stop_requested, __ATOMIC_ACQUIRE))
+			break;
+		if (pfd[1].revents & POLLIN)
+			eventfd_drain(q->ctl_fd);
+		/* Drained before the batch: a kick arriving during it is kept
+		 * and costs at most one empty pass. */
+		if (pfd[0].revents & POLLIN)
+			eventfd_drain(q->kick_fd);
+		if (pfd[0].revents & (POLLERR | POLLNVAL)) {
+			log_err("queue %u: kick fd error, queue stops", q->index);
+			break;
+		}
+		pthread_mutex_lock(&q->lock);
+		more = queue_run_batch(q);
+		pthread_mutex_unlock(&q->lock);
+	}
+	dev->ops->queue_stop(dev->opaque, q->index, q->ctx);
+	q->ctx = NULL;
+	return NULL;
+}
+
+/* Stops the queue's thread after its current batch; control thread only. */
+static void queue_stop_thread(struct vu_queue *q)
+{
+	if (!q->thread_running)
+		return;
+	__atomic_store_n(&q->stop_requested, true, __ATOMIC_RELEASE);
+	eventfd_signal(q->ctl_fd);
+	pthread_join(q->thread, NULL);
+	q->thread_running = false;
+	__atomic_store_n(&q->stop_requested, false, __ATOMIC_RELAXED);
+}
+
+/* Translates the ring addresses through the current memory table. Called
+ * with q->lock held (or the thread stopped). */
+static int queue_map_rings(struct vu_queue *q)
+{
+	const struct guest_mem *mem = q->dev->mem;
+	uint64_t desc_len, avail_len, used_len;
+	void *desc, *avail, *used;
+	int ret;
+
+	virtq_clear_rings(&q->vq);
+	if (!q->addr_set || q->num == 0)
+		return 0;
+	virtq_ring_sizes(q->num, &desc_len, &avail_len, &used_len);
+	desc = guest_mem_uva_to_ptr(mem, q->desc_uva, desc_len);
+	avail = guest_mem_uva_to_ptr(mem, q->avail_uva, avail_len);
+	used = guest_mem_uva_to_ptr(mem, q->used_uva, used_len);
+	if (!desc || !avail || !used) {
+		log_err("queue %u: ring desc 0x%llx avail 0x%llx used 0x%llx "
+			"(num %u) not inside one memory region each", q->index,
+			(unsigned long long)q->desc_uva, (unsigned long long)q->avail_uva,
+			(unsigned long long)q->used_uva, q->num);
+		return -EFAULT;
+	}
+	ret = virtq_set_rings(&q->vq, q->num, desc, avail, used);
+	if (ret < 0)
+		log_err("queue %u: misaligned ring addresses", q->index);
+	return ret;
+}
+
+/* Starts the queue thread once the ring is complete: addresses mapped and
+ * a kick fd. Control thread only. */
+static int queue_maybe_start(struct vu_queue *q)
+{
+	struct vu_dev *dev = q->dev;
+	sigset_t all, old;
+	bool ready;
+	int ret;
+
+	if (q->thread_running || q->kick_fd < 0)
+		return 0;
+	pthread_mutex_lock(&q->lock);
+	ready = virtq_ready(&q->vq);
+	if (ready) {
+		virtq_start(&q->vq);
+		/* Without VHOST_USER_F_PROTOCOL_FEATURES there is no
+		 * SET_VRING_ENABLE: rings start enabled. */
+		if (!(dev->features & BIT(VU_F_PROTOCOL_FEATURES)))
+			q->enabled = true;
+	}
+	pthread_mutex_unlock(&q->lock);
+	if (!ready)
+		return 0;
+
+	eventfd_drain(q->ctl_fd);
+	__atomic_store_n(&q->stop_requested, false, __ATOMIC_RELAXED);
+	/* Queue threads inherit a full signal mask: signals go to the main
+	 * thread, whose handlers may call vu_dev_stop(). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = -pthread_create(&q->thread, NULL, queue_thread, q);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret < 0) {
+		log_err("queue %u: cannot start thread: %s", q->index, strerror(-ret));
+		return ret;
+	}
+	q->thread_running = true;
+	log_debug("queue %u started (num %u)", q->index, q->num);
+	return 0;
+}
+
+/* Excludes every queue thread from its batch, in index order. Queue
+ * threads only ever take their own lock, so the order cannot deadlock. */
+static void lock_all_queues(struct vu_dev *dev)
+{
+	for (unsigned i = 0; i < dev->nqueues; i++)
+		pthread_mutex_lock(&dev->queues[i].lock);
+}
+
+static void unlock_all_queues(struct vu_dev *dev)
+{
+	for (unsigned i = dev->nqueues; i-- > 0;)
+		pthread_mutex_unlock(&dev->queues[i].lock);
+}
+
+/* After the memory table changed, with all queue locks held: point the
+ * queues at the new table and translate their rings again. A ring whose
+ * memory went away is left unmapped until new addresses arrive. */
+static void remap_all_queues(struct vu_dev *dev)
+{
+	for (unsigned i = 0; i < dev->nqueues; i++) {
+		struct vu_queue *q = &dev->queues[i];
+
+		virtq_set_mem(&q->vq, dev->mem);
+		if (queue_map_rings(q) < 0)
+			log_warn("queue %u: rings unmapped after memory table change",
+				 q->index);
+	}
+}
+
+/* Back to the state of a fresh connection: threads stopped, fds closed,
+ * memory unmapped. */
+static void dev_reset(struct vu_dev *dev)
+{
+	for (unsigned i = 0; i < dev->nqueues; i++) {
+		struct vu_queue *q = &dev->queues[i];
+
+		queue_stop_thread(q);
+		close_fd(&q->kick_fd);
+		close_fd(&q->call_fd);
+		close_fd(&q->err_fd);
+		q->enabled = false;
+		q->err_signalled = false;
+		q->num = 0;
+		q->addr_set = false;
+		virtq_init(&q->vq, i);
+		virtq_set_mem(&q->vq, dev->mem);
+	}
+	guest_mem_clear(dev->mem);
+	close_fd(&dev->backend_req_fd);
+	dev->features = 0;
+	dev->protocol_features = 0;
+}
+
+/* ---- Messages ---- */
+
+static const char *request_name(uint32_t req)
+{
+	static const char *const names[] = {
+		[VU_GET_FEATURES] = "GET_FEATURES",
+		[VU_SET_FEATURES] = "SET_FEATURES",
+		[VU_SET_OWNER] = "SET_OWNER",
+		[VU_RESET_OWNER] = "RESET_OWNER",
+		[VU_SET_MEM_TABLE] = "SET_MEM_TABLE",
+		[VU_SET_LOG_BASE] = "SET_LOG_BASE",
+		[VU_SET_LOG_FD] = "SET_LOG_FD",
+		[VU_SET_VRING_NUM] = "SET_VRING_NUM",
+		[VU_SET_VRING_ADDR] = "SET_VRING_ADDR",
+		[VU_SET_VRING_BASE] = "SET_VRING_BASE",
+		[VU_GET_VRING_BASE] = "GET_VRING_BASE",
+		[VU_SET_VRING_KICK] = "SET_VRING_KICK",
+		[VU_SET_VRING_CALL] = "SET_VRING_CALL",
+		[VU_SET_VRING_ERR] = "SET_VRING_ERR",
+		[VU_GET_PROTOCOL_FEATURES] = "GET_PROTOCOL_FEATURES",
+		[VU_SET_PROTOCOL_FEATURES] = "SET_PROTOCOL_FEATURES",
+		[VU_GET_QUEUE_NUM] = "GET_QUEUE_NUM",
+		[VU_SET_VRING_ENABLE] = "SET_VRING_ENABLE",
+		[VU_SET_BACKEND_REQ_FD] = "SET_BACKEND_REQ_FD",
+		[VU_GET_CONFIG] = "GET_CONFIG",
+		[VU_SET_CONFIG] = "SET_CONFIG",
+		[VU_GET_MAX_MEM_SLOTS] = "GET_MAX_MEM_SLOTS",
+		[VU_ADD_MEM_REG] = "ADD_MEM_REG",
+		[VU_REM_MEM_REG] = "REM_MEM_REG",
+	};
+
+	if (req < sizeof(names) / sizeof(names[0]) && names[req])
+		return names[req];
+	return "unknown";
+}
+
+static void msg_close_fds(struct vu_msg *m)
+{
+	for (unsigned i = 0; i < m->nfds; i++)
+		close_fd(&m->fds[i]);
+	m->nfds = 0;
+}
+
+/* Reads exactly len bytes. 0, or -ECONNRESET at end of stream. */
+static int read_full(int fd, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+
+	while (len > 0) {
+		ssize_t n = read(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ECONNRESET;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * Receives one message with its fds. 1 on success, 0 when the frontend
+ * went away between messages, -errno otherwise. On any failure no fd is
+ * left open.
+ */
+static int msg_recv(int conn_fd, struct vu_msg *m)
+{
+	union {
+		char buf[CMSG_SPACE(VU_MAX_FDS * sizeof(int))];
+		struct cmsghdr align;
+	} control;
+	struct iovec iov = { .iov_base = &m->hdr, .iov_len = sizeof(m->hdr) };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = control.buf, .msg_controllen = sizeof(control.buf),
+	};
+	struct cmsghdr *cmsg;
+	bool too_many_fds = false;
+	ssize_t n;
+	int ret;
+
+	m->nfds = 0;
+	do {
+		n = recvmsg(conn_fd, &mh, MSG_CMSG_CLOEXEC);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == ECONNRESET ? 0 : -errno;
+	if (n == 0)
+		return 0;
+
+	for (cmsg = CMSG_FIRSTHDR(&mh); cmsg; cmsg = CMSG_NXTHDR(&mh, cmsg)) {
+		size_t cnt;
+
+		if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS)
+			continue;
+		cnt = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < cnt; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
+			if (m->nfds < VU_MAX_FDS) {
+				m->fds[m->nfds++] = fd;
+			} else {
+				close(fd);
+				too_many_fds = true;
+			}
+		}
+	}
+	/* The kernel drops fds that did not fit; the message is unusable. */
+	if (too_many_fds || (mh.msg_flags & MSG_CTRUNC)) {
+		log_err("vhost-user message with more than %d fds", VU_MAX_FDS);
+		ret = -EPROTO;
+		goto err_fds;
+	}
+	if ((size_t)n < sizeof(m->hdr)) {
+		ret = read_full(conn_fd, (uint8_t *)&m->hdr + n, sizeof(m->hdr) - (size_t)n);
+		if (ret < 0)
+			goto err_fds;
+	}
+	if ((m->hdr.flags & VU_VERSION_MASK) != VU_VERSION) {
+		log_err("vhost-user message with version %u",
+			m->hdr.flags & VU_VERSION_MASK);
+		ret = -EPROTO;
+		goto err_fds;
+	}
+	if (m->hdr.size > sizeof(m->p)) {
+		log_err("vhost-user %s with payload of %u bytes (max %zu)",
+			request_name(m->hdr.request), m->hdr.size, sizeof(m->p));
+		ret = -EPROTO;
+		goto err_fds;
+	}
+	ret = read_full(conn_fd, &m->p, m->hdr.size);
+	if (ret < 0)
+		goto err_fds;
+	return 1;
+
+err_fds:
+	msg_close_fds(m);
+	return ret;
+}
+
+static int msg_send_reply(int conn_fd, uint32_t request, const void *payload,
+			  uint32_t size)
+{
+	struct vu_msg_hdr hdr = {
+		.request = request, .flags = VU_VERSION | VU_FLAG_REPLY, .size = size,
+	};
+	struct iovec iov[2] = {
+		{ .iov_base = &hdr, .iov_len = sizeof(hdr) },
+		{ .iov_base = (void *)payload, .iov_len = size },
+	};
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = size ? 2 : 1 };
+	size_t left = sizeof(hdr) + size;
+
+	while (left > 0) {
+		/* MSG_NOSIGNAL: a vanished frontend is an error, not SIGPIPE. */
+		ssize_t n = sendmsg(conn_fd, &mh, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		left -= (size_t)n;
+		while (n > 0 && mh.msg_iovlen > 0) {
+			if ((size_t)n >= mh.msg_iov->iov_len) {
+				n -= (ssize_t)mh.msg_iov->iov_len;
+				mh.msg_iov++;
+				mh.msg_iovlen--;
+			} else {
+				mh.msg_iov->iov_base = (uint8_t *)mh.msg_iov->iov_base + n;
+				mh.msg_iov->iov_len -= (size_t)n;
+				n = 0;
+			}
+		}
+	}
+	return 0;
+}
+
+static struct vu_queue *msg_queue(struct vu_dev *dev, uint64_t index)
+{
+	if (index >= dev->nqueues) {
+		log_err("vhost-user: vring index %llu out of range (%u queues)",
+			(unsigned long long)index, dev->nqueues);
+		return NULL;
+	}
+	return &dev->queues[index];
+}
+
+/* Takes fd number i out of the message so the dispatcher does not close it. */
+static int msg_take_fd(struct vu_msg *m, unsigned i)
+{
+	int fd = m->fds[i];
+
+	m->fds[i] = -1;
+	return fd;
+}
+
+/* ---- Handlers: 0 or -errno; fds left in the message are closed after ---- */
+
+static int h_get_features(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	r->p.u64 = offered_features;
+	r->size = sizeof(r->p.u64);
+	return 0;
+}
+
+static int h_set_features(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	uint64_t features = m->p.u64;
+
+	if (features & ~offered_features) {
+		log_err("SET_FEATURES 0x%llx: not offered 0x%llx",
+			(unsigned long long)features,
+			(unsigned long long)(features & ~offered_features));
+		return -EINVAL;
+	}
+	lock_all_queues(dev);
+	dev->features = features;
+	for (unsigned i = 0; i < dev->nqueues; i++) {
+		struct vu_queue *q = &dev->queues[i];
+
+		virtq_set_features(&q->vq, features & BIT(VIRTIO_RING_F_EVENT_IDX),
+				   features & BIT(VIRTIO_RING_F_INDIRECT_DESC));
+		if (!(features & BIT(VU_F_PROTOCOL_FEATURES)))
+			q->enabled = true;
+	}
+	unlock_all_queues(dev);
+	return 0;
+}
+
+static int h_set_owner(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	return 0;
+}
+
+static int h_reset_owner(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	/* vhost-user.rst recommends reading this obsolete message as
+	 * "disable all rings", not as a full reset. */
+	for (unsigned i = 0; i < dev->nqueues; i++) {
+		struct vu_queue *q = &dev->queues[i];
+
+		queue_stop_thread(q);
+		pthread_mutex_lock(&q->lock);
+		q->enabled = false;
+		pthread_mutex_unlock(&q->lock);
+	}
+	return 0;
+}
+
+static int h_get_protocol_features(struct vu_dev *dev, struct vu_msg *m,
+				   struct vu_reply *r)
+{
+	r->p.u64 = offered_protocol_features;
+	r->size = sizeof(r->p.u64);
+	return 0;
+}
+
+static int h_set_protocol_features(struct vu_dev *dev, struct vu_msg *m,
+				   struct vu_reply *r)
+{
+	if (m->p.u64 & ~offered_protocol_features) {
+		log_err("SET_PROTOCOL_FEATURES 0x%llx: not offered",
+			(unsigned long long)m->p.u64);
+		return -EINVAL;
+	}
+	dev->protocol_features = m->p.u64;
+	return 0;
+}
+
+static int h_get_queue_num(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	r->p.u64 = dev->nqueues;
+	r->size = sizeof(r->p.u64);
+	return 0;
+}
+
+static int h_get_max_mem_slots(struct vu_dev *dev, struct vu_msg *m,
+			       struct vu_reply *r)
+{
+	r->p.u64 = GUEST_MEM_MAX_REGIONS;
+	r->size = sizeof(r->p.u64);
+	return 0;
+}
+
+static void region_desc_from_wire(struct guest_region_desc *d,
+				  const struct vu_mem_region *w)
+{
+	d->gpa = w->gpa;
+	d->size = w->size;
+	d->uva = w->uva;
+	d->mmap_offset = w->mmap_offset;
+}
+
+static int h_set_mem_table(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	const struct vu_mem_table *t = &m->p.mem;
+	struct guest_mem *mem, *old;
+	uint32_t nregions;
+	int ret;
+
+	if (m->hdr.size < 8)
+		return -EINVAL;
+	nregions = t->nregions;
+	if (nregions > VU_MEM_TABLE_REGIONS ||
+	    m->hdr.size != 8 + nregions * sizeof(struct vu_mem_region) ||
+	    m->nfds != nregions) {
+		log_err("SET_MEM_TABLE: %u regions, %u bytes, %u fds", nregions,
+			m->hdr.size, m->nfds);
+		return -EINVAL;
+	}
+	ret = guest_mem_new(&mem);
+	if (ret < 0)
+		return ret;
+	for (uint32_t i = 0; i < nregions; i++) {
+		struct guest_region_desc d;
+		struct guest_region region;
+
+		region_desc_from_wire(&d, &t->regions[i]);
+		ret = guest_region_map(&region, &d, m->fds[i]);
+		if (ret < 0)
+			goto err_mem;
+		ret = guest_mem_insert(mem, &region);
+		if (ret < 0) {
+			guest_region_unmap(&region);
+			goto err_mem;
+		}
+	}
+	lock_all_queues(dev);
+	old = dev->mem;
+	dev->mem = mem;
+	remap_all_queues(dev);
+	unlock_all_queues(dev);
+	/* No batch can hold a pointer into the old regions any more. */
+	guest_mem_free(old);
+	for (unsigned i = 0; i < dev->nqueues; i++)
+		queue_maybe_start(&dev->queues[i]);
+	log_debug("memory table: %u regions", nregions);
+	return 0;
+
+err_mem:
+	guest_mem_free(mem);
+	return ret;
+}
+
+static int h_add_mem_reg(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	struct guest_region_desc d;
+	struct guest_region region;
+	int ret;
+
+	if (m->nfds != 1)
+		return -EINVAL;
+	region_desc_from_wire(&d, &m->p.mem_single.region);
+	ret = guest_region_map(&region, &d, m->fds[0]);
+	if (ret < 0)
+		return ret;
+	lock_all_queues(dev);
+	ret = guest_mem_insert(dev->mem, &region);
+	if (ret == 0)
+		remap_all_queues(dev);
+	unlock_all_queues(dev);
+	if (ret < 0) {
+		guest_region_unmap(&region);
+		return ret;
+	}
+	for (unsigned i = 0; i < dev->nqueues; i++)
+		queue_maybe_start(&dev->queues[i]);
+	return 0;
+}
+
+static int h_rem_mem_reg(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	struct guest_region_desc d;
+	struct guest_region removed;
+	int ret;
+
+	/* Older QEMU sends an fd here; vhost-user.rst lets us ignore it. */
+	if (m->nfds > 1)
+		return -EINVAL;
+	region_desc_from_wire(&d, &m->p.mem_single.region);
+	lock_all_queues(dev);
+	ret = guest_mem_remove(dev->mem, &d, &removed);
+	if (ret == 0)
+		remap_all_queues(dev);
+	unlock_all_queues(dev);
+	if (ret < 0) {
+		log_err("REM_MEM_REG: no region gpa 0x%llx size 0x%llx uva 0x%llx",
+			(unsigned long long)d.gpa, (unsigned long long)d.size,
+			(unsigned long long)d.uva);
+		return ret;
+	}
+	guest_region_unmap(&removed);
+	return 0;
+}
+
+static int h_set_vring_num(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	struct vu_queue *q = msg_queue(dev, m->p.state.index);
+	unsigned num = m->p.state.num;
+
+	if (!q)
+		return -EINVAL;
+	if (q->thread_running)
+		return -EBUSY;
+	/* Split rings need a power of two: indices wrap modulo 2^16. */
+	if (num == 0 || num > VIRTQ_MAX_SIZE || (num & (num - 1)) != 0) {
+		log_err("SET_VRING_NUM %u: not a power of two up to %u", num,
+			VIRTQ_MAX_SIZE);
+		return -EINVAL;
+	}
+	q->num = num;
+	virtq_clear_rings(&q->vq);
+	/* Addresses that came first are re-checked against the new size. */
+	return queue_map_rings(q);
+}
+
+static int h_set_vring_addr(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	const struct vu_vring_addr *a = &m->p.addr;
+	struct vu_queue *q = msg_queue(dev, a->index);
+	int ret;
+
+	if (!q)
+		return -EINVAL;
+	/* a->flags may ask for used-ring logging; we never offered
+	 * LOG_ALL, so there is nothing to log. */
+	pthread_mutex_lock(&q->lock);
+	q->desc_uva = a->desc;
+	q->avail_uva = a->avail;
+	q->used_uva = a->used;
+	q->addr_set = true;
+	ret = queue_map_rings(q);
+	pthread_mutex_unlock(&q->lock);
+	if (ret < 0)
+		return ret;
+	return queue_maybe_start(q);
+}
+
+static int h_set_vring_base(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	struct vu_queue *q = msg_queue(dev, m->p.state.index);
+
+	if (!q)
+		return -EINVAL;
+	if (q->thread_running)
+		return -EBUSY;
+	/* Split rings: a 16-bit index. Higher bits belong to packed rings. */
+	if (m->p.state.num > UINT16_MAX)
+		return -EINVAL;
+	virtq_set_base(&q->vq, (uint16_t)m->p.state.num);
+	q->err_signalled = false;
+	return 0;
+}
+
+static int h_get_vring_base(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	struct vu_queue *q = msg_queue(dev, m->p.state.index);
+
+	if (!q)
+		return -EINVAL;
+	/* Stops the ring: the thread finishes its batch, so every popped
+	 * request is also pushed and last_avail_idx is exact. */
+	queue_stop_thread(q);
+	close_fd(&q->kick_fd);
+	close_fd(&q->call_fd);
+	r->p.state.index = q->index;
+	r->p.state.num = q->vq.last_avail_idx;
+	r->size = sizeof(r->p.state);
+	log_debug("queue %u stopped at %u", q->index, q->vq.last_avail_idx);
+	return 0;
+}
+
+/* Decodes the u64 of SET_VRING_KICK/CALL/ERR: the queue and its fd (-1 if
+ * the NOFD bit is set). */
+static int vring_fd_msg(struct vu_dev *dev, struct vu_msg *m, struct vu_queue **q,
+			int *fd)
+{
+	uint64_t v = m->p.u64;
+	bool nofd = v & VU_VRING_NOFD_MASK;
+
+	if (v & ~(VU_VRING_IDX_MASK | VU_VRING_NOFD_MASK))
+		return -EINVAL;
+	*q = msg_queue(dev, v & VU_VRING_IDX_MASK);
+	if (!*q)
+		return -EINVAL;
+	if (m->nfds != (nofd ? 0u : 1u)) {
+		log_err("%s: %u fds with NOFD %s", request_name(m->hdr.request),
+			m->nfds, nofd ? "set" : "clear");
+		return -EINVAL;
+	}
+	*fd = nofd ? -1 : msg_take_fd(m, 0);
+	return 0;
+}
+
+static int h_set_vring_kick(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	struct vu_queue *q;
+	int fd, ret;
+
+	ret = vring_fd_msg(dev, m, &q, &fd);
+	if (ret < 0)
+		return ret;
+	if (fd < 0) {
+		/* Polling mode would mean a thread spinning on the ring. */
+		log_err("SET_VRING_KICK without fd: polling is not supported");
+		return -ENOTSUP;
+	}
+	/* The thread sleeps on the kick fd, so it cannot be swapped under it. */
+	queue_stop_thread(q);
+	close_fd(&q->kick_fd);
+	q->kick_fd = fd;
+	return queue_maybe_start(q);
+}
+
+static int h_set_vring_call(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	struct vu_queue *q;
+	int fd, old, ret;
+
+	ret = vring_fd_msg(dev, m, &q, &fd);
+	if (ret < 0)
+		return ret;
+	/* QEMU swaps call fds on running rings (irqfd vs. masked). */
+	pthread_mutex_lock(&q->lock);
+	old = q->call_fd;
+	q->call_fd = fd;
+	pthread_mutex_unlock(&q->lock);
+	close_fd(&old);
+	return 0;
+}
+
+static int h_set_vring_err(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	struct vu_queue *q;
+	int fd, old, ret;
+
+	ret = vring_fd_msg(dev, m, &q, &fd);
+	if (ret < 0)
+		return ret;
+	pthread_mutex_lock(&q->lock);
+	old = q->err_fd;
+	q->err_fd = fd;
+	pthread_mutex_unlock(&q->lock);
+	close_fd(&old);
+	return 0;
+}
+
+static int h_set_vring_enable(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	struct vu_queue *q = msg_queue(dev, m->p.state.index);
+
+	if (!q || m->p.state.num > 1)
+		return -EINVAL;
+	pthread_mutex_lock(&q->lock);
+	q->enabled = m->p.state.num;
+	pthread_mutex_unlock(&q->lock);
+	/* Buffers may have been queued while disabled, with no kick to come. */
+	if (q->enabled && q->thread_running)
+		eventfd_signal(q->ctl_fd);
+	return 0;
+}
+
+static int h_get_config(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	const struct vu_config *c = &m->p.config;
+
+	/* On failure the dispatcher replies with an empty payload, which is
+	 * how vhost-user.rst says GET_CONFIG reports errors. */
+	if (m->hdr.size < VU_CONFIG_HDR_SIZE || c->size > VU_CONFIG_MAX ||
+	    m->hdr.size != VU_CONFIG_HDR_SIZE + c->size ||
+	    c->offset > sizeof(dev->config_space) ||
+	    c->size > sizeof(dev->config_space) - c->offset) {
+		log_err("GET_CONFIG offset %u size %u: outside the %zu-byte config space",
+			c->offset, c->size, sizeof(dev->config_space));
+		return -EINVAL;
+	}
+	r->p.config.offset = c->offset;
+	r->p.config.size = c->size;
+	r->p.config.flags = c->flags;
+	memcpy(r->p.config.data, (const uint8_t *)&dev->config_space + c->offset, c->size);
+	r->size = VU_CONFIG_HDR_SIZE + c->size;
+	return 0;
+}
+
+static int h_set_config(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	/* virtio-fs config space is read-only for the driver. */
+	log_warn("SET_CONFIG refused: virtio-fs config space is read-only");
+	return -EPERM;
+}
+
+static int h_set_backend_req_fd(struct vu_dev *dev, struct vu_msg *m,
+				struct vu_reply *r)
+{
+	if (m->nfds != 1)
+		return -EINVAL;
+	/* Kept for DAX mapping requests; nothing is sent on it yet. */
+	close_fd(&dev->backend_req_fd);
+	dev->backend_req_fd = msg_take_fd(m, 0);
+	return 0;
+}
+
+static int h_set_log(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	/* We offer neither VHOST_F_LOG_ALL nor LOG_SHMFD: a frontend asking
+	 * for dirty logging is confused. The fd is closed by the dispatcher. */
+	log_err("%s: dirty logging (migration) is not supported",
+		request_name(m->hdr.request));
+	return -ENOTSUP;
+}
+
+enum { SIZE_VAR = -1 };
+
+struct vu_handler {
+	int (*fn)(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r);
+	int size;               /* exact payload size, or SIZE_VAR */
+	unsigned max_fds;
+	bool has_reply;         /* a reply defined by the request itself */
+};
+
+static const struct vu_handler handlers[] = {
+	[VU_GET_FEATURES] = { h_get_features, 0, 0, true },
+	[VU_SET_FEATURES] = { h_set_features, 8, 0, false },
+	[VU_SET_OWNER] = { h_set_owner, 0, 0, false },
+	[VU_RESET_OWNER] = { h_reset_owner, 0, 0, false },
+	[VU_SET_MEM_TABLE] = { h_set_mem_table, SIZE_VAR, VU_MAX_FDS, false },
+	[VU_SET_LOG_BASE] = { h_set_log, SIZE_VAR, 1, false },
+	[VU_SET_LOG_FD] = { h_set_log, SIZE_VAR, 1, false },
+	[VU_SET_VRING_NUM] = { h_set_vring_num, sizeof(struct vu_vring_state), 0, false },
+	[VU_SET_VRING_ADDR] = { h_set_vring_addr, sizeof(struct vu_vring_addr), 0, false },
+	[VU_SET_VRING_BASE] = { h_set_vring_base, sizeof(struct vu_vring_state), 0, false },
+	[VU_GET_VRING_BASE] = { h_get_vring_base, sizeof(struct vu_vring_state), 0, true },
+	[VU_SET_VRING_KICK] = { h_set_vring_kick, 8, 1, false },
+	[VU_SET_VRING_CALL] = { h_set_vring_call, 8, 1, false },
+	[VU_SET_VRING_ERR] = { h_set_vring_err, 8, 1, false },
+	[VU_GET_PROTOCOL_FEATURES] = { h_get_protocol_features, 0, 0, true },
+	[VU_SET_PROTOCOL_FEATURES] = { h_set_protocol_features, 8, 0, false },
+	[VU_GET_QUEUE_NUM] = { h_get_queue_num, 0, 0, true },
+	[VU_SET_VRING_ENABLE] = { h_set_vring_enable, sizeof(struct vu_vring_state), 0, false },
+	[VU_SET_BACKEND_REQ_FD] = { h_set_backend_req_fd, 0, 1, false },
+	[VU_GET_CONFIG] = { h_get_config, SIZE_VAR, 0, true },
+	[VU_SET_CONFIG] = { h_set_config, SIZE_VAR, 0, false },
+	[VU_GET_MAX_MEM_SLOTS] = { h_get_max_mem_slots, 0, 0, true },
+	[VU_ADD_MEM_REG] = { h_add_mem_reg, sizeof(struct vu_mem_single), 1, false },
+	[VU_REM_MEM_REG] = { h_rem_mem_reg, sizeof(struct vu_mem_single), 1, false },
+};
+
+/*
+ * Handles one message. Returns 0 to go on, -errno to drop the connection:
+ * a failed request the frontend cannot learn about (no REPLY_ACK asked)
+ * leaves it believing in state we do not have, so we disconnect rather
+ * than run on with a wrong picture.
+ */
+static int dispatch(struct vu_dev *dev, struct vu_msg *m)
+{
+	uint32_t req = m->hdr.request;
+	const struct vu_handler *h = NULL;
+	struct vu_reply reply = { .size = 0 };
+	bool ack = (dev->protocol_features & BIT(VU_PROTO_F_REPLY_ACK)) &&
+		   (m->hdr.flags & VU_FLAG_NEED_REPLY);
+	int ret;
+
+	if (req < sizeof(handlers) / sizeof(handlers[0]) && handlers[req].fn)
+		h = &handlers[req];
+	log_debug("vhost-user %s (%u), %u bytes, %u fds", request_name(req), req,
+		  m->hdr.size, m->nfds);
+	if (!h) {
+		log_err("vhost-user request %u not supported", req);
+		ret = -ENOSYS;
+	} else if ((h->size != SIZE_VAR && m->hdr.size != (uint32_t)h->size) ||
+		   m->nfds > h->max_fds) {
+		log_err("vhost-user %s: malformed (%u bytes, %u fds)",
+			request_name(req), m->hdr.size, m->nfds);
+		ret = -EINVAL;
+	} else {
+		ret = h->fn(dev, m, &reply);
+	}
+	msg_close_fds(m);
+
+	if (h && h->has_reply) {
+		/* GET_CONFIG signals failure with an empty payload; other
+		 * replies have no way to say "error". */
+		if (ret < 0 && req != VU_GET_CONFIG)
+			return ret;
+		if (ret < 0)
+			reply.size = 0;
+		return msg_send_reply(dev->conn_fd, req, &reply.p, reply.size);
+	}
+	if (ack) {
+		/* Zero is success; anything else failure. */
+		uint64_t status = ret < 0 ? (uint64_t)-ret : 0;
+
+		return msg_send_reply(dev->conn_fd, req, &status, sizeof(status));
+	}
+	return ret;
+}
+
+/* ---- Public API ---- */
+
+int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
+	       const struct vu_fs_ops *ops, void *opaque)
+{
+	struct vu_dev *dev;
+	size_t tag_len;
+	unsigned i = 0;
+	int ret;
+
+	if (!config || !config->tag || !ops || !ops->handle || !ops->queue_start ||
+	    !ops->queue_stop)
+		return -EINVAL;
+	tag_len = strlen(config->tag);
+	if (tag_len == 0 || tag_len > sizeof(dev->config_space.tag) ||
+	    config->num_request_queues == 0 ||
+	    config->num_request_queues >= VU_MAX_QUEUES)
+		return -EINVAL;
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return -ENOMEM;
+	dev->ops = ops;
+	dev->opaque = opaque;
+	dev->conn_fd = -1;
+	dev->backend_req_fd = -1;
+	memcpy(dev->config_space.tag, config->tag, tag_len);
+	dev->config_space.num_request_queues = htole32(config->num_request_queues);
+	dev->nqueues = 1 + config->num_request_queues;
+
+	dev->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (dev->stop_fd < 0) {
+		ret = -errno;
+		goto err_dev;
+	}
+	ret = guest_mem_new(&dev->mem);
+	if (ret < 0)
+		goto err_stop_fd;
+	dev->queues = calloc(dev->nqueues, sizeof(dev->queues[0]));
+	if (!dev->queues) {
+		ret = -ENOMEM;
+		goto err_mem;
+	}
+	for (i = 0; i < dev->nqueues; i++) {
+		struct vu_queue *q = &dev->queues[i];
+
+		q->dev = dev;
+		q->index = i;
+		q->kick_fd = q->call_fd = q->err_fd = -1;
+		virtq_init(&q->vq, i);
+		virtq_set_mem(&q->vq, dev->mem);
+		q->ctl_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (q->ctl_fd < 0) {
+			ret = -errno;
+			goto err_queues;
+		}
+		pthread_mutex_init(&q->lock, NULL);
+	}
+	*out = dev;
+	return 0;
+
+err_queues:
+	while (i-- > 0) {
+		pthread_mutex_destroy(&dev->queues[i].lock);
+		close(dev->queues[i].ctl_fd);
+	}
+	free(dev->queues);
+err_mem:
+	guest_mem_free(dev->mem);
+err_stop_fd:
+	close(dev->stop_fd);
+err_dev:
+	free(dev);
+	return ret;
+}
+
+int vu_dev_serve(struct vu_dev *dev, int conn_fd)
+{
+	struct vu_msg *m;
+	int ret = 0;
+
+	/* The message buffer is 4 KiB plus; keep it off the stack. */
+	m = malloc(sizeof(*m));
+	if (!m) {
+		close(conn_fd);
+		return -ENOMEM;
+	}
+	dev->conn_fd = conn_fd;
+	for (;;) {
+		struct pollfd pfd[2] = {
+			{ .fd = conn_fd, .events = POLLIN },
+			{ .fd = dev->stop_fd, .events = POLLIN },
+		};
+
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			ret = -errno;
+			log_err("vhost-user: poll: %s", strerror(errno));
+			break;
+		}
+		if (pfd[1].revents & POLLIN) {
+			log_info("vhost-user: stop requested");
+			break;
+		}
+		if (!pfd[0].revents)
+			continue;
+		ret = msg_recv(conn_fd, m);
+		if (ret == 0) {
+			log_info("vhost-user: frontend disconnected");
+			break;
+		}
+		if (ret < 0) {
+			log_err("vhost-user: receive failed: %s", strerror(-ret));
+			break;
+		}
+		ret = dispatch(dev, m);
+		if (ret < 0) {
+			log_err("vhost-user: dropping the connection after %s failed: %s",
+				request_name(m->hdr.request), strerror(-ret));
+			break;
+		}
+	}
+	dev_reset(dev);
+	close(conn_fd);
+	dev->conn_fd = -1;
+	free(m);
+	return ret;
+}
+
+void vu_dev_stop(struct vu_dev *dev)
+{
+	/* write() on an eventfd is async-signal-safe; nothing else here. */
+	eventfd_signal(dev->stop_fd);
+}
+
+void vu_dev_free(struct vu_dev *dev)
+{
+	if (!dev)
+		return;
+	dev_reset(dev);
+	for (unsigned i = 0; i < dev->nqueues; i++) {
+		pthread_mutex_destroy(&dev->queues[i].lock);
+		close(dev->queues[i].ctl_fd);
+	}
+	free(dev->queues);
+	guest_mem_free(dev->mem);
+	close(dev->stop_fd);
+	free(dev);
+}
+
+static int lookup_group(const char *name, gid_t *gid)
+{
+	struct group grp, *found = NULL;
+	size_t len = 16384;
+	char *buf;
+	int ret;
+
+	buf = malloc(len);
+	if (!buf)
+		return -ENOMEM;
+	ret = getgrnam_r(name, &grp, buf, len, &found);
+	if (ret != 0) {
+		ret = -ret;
+		goto out;
+	}
+	if (!found) {
+		log_err("group %s does not exist", name);
+		ret = -ENOENT;
+		goto out;
+	}
+	*gid = grp.gr_gid;
+	ret = 0;
+out:
+	free(buf);
+	return ret;
+}
+
+/* A socket file nobody listens on is left over from a dead daemon. */
+static int remove_stale_socket(const char *path, const struct sockaddr_un *addr)
+{
+	struct stat st;
+	int fd, ret;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode)) {
+		log_err("%s exists and is not a socket", path);
+		return -EEXIST;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	ret = connect(fd, (const struct sockaddr *)addr, sizeof(*addr));
+	close(fd);
+	if (ret == 0) {
+		log_err("%s: another process is listening there", path);
+		return -EADDRINUSE;
+	}
+	if (unlink(path) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int vu_listen_unix(const char *path, const char *group, int *listen_fd)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	gid_t gid = 0;
+	int fd, ret;
+
+	if (strlen(path) >= sizeof(addr.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(addr.sun_path, path, strlen(path) + 1);
+	if (group) {
+		ret = lookup_group(group, &gid);
+		if (ret < 0)
+			return ret;
+	}
+	ret = remove_stale_socket(path, &addr);
+	if (ret < 0)
+		return ret;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (const struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		ret = -errno;
+		log_err("bind %s: %s", path, strerror(errno));
+		goto err_close;
+	}
+	/* Permissions are fixed before listen(): until then nobody can
+	 * connect, so the umask-derived mode is never usable. */
+	if (group && chown(path, (uid_t)-1, gid) < 0) {
+		ret = -errno;
+		log_err("chown %s: %s", path, strerror(errno));
+		goto err_unlink;
+	}
+	if (chmod(path, group ? 0660 : 0600) < 0) {
+		ret = -errno;
+		log_err("chmod %s: %s", path, strerror(errno));
+		goto err_unlink;
+	}
+	if (listen(fd, 1) < 0) {
+		ret = -errno;
+		goto err_unlink;
+	}
+	*listen_fd = fd;
+	return 0;
+
+err_unlink:
+	unlink(path);
+err_close:
+	close(fd);
+	return ret;
+}
+
+int vu_accept(int listen_fd, int *conn_fd)
+{
+	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	*conn_fd = fd;
+	return 0;
+}

@@ -1,0 +1,375 @@
+/* Split virtqueue, device side: pops validated descriptor chains, pushes used entries. */
+#include "transport/virtq.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+
+#include "common/log.h"
+
+/*
+ * Everything in the rings is written by the guest at any moment. Each
+ * guest value is read exactly once into a local and only the local is
+ * checked and used: a compiler barrier after a memcpy from guest memory
+ * stops the compiler from re-reading the source instead of the copy.
+ */
+#define compiler_barrier() __asm__ __volatile__("" ::: "memory")
+
+#define VRING_DESC_SIZE 16u
+
+void virtq_init(struct virtq *vq, unsigned index)
+{
+	memset(vq, 0, sizeof(*vq));
+	vq->index = index;
+}
+
+void virtq_ring_sizes(unsigned num, uint64_t *desc_len, uint64_t *avail_len,
+		      uint64_t *used_len)
+{
+	/* flags + idx + ring[num] + used_event */
+	*desc_len = (uint64_t)VRING_DESC_SIZE * num;
+	*avail_len = 2 + 2 + 2 * (uint64_t)num + 2;
+	/* flags + idx + ring[num] + avail_event */
+	*used_len = 2 + 2 + 8 * (uint64_t)num + 2;
+}
+
+int virtq_set_rings(struct virtq *vq, unsigned num, void *desc, void *avail,
+		    void *used)
+{
+	if (num == 0 || num > VIRTQ_MAX_SIZE || (num & (num - 1)) != 0)
+		return -EINVAL;
+	/* The alignments the virtio spec requires of the driver; we rely on
+	 * them for the atomic accesses below. */
+	if ((uintptr_t)desc % 16 != 0 || (uintptr_t)avail % 2 != 0 ||
+	    (uintptr_t)used % 4 != 0)
+		return -EINVAL;
+	vq->num = num;
+	vq->desc = desc;
+	vq->avail = avail;
+	vq->used = used;
+	return 0;
+}
+
+void virtq_clear_rings(struct virtq *vq)
+{
+	vq->desc = NULL;
+	vq->avail = NULL;
+	vq->used = NULL;
+}
+
+void virtq_set_mem(struct virtq *vq, const struct guest_mem *mem)
+{
+	vq->mem = mem;
+}
+
+void virtq_set_features(struct virtq *vq, bool event_idx, bool indirect)
+{
+	vq->event_idx = event_idx;
+	vq->indirect = indirect;
+}
+
+void virtq_set_base(struct virtq *vq, uint16_t last_avail_idx)
+{
+	vq->last_avail_idx = last_avail_idx;
+	vq->shadow_avail_idx = last_avail_idx;
+	vq->broken = false;
+	vq->broken_reason = NULL;
+}
+
+void virtq_start(struct virtq *vq)
+{
+	if (!virtq_ready(vq))
+		return;
+	vq->used_idx = le16toh(__atomic_load_n(&vq->used->idx, __ATOMIC_RELAXED));
+	vq->shadow_avail_idx = vq->last_avail_idx;
+	vq->signalled_used_valid = false;
+	if (vq->used_idx != vq->last_avail_idx)
+		/* Requests popped by a previous backend and never completed:
+		 * without inflight tracking they are lost to the driver. */
+		log_warn("queue %u: used index %u != last avail index %u at start",
+			 vq->index, vq->used_idx, vq->last_avail_idx);
+}
+
+bool virtq_ready(const struct virtq *vq)
+{
+	return vq->num != 0 && vq->desc && vq->avail && vq->used && vq->mem;
+}
+
+void virtq_mark_broken(struct virtq *vq, const char *reason)
+{
+	if (vq->broken)
+		return;
+	vq->broken = true;
+	vq->broken_reason = reason;
+	log_err("queue %u broken: %s; it is no longer processed", vq->index, reason);
+}
+
+/* Reads avail->idx afresh; returns the number of entries not yet popped,
+ * or -EIO if the driver moved the index by more than the ring size. */
+static int refresh_avail(struct virtq *vq)
+{
+	/* Acquire: pairs with the driver's write barrier before it publishes
+	 * avail->idx, so the ring entries and descriptors it wrote first are
+	 * visible to our loads below. */
+	uint16_t idx = le16toh(__atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE));
+	uint16_t pending = (uint16_t)(idx - vq->last_avail_idx);
+
+	if (pending > vq->num) {
+		virtq_mark_broken(vq, "avail index moved by more than the ring size");
+		return -EIO;
+	}
+	vq->shadow_avail_idx = idx;
+	return pending;
+}
+
+/* Finds the indirect table [addr, addr + len): in place if it lies in one
+ * region, else copied into vq->indirect_copy. len is already checked to be
+ * at most sizeof(vq->indirect_copy). */
+static const uint8_t *map_indirect(struct virtq *vq, uint64_t addr, uint32_t len)
+{
+	struct iovec parts[8];
+	unsigned cnt = 0;
+	uint8_t *dst = (uint8_t *)vq->indirect_copy;
+	const uint8_t *table = guest_mem_gpa_to_ptr(vq->mem, addr, len);
+
+	if (table)
+		return table;
+	if (guest_mem_gpa_to_iov(vq->mem, addr, len, parts, 8, &cnt) < 0)
+		return NULL;
+	for (unsigned i = 0; i < cnt; i++) {
+		memcpy(dst, parts[i].iov_base, parts[i].iov_len);
+		dst += parts[i].iov_len;
+	}
+	return (const uint8_t *)vq->indirect_copy;
+}
+
+/* Walks the chain starting at head into vq->iov. Returns 0, or -EIO after
+ * marking the queue broken. */
+static int walk_chain(struct virtq *vq, uint16_t head, struct virtq_elem *elem)
+{
+	const uint8_t *table = (const uint8_t *)vq->desc;
+	unsigned table_len = vq->num;
+	unsigned i = head, visited = 0, cnt = 0, rd_cnt = 0;
+	bool in_indirect = false, writable = false;
+	uint64_t total = 0, wr_total = 0;
+	const char *why;
+
+	for (;;) {
+		struct vring_desc d;
+		uint64_t addr;
+		uint32_t len;
+		uint16_t flags;
+		int ret;
+
+		/* A chain can use each descriptor of its table at most once;
+		 * anything longer is a loop. */
+		if (++visited > table_len) {
+			why = "descriptor chain longer than its table (loop)";
+			goto broken;
+		}
+		memcpy(&d, table + (size_t)i * VRING_DESC_SIZE, sizeof(d));
+		compiler_barrier();
+		addr = le64toh(d.addr);
+		len = le32toh(d.len);
+		flags = le16toh(d.flags);
+
+		if (flags & VRING_DESC_F_INDIRECT) {
+			if (!vq->indirect) {
+				why = "indirect descriptor, feature not negotiated";
+				goto broken;
+			}
+			if (in_indirect) {
+				why = "nested indirect descriptor";
+				goto broken;
+			}
+			/* The spec forbids INDIRECT with NEXT, so the table
+			 * ends the chain. */
+			if (flags & VRING_DESC_F_NEXT) {
+				why = "indirect descriptor with NEXT set";
+				goto broken;
+			}
+			if (len == 0 || len % VRING_DESC_SIZE != 0) {
+				why = "indirect table length not a non-zero multiple of 16";
+				goto broken;
+			}
+			if (len > sizeof(vq->indirect_copy)) {
+				why = "indirect table longer than the segment limit";
+				goto broken;
+			}
+			table = map_indirect(vq, addr, len);
+			if (!table) {
+				why = "indirect table outside guest memory";
+				goto broken;
+			}
+			table_len = len / VRING_DESC_SIZE;
+			in_indirect = true;
+			i = 0;
+			visited = 0;
+			continue;
+		}
+
+		if (flags & VRING_DESC_F_WRITE) {
+			writable = true;
+			wr_total += len;
+		} else if (writable) {
+			why = "device-readable descriptor after a writable one";
+			goto broken;
+		}
+		total += len;
+		if (total > UINT32_MAX) {
+			why = "chain length over 4 GiB";
+			goto broken;
+		}
+		ret = guest_mem_gpa_to_iov(vq->mem, addr, len, vq->iov, VIRTQ_MAX_SEGS,
+					   &cnt);
+		if (ret == -E2BIG) {
+			why = "chain needs more than 1024 segments";
+			goto broken;
+		}
+		if (ret < 0) {
+			why = "buffer outside guest memory";
+			goto broken;
+		}
+		if (!writable)
+			rd_cnt = cnt;
+
+		if (!(flags & VRING_DESC_F_NEXT))
+			break;
+		i = le16toh(d.next);
+		if (i >= table_len) {
+			why = "next descriptor index out of range";
+			goto broken;
+		}
+	}
+
+	elem->head = head;
+	elem->wr_len = (uint32_t)wr_total;
+	elem->req.rd = vq->iov;
+	elem->req.rd_cnt = rd_cnt;
+	elem->req.wr = vq->iov + rd_cnt;
+	elem->req.wr_cnt = cnt - rd_cnt;
+	return 0;
+
+broken:
+	virtq_mark_broken(vq, why);
+	return -EIO;
+}
+
+int virtq_pop(struct virtq *vq, struct virtq_elem *elem)
+{
+	uint16_t head;
+	int ret;
+
+	if (vq->broken)
+		return -EIO;
+	if (!virtq_ready(vq))
+		return 0;
+	if (vq->shadow_avail_idx == vq->last_avail_idx) {
+		ret = refresh_avail(vq);
+		if (ret <= 0)
+			return ret;
+	}
+	head = le16toh(__atomic_load_n(&vq->avail->ring[vq->last_avail_idx & (vq->num - 1)],
+				       __ATOMIC_RELAXED));
+	if (head >= vq->num) {
+		virtq_mark_broken(vq, "head descriptor index out of range");
+		return -EIO;
+	}
+	ret = walk_chain(vq, head, elem);
+	if (ret < 0)
+		return ret;
+	vq->last_avail_idx++;
+	return 1;
+}
+
+void virtq_push(struct virtq *vq, const struct virtq_elem *elem, uint32_t len)
+{
+	struct vring_used_elem *ue = &vq->used->ring[vq->used_idx & (vq->num - 1)];
+
+	/* Never claim more than the driver gave us room for. */
+	if (len > elem->wr_len)
+		len = elem->wr_len;
+	__atomic_store_n(&ue->id, htole32(elem->head), __ATOMIC_RELAXED);
+	__atomic_store_n(&ue->len, htole32(len), __ATOMIC_RELAXED);
+	vq->used_idx++;
+}
+
+void virtq_flush(struct virtq *vq)
+{
+	/* Release: the reply bytes written into the buffers and the used
+	 * entries above become visible to the driver before the index that
+	 * hands them over. Pairs with the driver's read barrier after it
+	 * reads used->idx. */
+	__atomic_store_n(&vq->used->idx, htole16(vq->used_idx), __ATOMIC_RELEASE);
+}
+
+bool virtq_should_notify(struct virtq *vq)
+{
+	uint16_t old_idx, new_idx, event;
+	bool valid;
+
+	/* Full barrier: our used->idx store must be globally visible before
+	 * we read the driver's suppression state (store->load ordering,
+	 * which release/acquire does not give). Pairs with the driver's
+	 * barrier between writing used_event/flags and re-reading used->idx;
+	 * without it both sides can miss each other and the driver waits
+	 * forever for an interrupt. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!vq->event_idx)
+		return !(le16toh(__atomic_load_n(&vq->avail->flags, __ATOMIC_RELAXED)) &
+			 VRING_AVAIL_F_NO_INTERRUPT);
+	old_idx = vq->signalled_used;
+	valid = vq->signalled_used_valid;
+	new_idx = vq->used_idx;
+	vq->signalled_used = new_idx;
+	vq->signalled_used_valid = true;
+	/* First decision since start: we do not know what the driver last
+	 * saw, so notify rather than risk a lost interrupt. */
+	if (!valid)
+		return true;
+	event = le16toh(__atomic_load_n(&vq->avail->ring[vq->num], __ATOMIC_RELAXED));
+	return virtq_need_event(event, new_idx, old_idx);
+}
+
+static uint16_t *avail_event_ptr(struct virtq *vq)
+{
+	/* used->ring[num], right after the used ring; 4-byte aligned. */
+	return (uint16_t *)(void *)&vq->used->ring[vq->num];
+}
+
+void virtq_disable_notify(struct virtq *vq)
+{
+	uint16_t flags;
+
+	/* With EVENT_IDX a stale avail_event already suppresses kicks: the
+	 * driver only kicks when it crosses it, and we re-arm it in
+	 * virtq_enable_notify. */
+	if (vq->event_idx || !virtq_ready(vq))
+		return;
+	flags = le16toh(__atomic_load_n(&vq->used->flags, __ATOMIC_RELAXED));
+	__atomic_store_n(&vq->used->flags, htole16(flags | VRING_USED_F_NO_NOTIFY),
+			 __ATOMIC_RELAXED);
+}
+
+bool virtq_enable_notify(struct virtq *vq)
+{
+	if (vq->broken || !virtq_ready(vq))
+		return false;
+	if (vq->event_idx) {
+		__atomic_store_n(avail_event_ptr(vq), htole16(vq->last_avail_idx),
+				 __ATOMIC_RELAXED);
+	} else {
+		uint16_t flags = le16toh(__atomic_load_n(&vq->used->flags, __ATOMIC_RELAXED));
+
+		__atomic_store_n(&vq->used->flags,
+				 htole16(flags & ~VRING_USED_F_NO_NOTIFY), __ATOMIC_RELAXED);
+	}
+	/* Full barrier: the re-armed notification must be visible before we
+	 * re-read avail->idx. Pairs with the driver's barrier between
+	 * publishing avail->idx and reading avail_event/flags: either it
+	 * sees notifications on and kicks, or we see its new entries here. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (vq->shadow_avail_idx != vq->last_avail_idx)
+		return true;
+	return refresh_avail(vq) > 0;
+}

@@ -1,0 +1,104 @@
+/* Split virtqueue, device side: pops validated descriptor chains, pushes used entries. */
+#ifndef FERRY_VIRTQ_H
+#define FERRY_VIRTQ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+#include <linux/virtio_ring.h>
+
+#include "transport/guest_mem.h"
+#include "transport/vhost_user.h"
+
+/* Largest split ring the virtio spec allows. */
+#define VIRTQ_MAX_SIZE 32768
+/* Segments of one request: FUSE max_pages (256) of data plus headers, with
+ * room to spare. Longer chains are treated as a broken driver. */
+#define VIRTQ_MAX_SEGS 1024
+
+struct virtq_elem {
+	uint16_t head;         /* descriptor index to report in the used ring */
+	uint32_t wr_len;       /* total size of the writable part */
+	struct vu_request req; /* points into the queue's iovec array */
+};
+
+/*
+ * Not thread-safe: one queue thread owns it, and whoever changes the
+ * guest memory or ring addresses must exclude that thread first.
+ */
+struct virtq {
+	unsigned index;                 /* for log messages */
+	unsigned num;                   /* 0 until rings are set */
+	struct vring_desc *desc;
+	struct vring_avail *avail;
+	struct vring_used *used;
+	const struct guest_mem *mem;
+
+	bool event_idx;                 /* VIRTIO_RING_F_EVENT_IDX negotiated */
+	bool indirect;                  /* VIRTIO_RING_F_INDIRECT_DESC negotiated */
+
+	uint16_t last_avail_idx;        /* next avail entry we will pop */
+	uint16_t shadow_avail_idx;      /* avail->idx as last read */
+	uint16_t used_idx;              /* next used entry we will write */
+	uint16_t signalled_used;        /* used_idx at the last notify decision */
+	bool signalled_used_valid;
+
+	bool broken;
+	const char *broken_reason;
+
+	struct iovec iov[VIRTQ_MAX_SEGS];
+	/* Indirect tables that straddle two regions are copied here. */
+	struct vring_desc indirect_copy[VIRTQ_MAX_SEGS];
+};
+
+void virtq_init(struct virtq *vq, unsigned index);
+/* Checks num (power of two, 1..VIRTQ_MAX_SIZE) and ring alignment. The
+ * pointers must already be inside guest memory for their full length
+ * (see virtq_ring_sizes). */
+int virtq_set_rings(struct virtq *vq, unsigned num, void *desc, void *avail,
+		    void *used);
+/* Forgets the rings (after the memory under them went away). */
+void virtq_clear_rings(struct virtq *vq);
+/* Bytes of each ring part for num entries, event-index fields included. */
+void virtq_ring_sizes(unsigned num, uint64_t *desc_len, uint64_t *avail_len,
+		      uint64_t *used_len);
+void virtq_set_mem(struct virtq *vq, const struct guest_mem *mem);
+void virtq_set_features(struct virtq *vq, bool event_idx, bool indirect);
+/* SET_VRING_BASE: where popping resumes. Also clears a broken state: the
+ * frontend is re-initialising the ring. */
+void virtq_set_base(struct virtq *vq, uint16_t last_avail_idx);
+/* Called when the queue starts: picks up the used index from the ring. */
+void virtq_start(struct virtq *vq);
+bool virtq_ready(const struct virtq *vq);
+
+/* Pops one chain: 1 with *elem filled, 0 if the ring is empty, -EIO if the
+ * queue is (or just became) broken. elem's iovecs stay valid until the
+ * next pop. */
+int virtq_pop(struct virtq *vq, struct virtq_elem *elem);
+/* Writes the used entry for elem; len is clamped to elem->wr_len. The
+ * entry becomes visible to the driver at virtq_flush. */
+void virtq_push(struct virtq *vq, const struct virtq_elem *elem, uint32_t len);
+/* Publishes used entries pushed so far (release ordering). */
+void virtq_flush(struct virtq *vq);
+/* After a flush: does the driver want an interrupt for what was published?
+ * EVENT_IDX: used_event crossed; otherwise: no VRING_AVAIL_F_NO_INTERRUPT. */
+bool virtq_should_notify(struct virtq *vq);
+/* While we are busy popping, kicks are useless. */
+void virtq_disable_notify(struct virtq *vq);
+/* Asks for kicks again, then re-reads avail: returns true if buffers
+ * arrived meanwhile (the driver may have seen notifications off and not
+ * kicked, so the caller must process them instead of sleeping). */
+bool virtq_enable_notify(struct virtq *vq);
+
+/* Marks the queue broken, logging reason once. */
+void virtq_mark_broken(struct virtq *vq, const char *reason);
+
+/* The wrap-safe test from the virtio spec: has the index moved past
+ * event_idx in the step from old_idx to new_idx? */
+static inline bool virtq_need_event(uint16_t event_idx, uint16_t new_idx,
+				    uint16_t old_idx)
+{
+	return (uint16_t)(new_idx - event_idx - 1) < (uint16_t)(new_idx - old_idx);
+}
+
+#endif
