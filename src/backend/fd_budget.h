@@ -1,0 +1,35 @@
+/* Counts the host fds held on the guest's behalf so a guest cannot exhaust them. */
+#ifndef FERRY_FD_BUDGET_H
+#define FERRY_FD_BUDGET_H
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+/*
+ * Every inode holds an O_PATH fd and every open handle another; both are
+ * created at the guest's request. Without a bound a guest walking a large
+ * tree would make open() fail everywhere in the daemon (eventfds, the
+ * vhost-user socket), so guest-caused opens fail with ENFILE first.
+ */
+struct fd_budget {
+	atomic_long used;
+	long limit;
+};
+
+/* Returns 0 when the caller may open one more fd, -ENFILE when over. */
+static inline int fd_budget_take(struct fd_budget *b)
+{
+	if (atomic_fetch_add_explicit(&b->used, 1, memory_order_relaxed) >= b->limit) {
+		atomic_fetch_sub_explicit(&b->used, 1, memory_order_relaxed);
+		return -ENFILE;
+	}
+	return 0;
+}
+
+static inline void fd_budget_give_back(struct fd_budget *b)
+{
+	atomic_fetch_sub_explicit(&b->used, 1, memory_order_relaxed);
+}
+
+#endif

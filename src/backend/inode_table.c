@@ -1,0 +1,414 @@
+/* Sharded inode table: nodeid and (dev, ino, mnt_id) indexes, split lookup/request counts. */
+#include "backend/inode_table.h"
+
+#include <errno.h>
+#include <linux/fuse.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/*
+ * FORGETs arrive on the hiprio queue thread while lookups run on the
+ * request threads: 64 independently locked shards keep them from
+ * serialising on one lock. An inode lives in the shard its key hashes to,
+ * and its nodeid carries that shard in the low bits, so both indexes of
+ * one inode sit under the same lock and a nodeid finds its shard directly.
+ */
+#define SHARD_BITS 6
+#define SHARD_COUNT (1u << SHARD_BITS)
+#define INITIAL_BUCKETS 64
+
+struct shard {
+	pthread_mutex_t lock;
+	struct inode **by_id;
+	struct inode **by_key;
+	size_t nbuckets;        /* power of two, same for both indexes */
+	size_t count;
+	uint64_t next_seq;      /* nodeids are never reused: a stale id misses */
+};
+
+struct inode_table {
+	struct shard shards[SHARD_COUNT];
+	struct inode root;
+	struct fd_budget *fds;
+};
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+static uint64_t key_hash(const struct inode_key *k)
+{
+	return mix64(k->ino ^ mix64(k->dev ^ mix64(k->mnt_id)));
+}
+
+static bool key_equal(const struct inode_key *a, const struct inode_key *b)
+{
+	return a->ino == b->ino && a->dev == b->dev && a->mnt_id == b->mnt_id;
+}
+
+static size_t id_bucket(const struct shard *s, uint64_t nodeid)
+{
+	return mix64(nodeid >> SHARD_BITS) & (s->nbuckets - 1);
+}
+
+static size_t key_bucket(const struct shard *s, const struct inode_key *k)
+{
+	return (key_hash(k) >> SHARD_BITS) & (s->nbuckets - 1);
+}
+
+static void shard_link(struct shard *s, struct inode *inode)
+{
+	size_t b = id_bucket(s, inode->nodeid);
+
+	inode->next_by_id = s->by_id[b];
+	s->by_id[b] = inode;
+	b = key_bucket(s, &inode->key);
+	inode->next_by_key = s->by_key[b];
+	s->by_key[b] = inode;
+}
+
+/* Growing is best effort: on ENOMEM the chains just get longer. */
+static void shard_grow(struct shard *s)
+{
+	size_t old_n = s->nbuckets;
+	struct inode **old_id = s->by_id;
+	struct inode **new_id = calloc(old_n * 2, sizeof(*new_id));
+	struct inode **new_key = calloc(old_n * 2, sizeof(*new_key));
+
+	if (!new_id || !new_key) {
+		free(new_id);
+		free(new_key);
+		return;
+	}
+	free(s->by_key);
+	s->by_id = new_id;
+	s->by_key = new_key;
+	s->nbuckets = old_n * 2;
+	for (size_t i = 0; i < old_n; i++) {
+		struct inode *inode = old_id[i];
+
+		while (inode) {
+			struct inode *next = inode->next_by_id;
+
+			shard_link(s, inode);
+			inode = next;
+		}
+	}
+	free(old_id);
+}
+
+static void shard_unlink(struct shard *s, struct inode *inode)
+{
+	struct inode **pp = &s->by_id[id_bucket(s, inode->nodeid)];
+
+	while (*pp != inode)
+		pp = &(*pp)->next_by_id;
+	*pp = inode->next_by_id;
+	pp = &s->by_key[key_bucket(s, &inode->key)];
+	while (*pp != inode)
+		pp = &(*pp)->next_by_key;
+	*pp = inode->next_by_key;
+	s->count--;
+}
+
+static struct inode *shard_find_id(const struct shard *s, uint64_t nodeid)
+{
+	struct inode *inode = s->by_id[id_bucket(s, nodeid)];
+
+	while (inode && inode->nodeid != nodeid)
+		inode = inode->next_by_id;
+	return inode;
+}
+
+static struct inode *shard_find_key(const struct shard *s,
+				    const struct inode_key *key)
+{
+	struct inode *inode = s->by_key[key_bucket(s, key)];
+
+	while (inode && !key_equal(&inode->key, key))
+		inode = inode->next_by_key;
+	return inode;
+}
+
+static bool unused(const struct inode *inode)
+{
+	return inode->nlookup == 0 && inode->refs == 0;
+}
+
+/* Called with the shard lock dropped: closing can be slow (NFS, FUSE). */
+static void inode_destroy(struct inode_table *t, struct inode *inode)
+{
+	close(inode->fd);
+	fd_budget_give_back(t->fds);
+	free(inode);
+}
+
+int inode_table_new(struct inode_table **out, struct fd_budget *fds,
+		    int root_fd, const struct inode_key *root_key)
+{
+	struct inode_table *t = calloc(1, sizeof(*t));
+	unsigned i;
+	int ret = -ENOMEM;
+
+	if (!t)
+		goto err;
+	t->fds = fds;
+	for (i = 0; i < SHARD_COUNT; i++) {
+		struct shard *s = &t->shards[i];
+
+		s->by_id = calloc(INITIAL_BUCKETS, sizeof(*s->by_id));
+		s->by_key = calloc(INITIAL_BUCKETS, sizeof(*s->by_key));
+		if (!s->by_id || !s->by_key) {
+			free(s->by_id);
+			free(s->by_key);
+			goto err_shards;
+		}
+		s->nbuckets = INITIAL_BUCKETS;
+		s->next_seq = 1;    /* seq 0 would make nodeids 0..63, 1 is root */
+		pthread_mutex_init(&s->lock, NULL);
+	}
+
+	/* The root lives in its key's shard so ".." and hard links to the
+	 * shared dir find it, but nodeid 1 is resolved without the table. */
+	t->root.nodeid = FUSE_ROOT_ID;
+	t->root.key = *root_key;
+	t->root.fd = root_fd;
+	t->root.type = S_IFDIR;
+	t->root.shard = key_hash(root_key) & (SHARD_COUNT - 1);
+	t->root.nlookup = 1;
+	t->root.refs = 1;
+	{
+		struct shard *s = &t->shards[t->root.shard];
+		size_t b = key_bucket(s, root_key);
+
+		t->root.next_by_key = s->by_key[b];
+		s->by_key[b] = &t->root;
+	}
+	*out = t;
+	return 0;
+
+err_shards:
+	while (i-- > 0) {
+		pthread_mutex_destroy(&t->shards[i].lock);
+		free(t->shards[i].by_id);
+		free(t->shards[i].by_key);
+	}
+	free(t);
+err:
+	return ret;
+}
+
+void inode_table_free(struct inode_table *t)
+{
+	if (!t)
+		return;
+	for (unsigned i = 0; i < SHARD_COUNT; i++) {
+		struct shard *s = &t->shards[i];
+
+		for (size_t b = 0; b < s->nbuckets; b++) {
+			struct inode *inode = s->by_id[b];
+
+			while (inode) {
+				struct inode *next = inode->next_by_id;
+
+				inode_destroy(t, inode);
+				inode = next;
+			}
+		}
+		pthread_mutex_destroy(&s->lock);
+		free(s->by_id);
+		free(s->by_key);
+	}
+	close(t->root.fd);
+	free(t);
+}
+
+struct inode *inode_table_root(struct inode_table *t)
+{
+	return &t->root;
+}
+
+int inode_get(struct inode_table *t, uint64_t nodeid, struct inode **out)
+{
+	struct shard *s;
+	struct inode *inode;
+
+	if (nodeid == FUSE_ROOT_ID) {
+		*out = &t->root;
+		return 0;
+	}
+	s = &t->shards[nodeid & (SHARD_COUNT - 1)];
+	pthread_mutex_lock(&s->lock);
+	inode = shard_find_id(s, nodeid);
+	if (inode)
+		inode->refs++;
+	pthread_mutex_unlock(&s->lock);
+	if (!inode)
+		return -EBADF;
+	*out = inode;
+	return 0;
+}
+
+void inode_get_again(struct inode_table *t, struct inode *inode)
+{
+	struct shard *s = &t->shards[inode->shard];
+
+	if (inode == &t->root)
+		return;
+	pthread_mutex_lock(&s->lock);
+	inode->refs++;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void inode_put(struct inode_table *t, struct inode *inode)
+{
+	struct shard *s;
+	bool last;
+
+	if (!inode || inode == &t->root)
+		return;
+	s = &t->shards[inode->shard];
+	pthread_mutex_lock(&s->lock);
+	inode->refs--;
+	last = unused(inode);
+	if (last)
+		shard_unlink(s, inode);
+	pthread_mutex_unlock(&s->lock);
+	if (last)
+		inode_destroy(t, inode);
+}
+
+int inode_lookup_add(struct inode_table *t, int fd, const struct inode_key *key,
+		     mode_t type, struct inode **out)
+{
+	unsigned shard = key_hash(key) & (SHARD_COUNT - 1);
+	struct shard *s = &t->shards[shard];
+	struct inode *inode, *fresh;
+
+	/* Allocated before locking so the lock is never held across malloc. */
+	fresh = calloc(1, sizeof(*fresh));
+	pthread_mutex_lock(&s->lock);
+	inode = shard_find_key(s, key);
+	if (inode) {
+		if (inode != &t->root) {
+			inode->nlookup++;
+			inode->refs++;
+		}
+		pthread_mutex_unlock(&s->lock);
+		free(fresh);
+		close(fd);
+		fd_budget_give_back(t->fds);
+		*out = inode;
+		return 0;
+	}
+	if (!fresh) {
+		pthread_mutex_unlock(&s->lock);
+		close(fd);
+		fd_budget_give_back(t->fds);
+		return -ENOMEM;
+	}
+	fresh->nodeid = (s->next_seq++ << SHARD_BITS) | shard;
+	fresh->key = *key;
+	fresh->fd = fd;
+	fresh->type = type & S_IFMT;
+	fresh->shard = shard;
+	fresh->nlookup = 1;
+	fresh->refs = 1;
+	if (s->count >= s->nbuckets)
+		shard_grow(s);
+	shard_link(s, fresh);
+	s->count++;
+	pthread_mutex_unlock(&s->lock);
+	*out = fresh;
+	return 0;
+}
+
+void inode_add_lookup(struct inode_table *t, struct inode *inode)
+{
+	struct shard *s = &t->shards[inode->shard];
+
+	if (inode == &t->root)
+		return;
+	pthread_mutex_lock(&s->lock);
+	inode->nlookup++;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void inode_drop_lookup(struct inode_table *t, struct inode *inode)
+{
+	struct shard *s = &t->shards[inode->shard];
+
+	if (inode == &t->root)
+		return;
+	/* The caller still holds a request ref, so this never frees. */
+	pthread_mutex_lock(&s->lock);
+	if (inode->nlookup > 0)
+		inode->nlookup--;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void inode_forget(struct inode_table *t, uint64_t nodeid, uint64_t n)
+{
+	struct shard *s;
+	struct inode *inode;
+	bool last = false;
+
+	if (nodeid == FUSE_ROOT_ID)
+		return;
+	s = &t->shards[nodeid & (SHARD_COUNT - 1)];
+	pthread_mutex_lock(&s->lock);
+	inode = shard_find_id(s, nodeid);
+	if (inode) {
+		/* Saturate: a guest forgetting more than it looked up only
+		 * loses its own references, never anyone else's. */
+		inode->nlookup -= n < inode->nlookup ? n : inode->nlookup;
+		last = unused(inode);
+		if (last)
+			shard_unlink(s, inode);
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (last)
+		inode_destroy(t, inode);
+}
+
+void inode_forget_all(struct inode_table *t)
+{
+	for (unsigned i = 0; i < SHARD_COUNT; i++) {
+		struct shard *s = &t->shards[i];
+		struct inode *doomed = NULL;
+
+		pthread_mutex_lock(&s->lock);
+		for (size_t b = 0; b < s->nbuckets; b++) {
+			struct inode *inode = s->by_id[b];
+
+			while (inode) {
+				struct inode *next = inode->next_by_id;
+
+				inode->nlookup = 0;
+				if (inode->refs == 0) {
+					shard_unlink(s, inode);
+					/* next_by_id is free to chain the doomed */
+					inode->next_by_id = doomed;
+					doomed = inode;
+				}
+				inode = next;
+			}
+		}
+		pthread_mutex_unlock(&s->lock);
+		while (doomed) {
+			struct inode *next = doomed->next_by_id;
+
+			inode_destroy(t, doomed);
+			doomed = next;
+		}
+	}
+}

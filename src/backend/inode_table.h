@@ -1,0 +1,72 @@
+/* Inodes the guest knows, indexed by nodeid and by host identity. */
+#ifndef FERRY_INODE_TABLE_H
+#define FERRY_INODE_TABLE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "backend/fd_budget.h"
+
+/* What makes a host inode unique: st_ino alone repeats across mounts. */
+struct inode_key {
+	uint64_t dev;
+	uint64_t ino;
+	uint64_t mnt_id;
+};
+
+/*
+ * Two counts keep an inode alive, on purpose kept apart:
+ *  - nlookup is the guest's count (entry replies minus FORGETs). The guest
+ *    controls it, so it is trusted for nothing but deciding when the guest
+ *    no longer names the inode.
+ *  - refs counts requests using the inode right now. A FORGET that drops
+ *    nlookup to 0 while a request holds a ref only marks it; the last put
+ *    frees it. So a wrong FORGET cannot free memory in use.
+ * Both are guarded by the lock of the inode's shard.
+ */
+struct inode {
+	uint64_t nodeid;
+	struct inode_key key;
+	int fd;                 /* O_PATH|O_NOFOLLOW: never readable nor writable */
+	mode_t type;            /* S_IFMT bits; an inode never changes type */
+	unsigned shard;
+	uint64_t nlookup;
+	uint64_t refs;
+	struct inode *next_by_id;
+	struct inode *next_by_key;
+};
+
+struct inode_table;
+
+/* Takes ownership of root_fd; the root gets nodeid FUSE_ROOT_ID. */
+int inode_table_new(struct inode_table **out, struct fd_budget *fds,
+		    int root_fd, const struct inode_key *root_key);
+void inode_table_free(struct inode_table *t);
+
+/* The root is never freed, so using it needs no reference. */
+struct inode *inode_table_root(struct inode_table *t);
+
+/* Takes a request reference on a guest-supplied nodeid; -EBADF if unknown. */
+int inode_get(struct inode_table *t, uint64_t nodeid, struct inode **out);
+/* Adds a request reference to an inode already held. */
+void inode_get_again(struct inode_table *t, struct inode *inode);
+void inode_put(struct inode_table *t, struct inode *inode);
+
+/*
+ * Finds the inode with this key or adds one owning fd (an fd taken from the
+ * budget). Either way fd is consumed. The result has one more nlookup (the
+ * guest is about to be told its nodeid) and one request reference.
+ */
+int inode_lookup_add(struct inode_table *t, int fd, const struct inode_key *key,
+		     mode_t type, struct inode **out);
+/* One more guest lookup on an inode the caller holds ("." and ".."). */
+void inode_add_lookup(struct inode_table *t, struct inode *inode);
+/* Undoes inode_add_lookup / inode_lookup_add when the entry was not sent. */
+void inode_drop_lookup(struct inode_table *t, struct inode *inode);
+
+/* FORGET: drops up to n guest lookups; unknown nodeids are ignored. */
+void inode_forget(struct inode_table *t, uint64_t nodeid, uint64_t n);
+/* The guest went away (DESTROY): it names no inode any more. */
+void inode_forget_all(struct inode_table *t);
+
+#endif
