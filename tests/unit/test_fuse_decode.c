@@ -1,0 +1,1617 @@
+/* Decoding, validation and replies of the FUSE server against hostile and well-formed requests. */
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "protocol/fuse_ops.h"
+#include "protocol/fuse_server.h"
+
+static int failures;
+
+#define CHECK(cond) do { if (!(cond)) { \
+	fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+	failures++; } } while (0)
+
+/* ------------------------------------------------ recording test backend */
+
+enum call {
+	C_INIT, C_DESTROY, C_LOOKUP, C_FORGET, C_GETATTR, C_SETATTR, C_READLINK,
+	C_SYMLINK, C_MKNOD, C_MKDIR, C_UNLINK, C_RMDIR, C_RENAME, C_LINK, C_OPEN,
+	C_READ, C_WRITE, C_STATFS, C_RELEASE, C_FSYNC, C_FLUSH, C_OPENDIR,
+	C_READDIR, C_RELEASEDIR, C_FSYNCDIR, C_SETXATTR, C_GETXATTR, C_LISTXATTR,
+	C_REMOVEXATTR, C_ACCESS, C_CREATE, C_FALLOCATE, C_LSEEK, C_COPY, C_SYNCFS,
+	C_TMPFILE, C_GETLK, C_SETLK, C_NCALLS
+};
+
+static struct recorder {
+	int calls[C_NCALLS];
+	uint64_t nodeid, nodeid2;
+	char name[PATH_MAX + 1], name2[PATH_MAX + 1];
+	uint32_t flags, mode, umask;
+	bool plus, sleep;
+	struct fuse_conn_info conn;
+	unsigned char data[1 << 17];
+	size_t data_len;
+	uint64_t forget_nlookup_sum;
+	uint32_t xattr_flags2;
+} rec;
+
+static int total_calls(void)
+{
+	int n = 0;
+
+	for (int i = 0; i < C_NCALLS; i++)
+		n += rec.calls[i];
+	return n;
+}
+
+static void rec_reset(void)
+{
+	memset(&rec, 0, sizeof(rec));
+}
+
+static void fill_entry(struct fuse_entry_out *e, uint64_t nodeid)
+{
+	e->nodeid = nodeid;
+	e->attr.ino = nodeid;
+	e->attr.mode = 040755;
+}
+
+static int t_init(void *fs, const struct fuse_conn_info *conn)
+{
+	rec.calls[C_INIT]++;
+	rec.conn = *conn;
+	return 0;
+}
+
+static void t_destroy(void *fs)
+{
+	rec.calls[C_DESTROY]++;
+}
+
+static int t_lookup(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+		    const char *name, struct fuse_entry_out *out)
+{
+	rec.calls[C_LOOKUP]++;
+	rec.nodeid = parent;
+	snprintf(rec.name, sizeof(rec.name), "%s", name);
+	fill_entry(out, 42);
+	return 0;
+}
+
+static void t_forget(void *fs, uint64_t nodeid, uint64_t nlookup)
+{
+	rec.calls[C_FORGET]++;
+	rec.forget_nlookup_sum += nlookup;
+}
+
+static int t_getattr(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		     const struct fuse_getattr_in *in, struct fuse_attr_out *out)
+{
+	rec.calls[C_GETATTR]++;
+	rec.nodeid = nodeid;
+	out->attr.ino = nodeid;
+	out->attr.size = 1234;
+	return 0;
+}
+
+static int t_setattr(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		     const struct fuse_setattr_in *in, struct fuse_attr_out *out)
+{
+	rec.calls[C_SETATTR]++;
+	out->attr.size = in->size;
+	return 0;
+}
+
+static ssize_t t_readlink(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+			  char *buf, size_t size)
+{
+	static const char target[] = "some/where";
+
+	rec.calls[C_READLINK]++;
+	if (size < sizeof(target) - 1)
+		return -ENAMETOOLONG;
+	memcpy(buf, target, sizeof(target) - 1);
+	return sizeof(target) - 1;
+}
+
+static int t_symlink(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+		     const char *name, const char *target, struct fuse_entry_out *out)
+{
+	rec.calls[C_SYMLINK]++;
+	snprintf(rec.name, sizeof(rec.name), "%s", name);
+	snprintf(rec.name2, sizeof(rec.name2), "%s", target);
+	fill_entry(out, 43);
+	return 0;
+}
+
+static int t_mknod(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+		   const char *name, const struct fuse_mknod_in *in,
+		   struct fuse_entry_out *out)
+{
+	rec.calls[C_MKNOD]++;
+	rec.mode = in->mode;
+	rec.umask = in->umask;
+	fill_entry(out, 44);
+	return 0;
+}
+
+static int t_mkdir(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+		   const char *name, const struct fuse_mkdir_in *in,
+		   struct fuse_entry_out *out)
+{
+	rec.calls[C_MKDIR]++;
+	snprintf(rec.name, sizeof(rec.name), "%s", name);
+	rec.mode = in->mode;
+	rec.umask = in->umask;
+	fill_entry(out, 45);
+	return 0;
+}
+
+static int t_unlink(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+		    const char *name)
+{
+	rec.calls[C_UNLINK]++;
+	snprintf(rec.name, sizeof(rec.name), "%s", name);
+	return -ENOENT;
+}
+
+static int t_rmdir(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+		   const char *name)
+{
+	rec.calls[C_RMDIR]++;
+	return 0;
+}
+
+static int t_rename(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+		    const char *name, uint64_t newparent, const char *newname,
+		    uint32_t flags)
+{
+	rec.calls[C_RENAME]++;
+	rec.nodeid = parent;
+	rec.nodeid2 = newparent;
+	snprintf(rec.name, sizeof(rec.name), "%s", name);
+	snprintf(rec.name2, sizeof(rec.name2), "%s", newname);
+	rec.flags = flags;
+	return 0;
+}
+
+static int t_link(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		  uint64_t newparent, const char *newname, struct fuse_entry_out *out)
+{
+	rec.calls[C_LINK]++;
+	rec.nodeid = nodeid;
+	rec.nodeid2 = newparent;
+	snprintf(rec.name, sizeof(rec.name), "%s", newname);
+	fill_entry(out, nodeid);
+	return 0;
+}
+
+static int t_open(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		  const struct fuse_open_in *in, struct fuse_open_out *out)
+{
+	rec.calls[C_OPEN]++;
+	out->fh = 7;
+	return 0;
+}
+
+/* Fills dst with a counting pattern, as much as the iovecs hold. */
+static ssize_t t_read(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		      const struct fuse_read_in *in, const struct iovec *dst,
+		      unsigned dst_cnt)
+{
+	size_t done = 0;
+
+	rec.calls[C_READ]++;
+	rec.data_len = in->size;
+	for (unsigned i = 0; i < dst_cnt; i++) {
+		for (size_t j = 0; j < dst[i].iov_len; j++)
+			((unsigned char *)dst[i].iov_base)[j] = (unsigned char)(done + j);
+		done += dst[i].iov_len;
+	}
+	return (ssize_t)done;
+}
+
+static ssize_t t_write(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		       const struct fuse_write_in *in, const struct iovec *src,
+		       unsigned src_cnt)
+{
+	size_t done = 0;
+
+	rec.calls[C_WRITE]++;
+	for (unsigned i = 0; i < src_cnt; i++) {
+		if (done + src[i].iov_len <= sizeof(rec.data))
+			memcpy(rec.data + done, src[i].iov_base, src[i].iov_len);
+		done += src[i].iov_len;
+	}
+	rec.data_len = done;
+	return (ssize_t)done;
+}
+
+static int t_statfs(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		    struct fuse_kstatfs *out)
+{
+	rec.calls[C_STATFS]++;
+	out->bsize = 4096;
+	return 0;
+}
+
+static int t_release(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		     const struct fuse_release_in *in)
+{
+	rec.calls[C_RELEASE]++;
+	return 0;
+}
+
+static int t_fsync(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		   const struct fuse_fsync_in *in)
+{
+	rec.calls[C_FSYNC]++;
+	return 0;
+}
+
+static int t_flush(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		   const struct fuse_flush_in *in)
+{
+	rec.calls[C_FLUSH]++;
+	return 0;
+}
+
+static int t_opendir(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		     const struct fuse_open_in *in, struct fuse_open_out *out)
+{
+	rec.calls[C_OPENDIR]++;
+	out->fh = 8;
+	return 0;
+}
+
+static const char *const dir_names[] = { ".", "..", "a", "bcdefghi", "j2345678901" };
+
+static int t_readdir(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		     const struct fuse_read_in *in, bool plus, struct fuse_dirbuf *db)
+{
+	rec.calls[C_READDIR]++;
+	rec.plus = plus;
+	for (size_t i = in->offset; i < sizeof(dir_names) / sizeof(dir_names[0]); i++) {
+		struct fuse_entry_out e;
+		int rc;
+
+		memset(&e, 0, sizeof(e));
+		fill_entry(&e, 100 + i);
+		if (plus)
+			rc = fuse_dirbuf_add_plus(db, dir_names[i], strlen(dir_names[i]),
+						  &e, 4, i + 1);
+		else
+			rc = fuse_dirbuf_add(db, dir_names[i], strlen(dir_names[i]),
+					     100 + i, 4, i + 1);
+		if (rc == -ENOSPC)
+			break;
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int t_releasedir(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+			const struct fuse_release_in *in)
+{
+	rec.calls[C_RELEASEDIR]++;
+	return 0;
+}
+
+static int t_fsyncdir(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		      const struct fuse_fsync_in *in)
+{
+	rec.calls[C_FSYNCDIR]++;
+	return 0;
+}
+
+static int t_setxattr(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		      const char *name, const void *value, size_t size,
+		      uint32_t flags, uint32_t setxattr_flags)
+{
+	rec.calls[C_SETXATTR]++;
+	snprintf(rec.name, sizeof(rec.name), "%s", name);
+	memcpy(rec.data, value, size);
+	rec.data_len = size;
+	rec.flags = flags;
+	rec.xattr_flags2 = setxattr_flags;
+	return 0;
+}
+
+static const char xattr_value[] = "0123456789";
+
+static ssize_t t_getxattr(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+			  const char *name, void *value, size_t size)
+{
+	rec.calls[C_GETXATTR]++;
+	snprintf(rec.name, sizeof(rec.name), "%s", name);
+	if (size == 0)
+		return sizeof(xattr_value) - 1;
+	if (size < sizeof(xattr_value) - 1)
+		return -ERANGE;
+	memcpy(value, xattr_value, sizeof(xattr_value) - 1);
+	return sizeof(xattr_value) - 1;
+}
+
+static ssize_t t_listxattr(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+			   char *list, size_t size)
+{
+	static const char names[] = "user.a\0user.b";
+
+	rec.calls[C_LISTXATTR]++;
+	if (size == 0)
+		return sizeof(names);
+	if (size < sizeof(names))
+		return -ERANGE;
+	memcpy(list, names, sizeof(names));
+	return sizeof(names);
+}
+
+static int t_removexattr(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+			 const char *name)
+{
+	rec.calls[C_REMOVEXATTR]++;
+	return 0;
+}
+
+static int t_access(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		    uint32_t mask)
+{
+	rec.calls[C_ACCESS]++;
+	rec.flags = mask;
+	return 0;
+}
+
+static int t_create(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+		    const char *name, const struct fuse_create_in *in,
+		    struct fuse_entry_out *entry, struct fuse_open_out *open)
+{
+	rec.calls[C_CREATE]++;
+	snprintf(rec.name, sizeof(rec.name), "%s", name);
+	rec.mode = in->mode;
+	rec.umask = in->umask;
+	fill_entry(entry, 46);
+	open->fh = 9;
+	return 0;
+}
+
+static int t_fallocate(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		       const struct fuse_fallocate_in *in)
+{
+	rec.calls[C_FALLOCATE]++;
+	return 0;
+}
+
+static int t_lseek(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		   const struct fuse_lseek_in *in, struct fuse_lseek_out *out)
+{
+	rec.calls[C_LSEEK]++;
+	out->offset = in->offset + 1;
+	return 0;
+}
+
+static ssize_t t_copy(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		      const struct fuse_copy_file_range_in *in)
+{
+	rec.calls[C_COPY]++;
+	return (ssize_t)in->len;
+}
+
+static int t_syncfs(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid)
+{
+	rec.calls[C_SYNCFS]++;
+	return 0;
+}
+
+static int t_tmpfile(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+		     const struct fuse_create_in *in, struct fuse_entry_out *entry,
+		     struct fuse_open_out *open)
+{
+	rec.calls[C_TMPFILE]++;
+	fill_entry(entry, 47);
+	open->fh = 10;
+	return 0;
+}
+
+static int t_getlk(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		   const struct fuse_lk_in *in, struct fuse_lk_out *out)
+{
+	rec.calls[C_GETLK]++;
+	out->lk = in->lk;
+	return 0;
+}
+
+static int t_setlk(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		   const struct fuse_lk_in *in, bool sleep)
+{
+	rec.calls[C_SETLK]++;
+	rec.sleep = sleep;
+	return 0;
+}
+
+static const struct fs_ops test_ops = {
+	.init = t_init, .destroy = t_destroy, .lookup = t_lookup,
+	.forget = t_forget, .getattr = t_getattr, .setattr = t_setattr,
+	.readlink = t_readlink, .symlink = t_symlink, .mknod = t_mknod,
+	.mkdir = t_mkdir, .unlink = t_unlink, .rmdir = t_rmdir,
+	.rename = t_rename, .link = t_link, .open = t_open, .read = t_read,
+	.write = t_write, .statfs = t_statfs, .release = t_release,
+	.fsync = t_fsync, .flush = t_flush, .opendir = t_opendir,
+	.readdir = t_readdir, .releasedir = t_releasedir,
+	.fsyncdir = t_fsyncdir, .setxattr = t_setxattr,
+	.getxattr = t_getxattr, .listxattr = t_listxattr,
+	.removexattr = t_removexattr, .access = t_access, .create = t_create,
+	.fallocate = t_fallocate, .lseek = t_lseek, .copy_file_range = t_copy,
+	.syncfs = t_syncfs, .tmpfile = t_tmpfile, .getlk = t_getlk,
+	.setlk = t_setlk,
+};
+
+/* ------------------------------------------------------ request builder */
+
+struct rq {
+	unsigned char b[256 * 1024];
+	size_t len;
+};
+
+static struct rq rq;
+static uint64_t next_unique = 1000;
+
+static struct fuse_in_header *rq_hdr(void)
+{
+	return (struct fuse_in_header *)rq.b;
+}
+
+static void rq_start(uint32_t opcode, uint64_t nodeid)
+{
+	struct fuse_in_header h = { .opcode = opcode, .unique = next_unique++,
+				    .nodeid = nodeid, .uid = 1, .gid = 2, .pid = 3 };
+
+	memset(rq.b, 0, sizeof(rq.b));
+	memcpy(rq.b, &h, sizeof(h));
+	rq.len = sizeof(h);
+	rq_hdr()->len = (uint32_t)rq.len;
+}
+
+static void rq_add(const void *p, size_t n)
+{
+	memcpy(rq.b + rq.len, p, n);
+	rq.len += n;
+	rq_hdr()->len = (uint32_t)rq.len;
+}
+
+static void rq_str(const char *s)
+{
+	rq_add(s, strlen(s) + 1);
+}
+
+static void rq_fill(unsigned char c, size_t n)
+{
+	memset(rq.b + rq.len, c, n);
+	rq.len += n;
+	rq_hdr()->len = (uint32_t)rq.len;
+}
+
+/* ---------------------------------------------------------- the runner */
+
+static struct res {
+	uint32_t ret;
+	struct fuse_out_header out;
+	unsigned char body[256 * 1024];
+	size_t wr_len;
+} res;
+
+#define MAX_SEGS 4096
+
+/* Every segment is its own allocation of exactly its size, so ASan catches
+ * any read or write past the chain. */
+static unsigned split(struct iovec *iov, const unsigned char *src, size_t len,
+		      size_t chunk)
+{
+	unsigned n = 0;
+
+	for (size_t off = 0; off < len; off += chunk) {
+		size_t seg = len - off < chunk ? len - off : chunk;
+
+		iov[n].iov_base = malloc(seg);
+		iov[n].iov_len = seg;
+		if (src)
+			memcpy(iov[n].iov_base, src + off, seg);
+		else
+			memset(iov[n].iov_base, 0xEE, seg);
+		n++;
+	}
+	return n;
+}
+
+static void run_raw(struct fuse_worker *w, size_t rd_len, size_t rd_chunk,
+		    size_t wr_len, size_t wr_chunk)
+{
+	static struct iovec rd[MAX_SEGS], wr[MAX_SEGS];
+	unsigned rd_cnt = split(rd, rq.b, rd_len, rd_chunk);
+	unsigned wr_cnt = split(wr, NULL, wr_len, wr_chunk);
+	size_t off = 0;
+
+	memset(&res, 0, sizeof(res));
+	res.wr_len = wr_len;
+	res.ret = fuse_worker_process(w, rd, rd_cnt, wr, wr_cnt);
+	for (unsigned i = 0; i < wr_cnt; i++) {
+		if (off < sizeof(struct fuse_out_header)) {
+			size_t n = wr[i].iov_len;
+
+			if (n > sizeof(struct fuse_out_header) - off)
+				n = sizeof(struct fuse_out_header) - off;
+			memcpy((char *)&res.out + off, wr[i].iov_base, n);
+			memcpy(res.body, (char *)wr[i].iov_base + n, wr[i].iov_len - n);
+			off += wr[i].iov_len;
+			continue;
+		}
+		memcpy(res.body + off - sizeof(struct fuse_out_header), wr[i].iov_base,
+		       wr[i].iov_len);
+		off += wr[i].iov_len;
+	}
+	for (unsigned i = 0; i < rd_cnt; i++)
+		free(rd[i].iov_base);
+	for (unsigned i = 0; i < wr_cnt; i++)
+		free(wr[i].iov_base);
+}
+
+/* The usual shape: the request split into 7-byte pieces, a roomy reply. */
+static void run(struct fuse_worker *w)
+{
+	run_raw(w, rq.len, 7, 4096 + 256, 13);
+}
+
+static uint64_t last_unique(void)
+{
+	return rq_hdr()->unique;
+}
+
+static void expect_err_at(int line, int err)
+{
+	if (res.ret != 16 || res.out.len != 16 || res.out.error != -err ||
+	    res.out.unique != last_unique()) {
+		fprintf(stderr, "line %d: want error %d, got ret %u len %u error %d unique %llu/%llu\n",
+			line, -err, res.ret, res.out.len, res.out.error,
+			(unsigned long long)res.out.unique,
+			(unsigned long long)last_unique());
+		failures++;
+	}
+}
+
+static void expect_ok_at(int line, size_t body)
+{
+	if (res.ret != 16 + body || res.out.len != 16 + body || res.out.error != 0 ||
+	    res.out.unique != last_unique()) {
+		fprintf(stderr, "line %d: want ok with %zu bytes, got ret %u len %u error %d\n",
+			line, body, res.ret, res.out.len, res.out.error);
+		failures++;
+	}
+}
+
+#define EXPECT_ERR(e) expect_err_at(__LINE__, (e))
+#define EXPECT_OK(n) expect_ok_at(__LINE__, (n))
+/* A rejected request must not have reached the backend. */
+#define EXPECT_NO_CALLS() do { int n_ = total_calls(); if (n_) { \
+	fprintf(stderr, "line %d: backend called %d times\n", __LINE__, n_); \
+	failures++; } } while (0)
+
+/* --------------------------------------------------------------- setup */
+
+static struct fuse_session_opts default_opts(void)
+{
+	struct fuse_session_opts o = {
+		.max_write = 64 * 1024, .xattr = true, .readdirplus = true,
+		.posix_lock = true, .flock = true, .security_label = true,
+		.killpriv_v2 = true,
+	};
+	return o;
+}
+
+static void send_init(struct fuse_worker *w, uint32_t major, uint32_t minor,
+		      uint32_t flags, uint32_t flags2)
+{
+	struct fuse_init_in in = { .major = major, .minor = minor,
+				   .max_readahead = 131072, .flags = flags,
+				   .flags2 = flags2 };
+
+	rq_start(FUSE_INIT, 0);
+	rq_add(&in, sizeof(in));
+	run(w);
+}
+
+#define ALL_FLAGS 0xffffffffu
+
+static void open_session(struct fuse_session **se, struct fuse_worker **w,
+			 const struct fuse_session_opts *opts)
+{
+	CHECK(fuse_session_new(se, opts, &test_ops, &rec) == 0);
+	CHECK(fuse_worker_new(*se, w) == 0);
+	send_init(*w, 7, 38, ALL_FLAGS, ALL_FLAGS);
+	EXPECT_OK(sizeof(struct fuse_init_out));
+	rec_reset();
+}
+
+/* ---------------------------------------------------------------- tests */
+
+static void test_before_init_and_init(void)
+{
+	struct fuse_session_opts opts = default_opts();
+	struct fuse_session *se;
+	struct fuse_worker *w;
+	struct fuse_getattr_in ga = { 0 };
+	struct fuse_init_out out;
+
+	CHECK(fuse_session_new(&se, &opts, &test_ops, &rec) == 0);
+	CHECK(fuse_worker_new(se, &w) == 0);
+	rec_reset();
+
+	rq_start(FUSE_GETATTR, 1);
+	rq_add(&ga, sizeof(ga));
+	run(w);
+	EXPECT_ERR(EIO);
+	EXPECT_NO_CALLS();
+
+	/* virtio-fs needs 7.31. */
+	send_init(w, 7, 30, ALL_FLAGS, 0);
+	EXPECT_ERR(EPROTO);
+	send_init(w, 6, 40, ALL_FLAGS, 0);
+	EXPECT_ERR(EPROTO);
+	EXPECT_NO_CALLS();
+
+	/* A newer major gets our version only, and the session still waits. */
+	send_init(w, 8, 0, ALL_FLAGS, 0);
+	EXPECT_OK(sizeof(out));
+	memcpy(&out, res.body, sizeof(out));
+	CHECK(out.major == 7 && out.minor == 38 && out.flags == 0 && out.max_write == 0);
+	EXPECT_NO_CALLS();
+	rq_start(FUSE_GETATTR, 1);
+	rq_add(&ga, sizeof(ga));
+	run(w);
+	EXPECT_ERR(EIO);
+
+	/* INIT shorter than the 16-byte compat struct. */
+	rq_start(FUSE_INIT, 0);
+	rq_fill(0, 12);
+	run(w);
+	EXPECT_ERR(EINVAL);
+
+	send_init(w, 7, 36, ALL_FLAGS, ALL_FLAGS);
+	EXPECT_OK(sizeof(out));
+	memcpy(&out, res.body, sizeof(out));
+	CHECK(out.major == 7 && out.minor == 36);
+	CHECK(out.max_write == 64 * 1024 && out.max_pages == 16);
+	CHECK(out.max_readahead == 131072 && out.time_gran == 1);
+	CHECK(out.flags & FUSE_INIT_EXT);
+	CHECK(out.flags & FUSE_DO_READDIRPLUS);
+	CHECK(out.flags & FUSE_SETXATTR_EXT);
+	CHECK(out.flags & FUSE_POSIX_LOCKS);
+	CHECK(out.flags & FUSE_HANDLE_KILLPRIV_V2);
+	CHECK(!(out.flags & FUSE_WRITEBACK_CACHE));
+	CHECK(!(out.flags & FUSE_POSIX_ACL));
+	CHECK(out.flags2 == (uint32_t)(FUSE_SECURITY_CTX >> 32));
+	CHECK(rec.calls[C_INIT] == 1);
+	CHECK(rec.conn.proto_minor == 36 && rec.conn.max_write == 64 * 1024);
+	CHECK(rec.conn.flags == ((uint64_t)out.flags | ((uint64_t)out.flags2 << 32)));
+
+	rec_reset();
+	send_init(w, 7, 38, ALL_FLAGS, 0);
+	EXPECT_ERR(EIO);
+	EXPECT_NO_CALLS();
+
+	rq_start(FUSE_GETATTR, 5);
+	rq_add(&ga, sizeof(ga));
+	run(w);
+	EXPECT_OK(sizeof(struct fuse_attr_out));
+	CHECK(rec.calls[C_GETATTR] == 1 && rec.nodeid == 5);
+
+	/* DESTROY: backend told, session back to waiting for INIT. */
+	rec_reset();
+	rq_start(FUSE_DESTROY, 0);
+	run(w);
+	EXPECT_OK(0);
+	CHECK(rec.calls[C_DESTROY] == 1);
+	rq_start(FUSE_GETATTR, 5);
+	rq_add(&ga, sizeof(ga));
+	run(w);
+	EXPECT_ERR(EIO);
+
+	fuse_worker_free(w);
+	fuse_session_free(se);
+	CHECK(rec.calls[C_DESTROY] == 1);
+}
+
+static void test_old_init_and_defaults(void)
+{
+	struct fuse_session_opts opts = { 0 };
+	struct fuse_session *se;
+	struct fuse_worker *w;
+	struct fuse_init_out out;
+	/* Before 7.36 INIT is major, minor, max_readahead, flags. */
+	uint32_t old[4] = { 7, 31, 65536, ALL_FLAGS };
+
+	CHECK(fuse_session_new(&se, &opts, &test_ops, &rec) == 0);
+	CHECK(fuse_worker_new(se, &w) == 0);
+	rec_reset();
+	rq_start(FUSE_INIT, 0);
+	rq_add(old, sizeof(old));
+	run(w);
+	EXPECT_OK(sizeof(out));
+	memcpy(&out, res.body, sizeof(out));
+	CHECK(out.minor == 31);
+	CHECK(out.max_write == 1024 * 1024 && out.max_pages == 256);
+	CHECK(out.flags2 == 0);
+	CHECK(!(out.flags & (FUSE_DO_READDIRPLUS | FUSE_SETXATTR_EXT | FUSE_POSIX_LOCKS |
+			     FUSE_FLOCK_LOCKS | FUSE_WRITEBACK_CACHE)));
+	CHECK(out.flags & FUSE_ASYNC_READ && out.flags & FUSE_MAX_PAGES);
+
+	/* Without opts->xattr the xattr ops are ENOSYS and never reach us. */
+	rec_reset();
+	{
+		struct fuse_setxattr_in sx = { .size = 1 };
+
+		rq_start(FUSE_SETXATTR, 1);
+		rq_add(&sx, 8);
+		rq_str("user.x");
+		rq_add("v", 1);
+		run(w);
+		EXPECT_ERR(ENOSYS);
+	}
+	/* READDIRPLUS was not negotiated. */
+	{
+		struct fuse_read_in rin = { .size = 4096 };
+
+		rq_start(FUSE_READDIRPLUS, 1);
+		rq_add(&rin, sizeof(rin));
+		run(w);
+		EXPECT_ERR(ENOSYS);
+	}
+	EXPECT_NO_CALLS();
+	fuse_worker_free(w);
+	fuse_session_free(se);
+}
+
+static void test_lengths(struct fuse_worker *w)
+{
+	struct fuse_getattr_in ga = { 0 };
+
+	rec_reset();
+	/* Shorter than the in-header: nothing to answer to. */
+	rq_start(FUSE_GETATTR, 1);
+	rq_add(&ga, sizeof(ga));
+	run_raw(w, sizeof(struct fuse_in_header) - 1, 5, 4096, 4096);
+	CHECK(res.ret == 0);
+	CHECK(res.out.len == 0xEEEEEEEE);
+
+	/* in.len larger than the chain. */
+	rq_start(FUSE_GETATTR, 1);
+	rq_add(&ga, sizeof(ga));
+	rq_hdr()->len += 1;
+	run(w);
+	EXPECT_ERR(EINVAL);
+
+	/* in.len shorter than the header. */
+	rq_start(FUSE_GETATTR, 1);
+	rq_add(&ga, sizeof(ga));
+	rq_hdr()->len = 39;
+	run(w);
+	EXPECT_ERR(EINVAL);
+
+	/* in.len cutting into the arguments. */
+	rq_start(FUSE_GETATTR, 1);
+	rq_add(&ga, sizeof(ga));
+	rq_hdr()->len -= 1;
+	run(w);
+	EXPECT_ERR(EINVAL);
+
+	/* Extensions longer than the request. */
+	rq_start(FUSE_GETATTR, 1);
+	rq_add(&ga, sizeof(ga));
+	rq_hdr()->total_extlen = 3;
+	run(w);
+	EXPECT_ERR(EINVAL);
+	EXPECT_NO_CALLS();
+
+	/* in.len smaller than the chain: the tail is ignored, so a name that
+	 * is only terminated past in.len is not terminated. */
+	rq_start(FUSE_LOOKUP, 1);
+	rq_str("abc");
+	rq_fill('x', 20);
+	run(w);
+	EXPECT_OK(sizeof(struct fuse_entry_out));
+	CHECK(strcmp(rec.name, "abc") == 0);
+	rec_reset();
+	rq_start(FUSE_LOOKUP, 1);
+	rq_str("abc");
+	rq_hdr()->len -= 1;
+	run(w);
+	EXPECT_ERR(EINVAL);
+	EXPECT_NO_CALLS();
+
+	/* Unknown and unimplemented opcodes. */
+	rq_start(9999, 1);
+	run(w);
+	EXPECT_ERR(ENOSYS);
+	rq_start(7, 1);
+	run(w);
+	EXPECT_ERR(ENOSYS);
+	rq_start(FUSE_BMAP, 1);
+	rq_fill(0, 16);
+	run(w);
+	EXPECT_ERR(ENOSYS);
+	rq_start(FUSE_SETUPMAPPING, 1);
+	rq_fill(0, 40);
+	run(w);
+	EXPECT_ERR(ENOSYS);
+	rq_start(FUSE_IOCTL, 1);
+	rq_fill(0, 32);
+	run(w);
+	EXPECT_ERR(ENOSYS);
+	EXPECT_NO_CALLS();
+
+	/* Writable part smaller than the out-header: no reply at all. */
+	rq_start(FUSE_GETATTR, 1);
+	rq_add(&ga, sizeof(ga));
+	run_raw(w, rq.len, 7, 15, 4);
+	CHECK(res.ret == 0);
+	EXPECT_NO_CALLS();
+	rq_start(FUSE_GETATTR, 1);
+	rq_add(&ga, sizeof(ga));
+	run_raw(w, rq.len, 7, 0, 4);
+	CHECK(res.ret == 0);
+
+	/* Room for the header but not the entry: the lookup reference must
+	 * not be taken. */
+	rq_start(FUSE_LOOKUP, 1);
+	rq_str("abc");
+	run_raw(w, rq.len, 7, 16 + sizeof(struct fuse_entry_out) - 1, 3);
+	EXPECT_ERR(ERANGE);
+	EXPECT_NO_CALLS();
+	rq_start(FUSE_LOOKUP, 1);
+	rq_str("abc");
+	run_raw(w, rq.len, 7, 16 + sizeof(struct fuse_entry_out), 3);
+	EXPECT_OK(sizeof(struct fuse_entry_out));
+	CHECK(rec.calls[C_LOOKUP] == 1);
+}
+
+static void test_names(struct fuse_worker *w)
+{
+	char long_name[300];
+	struct fuse_mkdir_in mk = { .mode = 0755, .umask = 022 };
+
+	rec_reset();
+	/* Not NUL-terminated within the request. */
+	rq_start(FUSE_LOOKUP, 1);
+	rq_add("abc", 3);
+	run(w);
+	EXPECT_ERR(EINVAL);
+	/* No name at all. */
+	rq_start(FUSE_LOOKUP, 1);
+	run(w);
+	EXPECT_ERR(EINVAL);
+	rq_start(FUSE_LOOKUP, 1);
+	rq_str("");
+	run(w);
+	EXPECT_ERR(EINVAL);
+	rq_start(FUSE_LOOKUP, 1);
+	rq_str("a/b");
+	run(w);
+	EXPECT_ERR(EINVAL);
+	memset(long_name, 'n', 256);
+	long_name[256] = '\0';
+	rq_start(FUSE_LOOKUP, 1);
+	rq_str(long_name);
+	run(w);
+	EXPECT_ERR(ENAMETOOLONG);
+	EXPECT_NO_CALLS();
+
+	long_name[255] = '\0';
+	rq_start(FUSE_LOOKUP, 1);
+	rq_str(long_name);
+	run(w);
+	EXPECT_OK(sizeof(struct fuse_entry_out));
+	CHECK(strlen(rec.name) == 255);
+
+	/* LOOKUP passes "." and ".." on; everything else refuses them. */
+	rq_start(FUSE_LOOKUP, 9);
+	rq_str("..");
+	run(w);
+	EXPECT_OK(sizeof(struct fuse_entry_out));
+	CHECK(strcmp(rec.name, "..") == 0 && rec.nodeid == 9);
+	rq_start(FUSE_LOOKUP, 9);
+	rq_str(".");
+	run(w);
+	EXPECT_OK(sizeof(struct fuse_entry_out));
+
+	rec_reset();
+	rq_start(FUSE_MKDIR, 1);
+	rq_add(&mk, sizeof(mk));
+	rq_str(".");
+	run(w);
+	EXPECT_ERR(EINVAL);
+	rq_start(FUSE_MKDIR, 1);
+	rq_add(&mk, sizeof(mk));
+	rq_str("..");
+	run(w);
+	EXPECT_ERR(EINVAL);
+	rq_start(FUSE_UNLINK, 1);
+	rq_str("..");
+	run(w);
+	EXPECT_ERR(EINVAL);
+	rq_start(FUSE_RMDIR, 1);
+	rq_str("x/..");
+	run(w);
+	EXPECT_ERR(EINVAL);
+	/* MKDIR whose fixed part is short. */
+	rq_start(FUSE_MKDIR, 1);
+	rq_add(&mk, 4);
+	run(w);
+	EXPECT_ERR(EINVAL);
+	EXPECT_NO_CALLS();
+	{
+		struct fuse_rename2_in rn = { .newdir = 3 };
+
+		/* The second name of a rename is checked too. */
+		rq_start(FUSE_RENAME2, 1);
+		rq_add(&rn, sizeof(rn));
+		rq_str("a");
+		rq_str("..");
+		run(w);
+		EXPECT_ERR(EINVAL);
+		rq_start(FUSE_RENAME2, 1);
+		rq_add(&rn, sizeof(rn));
+		rq_str("a");
+		rq_add("b", 1);
+		run(w);
+		EXPECT_ERR(EINVAL);
+		rn.flags = 1u << 7;
+		rq_start(FUSE_RENAME2, 1);
+		rq_add(&rn, sizeof(rn));
+		rq_str("a");
+		rq_str("b");
+		run(w);
+		EXPECT_ERR(EINVAL);
+	}
+	{
+		char target[PATH_MAX + 1];
+
+		memset(target, 't', PATH_MAX);
+		target[PATH_MAX] = '\0';
+		rq_start(FUSE_SYMLINK, 1);
+		rq_str("l");
+		rq_str(target);
+		run(w);
+		EXPECT_ERR(ENAMETOOLONG);
+		rq_start(FUSE_SYMLINK, 1);
+		rq_str("l");
+		run(w);
+		EXPECT_ERR(EINVAL);
+	}
+	EXPECT_NO_CALLS();
+}
+
+static void test_write(struct fuse_worker *w)
+{
+	struct fuse_write_in wi = { .fh = 1, .offset = 0 };
+	struct fuse_write_out wo;
+	static unsigned char payload[64 * 1024 + 1];
+
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (unsigned char)(i * 7);
+	rec_reset();
+
+	/* More than max_write (64 KiB in these sessions), even if present. */
+	wi.size = 64 * 1024 + 1;
+	rq_start(FUSE_WRITE, 2);
+	rq_add(&wi, sizeof(wi));
+	rq_add(payload, wi.size);
+	run_raw(w, rq.len, 4096, 64, 64);
+	EXPECT_ERR(EINVAL);
+	/* More than the request holds. */
+	wi.size = 100;
+	rq_start(FUSE_WRITE, 2);
+	rq_add(&wi, sizeof(wi));
+	rq_add(payload, 99);
+	run(w);
+	EXPECT_ERR(EINVAL);
+	/* The compat 24-byte fuse_write_in is pre-7.9 only. */
+	rq_start(FUSE_WRITE, 2);
+	rq_add(&wi, 24);
+	run(w);
+	EXPECT_ERR(EINVAL);
+	EXPECT_NO_CALLS();
+
+	/* Payload scattered over odd-sized pieces, with the fuse_write_in
+	 * split across segments; the backend sees exactly size bytes. */
+	wi.size = 5000;
+	rq_start(FUSE_WRITE, 2);
+	rq_add(&wi, sizeof(wi));
+	rq_add(payload, wi.size);
+	rq_fill(0xAB, 10);  /* readable bytes past size are not data */
+	run_raw(w, rq.len, 37, 64, 64);
+	EXPECT_OK(sizeof(wo));
+	memcpy(&wo, res.body, sizeof(wo));
+	CHECK(wo.size == 5000);
+	CHECK(rec.calls[C_WRITE] == 1 && rec.data_len == 5000);
+	CHECK(memcmp(rec.data, payload, 5000) == 0);
+
+	/* Exactly max_write. */
+	wi.size = 64 * 1024;
+	rq_start(FUSE_WRITE, 2);
+	rq_add(&wi, sizeof(wi));
+	rq_add(payload, wi.size);
+	run_raw(w, rq.len, 4000, 64, 64);
+	EXPECT_OK(sizeof(wo));
+	CHECK(rec.data_len == 64 * 1024 && memcmp(rec.data, payload, 64 * 1024) == 0);
+}
+
+static void test_read(struct fuse_worker *w)
+{
+	struct fuse_read_in ri = { .fh = 1, .offset = 0, .size = 3000 };
+	bool pattern_ok = true;
+
+	rec_reset();
+	/* Reply goes into many small writable segments. */
+	rq_start(FUSE_READ, 2);
+	rq_add(&ri, sizeof(ri));
+	run_raw(w, rq.len, 9, 16 + 3000, 11);
+	EXPECT_OK(3000);
+	for (size_t i = 0; i < 3000; i++)
+		pattern_ok &= res.body[i] == (unsigned char)i;
+	CHECK(pattern_ok);
+
+	/* Asking for more than the reply can hold: clipped, never past wr. */
+	rec_reset();
+	ri.size = 10000;
+	rq_start(FUSE_READ, 2);
+	rq_add(&ri, sizeof(ri));
+	run_raw(w, rq.len, 9, 16 + 500, 100);
+	EXPECT_OK(500);
+	CHECK(rec.data_len == 500);
+
+	/* And more than max_write: clipped to it. */
+	ri.size = 1024 * 1024;
+	rq_start(FUSE_READ, 2);
+	rq_add(&ri, sizeof(ri));
+	run_raw(w, rq.len, 9, 16 + 200 * 1024, 8192);
+	EXPECT_OK(64 * 1024);
+
+	/* Short fuse_read_in. */
+	rec_reset();
+	rq_start(FUSE_READ, 2);
+	rq_add(&ri, 24);
+	run(w);
+	EXPECT_ERR(EINVAL);
+	EXPECT_NO_CALLS();
+}
+
+static void test_forget(struct fuse_worker *w)
+{
+	struct fuse_forget_in fi = { .nlookup = 3 };
+	struct fuse_batch_forget_in bf = { .count = 3 };
+	struct fuse_forget_one ones[3] = { { 10, 1 }, { 11, 2 }, { 12, 4 } };
+
+	rec_reset();
+	rq_start(FUSE_FORGET, 10);
+	rq_add(&fi, sizeof(fi));
+	run(w);
+	CHECK(res.ret == 0 && res.out.len == 0xEEEEEEEE);
+	CHECK(rec.calls[C_FORGET] == 1 && rec.forget_nlookup_sum == 3);
+	/* No reply even without any writable part (the hiprio queue). */
+	rq_start(FUSE_FORGET, 10);
+	rq_add(&fi, sizeof(fi));
+	run_raw(w, rq.len, 7, 0, 1);
+	CHECK(res.ret == 0 && rec.calls[C_FORGET] == 2);
+
+	/* Malformed FORGET: dropped silently. */
+	rec_reset();
+	rq_start(FUSE_FORGET, 10);
+	rq_add(&fi, 4);
+	run(w);
+	CHECK(res.ret == 0);
+	/* count beyond the entries present. */
+	rq_start(FUSE_BATCH_FORGET, 0);
+	rq_add(&bf, sizeof(bf));
+	rq_add(ones, 2 * sizeof(ones[0]));
+	run(w);
+	CHECK(res.ret == 0);
+	bf.count = 0x20000000; /* count * 16 wraps 32 bits */
+	rq_start(FUSE_BATCH_FORGET, 0);
+	rq_add(&bf, sizeof(bf));
+	rq_add(ones, sizeof(ones));
+	run(w);
+	CHECK(res.ret == 0);
+	EXPECT_NO_CALLS();
+
+	bf.count = 3;
+	rq_start(FUSE_BATCH_FORGET, 0);
+	rq_add(&bf, sizeof(bf));
+	rq_add(ones, sizeof(ones));
+	run_raw(w, rq.len, 5, 0, 1);
+	CHECK(res.ret == 0);
+	CHECK(rec.calls[C_FORGET] == 3 && rec.forget_nlookup_sum == 7);
+
+	/* INTERRUPT: nothing in flight, no reply. */
+	rec_reset();
+	rq_start(FUSE_INTERRUPT, 0);
+	rq_fill(0, 8);
+	run(w);
+	CHECK(res.ret == 0);
+	EXPECT_NO_CALLS();
+}
+
+static void test_xattr(struct fuse_worker *w)
+{
+	struct fuse_setxattr_in sx = { .size = 5, .flags = 1, .setxattr_flags = 1 };
+	struct fuse_getxattr_in gx = { .size = 0 };
+	struct fuse_getxattr_out go;
+
+	rec_reset();
+	/* Value larger than present. */
+	rq_start(FUSE_SETXATTR, 1);
+	rq_add(&sx, sizeof(sx));
+	rq_str("user.k");
+	rq_add("abcd", 4);
+	run(w);
+	EXPECT_ERR(EINVAL);
+	/* Value larger than Linux allows. */
+	sx.size = 65537;
+	rq_start(FUSE_SETXATTR, 1);
+	rq_add(&sx, sizeof(sx));
+	rq_str("user.k");
+	rq_fill('v', 65537);
+	run_raw(w, rq.len, 4096, 64, 64);
+	EXPECT_ERR(E2BIG);
+	/* Name not terminated. */
+	sx.size = 0;
+	rq_start(FUSE_SETXATTR, 1);
+	rq_add(&sx, sizeof(sx));
+	rq_add("user.k", 6);
+	run(w);
+	EXPECT_ERR(EINVAL);
+	/* Extended struct negotiated: the 8-byte compat one is too short. */
+	rq_start(FUSE_SETXATTR, 1);
+	rq_add(&sx, 8);
+	run(w);
+	EXPECT_ERR(EINVAL);
+	EXPECT_NO_CALLS();
+
+	sx.size = 5;
+	rq_start(FUSE_SETXATTR, 1);
+	rq_add(&sx, sizeof(sx));
+	rq_str("user.k/with/slashes");
+	rq_add("hello", 5);
+	run(w);
+	EXPECT_OK(0);
+	CHECK(rec.calls[C_SETXATTR] == 1 && strcmp(rec.name, "user.k/with/slashes") == 0);
+	CHECK(rec.data_len == 5 && memcmp(rec.data, "hello", 5) == 0);
+	CHECK(rec.flags == 1 && rec.xattr_flags2 == 1);
+
+	/* Size 0: the needed size. */
+	rq_start(FUSE_GETXATTR, 1);
+	rq_add(&gx, sizeof(gx));
+	rq_str("user.k");
+	run(w);
+	EXPECT_OK(sizeof(go));
+	memcpy(&go, res.body, sizeof(go));
+	CHECK(go.size == 10);
+	/* Too small. */
+	gx.size = 4;
+	rq_start(FUSE_GETXATTR, 1);
+	rq_add(&gx, sizeof(gx));
+	rq_str("user.k");
+	run(w);
+	EXPECT_ERR(ERANGE);
+	/* Big enough, but the reply room is not. */
+	gx.size = 100;
+	rq_start(FUSE_GETXATTR, 1);
+	rq_add(&gx, sizeof(gx));
+	rq_str("user.k");
+	run_raw(w, rq.len, 7, 16 + 6, 5);
+	EXPECT_ERR(ERANGE);
+	rq_start(FUSE_GETXATTR, 1);
+	rq_add(&gx, sizeof(gx));
+	rq_str("user.k");
+	run(w);
+	EXPECT_OK(10);
+	CHECK(memcmp(res.body, xattr_value, 10) == 0);
+
+	gx.size = 0;
+	rq_start(FUSE_LISTXATTR, 1);
+	rq_add(&gx, sizeof(gx));
+	run(w);
+	EXPECT_OK(sizeof(go));
+	memcpy(&go, res.body, sizeof(go));
+	CHECK(go.size == 14);
+	gx.size = 14;
+	rq_start(FUSE_LISTXATTR, 1);
+	rq_add(&gx, sizeof(gx));
+	run(w);
+	EXPECT_OK(14);
+	CHECK(memcmp(res.body, "user.a\0user.b", 14) == 0);
+
+	rec_reset();
+	rq_start(FUSE_REMOVEXATTR, 1);
+	rq_str("");
+	run(w);
+	EXPECT_ERR(EINVAL);
+	EXPECT_NO_CALLS();
+	rq_start(FUSE_REMOVEXATTR, 1);
+	rq_str("user.k");
+	run(w);
+	EXPECT_OK(0);
+	CHECK(rec.calls[C_REMOVEXATTR] == 1);
+}
+
+/* Walks a READDIR(PLUS) reply and checks every record is aligned, well
+ * formed and zero-padded. */
+static int check_dirents(const unsigned char *buf, size_t len, bool plus)
+{
+	size_t off = 0;
+	int n = 0;
+
+	while (off < len) {
+		struct fuse_dirent d;
+		size_t head = plus ? FUSE_NAME_OFFSET_DIRENTPLUS : FUSE_NAME_OFFSET;
+		size_t dirent_at = plus ? offsetof(struct fuse_direntplus, dirent) : 0;
+		size_t rec_len;
+
+		CHECK(off % 8 == 0);
+		memcpy(&d, buf + off + dirent_at, sizeof(d));
+		rec_len = FUSE_DIRENT_ALIGN(head + d.namelen);
+		CHECK(off + rec_len <= len);
+		CHECK(d.namelen == strlen(dir_names[n]));
+		CHECK(memcmp(buf + off + head, dir_names[n], d.namelen) == 0);
+		CHECK(d.off == (uint64_t)n + 1 && d.ino == 100 + (uint64_t)n);
+		for (size_t i = head + d.namelen; i < rec_len; i++)
+			CHECK(buf[off + i] == 0);
+		off += rec_len;
+		n++;
+	}
+	return n;
+}
+
+static void test_readdir(struct fuse_worker *w)
+{
+	struct fuse_read_in ri = { .fh = 8, .offset = 0, .size = 4096 };
+	unsigned char raw[64];
+	struct fuse_dirbuf db = { .buf = (char *)raw, .size = sizeof(raw) };
+
+	/* The encoders alone: padding zeroed, no partial entries. */
+	memset(raw, 0xAA, sizeof(raw));
+	CHECK(fuse_dirbuf_add(&db, "abc", 3, 5, 4, 1) == 0);
+	CHECK(db.len == 32);
+	for (size_t i = FUSE_NAME_OFFSET + 3; i < 32; i++)
+		CHECK(raw[i] == 0);
+	CHECK(fuse_dirbuf_add(&db, "01234567", 8, 6, 8, 2) == 0);
+	CHECK(db.len == 64);
+	CHECK(fuse_dirbuf_add(&db, "x", 1, 7, 8, 3) == -ENOSPC);
+	CHECK(db.len == 64);
+	CHECK(!fuse_dirbuf_fits_plus(&db, 1));
+	db.len = 0;
+	CHECK(!fuse_dirbuf_fits_plus(&db, 1)); /* 152 bytes > 64 */
+	CHECK(fuse_dirbuf_add(&db, "", 0, 7, 8, 3) == -EINVAL);
+
+	rec_reset();
+	rq_start(FUSE_READDIR, 1);
+	rq_add(&ri, sizeof(ri));
+	run(w);
+	CHECK(res.ret > 16 && res.out.error == 0 && res.out.len == res.ret);
+	CHECK(check_dirents(res.body, res.ret - 16, false) == 5);
+	CHECK(rec.calls[C_READDIR] == 1 && !rec.plus);
+
+	/* A small size: whole entries only. */
+	ri.size = 70;
+	rq_start(FUSE_READDIR, 1);
+	rq_add(&ri, sizeof(ri));
+	run(w);
+	CHECK(res.ret == 16 + 32 + 32 && res.out.error == 0);
+	CHECK(check_dirents(res.body, res.ret - 16, false) == 2);
+
+	ri.size = 4096;
+	rq_start(FUSE_READDIRPLUS, 1);
+	rq_add(&ri, sizeof(ri));
+	run_raw(w, rq.len, 7, 16 + 1000, 33);
+	CHECK(res.out.error == 0 && res.out.len == res.ret);
+	CHECK(check_dirents(res.body, res.ret - 16, true) == 5);
+	CHECK(rec.plus);
+}
+
+static void test_positive(struct fuse_worker *w)
+{
+	struct fuse_entry_out e;
+	struct fuse_open_out o;
+
+	rec_reset();
+	{
+		struct fuse_setattr_in sa = { .valid = FATTR_SIZE, .size = 77 };
+		struct fuse_attr_out ao;
+
+		rq_start(FUSE_SETATTR, 3);
+		rq_add(&sa, sizeof(sa));
+		run(w);
+		EXPECT_OK(sizeof(ao));
+		memcpy(&ao, res.body, sizeof(ao));
+		CHECK(ao.attr.size == 77);
+		rq_start(FUSE_SETATTR, 3);
+		rq_add(&sa, sizeof(sa) - 8);
+		run(w);
+		EXPECT_ERR(EINVAL);
+	}
+	{
+		struct fuse_mkdir_in mk = { .mode = 0750, .umask = 027 };
+
+		rq_start(FUSE_MKDIR, 1);
+		rq_add(&mk, sizeof(mk));
+		rq_str("dir");
+		run(w);
+		EXPECT_OK(sizeof(e));
+		memcpy(&e, res.body, sizeof(e));
+		CHECK(e.nodeid == 45 && rec.mode == 0750 && rec.umask == 027);
+		CHECK(strcmp(rec.name, "dir") == 0);
+	}
+	{
+		struct fuse_mknod_in mn = { .mode = 010644, .umask = 022 };
+
+		rq_start(FUSE_MKNOD, 1);
+		rq_add(&mn, sizeof(mn));
+		rq_str("fifo");
+		run(w);
+		EXPECT_OK(sizeof(e));
+		CHECK(rec.mode == 010644 && rec.umask == 022);
+	}
+	{
+		struct fuse_create_in ci = { .flags = 2, .mode = 0600, .umask = 077 };
+
+		rq_start(FUSE_CREATE, 1);
+		rq_add(&ci, sizeof(ci));
+		rq_str("file");
+		/* A security context after the name (kernel 6.1 style) is
+		 * ignored by name parsing. */
+		rq_fill(0x11, 24);
+		run(w);
+		EXPECT_OK(sizeof(e) + sizeof(o));
+		memcpy(&e, res.body, sizeof(e));
+		memcpy(&o, res.body + sizeof(e), sizeof(o));
+		CHECK(e.nodeid == 46 && o.fh == 9 && rec.umask == 077);
+		CHECK(strcmp(rec.name, "file") == 0);
+
+		/* O_TMPFILE sends the unnamed dentry's name, "/". */
+		rq_start(FUSE_TMPFILE, 1);
+		rq_add(&ci, sizeof(ci));
+		rq_str("/");
+		run(w);
+		EXPECT_OK(sizeof(e) + sizeof(o));
+		memcpy(&o, res.body + sizeof(e), sizeof(o));
+		CHECK(rec.calls[C_TMPFILE] == 1 && o.fh == 10);
+	}
+	{
+		rq_start(FUSE_SYMLINK, 1);
+		rq_str("link");
+		rq_str("../a/b");
+		run(w);
+		EXPECT_OK(sizeof(e));
+		CHECK(strcmp(rec.name, "link") == 0 && strcmp(rec.name2, "../a/b") == 0);
+
+		rq_start(FUSE_READLINK, 43);
+		run(w);
+		EXPECT_OK(10);
+		CHECK(memcmp(res.body, "some/where", 10) == 0);
+	}
+	{
+		struct fuse_rename_in rn = { .newdir = 5 };
+		struct fuse_rename2_in rn2 = { .newdir = 6, .flags = 1 /* NOREPLACE */ };
+
+		rq_start(FUSE_RENAME, 1);
+		rq_add(&rn, sizeof(rn));
+		rq_str("old");
+		rq_str("new");
+		run(w);
+		EXPECT_OK(0);
+		CHECK(rec.nodeid == 1 && rec.nodeid2 == 5 && rec.flags == 0);
+		CHECK(strcmp(rec.name, "old") == 0 && strcmp(rec.name2, "new") == 0);
+		rq_start(FUSE_RENAME2, 2);
+		rq_add(&rn2, sizeof(rn2));
+		rq_str("o2");
+		rq_str("n2");
+		run(w);
+		EXPECT_OK(0);
+		CHECK(rec.nodeid == 2 && rec.nodeid2 == 6 && rec.flags == 1);
+	}
+	{
+		struct fuse_link_in li = { .oldnodeid = 33 };
+
+		rq_start(FUSE_LINK, 4);
+		rq_add(&li, sizeof(li));
+		rq_str("hard");
+		run(w);
+		EXPECT_OK(sizeof(e));
+		CHECK(rec.nodeid == 33 && rec.nodeid2 == 4);
+	}
+	{
+		rq_start(FUSE_UNLINK, 1);
+		rq_str("gone");
+		run(w);
+		EXPECT_ERR(ENOENT);
+		CHECK(rec.calls[C_UNLINK] == 1);
+	}
+	{
+		struct fuse_open_in oi = { .flags = 0 };
+
+		rq_start(FUSE_OPEN, 3);
+		rq_add(&oi, sizeof(oi));
+		run(w);
+		EXPECT_OK(sizeof(o));
+		memcpy(&o, res.body, sizeof(o));
+		CHECK(o.fh == 7);
+		rq_start(FUSE_OPENDIR, 3);
+		rq_add(&oi, sizeof(oi));
+		run(w);
+		EXPECT_OK(sizeof(o));
+	}
+	{
+		struct fuse_statfs_out so;
+
+		rq_start(FUSE_STATFS, 1);
+		run(w);
+		EXPECT_OK(sizeof(so));
+		memcpy(&so, res.body, sizeof(so));
+		CHECK(so.st.bsize == 4096);
+	}
+	{
+		struct fuse_release_in rl = { .fh = 7 };
+		struct fuse_fsync_in fs = { .fh = 7 };
+		struct fuse_flush_in fl = { .fh = 7 };
+		struct fuse_access_in ac = { .mask = 4 };
+		struct fuse_fallocate_in fa = { .fh = 7, .length = 10 };
+		struct fuse_syncfs_in sf = { 0 };
+
+		rq_start(FUSE_FLUSH, 3);
+		rq_add(&fl, sizeof(fl));
+		run(w);
+		EXPECT_OK(0);
+		rq_start(FUSE_FSYNC, 3);
+		rq_add(&fs, sizeof(fs));
+		run(w);
+		EXPECT_OK(0);
+		rq_start(FUSE_FSYNCDIR, 3);
+		rq_add(&fs, sizeof(fs));
+		run(w);
+		EXPECT_OK(0);
+		rq_start(FUSE_RELEASE, 3);
+		rq_add(&rl, sizeof(rl));
+		run(w);
+		EXPECT_OK(0);
+		rq_start(FUSE_RELEASEDIR, 3);
+		rq_add(&rl, sizeof(rl));
+		run(w);
+		EXPECT_OK(0);
+		rq_start(FUSE_ACCESS, 3);
+		rq_add(&ac, sizeof(ac));
+		run(w);
+		EXPECT_OK(0);
+		CHECK(rec.flags == 4);
+		rq_start(FUSE_FALLOCATE, 3);
+		rq_add(&fa, sizeof(fa));
+		run(w);
+		EXPECT_OK(0);
+		rq_start(FUSE_SYNCFS, 1);
+		rq_add(&sf, sizeof(sf));
+		run(w);
+		EXPECT_OK(0);
+		CHECK(rec.calls[C_FLUSH] == 1 && rec.calls[C_FSYNC] == 1 &&
+		      rec.calls[C_FSYNCDIR] == 1 && rec.calls[C_RELEASE] == 1 &&
+		      rec.calls[C_RELEASEDIR] == 1 && rec.calls[C_ACCESS] == 1 &&
+		      rec.calls[C_FALLOCATE] == 1 && rec.calls[C_SYNCFS] == 1);
+	}
+	{
+		struct fuse_lseek_in ls = { .fh = 7, .offset = 99, .whence = 3 };
+		struct fuse_lseek_out lo;
+		struct fuse_copy_file_range_in cf = { .fh_in = 7, .len = 12345 };
+		struct fuse_write_out wo;
+
+		rq_start(FUSE_LSEEK, 3);
+		rq_add(&ls, sizeof(ls));
+		run(w);
+		EXPECT_OK(sizeof(lo));
+		memcpy(&lo, res.body, sizeof(lo));
+		CHECK(lo.offset == 100);
+		rq_start(FUSE_COPY_FILE_RANGE, 3);
+		rq_add(&cf, sizeof(cf));
+		run(w);
+		EXPECT_OK(sizeof(wo));
+		memcpy(&wo, res.body, sizeof(wo));
+		CHECK(wo.size == 12345);
+	}
+	{
+		struct fuse_lk_in lk = { .fh = 7, .lk = { .start = 1, .end = 9, .type = 1 } };
+		struct fuse_lk_out lo;
+
+		rq_start(FUSE_GETLK, 3);
+		rq_add(&lk, sizeof(lk));
+		run(w);
+		EXPECT_OK(sizeof(lo));
+		memcpy(&lo, res.body, sizeof(lo));
+		CHECK(lo.lk.start == 1 && lo.lk.end == 9);
+		rq_start(FUSE_SETLKW, 3);
+		rq_add(&lk, sizeof(lk));
+		run(w);
+		EXPECT_OK(0);
+		CHECK(rec.sleep);
+		rq_start(FUSE_SETLK, 3);
+		rq_add(&lk, sizeof(lk));
+		run(w);
+		EXPECT_OK(0);
+		CHECK(!rec.sleep && rec.calls[C_SETLK] == 2);
+	}
+}
+
+/* A backend without lock or tmpfile support answers ENOSYS. */
+static void test_missing_ops(void)
+{
+	struct fs_ops ops = test_ops;
+	struct fuse_session_opts opts = default_opts();
+	struct fuse_session *se;
+	struct fuse_worker *w;
+	struct fuse_lk_in lk = { 0 };
+	struct fuse_init_out out;
+
+	ops.getlk = NULL;
+	ops.setlk = NULL;
+	ops.tmpfile = NULL;
+	CHECK(fuse_session_new(&se, &opts, &ops, &rec) == 0);
+	CHECK(fuse_worker_new(se, &w) == 0);
+	send_init(w, 7, 38, ALL_FLAGS, ALL_FLAGS);
+	memcpy(&out, res.body, sizeof(out));
+	CHECK(!(out.flags & (FUSE_POSIX_LOCKS | FUSE_FLOCK_LOCKS)));
+	rec_reset();
+	rq_start(FUSE_GETLK, 1);
+	rq_add(&lk, sizeof(lk));
+	run(w);
+	EXPECT_ERR(ENOSYS);
+	rq_start(FUSE_SETLKW, 1);
+	rq_add(&lk, sizeof(lk));
+	run(w);
+	EXPECT_ERR(ENOSYS);
+	EXPECT_NO_CALLS();
+	fuse_worker_free(w);
+	fuse_session_free(se);
+	CHECK(rec.calls[C_DESTROY] == 1);
+}
+
+int main(void)
+{
+	struct fuse_session_opts opts = default_opts();
+	struct fuse_session *se;
+	struct fuse_worker *w;
+
+	/* FERRY_TEST_DEBUG=1 runs the debug log formatting too. */
+	ferry_log_init(getenv("FERRY_TEST_DEBUG") ? LOG_LVL_DEBUG : LOG_LVL_WARN, false);
+
+	test_before_init_and_init();
+	test_old_init_and_defaults();
+	test_missing_ops();
+
+	open_session(&se, &w, &opts);
+	test_lengths(w);
+	test_names(w);
+	test_write(w);
+	test_read(w);
+	test_forget(w);
+	test_xattr(w);
+	test_readdir(w);
+	test_positive(w);
+	fuse_worker_free(w);
+	fuse_session_free(se);
+
+	if (failures) {
+		fprintf(stderr, "test_fuse_decode: %d failure(s)\n", failures);
+		return 1;
+	}
+	printf("test_fuse_decode: ok\n");
+	return 0;
+}
