@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -1212,6 +1213,37 @@ static int c_mmap_shared(void)
     return 0;
 }
 
+static int c_locks(void)
+{
+    /* Served by the daemon (GETLK/SETLK) if it negotiates POSIX_LOCKS, else by the guest kernel. */
+    int fd = open(P("locks"), O_CREAT | O_RDWR, 0644);
+    SYS("create", fd);
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 100};
+    SYS("F_SETLK", fcntl(fd, F_SETLK, &fl));
+    pid_t pid = fork();
+    if (pid == 0) {
+        int cfd = open(P("locks"), O_RDWR);
+        struct flock q = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 10, .l_len = 1};
+        if (cfd < 0 || fcntl(cfd, F_GETLK, &q) < 0)
+            _exit(2);
+        if (q.l_type != F_WRLCK || q.l_pid != getppid())
+            _exit(3);
+        if (fcntl(cfd, F_SETLK, &q) == 0 || (errno != EAGAIN && errno != EACCES))
+            _exit(4);
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "conflicting lock not seen (%d)",
+       WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    fl.l_type = F_UNLCK;
+    SYS("unlock", fcntl(fd, F_SETLK, &fl));
+    SYS("flock", flock(fd, LOCK_EX | LOCK_NB));
+    SYS("flock unlock", flock(fd, LOCK_UN));
+    close(fd);
+    return 0;
+}
+
 struct check {
     const char *name;
     int (*fn)(void);
@@ -1257,6 +1289,7 @@ static const struct check checks[] = {
     {"nonroot_user", c_nonroot_user},
     {"sgid_dir", c_sgid_dir},
     {"mmap_shared", c_mmap_shared},
+    {"locks", c_locks},
 };
 
 static double now(void)
