@@ -1,6 +1,8 @@
 /* Decoding, validation and replies of the FUSE server against hostile and well-formed requests. */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1583,6 +1585,129 @@ static void test_missing_ops(void)
 	CHECK(rec.calls[C_DESTROY] == 1);
 }
 
+/* ---------------------------------------------------------- concurrency */
+
+#define N_THREADS 4
+
+static struct {
+	atomic_int inits, getattrs, inflight, destroys, destroy_saw_inflight;
+	atomic_int init_ok, init_eio, getattr_ok, getattr_eio, other;
+	atomic_bool stop;
+	pthread_barrier_t barrier;
+	struct fuse_session *se;
+} cc;
+
+static int c_init(void *fs, const struct fuse_conn_info *conn)
+{
+	atomic_fetch_add(&cc.inits, 1);
+	return 0;
+}
+
+static void c_destroy(void *fs)
+{
+	atomic_fetch_add(&cc.destroys, 1);
+	if (atomic_load(&cc.inflight) != 0)
+		atomic_fetch_add(&cc.destroy_saw_inflight, 1);
+}
+
+static int c_getattr(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		     const struct fuse_getattr_in *in, struct fuse_attr_out *out)
+{
+	atomic_fetch_add(&cc.inflight, 1);
+	atomic_fetch_add(&cc.getattrs, 1);
+	for (volatile int i = 0; i < 200; i++)
+		;
+	atomic_fetch_sub(&cc.inflight, 1);
+	return 0;
+}
+
+static const struct fs_ops conc_ops = {
+	.init = c_init, .destroy = c_destroy, .getattr = c_getattr,
+};
+
+/* Sends one request from a flat buffer; returns the reply's error field. */
+static int conc_call(struct fuse_worker *w, uint32_t opcode, const void *arg,
+		     size_t arg_len)
+{
+	unsigned char req[128], reply[256];
+	struct fuse_in_header h = { .len = (uint32_t)(sizeof(h) + arg_len),
+				    .opcode = opcode, .unique = 1 };
+	struct fuse_out_header out;
+	struct iovec rd = { req, sizeof(h) + arg_len };
+	struct iovec wr = { reply, sizeof(reply) };
+
+	memcpy(req, &h, sizeof(h));
+	if (arg_len)
+		memcpy(req + sizeof(h), arg, arg_len);
+	if (fuse_worker_process(w, &rd, 1, &wr, 1) < sizeof(out))
+		return 1;
+	memcpy(&out, reply, sizeof(out));
+	return out.error;
+}
+
+static void *conc_thread(void *arg)
+{
+	struct fuse_init_in init = { .major = 7, .minor = 38, .flags = FUSE_INIT_EXT };
+	struct fuse_getattr_in ga = { 0 };
+	struct fuse_worker *w;
+	bool destroyer = arg != NULL;
+	int rc;
+
+	if (fuse_worker_new(cc.se, &w))
+		return NULL;
+	pthread_barrier_wait(&cc.barrier);
+	rc = conc_call(w, FUSE_INIT, &init, sizeof(init));
+	atomic_fetch_add(rc == 0 ? &cc.init_ok : rc == -EIO ? &cc.init_eio : &cc.other, 1);
+	pthread_barrier_wait(&cc.barrier);
+
+	for (int i = 0; i < 2000; i++) {
+		rc = conc_call(w, FUSE_GETATTR, &ga, sizeof(ga));
+		atomic_fetch_add(rc == 0 ? &cc.getattr_ok : &cc.other, 1);
+	}
+	pthread_barrier_wait(&cc.barrier);
+
+	/* One thread destroys while the others keep sending. */
+	if (destroyer) {
+		rc = conc_call(w, FUSE_DESTROY, NULL, 0);
+		if (rc != 0)
+			atomic_fetch_add(&cc.other, 1);
+		atomic_store(&cc.stop, true);
+	} else {
+		while (!atomic_load(&cc.stop)) {
+			rc = conc_call(w, FUSE_GETATTR, &ga, sizeof(ga));
+			atomic_fetch_add(rc == 0 ? &cc.getattr_ok :
+					 rc == -EIO ? &cc.getattr_eio : &cc.other, 1);
+		}
+	}
+	pthread_barrier_wait(&cc.barrier);
+	fuse_worker_free(w);
+	return NULL;
+}
+
+static void test_concurrency(void)
+{
+	struct fuse_session_opts opts = { 0 };
+	pthread_t th[N_THREADS];
+
+	memset(&cc, 0, sizeof(cc));
+	CHECK(fuse_session_new(&cc.se, &opts, &conc_ops, NULL) == 0);
+	pthread_barrier_init(&cc.barrier, NULL, N_THREADS);
+	for (int i = 0; i < N_THREADS; i++)
+		pthread_create(&th[i], NULL, conc_thread, i == 0 ? (void *)1 : NULL);
+	for (int i = 0; i < N_THREADS; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&cc.barrier);
+	/* Exactly one INIT wins the race; the rest see EIO. */
+	CHECK(atomic_load(&cc.inits) == 1);
+	CHECK(atomic_load(&cc.init_ok) == 1 && atomic_load(&cc.init_eio) == N_THREADS - 1);
+	CHECK(atomic_load(&cc.getattr_ok) >= N_THREADS * 2000);
+	CHECK(atomic_load(&cc.destroys) == 1);
+	CHECK(atomic_load(&cc.destroy_saw_inflight) == 0);
+	CHECK(atomic_load(&cc.other) == 0);
+	fuse_session_free(cc.se);
+	CHECK(atomic_load(&cc.destroys) == 1);
+}
+
 int main(void)
 {
 	struct fuse_session_opts opts = default_opts();
@@ -1595,6 +1720,7 @@ int main(void)
 	test_before_init_and_init();
 	test_old_init_and_defaults();
 	test_missing_ops();
+	test_concurrency();
 
 	open_session(&se, &w, &opts);
 	test_lengths(w);
