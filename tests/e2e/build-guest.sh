@@ -58,17 +58,29 @@ get_kernel_deb() {
         echo "$deb"
         return
     fi
-    for pkg in "${pkgs[@]}"; do
-        log "downloading $pkg into $cache"
-        if (cd "$cache" && apt-get download -qq "$pkg" >&2 2>/dev/null); then
-            find_kernel_deb "$pkg"
-            return
-        fi
+    local attempt
+    for attempt in 1 2; do
+        for pkg in "${pkgs[@]}"; do
+            log "downloading $pkg into $cache"
+            if (cd "$cache" && apt-get download -qq "$pkg" >&2 2>/dev/null); then
+                find_kernel_deb "$pkg"
+                return
+            fi
+        done
+        # Stale package lists name versions the mirror no longer has.
+        ((attempt == 1)) || break
+        log "download failed; running apt-get update and retrying"
+        apt-get update -qq >&2 || break
+        mapfile -t pkgs < <(kernel_pkgs)
     done
     deb="$(ls -1t "$cache"/linux-image-*.deb 2>/dev/null | head -1 || true)"
     [[ -n "$deb" ]] || { log "cannot obtain a Debian kernel image package"; exit 1; }
     echo "$deb"
 }
+
+# Concurrent callers (tests, benchmarks) share one guest dir: build it once, under a lock.
+exec 9>"$out/.lock"
+flock 9
 
 kdeb="$(get_kernel_deb)"
 fio_bin="$(command -v fio || true)"
