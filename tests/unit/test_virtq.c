@@ -1,0 +1,546 @@
+/* Unit test: guest memory validation and split-virtqueue parsing against hand-built rings. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "transport/guest_mem.h"
+#include "transport/virtq.h"
+
+/*
+ * Guest layout, all from one memfd:
+ *   A  gpa 0x10000..0x20000  file offset 0x00000   rings live here
+ *   B  gpa 0x20000..0x30000  file offset 0x10000   adjacent to A
+ *      gap 0x30000..0x40000                          unmapped
+ *   C  gpa 0x40000..0x50000  file offset 0x20000
+ */
+#define REG_SIZE 0x10000ull
+#define GPA_A 0x10000ull
+#define GPA_B 0x20000ull
+#define GPA_GAP 0x30000ull
+#define GPA_C 0x40000ull
+#define UVA_BASE 0x7f0000000000ull
+
+#define RING_DESC GPA_A
+#define RING_AVAIL (GPA_A + 0x1000)
+#define RING_USED (GPA_A + 0x2000)
+#define BUF (GPA_A + 0x4000)      /* scratch buffers */
+#define TABLE (GPA_A + 0x8000)    /* indirect tables */
+
+static int failures;
+static int memfd = -1;
+static struct guest_mem *mem;
+
+static struct {
+	struct virtq vq;
+	unsigned num;
+	struct vring_desc *desc;
+	struct vring_avail *avail;
+	struct vring_used *used;
+	uint16_t avail_idx;
+} t;
+
+#define CHECK(cond, ...) do { \
+	if (cond) { printf("ok    "); } else { printf("FAIL  "); failures++; } \
+	printf(__VA_ARGS__); printf("\n"); } while (0)
+
+static void *host(uint64_t gpa)
+{
+	void *p = guest_mem_gpa_to_ptr(mem, gpa, 1);
+
+	if (!p) {
+		fprintf(stderr, "test bug: gpa 0x%llx unmapped\n", (unsigned long long)gpa);
+		exit(1);
+	}
+	return p;
+}
+
+static int add_region(struct guest_mem *m, uint64_t gpa, uint64_t size, uint64_t uva,
+		      uint64_t off)
+{
+	struct guest_region_desc d = { .gpa = gpa, .size = size, .uva = uva,
+				       .mmap_offset = off };
+	struct guest_region r;
+	int ret = guest_region_map(&r, &d, memfd);
+
+	if (ret < 0)
+		return ret;
+	ret = guest_mem_insert(m, &r);
+	if (ret < 0)
+		guest_region_unmap(&r);
+	return ret;
+}
+
+/* Fresh queue of num entries over zeroed rings in region A. */
+static void ring_setup(unsigned num, bool event_idx, bool indirect)
+{
+	memset(host(GPA_A), 0, REG_SIZE);
+	virtq_init(&t.vq, 7);
+	virtq_set_mem(&t.vq, mem);
+	virtq_set_features(&t.vq, event_idx, indirect);
+	t.num = num;
+	t.desc = host(RING_DESC);
+	t.avail = host(RING_AVAIL);
+	t.used = host(RING_USED);
+	t.avail_idx = 0;
+	if (virtq_set_rings(&t.vq, num, t.desc, t.avail, t.used) < 0) {
+		fprintf(stderr, "test bug: virtq_set_rings\n");
+		exit(1);
+	}
+	virtq_set_base(&t.vq, 0);
+	virtq_start(&t.vq);
+}
+
+static void set_desc(struct vring_desc *table, unsigned i, uint64_t addr, uint32_t len,
+		     uint16_t flags, uint16_t next)
+{
+	table[i].addr = addr;
+	table[i].len = len;
+	table[i].flags = flags;
+	table[i].next = next;
+}
+
+static void publish(uint16_t head)
+{
+	t.avail->ring[t.avail_idx % t.num] = head;
+	t.avail_idx++;
+	__atomic_store_n(&t.avail->idx, t.avail_idx, __ATOMIC_RELEASE);
+}
+
+/* Pops once and checks that the queue broke for a reason containing want. */
+static void expect_broken(const char *what, const char *want)
+{
+	struct virtq_elem e;
+	int ret = virtq_pop(&t.vq, &e);
+
+	CHECK(ret == -EIO && t.vq.broken && t.vq.broken_reason &&
+	      strstr(t.vq.broken_reason, want),
+	      "%s -> broken (%s)", what, t.vq.broken_reason ? t.vq.broken_reason : "not broken");
+}
+
+static void test_guest_mem_validation(void)
+{
+	struct guest_mem *m;
+	struct guest_region r;
+	struct guest_region_desc d;
+	struct guest_region removed;
+
+	printf("-- guest memory validation\n");
+	if (guest_mem_new(&m) < 0)
+		exit(1);
+	d = (struct guest_region_desc){ .gpa = 0, .size = 0, .uva = 0, .mmap_offset = 0 };
+	CHECK(guest_region_map(&r, &d, memfd) == -EINVAL, "zero-size region refused");
+	d = (struct guest_region_desc){ .gpa = UINT64_MAX - 0xfff, .size = 0x2000, .uva = 0 };
+	CHECK(guest_region_map(&r, &d, memfd) == -EINVAL, "gpa + size wrapping refused");
+	d = (struct guest_region_desc){ .gpa = 0, .size = 0x2000, .uva = UINT64_MAX - 0xfff };
+	CHECK(guest_region_map(&r, &d, memfd) == -EINVAL, "uva + size wrapping refused");
+	d = (struct guest_region_desc){ .gpa = 0, .size = 0x2000, .uva = 0,
+					.mmap_offset = UINT64_MAX - 0xfff };
+	CHECK(guest_region_map(&r, &d, memfd) == -EINVAL, "mmap_offset + size wrapping refused");
+	d = (struct guest_region_desc){ .gpa = 0, .size = 4 * REG_SIZE, .uva = 0 };
+	CHECK(guest_region_map(&r, &d, memfd) == -EINVAL,
+	      "region larger than its file refused (would SIGBUS)");
+	d = (struct guest_region_desc){ .gpa = 0, .size = 0x1000, .uva = 0 };
+	CHECK(guest_region_map(&r, &d, -1) < 0, "bad fd refused");
+
+	CHECK(add_region(m, 0x100000, REG_SIZE, 0x1000000, 0) == 0, "first region added");
+	CHECK(add_region(m, 0x100000 + REG_SIZE - 0x1000, REG_SIZE, 0x2000000, 0) == -EEXIST,
+	      "region overlapping in gpa refused");
+	CHECK(add_region(m, 0x900000, REG_SIZE, 0x1000000 + 0x1000, 0) == -EEXIST,
+	      "region overlapping in uva refused");
+	CHECK(add_region(m, 0x100000 + REG_SIZE, REG_SIZE, 0x3000000, 0) == 0,
+	      "adjacent region accepted");
+	CHECK(add_region(m, UINT64_MAX - 0xfff, 0x1000, 0x4000000, 0) == 0,
+	      "region ending exactly at 2^64 accepted");
+	CHECK(guest_mem_gpa_to_ptr(m, UINT64_MAX, 1) != NULL, "last byte of address space translates");
+	CHECK(guest_mem_gpa_to_ptr(m, UINT64_MAX, 2) == NULL, "range wrapping past 2^64 does not");
+	CHECK(m->count == 3 && m->regions[0].desc.gpa == 0x100000 &&
+	      m->regions[1].desc.gpa == 0x100000 + REG_SIZE, "table sorted by gpa");
+	CHECK(guest_mem_uva_to_ptr(m, 0x1000000 + REG_SIZE - 8, 16) == NULL,
+	      "uva range crossing a region end refused (rings must be in one region)");
+	CHECK(guest_mem_uva_to_ptr(m, 0x1000000 + REG_SIZE - 16, 16) != NULL,
+	      "uva range at a region end accepted");
+
+	d = (struct guest_region_desc){ .gpa = 0x100000, .size = REG_SIZE, .uva = 0x9999 };
+	CHECK(guest_mem_remove(m, &d, &removed) == -ENOENT, "remove with wrong uva refused");
+	d.uva = 0x1000000;
+	CHECK(guest_mem_remove(m, &d, &removed) == 0 && m->count == 2, "remove matching region");
+	guest_region_unmap(&removed);
+	CHECK(guest_mem_gpa_to_ptr(m, 0x100000, 1) == NULL, "removed region no longer translates");
+	guest_mem_free(m);
+}
+
+static void test_translation(void)
+{
+	struct iovec iov[4];
+	unsigned cnt = 0;
+
+	printf("-- translation\n");
+	CHECK(guest_mem_gpa_to_iov(mem, GPA_B - 10, 30, iov, 4, &cnt) == 0 && cnt == 2 &&
+	      iov[0].iov_base == (uint8_t *)host(GPA_B - 10) && iov[0].iov_len == 10 &&
+	      iov[1].iov_base == host(GPA_B) && iov[1].iov_len == 20,
+	      "range straddling adjacent regions -> two iovecs");
+	cnt = 0;
+	CHECK(guest_mem_gpa_to_iov(mem, GPA_GAP - 10, 30, iov, 4, &cnt) == -EFAULT,
+	      "range running into unmapped gap refused");
+	cnt = 3;
+	CHECK(guest_mem_gpa_to_iov(mem, GPA_B - 10, 30, iov, 4, &cnt) == -E2BIG,
+	      "iovec limit enforced");
+	cnt = 0;
+	CHECK(guest_mem_gpa_to_ptr(mem, GPA_B - 10, 30) == NULL,
+	      "contiguous pointer never spans two regions");
+}
+
+static void test_normal_chain(void)
+{
+	struct virtq_elem e;
+	uint8_t *rd, *wr;
+	int ret;
+
+	printf("-- valid chains\n");
+	ring_setup(8, false, true);
+	rd = host(BUF);
+	wr = host(BUF + 0x100);
+	set_desc(t.desc, 3, BUF, 64, VRING_DESC_F_NEXT, 5);
+	set_desc(t.desc, 5, BUF + 64, 36, VRING_DESC_F_NEXT, 1);
+	set_desc(t.desc, 1, BUF + 0x100, 200, VRING_DESC_F_WRITE, 0);
+	publish(3);
+	ret = virtq_pop(&t.vq, &e);
+	CHECK(ret == 1 && e.head == 3 && e.req.rd_cnt == 2 && e.req.wr_cnt == 1 &&
+	      e.req.rd[0].iov_base == rd && e.req.rd[0].iov_len == 64 &&
+	      e.req.rd[1].iov_base == rd + 64 && e.req.rd[1].iov_len == 36 &&
+	      e.req.wr[0].iov_base == wr && e.req.wr[0].iov_len == 200 && e.wr_len == 200,
+	      "readable+writable chain: 2 rd iovecs, 1 wr iovec, right pointers");
+	CHECK(virtq_pop(&t.vq, &e) == 0, "ring then empty");
+	virtq_push(&t.vq, &e, 500);
+	CHECK(t.used->idx == 0, "used entry invisible before flush");
+	virtq_flush(&t.vq);
+	CHECK(t.used->idx == 1 && t.used->ring[0].id == 3 && t.used->ring[0].len == 200,
+	      "flush publishes used idx; used len clamped to writable size");
+
+	ring_setup(8, false, true);
+	set_desc(t.desc, 0, BUF, 16, VRING_DESC_F_WRITE | VRING_DESC_F_NEXT, 1);
+	set_desc(t.desc, 1, GPA_B - 10, 30, VRING_DESC_F_WRITE, 0);
+	publish(0);
+	ret = virtq_pop(&t.vq, &e);
+	CHECK(ret == 1 && e.req.rd_cnt == 0 && e.req.wr_cnt == 3 &&
+	      e.req.wr[1].iov_len == 10 && e.req.wr[2].iov_base == host(GPA_B) &&
+	      e.req.wr[2].iov_len == 20 && e.wr_len == 46,
+	      "write-only chain, descriptor straddling A/B split into two iovecs");
+
+	/* Indirect: a direct readable head, then a table of two. */
+	ring_setup(8, false, true);
+	{
+		struct vring_desc *table = host(TABLE);
+
+		set_desc(table, 0, BUF, 40, VRING_DESC_F_NEXT, 1);
+		set_desc(table, 1, BUF + 0x100, 80, VRING_DESC_F_WRITE, 0);
+		set_desc(t.desc, 2, TABLE, 32, VRING_DESC_F_INDIRECT, 0);
+		publish(2);
+		ret = virtq_pop(&t.vq, &e);
+		CHECK(ret == 1 && e.head == 2 && e.req.rd_cnt == 1 && e.req.wr_cnt == 1 &&
+		      e.req.rd[0].iov_len == 40 && e.req.wr[0].iov_len == 80,
+		      "indirect table of two descriptors");
+	}
+	/* Indirect table straddling A/B: read through the copy. */
+	ring_setup(8, false, true);
+	{
+		struct vring_desc tmp[2];
+		uint8_t *a_end = host(GPA_B - 16), *b_start = host(GPA_B);
+
+		set_desc(tmp, 0, BUF, 40, VRING_DESC_F_NEXT, 1);
+		set_desc(tmp, 1, BUF + 0x100, 80, VRING_DESC_F_WRITE, 0);
+		memcpy(a_end, &tmp[0], 16);
+		memcpy(b_start, &tmp[1], 16);
+		set_desc(t.desc, 0, GPA_B - 16, 32, VRING_DESC_F_INDIRECT, 0);
+		publish(0);
+		ret = virtq_pop(&t.vq, &e);
+		CHECK(ret == 1 && e.req.rd_cnt == 1 && e.req.wr_cnt == 1 &&
+		      e.req.wr[0].iov_len == 80, "indirect table straddling two regions");
+	}
+}
+
+static void test_bad_chains(void)
+{
+	struct vring_desc *table;
+
+	printf("-- malformed chains break the queue\n");
+	ring_setup(8, false, true);
+	publish(8);
+	expect_broken("head index == num", "head descriptor index");
+
+	ring_setup(8, false, true);
+	set_desc(t.desc, 0, BUF, 16, VRING_DESC_F_NEXT, 9);
+	publish(0);
+	expect_broken("next index >= num", "next descriptor index");
+
+	ring_setup(8, false, true);
+	set_desc(t.desc, 0, BUF, 16, VRING_DESC_F_NEXT, 1);
+	set_desc(t.desc, 1, BUF, 16, VRING_DESC_F_NEXT, 0);
+	publish(0);
+	expect_broken("descriptor loop 0->1->0", "loop");
+
+	ring_setup(8, false, true);
+	set_desc(t.desc, 0, TABLE, 24, VRING_DESC_F_INDIRECT, 0);
+	publish(0);
+	expect_broken("indirect table length 24", "multiple of 16");
+
+	ring_setup(8, false, true);
+	set_desc(t.desc, 0, TABLE, 0, VRING_DESC_F_INDIRECT, 0);
+	publish(0);
+	expect_broken("indirect table length 0", "multiple of 16");
+
+	ring_setup(8, false, true);
+	table = host(TABLE);
+	set_desc(table, 0, TABLE + 0x100, 16, VRING_DESC_F_INDIRECT, 0);
+	set_desc(t.desc, 0, TABLE, 16, VRING_DESC_F_INDIRECT, 0);
+	publish(0);
+	expect_broken("indirect inside indirect", "nested");
+
+	ring_setup(8, false, true);
+	set_desc(t.desc, 0, TABLE, 16, VRING_DESC_F_INDIRECT | VRING_DESC_F_NEXT, 1);
+	publish(0);
+	expect_broken("indirect with NEXT", "NEXT");
+
+	ring_setup(8, false, false);
+	set_desc(host(TABLE), 0, BUF, 16, 0, 0);
+	set_desc(t.desc, 0, TABLE, 16, VRING_DESC_F_INDIRECT, 0);
+	publish(0);
+	expect_broken("indirect without the feature", "not negotiated");
+
+	ring_setup(8, false, true);
+	set_desc(t.desc, 0, GPA_GAP, 32, VRING_DESC_F_INDIRECT, 0);
+	publish(0);
+	expect_broken("indirect table in unmapped gap", "indirect table outside");
+
+	ring_setup(8, false, true);
+	set_desc(t.desc, 0, GPA_GAP - 16, 32, VRING_DESC_F_INDIRECT, 0);
+	publish(0);
+	expect_broken("indirect table running into the gap", "indirect table outside");
+
+	ring_setup(8, false, true);
+	table = host(TABLE);
+	set_desc(table, 0, BUF, 16, VRING_DESC_F_NEXT, 5);
+	set_desc(t.desc, 0, TABLE, 32, VRING_DESC_F_INDIRECT, 0);
+	publish(0);
+	expect_broken("next index beyond indirect table", "next descriptor index");
+
+	ring_setup(8, false, true);
+	set_desc(t.desc, 0, 0x900000, 16, 0, 0);
+	publish(0);
+	expect_broken("buffer address outside memory", "outside guest memory");
+
+	ring_setup(8, false, true);
+	set_desc(t.desc, 0, GPA_GAP - 10, 30, 0, 0);
+	publish(0);
+	expect_broken("buffer straddling into unmapped gap", "outside guest memory");
+
+	ring_setup(8, false, true);
+	set_desc(t.desc, 0, UINT64_MAX - 0xf, 0x100, 0, 0);
+	publish(0);
+	expect_broken("addr + len wraps", "outside guest memory");
+
+	ring_setup(8, false, true);
+	set_desc(t.desc, 0, BUF, 16, VRING_DESC_F_WRITE | VRING_DESC_F_NEXT, 1);
+	set_desc(t.desc, 1, BUF, 16, 0, 0);
+	publish(0);
+	expect_broken("readable after writable", "readable descriptor after");
+
+	ring_setup(8, false, true);
+	t.avail->idx = 9;
+	expect_broken("avail idx jumping by num + 1", "more than the ring size");
+
+	ring_setup(8, false, true);
+	t.avail->idx = (uint16_t)-1;
+	expect_broken("avail idx moving backwards", "more than the ring size");
+
+	/* 1024 indirect entries, each straddling A/B: 2048 segments. */
+	ring_setup(8, false, true);
+	table = host(TABLE);
+	for (unsigned i = 0; i < VIRTQ_MAX_SEGS; i++)
+		set_desc(table, i, GPA_B - 1, 2, VRING_DESC_F_NEXT, (uint16_t)(i + 1));
+	table[VIRTQ_MAX_SEGS - 1].flags = 0;
+	set_desc(t.desc, 0, TABLE, VIRTQ_MAX_SEGS * 16, VRING_DESC_F_INDIRECT, 0);
+	publish(0);
+	expect_broken("chain needing 2048 segments", "segments");
+
+	ring_setup(8, false, true);
+	set_desc(t.desc, 0, TABLE, (VIRTQ_MAX_SEGS + 1) * 16, VRING_DESC_F_INDIRECT, 0);
+	publish(0);
+	expect_broken("indirect table over the segment limit", "segment limit");
+}
+
+/* A chain totalling more than 4 GiB needs that much mapped guest memory:
+ * a sparse 5 GiB memfd costs only address space. */
+static void test_4gib(void)
+{
+	struct guest_mem *big;
+	int saved = memfd, bigfd;
+	struct guest_mem *saved_mem = mem;
+
+	printf("-- chain length over 4 GiB\n");
+	bigfd = memfd_create("ferry-big", MFD_CLOEXEC);
+	if (bigfd < 0 || ftruncate(bigfd, 5ll << 30) < 0 || guest_mem_new(&big) < 0) {
+		printf("skip  no sparse 5 GiB memfd\n");
+		if (bigfd >= 0)
+			close(bigfd);
+		return;
+	}
+	memfd = bigfd;
+	if (add_region(big, GPA_A, 5ull << 30, UVA_BASE, 0) < 0) {
+		printf("skip  cannot map 5 GiB\n");
+		goto out;
+	}
+	mem = big;
+	ring_setup(8, false, true);
+	set_desc(t.desc, 0, GPA_A + 0x100000, UINT32_MAX, 0, 1);
+	t.desc[0].flags = VRING_DESC_F_NEXT;
+	set_desc(t.desc, 1, GPA_A + 0x100000, 2, VRING_DESC_F_WRITE, 0);
+	publish(0);
+	expect_broken("4 GiB - 1 plus 2 bytes", "4 GiB");
+	ring_setup(8, false, true);
+	set_desc(t.desc, 0, GPA_A + 0x100000, UINT32_MAX, VRING_DESC_F_WRITE, 0);
+	publish(0);
+	{
+		struct virtq_elem e;
+
+		CHECK(virtq_pop(&t.vq, &e) == 1 && e.wr_len == UINT32_MAX,
+		      "a chain of exactly 4 GiB - 1 is accepted");
+	}
+out:
+	mem = saved_mem;
+	memfd = saved;
+	guest_mem_free(big);
+	close(bigfd);
+}
+
+static void test_notify(void)
+{
+	struct virtq_elem e;
+	uint16_t *avail_event, *used_event;
+
+	printf("-- notifications\n");
+	ring_setup(8, true, true);
+	avail_event = (uint16_t *)(void *)&t.used->ring[8];
+	used_event = &t.avail->ring[8];
+	set_desc(t.desc, 0, BUF, 16, VRING_DESC_F_WRITE, 0);
+
+	publish(0);
+	virtq_disable_notify(&t.vq);
+	CHECK(virtq_pop(&t.vq, &e) == 1, "pop");
+	virtq_push(&t.vq, &e, 0);
+	virtq_flush(&t.vq);
+	*used_event = 100;
+	CHECK(virtq_should_notify(&t.vq), "EVENT_IDX: first decision after start notifies");
+	CHECK(!virtq_enable_notify(&t.vq) && *avail_event == 1,
+	      "EVENT_IDX: enable writes avail_event = last avail (1), nothing pending");
+
+	*used_event = 1; /* driver: interrupt me once used idx passes 1 */
+	publish(0);
+	CHECK(virtq_pop(&t.vq, &e) == 1, "pop");
+	virtq_push(&t.vq, &e, 0);
+	virtq_flush(&t.vq);
+	CHECK(virtq_should_notify(&t.vq), "EVENT_IDX: used 1->2 crosses used_event 1: notify");
+
+	*used_event = 5;
+	publish(0);
+	CHECK(virtq_pop(&t.vq, &e) == 1, "pop");
+	virtq_push(&t.vq, &e, 0);
+	virtq_flush(&t.vq);
+	CHECK(!virtq_should_notify(&t.vq), "EVENT_IDX: used 2->3 short of used_event 5: no notify");
+
+	publish(0);
+	CHECK(virtq_enable_notify(&t.vq), "enable_notify re-check sees a buffer added meanwhile");
+	CHECK(virtq_need_event(0xffff, 0x0001, 0xfffe) && !virtq_need_event(0x0002, 0x0001, 0xfffe),
+	      "vring_need_event across 16-bit wrap");
+
+	ring_setup(8, false, true);
+	set_desc(t.desc, 0, BUF, 16, VRING_DESC_F_WRITE, 0);
+	virtq_disable_notify(&t.vq);
+	CHECK(t.used->flags & VRING_USED_F_NO_NOTIFY, "no EVENT_IDX: disable sets NO_NOTIFY");
+	CHECK(!virtq_enable_notify(&t.vq) && !(t.used->flags & VRING_USED_F_NO_NOTIFY),
+	      "no EVENT_IDX: enable clears NO_NOTIFY");
+	publish(0);
+	CHECK(virtq_pop(&t.vq, &e) == 1, "pop");
+	virtq_push(&t.vq, &e, 0);
+	virtq_flush(&t.vq);
+	t.avail->flags = VRING_AVAIL_F_NO_INTERRUPT;
+	CHECK(!virtq_should_notify(&t.vq), "no EVENT_IDX: NO_INTERRUPT suppresses notify");
+	t.avail->flags = 0;
+	CHECK(virtq_should_notify(&t.vq), "no EVENT_IDX: without NO_INTERRUPT notify");
+}
+
+static void test_broken_stays_broken(void)
+{
+	struct virtq_elem e;
+	char logbuf[4096];
+	int logfd, saved_stderr;
+	ssize_t n;
+	unsigned lines = 0;
+
+	printf("-- a broken queue stays broken and is logged once\n");
+	logfd = memfd_create("ferry-log", MFD_CLOEXEC);
+	saved_stderr = dup(2);
+	if (logfd < 0 || saved_stderr < 0) {
+		printf("FAIL  cannot capture stderr\n");
+		failures++;
+		return;
+	}
+	fflush(stderr);
+	dup2(logfd, 2);
+
+	ring_setup(8, false, true);
+	publish(8);
+	virtq_pop(&t.vq, &e);
+	set_desc(t.desc, 0, BUF, 16, 0, 0);
+	t.avail->ring[0] = 0; /* the driver "fixes" the entry */
+	publish(0);
+	n = virtq_pop(&t.vq, &e);
+	virtq_mark_broken(&t.vq, "second reason");
+
+	fflush(stderr);
+	dup2(saved_stderr, 2);
+	close(saved_stderr);
+	CHECK(n == -EIO, "valid entry after breakage is not processed");
+	n = pread(logfd, logbuf, sizeof(logbuf) - 1, 0);
+	logbuf[n > 0 ? n : 0] = '\0';
+	for (char *p = logbuf; (p = strstr(p, "broken")); p++)
+		lines++;
+	CHECK(lines == 1 && strstr(logbuf, "head descriptor index"),
+	      "exactly one log line, with the first reason (%u lines)", lines);
+	CHECK(t.vq.last_avail_idx == 0, "no avail entry consumed by a broken queue");
+	virtq_set_base(&t.vq, 0);
+	CHECK(!t.vq.broken, "SET_VRING_BASE (re-initialisation) clears broken");
+	close(logfd);
+}
+
+int main(void)
+{
+	ferry_log_init(LOG_LVL_WARN, false);
+	memfd = memfd_create("ferry-guest", MFD_CLOEXEC);
+	if (memfd < 0 || ftruncate(memfd, 3 * REG_SIZE) < 0) {
+		perror("memfd");
+		return 77;
+	}
+	if (guest_mem_new(&mem) < 0 ||
+	    add_region(mem, GPA_B, REG_SIZE, UVA_BASE + 0x100000, REG_SIZE) < 0 ||
+	    add_region(mem, GPA_A, REG_SIZE, UVA_BASE, 0) < 0 ||
+	    add_region(mem, GPA_C, REG_SIZE, UVA_BASE + 0x200000, 2 * REG_SIZE) < 0) {
+		fprintf(stderr, "cannot build guest memory\n");
+		return 1;
+	}
+	test_guest_mem_validation();
+	test_translation();
+	test_normal_chain();
+	test_bad_chains();
+	test_4gib();
+	test_notify();
+	test_broken_stays_broken();
+	guest_mem_free(mem);
+	close(memfd);
+	printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
+	return failures ? 1 : 0;
+}
