@@ -224,24 +224,36 @@ run_daemon() { # NAME
             printf 'daemon_exit\tPASS\n' >>"$res"
         fi
 
-    local console
+    local console mounted=0 finished=0 why
     console="$(tr -d '\r' <"$dir/console.log" 2>/dev/null || true)"
-    case "$grc" in
-        0 | 1)
-            printf 'guest_boot_mount\tPASS\n' >>"$res"
-            echo "ran" >"$dir/status" ;;
-        124)
-            printf 'guest_boot_mount\t%s\n' "$(grep -q FERRYFS-GUEST-MOUNTED <<<"$console" &&
-                echo PASS || echo 'FAIL timeout before mount')" >>"$res"
-            printf 'guest_finished\tFAIL timeout after %ss\n' "$guest_timeout" >>"$res"
-            echo "timeout" >"$dir/status" ;;
-        *)
-            printf 'guest_boot_mount\tFAIL %s\n' "$(grep -q FERRYFS-GUEST-MOUNTED <<<"$console" &&
-                echo 'guest did not finish' || echo 'no mount')" >>"$res"
-            echo "no boot" >"$dir/status" ;;
-    esac
+    grep -q FERRYFS-GUEST-MOUNTED <<<"$console" && mounted=1
+    grep -q FERRYFS-GUEST-DONE <<<"$console" && finished=1
+    if ((mounted)); then
+        printf 'guest_boot_mount\tPASS\n' >>"$res"
+    else
+        printf 'guest_boot_mount\tFAIL %s\n' "$( ((grc == 124)) && echo "timeout after ${guest_timeout}s" ||
+            echo "no mount (see console.log)")" >>"$res"
+    fi
+    if ((finished)); then
+        printf 'guest_finished\tPASS\n' >>"$res"
+        echo "ran" >"$dir/status"
+    else
+        case "$grc" in
+            124) why="timeout after ${guest_timeout}s"; echo "timeout" >"$dir/status" ;;
+            4) why="daemon died mid-run"; echo "daemon died" >"$dir/status" ;;
+            *) why="no finish marker (run-guest exit $grc)"; echo "no boot" >"$dir/status" ;;
+        esac
+        printf 'guest_finished\tFAIL %s\n' "$why" >>"$res"
+    fi
     grep -ao 'CHECK [A-Za-z0-9_]* \(PASS\|FAIL.*\)' <<<"$console" |
         awk '{ name = $2; $1 = ""; $2 = ""; sub(/^  /, ""); printf "guest:%s\t%s\n", name, $0 }' >>"$res" || true
+    # Checks that never reported (guest hung or died) count as failures, not as absent rows.
+    if ((mounted)); then
+        local c
+        while read -r c; do
+            grep -q "^guest:$c"$'\t' "$res" || printf 'guest:%s\tFAIL not run\n' "$c" >>"$res"
+        done < <("$fsops" --list)
+    fi
     if grep -q FERRYFS-GUEST-MOUNTED <<<"$console"; then
         run_host_checks "$share" "$res"
     fi

@@ -17,7 +17,8 @@
 #   --append STR      extra kernel command line
 #   --watch-pid PID   stop QEMU if process PID (the daemon) dies while the guest runs
 #   -- ARGS           extra QEMU arguments
-# Exit: 0 guest command succeeded; 1 guest command failed; 3 no boot/mount; 124 timeout.
+# Exit: 0 guest command succeeded; 1 guest command failed; 3 no boot/mount or no finish marker;
+#       4 the --watch-pid process died mid-run; 124 timeout.
 set -euo pipefail
 
 guest="${FERRYFS_CACHE:-/var/cache/ferryfs}/guest"
@@ -108,6 +109,7 @@ wait "$qpid" || rc=$?
 [[ -z "$tailpid" ]] || wait "$tailpid" 2>/dev/null || true
 if ((daemon_died)); then
     echo "run-guest.sh: daemon (pid $watch_pid) exited while the guest was running; QEMU stopped" >&2
+    exit 4
 fi
 
 if ((rc == 124 || rc == 137)) && ((!daemon_died)); then
