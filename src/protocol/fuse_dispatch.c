@@ -73,6 +73,83 @@ static int arg_xattr_name(struct fuse_req *req, const char **name)
 	return 0;
 }
 
+/* One fuse_secctx_header block: the total size, the count, then per context
+ * a fuse_secctx, a NUL-terminated xattr name and the value. Linux sends at
+ * most one context (the active LSM's); we pass the first on. */
+static int parse_secctx(struct fuse_req *req, const char *p, size_t len)
+{
+	struct fuse_secctx_header hdr;
+	struct fuse_secctx one;
+	const char *name, *nul;
+	size_t left;
+
+	if (len < sizeof(hdr))
+		return -EINVAL;
+	memcpy(&hdr, p, sizeof(hdr));
+	if (hdr.size < sizeof(hdr) || hdr.size > len)
+		return -EINVAL;
+	if (hdr.nr_secctx == 0)
+		return 0;
+	left = hdr.size - sizeof(hdr);
+	p += sizeof(hdr);
+	if (left < sizeof(one))
+		return -EINVAL;
+	memcpy(&one, p, sizeof(one));
+	name = p + sizeof(one);
+	left -= sizeof(one);
+	nul = memchr(name, '\0', left);
+	if (!nul || nul == name || (size_t)(nul - name) > FERRY_XATTR_NAME_MAX)
+		return -EINVAL;
+	left -= (size_t)(nul - name) + 1;
+	if (one.size > left || one.size > FERRY_XATTR_SIZE_MAX)
+		return -EINVAL;
+	req->ctx.secctx_name = name;
+	req->ctx.secctx_value = nul + 1;
+	req->ctx.secctx_size = one.size;
+	return 0;
+}
+
+/*
+ * The security context of a creating op. Before 7.38 it is one more
+ * argument after the names; from 7.38 on it is an extension after the
+ * arguments, found by total_extlen, whose type (< 32) says how many
+ * contexts it holds.
+ */
+static int arg_secctx(struct fuse_req *req)
+{
+	const char *p;
+	size_t len;
+
+	if (!(req->se->conn.flags & FUSE_SECURITY_CTX))
+		return 0;
+	if (req->se->conn.proto_minor < 38) {
+		if (req->arg_pos >= req->arg_len)
+			return 0;
+		return parse_secctx(req, req->arg + req->arg_pos,
+				    req->arg_len - req->arg_pos);
+	}
+	p = req->arg + req->arg_len;
+	len = (size_t)req->in.total_extlen * 8;
+	while (len > 0) {
+		struct fuse_ext_header ext;
+		int rc;
+
+		if (len < sizeof(ext))
+			return -EINVAL;
+		memcpy(&ext, p, sizeof(ext));
+		if (ext.size < sizeof(ext) || ext.size > len)
+			return -EINVAL;
+		if (ext.type <= FUSE_MAX_NR_SECCTX) {
+			rc = parse_secctx(req, p, ext.size);
+			if (rc < 0)
+				return rc;
+		}
+		p += ext.size;
+		len -= ext.size;
+	}
+	return 0;
+}
+
 static void reply_arg(struct fuse_req *req, const void *arg, size_t len)
 {
 	req->reply_arg = arg;
@@ -213,6 +290,9 @@ static int do_symlink(struct fuse_req *req)
 		return -EINVAL;
 	if (target_len >= PATH_MAX)
 		return -ENAMETOOLONG;
+	rc = arg_secctx(req);
+	if (rc < 0)
+		return rc;
 	rc = OPS(req)->symlink(FS(req), &req->ctx, req->in.nodeid, name, target,
 			       &req->out.entry);
 	if (rc < 0)
@@ -232,6 +312,9 @@ static int do_mknod(struct fuse_req *req)
 	rc = arg_name(req, &name, false);
 	if (rc < 0)
 		return rc;
+	rc = arg_secctx(req);
+	if (rc < 0)
+		return rc;
 	rc = OPS(req)->mknod(FS(req), &req->ctx, req->in.nodeid, name, in, &req->out.entry);
 	if (rc < 0)
 		return rc;
@@ -248,6 +331,9 @@ static int do_mkdir(struct fuse_req *req)
 	if (!OPS(req)->mkdir)
 		return -ENOSYS;
 	rc = arg_name(req, &name, false);
+	if (rc < 0)
+		return rc;
+	rc = arg_secctx(req);
 	if (rc < 0)
 		return rc;
 	rc = OPS(req)->mkdir(FS(req), &req->ctx, req->in.nodeid, name, in, &req->out.entry);
@@ -348,6 +434,9 @@ static int do_create(struct fuse_req *req)
 	rc = arg_name(req, &name, false);
 	if (rc < 0)
 		return rc;
+	rc = arg_secctx(req);
+	if (rc < 0)
+		return rc;
 	rc = OPS(req)->create(FS(req), &req->ctx, req->in.nodeid, name, in,
 			      &req->out.create.entry, &req->out.create.open);
 	if (rc < 0)
@@ -368,6 +457,9 @@ static int do_tmpfile(struct fuse_req *req)
 	if (!OPS(req)->tmpfile)
 		return -ENOSYS;
 	rc = arg_string(req, &name, &len);
+	if (rc < 0)
+		return rc;
+	rc = arg_secctx(req);
 	if (rc < 0)
 		return rc;
 	rc = OPS(req)->tmpfile(FS(req), &req->ctx, req->in.nodeid, in,

@@ -20,6 +20,12 @@ struct fuse_req_ctx {
 	uint32_t uid;
 	uint32_t gid;
 	uint32_t pid;
+	/* The new inode's security label, for CREATE, MKNOD, MKDIR, SYMLINK
+	 * and TMPFILE once FUSE_SECURITY_CTX was agreed: an xattr name such
+	 * as "security.selinux" and its value. NULL name when none was sent. */
+	const char *secctx_name;
+	const void *secctx_value;
+	size_t secctx_size;
 };
 
 /* What INIT settled, for the backend to adapt to (e.g. whether the client

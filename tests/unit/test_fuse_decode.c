@@ -40,6 +40,9 @@ static struct recorder {
 	size_t data_len;
 	uint64_t forget_nlookup_sum;
 	uint32_t xattr_flags2;
+	char secctx_name[256];
+	char secctx_value[64];
+	size_t secctx_size;
 } rec;
 
 static int total_calls(void)
@@ -375,6 +378,12 @@ static int t_create(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
 {
 	rec.calls[C_CREATE]++;
 	snprintf(rec.name, sizeof(rec.name), "%s", name);
+	if (ctx->secctx_name) {
+		snprintf(rec.secctx_name, sizeof(rec.secctx_name), "%s", ctx->secctx_name);
+		rec.secctx_size = ctx->secctx_size;
+		if (ctx->secctx_size < sizeof(rec.secctx_value))
+			memcpy(rec.secctx_value, ctx->secctx_value, ctx->secctx_size);
+	}
 	rec.mode = in->mode;
 	rec.umask = in->umask;
 	fill_entry(entry, 46);
@@ -1372,15 +1381,15 @@ static void test_positive(struct fuse_worker *w)
 		rq_start(FUSE_CREATE, 1);
 		rq_add(&ci, sizeof(ci));
 		rq_str("file");
-		/* A security context after the name (kernel 6.1 style) is
-		 * ignored by name parsing. */
+		/* At 7.38 bytes after the name that are not an extension
+		 * (total_extlen 0) are ignored. */
 		rq_fill(0x11, 24);
 		run(w);
 		EXPECT_OK(sizeof(e) + sizeof(o));
 		memcpy(&e, res.body, sizeof(e));
 		memcpy(&o, res.body + sizeof(e), sizeof(o));
 		CHECK(e.nodeid == 46 && o.fh == 9 && rec.umask == 077);
-		CHECK(strcmp(rec.name, "file") == 0);
+		CHECK(strcmp(rec.name, "file") == 0 && rec.secctx_name[0] == '\0');
 
 		/* O_TMPFILE sends the unnamed dentry's name, "/". */
 		rq_start(FUSE_TMPFILE, 1);
@@ -1585,6 +1594,113 @@ static void test_missing_ops(void)
 	CHECK(rec.calls[C_DESTROY] == 1);
 }
 
+/* Appends a security context block: header, one fuse_secctx, name, value,
+ * padded to 8 bytes as the client does for extensions. */
+static void rq_secctx(const char *name, const char *value, uint32_t hdr_type_or_nr)
+{
+	size_t name_len = strlen(name) + 1, value_len = strlen(value);
+	size_t total = FUSE_REC_ALIGN(sizeof(struct fuse_secctx_header) +
+				      sizeof(struct fuse_secctx) + name_len + value_len);
+	struct fuse_secctx_header hdr = { .size = (uint32_t)total, .nr_secctx = hdr_type_or_nr };
+	struct fuse_secctx one = { .size = (uint32_t)value_len };
+	size_t start = rq.len;
+
+	rq_add(&hdr, sizeof(hdr));
+	rq_add(&one, sizeof(one));
+	rq_add(name, name_len);
+	rq_add(value, value_len);
+	rq_fill(0, total - (rq.len - start));
+}
+
+static void test_secctx(void)
+{
+	struct fuse_session_opts opts = default_opts();
+	struct fuse_create_in ci = { .flags = 2, .mode = 0600 };
+	struct fuse_session *se;
+	struct fuse_worker *w;
+
+	/* 7.38: the context is an extension counted by total_extlen. */
+	open_session(&se, &w, &opts);
+	rq_start(FUSE_CREATE, 1);
+	rq_add(&ci, sizeof(ci));
+	rq_str("f");
+	/* No padding before it: the extension is found from the end. */
+	{
+		size_t before = rq.len;
+
+		rq_secctx("security.selinux", "label", 1);
+		rq_hdr()->total_extlen = (uint16_t)((rq.len - before) / 8);
+	}
+	run(w);
+	EXPECT_OK(sizeof(struct fuse_entry_out) + sizeof(struct fuse_open_out));
+	CHECK(strcmp(rec.name, "f") == 0);
+	CHECK(strcmp(rec.secctx_name, "security.selinux") == 0);
+	CHECK(rec.secctx_size == 5 && memcmp(rec.secctx_value, "label", 5) == 0);
+
+	/* An extension claiming more than the request holds. */
+	rec_reset();
+	rq_start(FUSE_CREATE, 1);
+	rq_add(&ci, sizeof(ci));
+	rq_str("f");
+	{
+		size_t before = rq.len;
+		uint32_t big = 4096;
+
+		rq_secctx("security.selinux", "label", 1);
+		memcpy(rq.b + before + offsetof(struct fuse_secctx_header, size), &big, 4);
+		rq_hdr()->total_extlen = (uint16_t)((rq.len - before) / 8);
+	}
+	run(w);
+	EXPECT_ERR(EINVAL);
+	/* A context value longer than its block. */
+	rq_start(FUSE_CREATE, 1);
+	rq_add(&ci, sizeof(ci));
+	rq_str("f");
+	{
+		size_t before = rq.len;
+		uint32_t big = 1000;
+
+		rq_secctx("security.selinux", "label", 1);
+		memcpy(rq.b + before + 8 + offsetof(struct fuse_secctx, size), &big, 4);
+		rq_hdr()->total_extlen = (uint16_t)((rq.len - before) / 8);
+	}
+	run(w);
+	EXPECT_ERR(EINVAL);
+	EXPECT_NO_CALLS();
+	fuse_worker_free(w);
+	fuse_session_free(se);
+
+	/* 7.37 (Linux 6.1): the context is one more argument after the name. */
+	CHECK(fuse_session_new(&se, &opts, &test_ops, &rec) == 0);
+	CHECK(fuse_worker_new(se, &w) == 0);
+	send_init(w, 7, 37, ALL_FLAGS, ALL_FLAGS);
+	EXPECT_OK(sizeof(struct fuse_init_out));
+	rec_reset();
+	rq_start(FUSE_CREATE, 1);
+	rq_add(&ci, sizeof(ci));
+	rq_str("g");
+	rq_secctx("security.smack", "xy", 1);
+	run(w);
+	EXPECT_OK(sizeof(struct fuse_entry_out) + sizeof(struct fuse_open_out));
+	CHECK(strcmp(rec.name, "g") == 0 && strcmp(rec.secctx_name, "security.smack") == 0);
+	CHECK(rec.secctx_size == 2 && memcmp(rec.secctx_value, "xy", 2) == 0);
+	/* No context at all (nr_secctx 0) is fine. */
+	rec_reset();
+	rq_start(FUSE_CREATE, 1);
+	rq_add(&ci, sizeof(ci));
+	rq_str("h");
+	{
+		struct fuse_secctx_header none = { .size = 8, .nr_secctx = 0 };
+
+		rq_add(&none, sizeof(none));
+	}
+	run(w);
+	EXPECT_OK(sizeof(struct fuse_entry_out) + sizeof(struct fuse_open_out));
+	CHECK(rec.calls[C_CREATE] == 1 && rec.secctx_name[0] == '\0');
+	fuse_worker_free(w);
+	fuse_session_free(se);
+}
+
 /* ---------------------------------------------------------- concurrency */
 
 #define N_THREADS 4
@@ -1721,6 +1837,7 @@ int main(void)
 	test_old_init_and_defaults();
 	test_missing_ops();
 	test_concurrency();
+	test_secctx();
 
 	open_session(&se, &w, &opts);
 	test_lengths(w);
