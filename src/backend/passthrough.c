@@ -596,6 +596,20 @@ static ssize_t pt_readlink(void *fs, const struct fuse_req_ctx *ctx,
 	return ret;
 }
 
+/* FUSE_SECURITY_CTX: the label the guest's LSM gave the new inode. Set as
+ * the daemon: security.* may need privileges the guest ids lack. */
+static int apply_secctx(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+			struct inode *inode)
+{
+	char path[PROC_FD_PATH_MAX];
+
+	if (!ctx->secctx_name)
+		return 0;
+	proc_fd_path(path, inode->fd);
+	return errno_or(setxattr(path, ctx->secctx_name, ctx->secctx_value,
+				 ctx->secctx_size, 0));
+}
+
 /* Shared tail of MKNOD/MKDIR/SYMLINK: make the node as the guest, then
  * look it up as the daemon. */
 enum make_kind { MAKE_NODE, MAKE_DIR, MAKE_SYMLINK };
@@ -605,7 +619,8 @@ static int make_node(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 		     mode_t mode, uint32_t rdev, uint32_t guest_umask,
 		     const char *target, struct fuse_entry_out *out)
 {
-	struct inode *dir;
+	struct inode *dir, *inode;
+	struct statx stx;
 	int ret;
 
 	ret = check_name(name);
@@ -638,7 +653,19 @@ static int make_node(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 	as_daemon(pt);
 	if (ret < 0)
 		goto put_dir;
-	ret = lookup_entry(pt, dir, name, out);
+	ret = lookup_inode(pt, dir, name, &inode, &stx);
+	if (ret < 0)
+		goto put_dir;
+	ret = apply_secctx(pt, ctx, inode);
+	if (ret < 0) {
+		/* an unlabelled node must not stay behind */
+		unlinkat(dir->fd, name, kind == MAKE_DIR ? AT_REMOVEDIR : 0);
+		inode_drop_lookup(pt->inodes, inode);
+		goto put_inode;
+	}
+	fill_entry(pt, dir, inode, &stx, out);
+put_inode:
+	inode_put(pt->inodes, inode);
 put_dir:
 	inode_put(pt->inodes, dir);
 out:
@@ -929,6 +956,14 @@ static int create_common(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 	ret = inode_from_fd(pt, fd, &inode, &stx);
 	if (ret < 0)
 		goto close_fd;
+	ret = apply_secctx(pt, ctx, inode);
+	if (ret < 0) {
+		if (strcmp(name, "."))
+			unlinkat(dir->fd, name, 0);
+		inode_drop_lookup(pt->inodes, inode);
+		inode_put(pt->inodes, inode);
+		goto close_fd;
+	}
 	fill_entry(pt, dir, inode, &stx, entry);
 	/* the handle takes fd, its budget and the inode's request ref */
 	ret = handle_add(pt->handles, inode, fd, NULL, &fh);

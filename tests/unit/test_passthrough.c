@@ -514,6 +514,24 @@ static void test_xattr(void)
 		CHECK_EQ(ops->getxattr(pt, &root_ctx, id, "user.k", val, sizeof(val)),
 			 -ENODATA);
 	}
+	if (ret == 0) {
+		/* FUSE_SECURITY_CTX: the label lands on the new inode; a label
+		 * the host refuses leaves no unlabelled node behind */
+		struct fuse_req_ctx lctx = { .secctx_name = "user.label",
+					     .secctx_value = "L", .secctx_size = 1 };
+		struct fuse_mkdir_in min = { .mode = 0755 };
+		struct fuse_entry_out e;
+
+		CHECK_EQ(ops->mkdir(pt, &lctx, FUSE_ROOT_ID, "labelled", &min, &e), 0);
+		CHECK_EQ(ops->getxattr(pt, &root_ctx, e.nodeid, "user.label", val,
+				       sizeof(val)), 1);
+		ops->forget(pt, e.nodeid, 1);
+		lctx.secctx_name = "bogus.label";
+		CHECK(ops->mkdir(pt, &lctx, FUSE_ROOT_ID, "unlabelled", &min, &e) < 0);
+		CHECK_EQ(lookup(FUSE_ROOT_ID, "unlabelled", NULL), 0);
+		CHECK(create(&lctx, FUSE_ROOT_ID, "unlabelled", 0644, &fh) == 0);
+		CHECK_EQ(lookup(FUSE_ROOT_ID, "unlabelled", NULL), 0);
+	}
 	/* ACLs were not negotiated: the guest must not see them */
 	CHECK_EQ(ops->getxattr(pt, &root_ctx, id, "system.posix_acl_access", val,
 			       sizeof(val)), -EOPNOTSUPP);
