@@ -1124,8 +1124,6 @@ static int dispatch(struct vu_dev *dev, struct vu_msg *m)
 	uint32_t req = m->hdr.request;
 	const struct vu_handler *h = NULL;
 	struct vu_reply reply = { .size = 0 };
-	bool ack = (dev->protocol_features & BIT(VU_PROTO_F_REPLY_ACK)) &&
-		   (m->hdr.flags & VU_FLAG_NEED_REPLY);
 	int ret;
 
 	if (req < sizeof(handlers) / sizeof(handlers[0]) && handlers[req].fn)
@@ -1154,7 +1152,10 @@ static int dispatch(struct vu_dev *dev, struct vu_msg *m)
 			reply.size = 0;
 		return msg_send_reply(dev->conn_fd, req, &reply.p, reply.size);
 	}
-	if (ack) {
+	/* Judged after the handler: SET_PROTOCOL_FEATURES may just have
+	 * negotiated (or dropped) REPLY_ACK, and it governs this reply too. */
+	if ((dev->protocol_features & BIT(VU_PROTO_F_REPLY_ACK)) &&
+	    (m->hdr.flags & VU_FLAG_NEED_REPLY)) {
 		/* Zero is success; anything else failure. */
 		uint64_t status = ret < 0 ? (uint64_t)-ret : 0;
 
@@ -1271,6 +1272,10 @@ int vu_dev_serve(struct vu_dev *dev, int conn_fd)
 		if (!pfd[0].revents)
 			continue;
 		ret = msg_recv(conn_fd, m);
+		/* EOF inside a message is still the frontend going away
+		 * (killed mid-write), not a protocol error. */
+		if (ret == -ECONNRESET)
+			ret = 0;
 		if (ret == 0) {
 			log_info("vhost-user: frontend disconnected");
 			break;

@@ -1,0 +1,625 @@
+/* Unit test: the vhost-user device over a socketpair, malformed messages and a live queue. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <linux/virtio_config.h>
+#include <linux/virtio_ring.h>
+
+#include "common/log.h"
+#include "transport/vhost_user.h"
+
+#define F_NEED_REPLY 0x8u
+#define PROTO_MQ 0
+#define PROTO_LOG_SHMFD 1
+#define PROTO_REPLY_ACK 3
+#define PROTO_BACKEND_REQ 5
+#define PROTO_CONFIG 9
+#define PROTO_MEM_SLOTS 15
+#define BIT(n) (1ull << (n))
+
+#define MEM_SIZE 0x100000ull
+#define UVA 0x7f0000000000ull
+#define GPA 0x0ull
+#define DESC 0x1000ull
+#define AVAIL 0x2000ull
+#define USED 0x3000ull
+#define BUF 0x8000ull
+
+static int failures;
+
+#define CHECK(cond, ...) do { \
+	if (cond) { printf("ok    "); } else { printf("FAIL  "); failures++; } \
+	printf(__VA_ARGS__); printf("\n"); } while (0)
+
+/* ---- The consumer side: counts calls, answers with a fixed reply ---- */
+
+static int started_queues, stopped_queues, handled;
+static unsigned last_queue_index;
+static char last_request[64];
+
+static void *t_queue_start(void *opaque, unsigned idx)
+{
+	__atomic_add_fetch(&started_queues, 1, __ATOMIC_SEQ_CST);
+	return opaque;
+}
+
+static void t_queue_stop(void *opaque, unsigned idx, void *ctx)
+{
+	__atomic_add_fetch(&stopped_queues, 1, __ATOMIC_SEQ_CST);
+}
+
+static uint32_t t_handle(void *ctx, unsigned idx, const struct vu_request *req)
+{
+	static const char reply[] = "pong";
+	size_t n = 0;
+
+	for (unsigned i = 0; i < req->rd_cnt && n < sizeof(last_request) - 1; i++) {
+		size_t c = req->rd[i].iov_len;
+
+		if (c > sizeof(last_request) - 1 - n)
+			c = sizeof(last_request) - 1 - n;
+		memcpy(last_request + n, req->rd[i].iov_base, c);
+		n += c;
+	}
+	last_request[n] = '\0';
+	last_queue_index = idx;
+	if (req->wr_cnt < 1 || req->wr[0].iov_len < sizeof(reply))
+		return 0;
+	memcpy(req->wr[0].iov_base, reply, sizeof(reply));
+	__atomic_add_fetch(&handled, 1, __ATOMIC_SEQ_CST);
+	return sizeof(reply);
+}
+
+static const struct vu_fs_ops ops = {
+	.queue_start = t_queue_start, .queue_stop = t_queue_stop, .handle = t_handle,
+};
+
+/* ---- Frontend helpers ---- */
+
+struct hdr {
+	uint32_t request, flags, size;
+} __attribute__((packed));
+
+static int send_msg(int fd, uint32_t req, uint32_t flags, const void *payload,
+		    uint32_t size, const int *fds, unsigned nfds)
+{
+	struct hdr h = { req, 0x1 | flags, size };
+	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)payload, size } };
+	union { char buf[CMSG_SPACE(16 * sizeof(int))]; struct cmsghdr a; } c;
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = size ? 2 : 1 };
+
+	if (nfds) {
+		struct cmsghdr *cm;
+
+		mh.msg_control = c.buf;
+		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
+	}
+	return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)(sizeof(h) + size) ? 0 : -1;
+}
+
+/* 0 with the reply, -ECONNRESET on EOF, -ETIMEDOUT after 2 s. */
+static int recv_reply(int fd, struct hdr *h, void *payload, size_t max)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	ssize_t n;
+
+	if (poll(&p, 1, 2000) <= 0)
+		return -ETIMEDOUT;
+	n = recv(fd, h, sizeof(*h), MSG_WAITALL);
+	if (n == 0 || (n < 0 && errno == ECONNRESET))
+		return -ECONNRESET;
+	if (n != sizeof(*h) || h->size > max)
+		return -EPROTO;
+	if (h->size && recv(fd, payload, h->size, MSG_WAITALL) != h->size)
+		return -EPROTO;
+	return 0;
+}
+
+static int ack(int fd, uint32_t req, const void *payload, uint32_t size,
+	       const int *fds, unsigned nfds, uint64_t *status)
+{
+	struct hdr h;
+
+	if (send_msg(fd, req, F_NEED_REPLY, payload, size, fds, nfds) < 0)
+		return -EIO;
+	if (recv_reply(fd, &h, status, 8) < 0 || h.request != req || h.size != 8 ||
+	    h.flags != 0x5)
+		return -EPROTO;
+	return 0;
+}
+
+/* Sends a request that needs REPLY_ACK; true if the device answered failure. */
+static bool nacked(int fd, uint32_t req, const void *payload, uint32_t size,
+		   const int *fds, unsigned nfds)
+{
+	uint64_t status = 0;
+
+	return ack(fd, req, payload, size, fds, nfds, &status) == 0 && status != 0;
+}
+
+static bool acked_ok(int fd, uint32_t req, const void *payload, uint32_t size,
+		     const int *fds, unsigned nfds)
+{
+	uint64_t status = 1;
+
+	return ack(fd, req, payload, size, fds, nfds, &status) == 0 && status == 0;
+}
+
+static uint64_t get_u64(int fd, uint32_t req)
+{
+	struct hdr h;
+	uint64_t v = 0;
+
+	if (send_msg(fd, req, 0, NULL, 0, NULL, 0) < 0 || recv_reply(fd, &h, &v, 8) < 0 ||
+	    h.size != 8 || h.request != req)
+		return UINT64_MAX;
+	return v;
+}
+
+static unsigned count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	unsigned n = 0;
+
+	if (!d)
+		return 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* ---- A device serving one end of a socketpair on its own thread ---- */
+
+struct session {
+	struct vu_dev *dev;
+	int fd;        /* frontend end */
+	int dev_fd;    /* device end, owned by vu_dev_serve */
+	int ret;
+	pthread_t thread;
+};
+
+static void *serve_thread(void *arg)
+{
+	struct session *s = arg;
+
+	s->ret = vu_dev_serve(s->dev, s->dev_fd);
+	return NULL;
+}
+
+static void session_start(struct session *s, struct vu_dev *dev)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		perror("socketpair");
+		exit(1);
+	}
+	s->dev = dev;
+	s->fd = sv[0];
+	s->dev_fd = sv[1];
+	s->ret = 1;
+	if (pthread_create(&s->thread, NULL, serve_thread, s) != 0)
+		exit(1);
+}
+
+/* Closes our end (the frontend going away) and waits for serve to return. */
+static int session_end(struct session *s)
+{
+	close(s->fd);
+	pthread_join(s->thread, NULL);
+	return s->ret;
+}
+
+/* True if the device dropped the connection: EOF where a reply or nothing
+ * was expected, and vu_dev_serve returned an error. */
+static bool dropped(struct session *s)
+{
+	struct hdr h;
+	char buf[64];
+	int r = recv_reply(s->fd, &h, buf, sizeof(buf));
+
+	pthread_join(s->thread, NULL);
+	close(s->fd);
+	return r == -ECONNRESET && s->ret < 0;
+}
+
+struct vring_state { uint32_t index, num; };
+struct vring_addr { uint32_t index, flags; uint64_t desc, used, avail, log; };
+struct mem_region { uint64_t gpa, size, uva, off; };
+struct mem_table { uint32_t n, pad; struct mem_region r[8]; };
+struct mem_single { uint64_t pad; struct mem_region r; };
+struct config { uint32_t offset, size, flags; uint8_t data[256]; };
+
+static void test_control_messages(struct vu_dev *dev)
+{
+	struct session s;
+	struct hdr h;
+	struct config cfg = { 0 };
+	struct vring_state st;
+	struct mem_table mt = { 0 };
+	uint64_t v;
+	int memfd = memfd_create("ferry-test", MFD_CLOEXEC);
+	int efd = eventfd(0, EFD_CLOEXEC);
+	int fds[2];
+
+	printf("-- control messages (REPLY_ACK negotiated)\n");
+	if (memfd < 0 || efd < 0 || ftruncate(memfd, MEM_SIZE) < 0)
+		exit(1);
+	session_start(&s, dev);
+	v = get_u64(s.fd, 1);
+	CHECK(v != UINT64_MAX && (v & BIT(VIRTIO_F_VERSION_1)) &&
+	      (v & BIT(VIRTIO_RING_F_EVENT_IDX)) && (v & BIT(VIRTIO_RING_F_INDIRECT_DESC)) &&
+	      (v & BIT(30)), "GET_FEATURES: VERSION_1, EVENT_IDX, INDIRECT_DESC, PROTOCOL_FEATURES");
+	v = get_u64(s.fd, 15);
+	CHECK(v != UINT64_MAX && (v & BIT(PROTO_REPLY_ACK)) && (v & BIT(PROTO_MQ)) &&
+	      (v & BIT(PROTO_CONFIG)) && (v & BIT(PROTO_MEM_SLOTS)) &&
+	      (v & BIT(PROTO_BACKEND_REQ)) && !(v & BIT(PROTO_LOG_SHMFD)),
+	      "GET_PROTOCOL_FEATURES: MQ, REPLY_ACK, BACKEND_REQ, CONFIG, MEM_SLOTS; no LOG_SHMFD");
+	v = BIT(PROTO_REPLY_ACK) | BIT(PROTO_MQ) | BIT(PROTO_CONFIG) | BIT(PROTO_MEM_SLOTS);
+	CHECK(acked_ok(s.fd, 16, &v, 8, NULL, 0), "SET_PROTOCOL_FEATURES acked");
+	CHECK(get_u64(s.fd, 17) == 3, "GET_QUEUE_NUM: hiprio + 2 request queues");
+	CHECK(get_u64(s.fd, 36) == 509, "GET_MAX_MEM_SLOTS: 509");
+
+	cfg.offset = 0;
+	cfg.size = 40;
+	send_msg(s.fd, 24, 0, &cfg, 12 + 40, NULL, 0);
+	memset(&cfg, 0, sizeof(cfg));
+	CHECK(recv_reply(s.fd, &h, &cfg, sizeof(cfg)) == 0 && h.size == 52 &&
+	      memcmp(cfg.data, "myfs\0", 5) == 0 && cfg.data[36] == 2,
+	      "GET_CONFIG: tag and num_request_queues");
+	cfg.offset = 30;
+	cfg.size = 20;
+	send_msg(s.fd, 24, 0, &cfg, 12 + 20, NULL, 0);
+	CHECK(recv_reply(s.fd, &h, &cfg, sizeof(cfg)) == 0 && h.request == 24 && h.size == 0,
+	      "GET_CONFIG past the config space: empty reply (error)");
+	cfg.offset = 0;
+	cfg.size = 4;
+	CHECK(nacked(s.fd, 25, &cfg, 12 + 4, NULL, 0), "SET_CONFIG refused");
+
+	st = (struct vring_state){ 3, 8 };
+	CHECK(nacked(s.fd, 8, &st, sizeof(st), NULL, 0), "SET_VRING_NUM index 3 of 3 queues refused");
+	st = (struct vring_state){ 1, 100 };
+	CHECK(nacked(s.fd, 8, &st, sizeof(st), NULL, 0), "SET_VRING_NUM 100 (not 2^n) refused");
+	st = (struct vring_state){ 1, 65536 };
+	CHECK(nacked(s.fd, 8, &st, sizeof(st), NULL, 0), "SET_VRING_NUM 65536 refused");
+	v = 0;
+	CHECK(nacked(s.fd, 13, &v, 8, NULL, 0), "SET_VRING_CALL without fd and without NOFD refused");
+	v = 0x100 | 0x200;
+	CHECK(nacked(s.fd, 13, &v, 8, NULL, 0), "SET_VRING_CALL with reserved bits refused");
+	v = 0x100;
+	CHECK(nacked(s.fd, 12, &v, 8, NULL, 0), "SET_VRING_KICK NOFD (polling) refused");
+	v = 7;
+	CHECK(nacked(s.fd, 2, &v, 4, NULL, 0), "SET_FEATURES with 4-byte payload refused");
+	v = BIT(VIRTIO_F_VERSION_1) | BIT(40);
+	CHECK(nacked(s.fd, 2, &v, 8, NULL, 0), "SET_FEATURES with a feature not offered refused");
+
+	mt.n = 1;
+	mt.r[0] = (struct mem_region){ GPA, MEM_SIZE, UVA, 0 };
+	CHECK(nacked(s.fd, 5, &mt, 8 + 32, NULL, 0), "SET_MEM_TABLE: 1 region, 0 fds refused");
+	fds[0] = dup(memfd);
+	fds[1] = dup(memfd);
+	CHECK(nacked(s.fd, 5, &mt, 8 + 32, fds, 2), "SET_MEM_TABLE: 1 region, 2 fds refused");
+	close(fds[0]);
+	close(fds[1]);
+	mt.n = 2;
+	mt.r[1] = (struct mem_region){ GPA + 0x1000, MEM_SIZE, UVA + MEM_SIZE * 4, 0 };
+	fds[0] = fds[1] = memfd;
+	CHECK(nacked(s.fd, 5, &mt, 8 + 64, fds, 2), "SET_MEM_TABLE: overlapping regions refused");
+	mt.n = 1;
+	mt.r[0].size = MEM_SIZE * 2;
+	CHECK(nacked(s.fd, 5, &mt, 8 + 32, fds, 1), "SET_MEM_TABLE: region larger than its fd refused");
+	mt.r[0].size = 0;
+	CHECK(nacked(s.fd, 5, &mt, 8 + 32, fds, 1), "SET_MEM_TABLE: zero-size region refused");
+	mt.n = 9;
+	CHECK(nacked(s.fd, 5, &mt, 8 + 32, fds, 1), "SET_MEM_TABLE: 9 regions refused");
+	CHECK(nacked(s.fd, 99, NULL, 0, NULL, 0), "unknown request 99 refused");
+	CHECK(nacked(s.fd, 7, NULL, 0, &efd, 1), "SET_LOG_FD refused (no migration support)");
+	/* GET_FEATURES with a payload is malformed and its reply has no way
+	 * to say error, REPLY_ACK or not: the device drops the connection. */
+	send_msg(s.fd, 1, F_NEED_REPLY, &v, 8, NULL, 0);
+	CHECK(dropped(&s), "malformed GET_FEATURES: connection dropped");
+	close(memfd);
+	close(efd);
+}
+
+static void test_disconnects(struct vu_dev *dev)
+{
+	struct session s;
+	struct vring_state st = { 5, 0 };
+	uint64_t v = 0;
+	char big[64] = { 0 };
+
+	printf("-- malformed messages without REPLY_ACK drop the connection\n");
+	session_start(&s, dev);
+	send_msg(s.fd, 2, 0, &v, 4, NULL, 0);
+	CHECK(dropped(&s), "SET_FEATURES with 4-byte payload");
+
+	session_start(&s, dev);
+	{
+		struct hdr h = { 2, 0x1, 100000 };
+
+		if (write(s.fd, &h, sizeof(h)) != sizeof(h))
+			failures++;
+		if (write(s.fd, big, sizeof(big)) != sizeof(big))
+			failures++;
+	}
+	CHECK(dropped(&s), "payload size 100000 over the limit");
+
+	session_start(&s, dev);
+	{
+		struct hdr h = { 1, 0x2, 0 };
+
+		if (write(s.fd, &h, sizeof(h)) != sizeof(h))
+			failures++;
+	}
+	CHECK(dropped(&s), "header with protocol version 2");
+
+	session_start(&s, dev);
+	send_msg(s.fd, 11, 0, &st, sizeof(st), NULL, 0);
+	CHECK(dropped(&s), "GET_VRING_BASE index 5 of 3 (no way to reply an error)");
+
+	session_start(&s, dev);
+	send_msg(s.fd, 99, 0, NULL, 0, NULL, 0);
+	CHECK(dropped(&s), "unknown request 99");
+
+	session_start(&s, dev);
+	{
+		int fds[9];
+
+		for (int i = 0; i < 9; i++)
+			fds[i] = eventfd(0, EFD_CLOEXEC);
+		send_msg(s.fd, 3, 0, NULL, 0, fds, 9);
+		for (int i = 0; i < 9; i++)
+			close(fds[i]);
+	}
+	CHECK(dropped(&s), "9 fds on one message");
+
+	session_start(&s, dev);
+	if (write(s.fd, "\x01\x00", 2) != 2)
+		failures++;
+	CHECK(session_end(&s) == 0, "EOF in the middle of a header: orderly end");
+}
+
+struct ring {
+	struct vring_desc *desc;
+	struct vring_avail *avail;
+	struct vring_used *used;
+	uint8_t *base;
+	uint16_t avail_idx;
+};
+
+static bool wait_readable(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	uint64_t v;
+
+	if (poll(&p, 1, ms) != 1)
+		return false;
+	return read(fd, &v, sizeof(v)) == sizeof(v);
+}
+
+static void ring_request(struct ring *r, const char *text, uint64_t wr_gpa)
+{
+	uint16_t head = (uint16_t)((r->avail_idx * 2) % 8);
+
+	strcpy((char *)r->base + BUF + head * 0x100, text);
+	r->desc[head] = (struct vring_desc){ BUF + head * 0x100, (uint32_t)strlen(text),
+					     VRING_DESC_F_NEXT, (uint16_t)(head + 1) };
+	r->desc[head + 1] = (struct vring_desc){ wr_gpa, 64, VRING_DESC_F_WRITE, 0 };
+	r->avail->ring[r->avail_idx % 8] = head;
+	r->avail_idx++;
+	__atomic_store_n(&r->avail->idx, r->avail_idx, __ATOMIC_RELEASE);
+}
+
+static void test_live_queue(struct vu_dev *dev)
+{
+	struct session s;
+	struct ring r = { 0 };
+	struct mem_table mt = { 0 };
+	struct mem_single ms;
+	struct vring_state st;
+	struct vring_addr addr;
+	struct hdr h;
+	uint64_t v;
+	int memfd = memfd_create("ferry-guest", MFD_CLOEXEC);
+	int memfd2 = memfd_create("ferry-guest2", MFD_CLOEXEC);
+	int kick = eventfd(0, EFD_CLOEXEC), call = eventfd(0, EFD_CLOEXEC);
+	int err = eventfd(0, EFD_CLOEXEC);
+
+	printf("-- a live queue: threads, notification, memory changes, stop\n");
+	if (memfd < 0 || memfd2 < 0 || kick < 0 || call < 0 || err < 0 ||
+	    ftruncate(memfd, MEM_SIZE) < 0 || ftruncate(memfd2, MEM_SIZE) < 0)
+		exit(1);
+	r.base = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (r.base == MAP_FAILED)
+		exit(1);
+	r.desc = (void *)(r.base + DESC);
+	r.avail = (void *)(r.base + AVAIL);
+	r.used = (void *)(r.base + USED);
+
+	session_start(&s, dev);
+	v = BIT(PROTO_REPLY_ACK) | BIT(PROTO_MQ) | BIT(PROTO_MEM_SLOTS);
+	CHECK(acked_ok(s.fd, 16, &v, 8, NULL, 0), "SET_PROTOCOL_FEATURES");
+	v = BIT(VIRTIO_F_VERSION_1) | BIT(VIRTIO_RING_F_INDIRECT_DESC) | BIT(30);
+	CHECK(acked_ok(s.fd, 2, &v, 8, NULL, 0), "SET_FEATURES");
+	mt.n = 1;
+	mt.r[0] = (struct mem_region){ GPA, MEM_SIZE, UVA, 0 };
+	CHECK(acked_ok(s.fd, 5, &mt, 8 + 32, &memfd, 1), "SET_MEM_TABLE");
+	st = (struct vring_state){ 1, 8 };
+	CHECK(acked_ok(s.fd, 8, &st, sizeof(st), NULL, 0), "SET_VRING_NUM 1 8");
+	st = (struct vring_state){ 1, 0 };
+	CHECK(acked_ok(s.fd, 10, &st, sizeof(st), NULL, 0), "SET_VRING_BASE 1 0");
+	addr = (struct vring_addr){ 1, 0, UVA + MEM_SIZE - 64, UVA + USED, UVA + AVAIL, 0 };
+	CHECK(nacked(s.fd, 9, &addr, sizeof(addr), NULL, 0),
+	      "SET_VRING_ADDR with desc table running past the region refused");
+	addr.desc = UVA + DESC + 8;
+	CHECK(nacked(s.fd, 9, &addr, sizeof(addr), NULL, 0), "SET_VRING_ADDR misaligned refused");
+	addr.desc = UVA + DESC;
+	CHECK(acked_ok(s.fd, 9, &addr, sizeof(addr), NULL, 0), "SET_VRING_ADDR");
+	v = 1;
+	CHECK(acked_ok(s.fd, 13, &v, 8, &call, 1), "SET_VRING_CALL");
+	CHECK(acked_ok(s.fd, 14, &v, 8, &err, 1), "SET_VRING_ERR");
+	CHECK(acked_ok(s.fd, 12, &v, 8, &kick, 1), "SET_VRING_KICK starts the queue");
+
+	ring_request(&r, "ping1", BUF + 0x1000);
+	eventfd_write(kick, 1);
+	CHECK(!wait_readable(call, 300) && r.used->idx == 0,
+	      "ring disabled (PROTOCOL_FEATURES negotiated): request not processed");
+	st = (struct vring_state){ 1, 1 };
+	CHECK(acked_ok(s.fd, 18, &st, sizeof(st), NULL, 0), "SET_VRING_ENABLE 1 1");
+	CHECK(wait_readable(call, 2000) && r.used->idx == 1 && r.used->ring[0].len == 5 &&
+	      strcmp(last_request, "ping1") == 0 && last_queue_index == 1 &&
+	      strcmp((char *)r.base + BUF + 0x1000, "pong") == 0,
+	      "enable processes the pending request; call fd signalled, used len 5");
+	CHECK(__atomic_load_n(&started_queues, __ATOMIC_SEQ_CST) == 1,
+	      "queue_start called once");
+
+	/* Memory changes while the queue runs. */
+	ms = (struct mem_single){ 0, { 0x10000000, MEM_SIZE, UVA + 0x10000000, 0 } };
+	CHECK(acked_ok(s.fd, 37, &ms, sizeof(ms), &memfd2, 1), "ADD_MEM_REG while running");
+	CHECK(nacked(s.fd, 37, &ms, sizeof(ms), &memfd2, 1), "ADD_MEM_REG of the same range refused");
+	ring_request(&r, "ping2", 0x10000000);
+	eventfd_write(kick, 1);
+	{
+		char *p2 = mmap(NULL, MEM_SIZE, PROT_READ, MAP_SHARED, memfd2, 0);
+
+		CHECK(wait_readable(call, 2000) && r.used->idx == 2 && p2 != MAP_FAILED &&
+		      strcmp(p2, "pong") == 0, "reply written into the added region");
+		if (p2 != MAP_FAILED)
+			munmap(p2, MEM_SIZE);
+	}
+	CHECK(acked_ok(s.fd, 38, &ms, sizeof(ms), NULL, 0), "REM_MEM_REG while running");
+	CHECK(nacked(s.fd, 38, &ms, sizeof(ms), NULL, 0), "REM_MEM_REG of a removed region refused");
+	ring_request(&r, "ping3", 0x10000000);
+	eventfd_write(kick, 1);
+	CHECK(wait_readable(err, 2000) && r.used->idx == 2,
+	      "buffer in the removed region: queue broken, err fd signalled");
+
+	send_msg(s.fd, 11, 0, &(struct vring_state){ 1, 0 }, 8, NULL, 0);
+	CHECK(recv_reply(s.fd, &h, &st, sizeof(st)) == 0 && h.request == 11 && st.index == 1 &&
+	      st.num == 2 && __atomic_load_n(&stopped_queues, __ATOMIC_SEQ_CST) == 1,
+	      "GET_VRING_BASE stops the queue (queue_stop called), reports avail index 2");
+
+	/* Restart the ring from the frontend's view and stop via vu_dev_stop. */
+	memset(r.base + DESC, 0, 0x3000);
+	r.avail_idx = 0;
+	st = (struct vring_state){ 1, 0 };
+	CHECK(acked_ok(s.fd, 10, &st, sizeof(st), NULL, 0), "SET_VRING_BASE after stop");
+	close(kick);
+	kick = eventfd(0, EFD_CLOEXEC);
+	v = 1;
+	CHECK(acked_ok(s.fd, 12, &v, 8, &kick, 1), "SET_VRING_KICK restarts the queue");
+	ring_request(&r, "ping4", BUF + 0x1000);
+	eventfd_write(kick, 1);
+	CHECK(!wait_readable(call, 300), "call fd was closed by GET_VRING_BASE: no signal to the old one");
+	CHECK(r.used->idx == 1 && strcmp(last_request, "ping4") == 0,
+	      "restarted queue (still enabled) processed the request");
+
+	vu_dev_stop(dev);
+	pthread_join(s.thread, NULL);
+	CHECK(s.ret == 0 && __atomic_load_n(&stopped_queues, __ATOMIC_SEQ_CST) == 2,
+	      "vu_dev_stop: serve returns 0 after the queue thread stopped");
+	{
+		char b;
+
+		CHECK(read(s.fd, &b, 1) == 0, "connection closed by the device");
+	}
+	close(s.fd);
+	munmap(r.base, MEM_SIZE);
+	close(memfd);
+	close(memfd2);
+	close(kick);
+	close(call);
+	close(err);
+}
+
+static void test_listen(void)
+{
+	char dir[] = "/tmp/ferry-vu-XXXXXX", path[128], file[128];
+	struct stat st;
+	int lfd = -1, lfd2 = -1, cfd, afd = -1, ret;
+
+	printf("-- vu_listen_unix / vu_accept\n");
+	if (!mkdtemp(dir))
+		exit(1);
+	snprintf(path, sizeof(path), "%s/sock", dir);
+	snprintf(file, sizeof(file), "%s/file", dir);
+	ret = vu_listen_unix(path, NULL, &lfd);
+	CHECK(ret == 0 && stat(path, &st) == 0 && S_ISSOCK(st.st_mode) &&
+	      (st.st_mode & 0777) == 0600, "listening socket with mode 0600");
+	CHECK(vu_listen_unix(path, NULL, &lfd2) == -EADDRINUSE,
+	      "a socket someone listens on is not removed");
+	cfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	{
+		struct sockaddr_un a = { .sun_family = AF_UNIX };
+
+		strcpy(a.sun_path, path);
+		CHECK(connect(cfd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+		      vu_accept(lfd, &afd) == 0 && (fcntl(afd, F_GETFD) & FD_CLOEXEC),
+		      "vu_accept returns a close-on-exec connection");
+	}
+	close(cfd);
+	close(afd);
+	close(lfd);
+	CHECK(vu_listen_unix(path, NULL, &lfd) == 0, "stale socket file replaced");
+	close(lfd);
+	close(open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+	CHECK(vu_listen_unix(file, NULL, &lfd2) == -EEXIST && stat(file, &st) == 0,
+	      "a regular file at the path is left alone");
+	CHECK(vu_listen_unix(path, "no-such-group-ferry", &lfd2) == -ENOENT,
+	      "unknown group refused");
+	unlink(path);
+	unlink(file);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	struct vu_fs_config cfg = { .tag = "myfs", .num_request_queues = 2 };
+	struct vu_dev *dev;
+	unsigned fds_before, fds_after;
+	int ctx_token;
+
+	ferry_log_init(LOG_LVL_ERROR, false);
+	{
+		struct vu_fs_config bad = { .tag = "0123456789012345678901234567890123456",
+					    .num_request_queues = 1 };
+
+		CHECK(vu_dev_new(&dev, &bad, &ops, NULL) == -EINVAL, "37-byte tag refused");
+	}
+	if (vu_dev_new(&dev, &cfg, &ops, &ctx_token) < 0) {
+		fprintf(stderr, "vu_dev_new failed\n");
+		return 1;
+	}
+	fds_before = count_fds();
+	test_control_messages(dev);
+	test_disconnects(dev);
+	fds_after = count_fds();
+	CHECK(fds_after == fds_before, "no fd leaked by malformed messages (%u -> %u)",
+	      fds_before, fds_after);
+	test_live_queue(dev);
+	fds_after = count_fds();
+	CHECK(fds_after == fds_before, "no fd leaked by a live session (%u -> %u)",
+	      fds_before, fds_after);
+	vu_dev_free(dev);
+	test_listen();
+	printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
+	return failures ? 1 : 0;
+}
