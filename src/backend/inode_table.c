@@ -186,13 +186,10 @@ int inode_table_new(struct inode_table **out, struct fd_budget *fds,
 	t->root.shard = key_hash(root_key) & (SHARD_COUNT - 1);
 	t->root.nlookup = 1;
 	t->root.refs = 1;
-	{
-		struct shard *s = &t->shards[t->root.shard];
-		size_t b = key_bucket(s, root_key);
-
-		t->root.next_by_key = s->by_key[b];
-		s->by_key[b] = &t->root;
-	}
+	/* Linked like any inode so growing the shard rehashes it too; it is
+	 * skipped wherever inodes are freed. */
+	shard_link(&t->shards[t->root.shard], &t->root);
+	t->shards[t->root.shard].count++;
 	*out = t;
 	return 0;
 
@@ -220,7 +217,8 @@ void inode_table_free(struct inode_table *t)
 			while (inode) {
 				struct inode *next = inode->next_by_id;
 
-				inode_destroy(t, inode);
+				if (inode != &t->root)
+					inode_destroy(t, inode);
 				inode = next;
 			}
 		}
@@ -393,6 +391,10 @@ void inode_forget_all(struct inode_table *t)
 			while (inode) {
 				struct inode *next = inode->next_by_id;
 
+				if (inode == &t->root) {
+					inode = next;
+					continue;
+				}
 				inode->nlookup = 0;
 				if (inode->refs == 0) {
 					shard_unlink(s, inode);

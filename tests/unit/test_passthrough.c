@@ -665,6 +665,36 @@ static void test_forget_race(void)
 	ops->forget(pt, r.id, UINT64_MAX);
 }
 
+/* Thousands of inodes make the shards grow; the root must still be found
+ * by its identity afterwards, or ".." would give it a second nodeid. */
+static void test_many_inodes(void)
+{
+	struct fuse_mkdir_in min = { .mode = 0755 };
+	struct fuse_mknod_in in = { .mode = S_IFREG | 0644 };
+	static uint64_t ids[6000];
+	struct fuse_entry_out dir, e;
+	char name[16];
+	int made = 0;
+
+	CHECK_EQ(ops->mkdir(pt, &root_ctx, FUSE_ROOT_ID, "many", &min, &dir), 0);
+	for (int i = 0; i < 6000; i++) {
+		snprintf(name, sizeof(name), "m%d", i);
+		if (ops->mknod(pt, &root_ctx, dir.nodeid, name, &in, &e) < 0)
+			break;
+		ids[made++] = e.nodeid;
+	}
+	CHECK_EQ(made, 6000);
+	CHECK_EQ(lookup(dir.nodeid, "..", NULL), FUSE_ROOT_ID);
+	for (int i = 0; i < made; i++) {
+		struct fuse_getattr_in gin = { 0 };
+		struct fuse_attr_out aout;
+
+		CHECK_EQ(ops->getattr(pt, &root_ctx, ids[i], &gin, &aout), 0);
+		ops->forget(pt, ids[i], 1);
+	}
+	ops->forget(pt, dir.nodeid, 1);
+}
+
 /* A guest holding many inodes gets ENFILE, and the daemon keeps serving. */
 static void test_fd_limit(void)
 {
@@ -710,6 +740,15 @@ int main(void)
 	char cmd[64];
 
 	is_root = geteuid() == 0;
+	{
+		/* room for test_many_inodes: one O_PATH fd per inode */
+		struct rlimit rl;
+
+		getrlimit(RLIMIT_NOFILE, &rl);
+		if (rl.rlim_cur < 16384)
+			rl.rlim_cur = rl.rlim_max < 16384 ? rl.rlim_max : 16384;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	if (!mkdtemp(scratch)) {
 		perror("mkdtemp");
 		return 1;
@@ -735,6 +774,7 @@ int main(void)
 	test_tmpfile();
 	test_creds();
 	test_forget_race();
+	test_many_inodes();
 	test_fd_limit();
 
 	ops->destroy(pt);
