@@ -76,7 +76,11 @@ hc_times_ns() {
     eq "atime mtime" "$(stat -c '%.9X %.9Y' "$k/mtime_ns" 2>&1)" \
         "1234567890.123456789 1500000000.987654321"
 }
-hc_symlink() { eq target "$(readlink "$k/symlink" 2>&1)" "some/target/../path"; }
+hc_symlink() {
+    eq target "$(readlink "$k/symlink" 2>&1)" "some/target/../path" &&
+        eq "absolute target" "$(readlink "$k/abs_symlink" 2>&1)" /etc/ferryfs-guest-target || return 1
+    [[ ! -e /etc/ferryfs-guest-target ]] || { echo "/etc/ferryfs-guest-target exists on the host"; return 1; }
+}
 hc_hardlinks() {
     local a b c
     a="$(stat -c %h:%i "$k/hardlink_a" 2>&1)"

@@ -612,7 +612,14 @@ static int c_rename(void)
     SYS("read r2", get_file(P("r2"), buf, sizeof buf));
     CK(!strcmp(buf, "R1"), "r2 content");
     SYS("put r3", put_file(P("r3"), "R3", 0644));
+    int oldfd = open(P("r3"), O_RDONLY);
+    SYS("open r3", oldfd);
     SYS("rename over", rename(P("r2"), P("r3")));
+    ssize_t rn = pread(oldfd, buf, sizeof buf - 1, 0);
+    close(oldfd);
+    SYS("read replaced", rn);
+    buf[rn] = 0;
+    CK(!strcmp(buf, "R3"), "replaced file's open fd reads '%s'", buf);
     SYS("read r3", get_file(P("r3"), buf, sizeof buf));
     CK(!strcmp(buf, "R1"), "overwrite content '%s'", buf);
     SYS("mkdir", mkdir(P("rd1"), 0755));
@@ -1244,6 +1251,140 @@ static int c_locks(void)
     return 0;
 }
 
+static int c_readdir_unlink_during(void)
+{
+    /* rm -rf pattern: every entry not yet removed must still be returned exactly once. */
+    enum { N = 300 };
+    static unsigned char seen[N];
+    SYS("mkdir", mkdir(P("rmrf"), 0755));
+    for (int i = 0; i < N; i++) {
+        int fd = open(P("rmrf/e%03d", i), O_CREAT | O_WRONLY, 0644);
+        SYS("create", fd);
+        close(fd);
+    }
+    drop_caches();
+    int dfd = open(P("rmrf"), O_RDONLY | O_DIRECTORY);
+    SYS("open dir", dfd);
+    char buf[512];
+    int total = 0;
+    for (;;) {
+        long n = syscall(SYS_getdents64, dfd, buf, sizeof buf);
+        SYS("getdents64", n);
+        if (n == 0)
+            break;
+        for (long off = 0; off < n;) {
+            const char *name = buf + off + 19;
+            off += *(unsigned short *)(buf + off + 16);
+            if (name[0] == '.')
+                continue;
+            int idx = atoi(name + 1);
+            CK(idx >= 0 && idx < N, "bad name %.20s", name);
+            CK(!seen[idx]++, "%s returned twice", name);
+            total++;
+            SYS("unlinkat", unlinkat(dfd, name, 0));
+        }
+    }
+    close(dfd);
+    CK(total == N, "saw %d of %d", total, N);
+    SYS("rmdir", rmdir(P("rmrf")));
+    return 0;
+}
+
+static int c_parallel_io(void)
+{
+    /* Several writers at once keep more than one request in flight on the queue. */
+    enum { NPROC = 4 };
+    const size_t len = 4 * MiB + 333;
+    pid_t pids[NPROC];
+    for (int p = 0; p < NPROC; p++) {
+        pids[p] = fork();
+        if (pids[p] == 0) {
+            unsigned char *w = malloc(len), *r = malloc(len);
+            pattern(200 + (uint64_t)p, 0, w, len);
+            int fd = open(P("par%d", p), O_CREAT | O_RDWR | O_TRUNC, 0644);
+            if (fd < 0)
+                _exit(10);
+            for (size_t off = 0; off < len; off += 65536 + 17) {
+                size_t l = len - off < 65536 + 17 ? len - off : 65536 + 17;
+                if (write_all(fd, w + off, l, (off_t)off) < 0)
+                    _exit(11);
+            }
+            if (fsync(fd) < 0)
+                _exit(12);
+            if (read_all(fd, r, len, 0) != (ssize_t)len || memcmp(r, w, len))
+                _exit(13);
+            close(fd);
+            _exit(0);
+        }
+    }
+    int bad = 0, why = 0;
+    for (int p = 0; p < NPROC; p++) {
+        int status;
+        waitpid(pids[p], &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+            bad++;
+            why = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        }
+    }
+    CK(!bad, "%d writers failed (last status %d)", bad, why);
+    drop_caches();
+    unsigned char *w = malloc(len), *r = malloc(len);
+    for (int p = 0; p < NPROC; p++) {
+        pattern(200 + (uint64_t)p, 0, w, len);
+        int fd = open(P("par%d", p), O_RDONLY);
+        SYS("reopen", fd);
+        ssize_t n = read_all(fd, r, len, 0);
+        close(fd);
+        CK(n == (ssize_t)len, "par%d size %zd", p, n);
+        long d = first_diff(r, w, len);
+        CK(d < 0, "par%d differs at %ld", p, d);
+    }
+    return 0;
+}
+
+static int c_suid_cleared_on_write(void)
+{
+    struct stat st;
+    SYS("mkdir", mkdir(P("suid"), 0777));
+    SYS("chmod dir", chmod(P("suid"), 0777));
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (setgroups(0, NULL) || setgid(1000) || setuid(1000))
+            _exit(2);
+        int fd = open(P("suid/f"), O_CREAT | O_RDWR, 0755);
+        if (fd < 0)
+            _exit(3);
+        if (fchmod(fd, 06755) < 0)
+            _exit(4);
+        if (write(fd, "x", 1) != 1)
+            _exit(5);
+        close(fd);
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "user 1000 steps failed (%d)",
+       WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    drop_caches();
+    SYS("stat", stat(P("suid/f"), &st));
+    CK(!(st.st_mode & S_ISUID), "S_ISUID kept after write (mode %o)", st.st_mode & 07777);
+    CK(!(st.st_mode & S_ISGID), "S_ISGID kept after write (mode %o)", st.st_mode & 07777);
+    return 0;
+}
+
+static int c_symlink_absolute(void)
+{
+    /* An absolute target is just bytes to the daemon: it must never be resolved on the host. */
+    char buf[PATH_MAX];
+    SYS("symlink", symlink("/etc/ferryfs-guest-target", P("keep/abs_symlink")));
+    drop_caches();
+    ssize_t n = readlink(P("keep/abs_symlink"), buf, sizeof buf);
+    SYS("readlink", n);
+    CK(n == 25 && !memcmp(buf, "/etc/ferryfs-guest-target", 25), "target changed");
+    EXPECT_ERR("dangling follow", open(P("keep/abs_symlink"), O_RDONLY), ENOENT);
+    return 0;
+}
+
 struct check {
     const char *name;
     int (*fn)(void);
@@ -1290,6 +1431,10 @@ static const struct check checks[] = {
     {"sgid_dir", c_sgid_dir},
     {"mmap_shared", c_mmap_shared},
     {"locks", c_locks},
+    {"readdir_unlink_during", c_readdir_unlink_during},
+    {"parallel_io", c_parallel_io},
+    {"suid_cleared_on_write", c_suid_cleared_on_write},
+    {"symlink_absolute", c_symlink_absolute},
 };
 
 static double now(void)
