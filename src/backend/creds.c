@@ -121,7 +121,7 @@ int creds_set_umask(mode_t mask)
 		if (unshare(CLONE_FS) < 0)
 			return -errno;
 		thread_has_own_fs = true;
-		thread_umask = umask(mask);
+		umask(mask);
 		thread_umask = mask;
 		return 0;
 	}

@@ -105,6 +105,18 @@ static int release(uint64_t nodeid, uint64_t fh)
 	return ops->release(pt, &root_ctx, nodeid, &in);
 }
 
+static int open_as(const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		   uint32_t flags, uint64_t *fh)
+{
+	struct fuse_open_in in = { .flags = flags };
+	struct fuse_open_out out;
+	int ret = ops->open(pt, ctx, nodeid, &in, &out);
+
+	if (ret == 0)
+		*fh = out.fh;
+	return ret;
+}
+
 static int open_node(uint64_t nodeid, uint32_t flags, uint64_t *fh)
 {
 	struct fuse_open_in in = { .flags = flags };
@@ -586,6 +598,25 @@ static void test_creds(void)
 	CHECK_EQ(aout.attr.uid, 1000);
 	CHECK_EQ(aout.attr.gid, 1000);
 	CHECK_EQ(release(id, fh), 0);
+	/* reopening through /proc/self/fd works under the guest's ids and
+	 * checks them: its own file yes, root's 0644 file not for writing */
+	CHECK_EQ(open_as(&user_ctx, id, O_RDWR, &fh), 0);
+	CHECK_EQ(release(id, fh), 0);
+	{
+		uint64_t rid = lookup(FUSE_ROOT_ID, "a", NULL);
+
+		CHECK_EQ(open_as(&user_ctx, rid, O_RDWR, &fh), -EACCES);
+		CHECK_EQ(open_as(&user_ctx, rid, O_RDONLY, &fh), 0);
+		CHECK_EQ(release(rid, fh), 0);
+		ops->forget(pt, rid, 1);
+	}
+	{
+		struct fuse_entry_out le;
+
+		CHECK_EQ(ops->link(pt, &user_ctx, id, FUSE_ROOT_ID, "owned2", &le), 0);
+		CHECK_EQ(le.attr.nlink, 2);
+		ops->forget(pt, id, 1);
+	}
 	/* the thread is back to root after the request */
 	CHECK_EQ(geteuid(), 0);
 	CHECK_EQ(getegid(), 0);
