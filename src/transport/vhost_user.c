@@ -1174,11 +1174,12 @@ int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
 	unsigned i = 0;
 	int ret;
 
-	if (!config || !config->tag || !ops || !ops->handle || !ops->queue_start ||
-	    !ops->queue_stop)
+	if (!config || !ops || !ops->handle || !ops->queue_start || !ops->queue_stop)
 		return -EINVAL;
-	tag_len = strlen(config->tag);
-	if (tag_len == 0 || tag_len > sizeof(dev->config_space.tag) ||
+	/* No tag is fine: QEMU's vhost-user-fs-pci has its own tag property
+	 * and does not read ours. */
+	tag_len = config->tag ? strlen(config->tag) : 0;
+	if (tag_len > sizeof(dev->config_space.tag) ||
 	    config->num_request_queues == 0 ||
 	    config->num_request_queues >= VU_MAX_QUEUES)
 		return -EINVAL;
@@ -1190,7 +1191,8 @@ int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
 	dev->opaque = opaque;
 	dev->conn_fd = -1;
 	dev->backend_req_fd = -1;
-	memcpy(dev->config_space.tag, config->tag, tag_len);
+	if (tag_len)
+		memcpy(dev->config_space.tag, config->tag, tag_len);
 	dev->config_space.num_request_queues = htole32(config->num_request_queues);
 	dev->nqueues = 1 + config->num_request_queues;
 

@@ -33,7 +33,8 @@ struct vu_fs_ops {
 };
 
 struct vu_fs_config {
-	const char *tag;                /* config space tag, at most 36 bytes */
+	const char *tag;                /* config space tag, at most 36 bytes;
+					 * NULL leaves it empty */
 	unsigned num_request_queues;    /* queues besides hiprio (queue 0) */
 };
 
@@ -43,7 +44,11 @@ int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
 	       const struct vu_fs_ops *ops, void *opaque);
 /* Serves one frontend on conn_fd until it disconnects or vu_dev_stop() is
  * called; stops all queue threads before returning. Returns 0 when the
- * frontend went away in an orderly way, -errno on a fatal error. */
+ * frontend went away in an orderly way (or on vu_dev_stop), -errno on a
+ * fatal error: a malformed message that cannot be answered with an error
+ * reply drops the connection. Takes ownership of conn_fd and closes it.
+ * All guest memory is unmapped and all ring fds closed on return, so the
+ * device can serve another connection; after vu_dev_stop it will not. */
 int vu_dev_serve(struct vu_dev *dev, int conn_fd);
 /* Async-signal-safe: asks vu_dev_serve() to drain and return. */
 void vu_dev_stop(struct vu_dev *dev);

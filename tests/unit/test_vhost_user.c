@@ -612,6 +612,11 @@ int main(void)
 					    .num_request_queues = 1 };
 
 		CHECK(vu_dev_new(&dev, &bad, &ops, NULL) == -EINVAL, "37-byte tag refused");
+		bad.tag = NULL;
+		CHECK(vu_dev_new(&dev, &bad, &ops, NULL) == 0, "no tag accepted (QEMU has its own)");
+		vu_dev_free(dev);
+		bad.num_request_queues = 0;
+		CHECK(vu_dev_new(&dev, &bad, &ops, NULL) == -EINVAL, "zero request queues refused");
 	}
 	if (vu_dev_new(&dev, &cfg, &ops, &ctx_token) < 0) {
 		fprintf(stderr, "vu_dev_new failed\n");
