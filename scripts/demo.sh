@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # `make demo`: share a host directory through ferryfsd with a QEMU guest that reads, writes and renames files in it.
 #
-# Usage: scripts/demo.sh [DEMO_DIR]     (default /tmp/ferryfs-demo; env FERRYFSD=path/to/ferryfsd)
+# Usage: scripts/demo.sh [DEMO_DIR]     (default /tmp/ferryfs-demo; env FERRYFSD=path/to/ferryfsd,
+#        FERRYFSD_ARGS="extra daemon options")
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 demo="${1:-/tmp/ferryfs-demo}"
 ferryfsd="${FERRYFSD:-$repo/build/ferryfsd}"
 guest_dir="${FERRYFS_GUEST_DIR:-${FERRYFS_CACHE:-/var/cache/ferryfs}/guest}"
+read -r -a extra <<<"${FERRYFSD_ARGS:-}"
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -35,8 +37,8 @@ ls -l "$share"
 
 sock="$demo/ferryfsd.sock"
 rm -f "$sock"
-step "Starting ferryfsd: $ferryfsd --socket-path=$sock --shared-dir=$share"
-"$ferryfsd" --socket-path="$sock" --shared-dir="$share" >"$demo/ferryfsd.log" 2>&1 &
+step "Starting ferryfsd: $ferryfsd --socket-path=$sock --shared-dir=$share ${extra[*]}"
+"$ferryfsd" --socket-path="$sock" --shared-dir="$share" "${extra[@]}" >"$demo/ferryfsd.log" 2>&1 &
 pid=$!
 trap 'kill -0 "$pid" 2>/dev/null && kill "$pid" 2>/dev/null; true' EXIT
 for ((i = 0; i < 100; i++)); do
