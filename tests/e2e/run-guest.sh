@@ -10,7 +10,7 @@
 #   --cmd NAME        guest command: /cmds/NAME in the initrd, or an absolute guest path (default fsops)
 #   --args "A B"      arguments for the command (no commas)
 #   --mntopts O       extra mount options (comma separated)
-#   --log FILE        console log (default: stdout only)
+#   --log FILE        keep the console log in FILE (default: a temporary file)
 #   --quiet           do not echo the console to stdout (log file only)
 #   --timeout SECS    kill QEMU after SECS (default 300)
 #   --mem SIZE        guest RAM (default 1G); --smp N (default 2)
@@ -44,7 +44,7 @@ while (($#)); do
         --append) append="$2"; shift 2 ;;
         --watch-pid) watch_pid="$2"; shift 2 ;;
         --) shift; extra=("$@"); break ;;
-        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | grep '^#'; exit 0 ;;
         *) echo "run-guest.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
