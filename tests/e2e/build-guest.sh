@@ -182,7 +182,9 @@ else
     rm -f "$out/initrd-fio.img"
 fi
 
-cp "$vmlinuz" "$out/vmlinuz"
+# Replace files by rename so a guest booting from this dir meanwhile never reads a partial image.
+cp "$vmlinuz" "$out/vmlinuz.tmp"
+mv "$out/vmlinuz.tmp" "$out/vmlinuz"
 echo "$kver" >"$out/kernel-version"
 echo "$stamp" >"$out/.stamp"
 log "done: $(du -h "$out/initrd.img" | cut -f1) initrd, kernel $kver"
