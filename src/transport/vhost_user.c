@@ -84,11 +84,12 @@ static const uint64_t offered_features =
 	BIT(VIRTIO_F_VERSION_1) | BIT(VIRTIO_RING_F_EVENT_IDX) |
 	BIT(VIRTIO_RING_F_INDIRECT_DESC) | BIT(VU_F_PROTOCOL_FEATURES);
 
-/* LOG_SHMFD is not offered: no dirty logging, hence no migration. */
-static const uint64_t offered_protocol_features =
+/* LOG_SHMFD is not offered: no dirty logging, hence no migration. CONFIG
+ * is added per device, only when it has a tag: QEMU's vhost-user-fs-pci
+ * has its own tag and warns about a backend offering config space. */
+static const uint64_t base_protocol_features =
 	BIT(VU_PROTO_F_MQ) | BIT(VU_PROTO_F_REPLY_ACK) |
-	BIT(VU_PROTO_F_BACKEND_REQ) | BIT(VU_PROTO_F_CONFIG) |
-	BIT(VU_PROTO_F_CONFIGURE_MEM_SLOTS);
+	BIT(VU_PROTO_F_BACKEND_REQ) | BIT(VU_PROTO_F_CONFIGURE_MEM_SLOTS);
 
 struct vu_msg_hdr {
 	uint32_t request;
@@ -198,6 +199,7 @@ struct vu_dev {
 	int stop_fd;
 	int conn_fd;
 	uint64_t features;
+	uint64_t offered_protocol_features;
 	uint64_t protocol_features;
 	struct guest_mem *mem;
 	int backend_req_fd;
@@ -718,7 +720,7 @@ static int h_reset_owner(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *
 static int h_get_protocol_features(struct vu_dev *dev, struct vu_msg *m,
 				   struct vu_reply *r)
 {
-	r->p.u64 = offered_protocol_features;
+	r->p.u64 = dev->offered_protocol_features;
 	r->size = sizeof(r->p.u64);
 	return 0;
 }
@@ -726,7 +728,7 @@ static int h_get_protocol_features(struct vu_dev *dev, struct vu_msg *m,
 static int h_set_protocol_features(struct vu_dev *dev, struct vu_msg *m,
 				   struct vu_reply *r)
 {
-	if (m->p.u64 & ~offered_protocol_features) {
+	if (m->p.u64 & ~dev->offered_protocol_features) {
 		log_err("SET_PROTOCOL_FEATURES 0x%llx: not offered",
 			(unsigned long long)m->p.u64);
 		return -EINVAL;
@@ -1195,6 +1197,8 @@ int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
 		memcpy(dev->config_space.tag, config->tag, tag_len);
 	dev->config_space.num_request_queues = htole32(config->num_request_queues);
 	dev->nqueues = 1 + config->num_request_queues;
+	dev->offered_protocol_features = base_protocol_features |
+		(tag_len ? BIT(VU_PROTO_F_CONFIG) : 0);
 
 	dev->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (dev->stop_fd < 0) {

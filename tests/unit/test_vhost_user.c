@@ -614,6 +614,16 @@ int main(void)
 		CHECK(vu_dev_new(&dev, &bad, &ops, NULL) == -EINVAL, "37-byte tag refused");
 		bad.tag = NULL;
 		CHECK(vu_dev_new(&dev, &bad, &ops, NULL) == 0, "no tag accepted (QEMU has its own)");
+		{
+			struct session s;
+			uint64_t v;
+
+			session_start(&s, dev);
+			v = get_u64(s.fd, 15);
+			CHECK(v != UINT64_MAX && !(v & BIT(PROTO_CONFIG)) && (v & BIT(PROTO_MQ)),
+			      "without a tag, PROTOCOL_F_CONFIG is not offered");
+			CHECK(session_end(&s) == 0, "orderly end");
+		}
 		vu_dev_free(dev);
 		bad.num_request_queues = 0;
 		CHECK(vu_dev_new(&dev, &bad, &ops, NULL) == -EINVAL, "zero request queues refused");
