@@ -1,0 +1,91 @@
+/* FUSE request builders and generic reply validation, the guest driver's side of virtio-fs. */
+#ifndef FERRY_LOAD_FUSE_CLIENT_H
+#define FERRY_LOAD_FUSE_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/fuse.h>
+
+#include "vu_frontend.h"
+
+/* Each slot's control page: device-readable half, then device-writable half. */
+#define FC_CTRL_SIZE 4096u
+#define FC_CTRL_RD   0u
+#define FC_CTRL_WR   2048u
+
+/* One request position in a queue, with its guest buffers and the state the
+ * workload keeps for the chain of requests it runs through this slot. */
+struct fc_slot {
+	uint16_t index;
+	uint8_t *ctrl;
+	uint64_t ctrl_gpa;
+	uint8_t *data;
+	uint64_t data_gpa;
+	uint32_t data_cap;
+
+	struct vu_seg seg[VU_MAX_SEGS];
+	unsigned nseg;
+	uint32_t rd_off, wr_off;
+	uint32_t in_len;
+	uint32_t out_cap;      /* bytes of device-writable buffer */
+	bool has_reply;
+
+	uint64_t unique;
+	uint32_t opcode;
+	bool busy;
+	uint64_t t_submit;
+	uint32_t expect_len;   /* exact out.len on success, 0 = up to out_cap */
+	int32_t allow_err;     /* a negative errno also accepted, or 0 */
+	uint32_t data_len;     /* bytes of data moved (for MiB/s) */
+
+	/* Workload state. */
+	int kind, state;
+	uint64_t off, nodeid, fh, seq;
+	uint32_t count;
+	uint8_t *seen;
+	char name[64];
+};
+
+void fc_begin(struct fc_slot *s, uint32_t opcode, uint64_t nodeid, uint64_t unique);
+/* Appends a device-readable argument copied into the control page. */
+int fc_arg(struct fc_slot *s, const void *p, uint32_t len);
+/* Appends len bytes of the slot's data buffer as device-readable (WRITE). */
+int fc_data_in(struct fc_slot *s, uint32_t len);
+/* Appends the out header and argsize bytes of reply arguments. */
+int fc_reply(struct fc_slot *s, uint32_t argsize);
+/* Appends len bytes of the data buffer as device-writable (READ, READDIR). */
+int fc_data_out(struct fc_slot *s, uint32_t len);
+/* Fills in the in header's length; the chain is then ready for vu_queue_add. */
+void fc_finish(struct fc_slot *s);
+
+static inline struct fuse_out_header *fc_out_hdr(struct fc_slot *s)
+{
+	return (struct fuse_out_header *)(s->ctrl + FC_CTRL_WR);
+}
+
+static inline void *fc_out_args(struct fc_slot *s)
+{
+	return s->ctrl + FC_CTRL_WR + sizeof(struct fuse_out_header);
+}
+
+/* Checks the used length, unique id, error code and length of a completed
+ * request. Returns 0 when it is right, -EBADMSG with a reason in why. */
+int fc_check(struct fc_slot *s, uint32_t used_len, char *why, size_t whylen);
+
+const char *fc_opname(uint32_t opcode);
+
+/* The data every file offset must hold: a function of the offset alone, so
+ * any read of any block can be checked, whatever writes came before. */
+static inline uint64_t fc_pattern(uint64_t off)
+{
+	uint64_t x = (off ^ 0x6a09e667f3bcc908ull) * 0x9e3779b97f4a7c15ull;
+
+	return x ^ (x >> 29);
+}
+
+void fc_pattern_fill(void *buf, uint64_t off, uint32_t len);
+/* Returns 0, or -EBADMSG with the first bad offset in *bad. */
+int fc_pattern_check(const void *buf, uint64_t off, uint32_t len, uint64_t *bad);
+
+#endif

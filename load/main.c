@@ -1,0 +1,231 @@
+/* ferryfs-load: command line, result report and exit status of the load generator. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <signal.h>
+#include <time.h>
+
+#include "workloads.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: ferryfs-load --socket PATH --workload W [options]\n"
+"Plays a virtio-fs guest against a vhost-user-fs backend and measures it.\n"
+"  --socket PATH        the backend's vhost-user socket\n"
+"  --workload W         read randread write randwrite getattr lookup\n"
+"                       create-unlink readdirplus mixed\n"
+"  --block-size BYTES   I/O size, 4k..1m, multiple of 512 (default 4k)\n"
+"  --queue-depth N      requests in flight per request queue (default 16)\n"
+"  --queues N           request queues besides hiprio (default 1)\n"
+"  --seconds S          measured interval (default 5)\n"
+"  --warmup S           unmeasured interval before it (default 1)\n"
+"  --file-size BYTES    data file size (default 64m)\n"
+"  --dir-entries N      readdirplus directory size (default 10000)\n"
+"  --daemon-pid PID     read this process's CPU time from /proc\n"
+"  --event-idx on|off   negotiate VIRTIO_RING_F_EVENT_IDX (default: on if offered,\n"
+"                       as a Linux guest does)\n"
+"  --poll               spin on the used rings instead of waiting for calls\n"
+"  --seed N             random offsets' seed (default 1)\n"
+"  --json               last line of output is one JSON object\n"
+"Exit status: 0 all replies right, 1 wrong replies, 2 could not run.\n");
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mul = 1;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': mul = 1ull << 10; end++; break;
+	case 'm': case 'M': mul = 1ull << 20; end++; break;
+	case 'g': case 'G': mul = 1ull << 30; end++; break;
+	default: break;
+	}
+	if (*end == 'i')
+		end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || v > UINT64_MAX / mul)
+		return -EINVAL;
+	*out = v * mul;
+	return 0;
+}
+
+static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
+{
+	uint64_t v;
+
+	if (parse_size(s, &v) || v < min || v > max)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int parse_secs(const char *s, double *out)
+{
+	char *end;
+
+	*out = strtod(s, &end);
+	return (*end || *out < 0 || *out > 86400) ? -EINVAL : 0;
+}
+
+enum { O_SOCKET = 256, O_WORKLOAD, O_BS, O_QD, O_QUEUES, O_SECONDS, O_WARMUP,
+       O_FSIZE, O_DIRENT, O_PID, O_EIDX, O_POLL, O_SEED, O_JSON, O_HELP };
+
+static int parse_args(int argc, char **argv, struct load_cfg *c)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, O_SOCKET },
+		{ "workload", required_argument, NULL, O_WORKLOAD },
+		{ "block-size", required_argument, NULL, O_BS },
+		{ "queue-depth", required_argument, NULL, O_QD },
+		{ "queues", required_argument, NULL, O_QUEUES },
+		{ "seconds", required_argument, NULL, O_SECONDS },
+		{ "warmup", required_argument, NULL, O_WARMUP },
+		{ "file-size", required_argument, NULL, O_FSIZE },
+		{ "dir-entries", required_argument, NULL, O_DIRENT },
+		{ "daemon-pid", required_argument, NULL, O_PID },
+		{ "event-idx", required_argument, NULL, O_EIDX },
+		{ "poll", no_argument, NULL, O_POLL },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "help", no_argument, NULL, O_HELP },
+		{ 0 },
+	};
+	uint32_t v;
+	int o, bad = 0;
+
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (o) {
+		case O_SOCKET: c->socket = optarg; break;
+		case O_WORKLOAD: c->workload = optarg; break;
+		case O_BS: bad |= parse_u32(optarg, 512, 1u << 20, &c->block_size); break;
+		case O_QD: bad |= parse_u32(optarg, 1, 1024, &c->queue_depth); break;
+		case O_QUEUES: bad |= parse_u32(optarg, 1, LOAD_MAX_QUEUES, &c->queues); break;
+		case O_SECONDS: bad |= parse_secs(optarg, &c->seconds); break;
+		case O_WARMUP: bad |= parse_secs(optarg, &c->warmup); break;
+		case O_FSIZE: bad |= parse_size(optarg, &c->file_size); break;
+		case O_DIRENT: bad |= parse_u32(optarg, 1, 1000000, &c->dir_entries); break;
+		case O_PID: bad |= parse_u32(optarg, 1, INT_MAX, &v); c->daemon_pid = (pid_t)v; break;
+		case O_EIDX:
+			if (!strcmp(optarg, "on"))
+				c->event_idx = 1;
+			else if (!strcmp(optarg, "off"))
+				c->event_idx = 0;
+			else
+				bad = -EINVAL;
+			break;
+		case O_POLL: c->poll = true; break;
+		case O_SEED: { uint64_t s; bad |= parse_size(optarg, &s); c->seed = s; break; }
+		case O_JSON: c->json = true; break;
+		case O_HELP: usage(stdout); exit(0);
+		default: return -EINVAL;
+		}
+		if (bad) {
+			fprintf(stderr, "ferryfs-load: bad value for option: %s\n", optarg);
+			return -EINVAL;
+		}
+	}
+	if (optind != argc || !c->socket || !c->workload) {
+		fprintf(stderr, "ferryfs-load: --socket and --workload are required\n");
+		return -EINVAL;
+	}
+	if (!load_workload_valid(c->workload)) {
+		fprintf(stderr, "ferryfs-load: unknown workload '%s'\n", c->workload);
+		return -EINVAL;
+	}
+	if (c->block_size % 512) {
+		fprintf(stderr, "ferryfs-load: --block-size must be a multiple of 512\n");
+		return -EINVAL;
+	}
+	if (c->file_size < c->block_size) {
+		fprintf(stderr, "ferryfs-load: --file-size must hold at least one block\n");
+		return -EINVAL;
+	}
+	if (c->seconds <= 0) {
+		fprintf(stderr, "ferryfs-load: --seconds must be positive\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct load_cfg c = {
+		.block_size = 4096, .queue_depth = 16, .queues = 1, .seconds = 5,
+		.warmup = 1, .file_size = 64ull << 20, .dir_entries = 10000, .seed = 1,
+		.event_idx = -1,
+	};
+	struct load_result res;
+	double el, ops_s, mib_s, cpu_op, self_op;
+	int ret;
+
+	if (parse_args(argc, argv, &c)) {
+		usage(stderr);
+		return 2;
+	}
+	/* A backend that goes away mid-run must not kill us before we report. */
+	signal(SIGPIPE, SIG_IGN);
+	ret = load_run(&c, &res);
+	if (ret && !res.errors) {
+		fprintf(stderr, "ferryfs-load: run failed: %s\n", strerror(-ret));
+		return 2;
+	}
+	el = res.elapsed_s > 0 ? res.elapsed_s : 1;
+	ops_s = (double)res.ops / el;
+	mib_s = (double)res.bytes / el / (1 << 20);
+	cpu_op = res.daemon_cpu_us >= 0 && res.ops ? res.daemon_cpu_us / (double)res.ops : -1;
+	self_op = res.ops ? res.load_cpu_us / (double)res.ops : -1;
+
+	printf("workload %s: block size %u, queue depth %u x %u queue(s), %.1f s (warmup %.1f s), file %llu bytes\n",
+	       c.workload, c.block_size, c.queue_depth, c.queues, c.seconds, c.warmup,
+	       (unsigned long long)c.file_size);
+	printf("backend: FUSE 7.%u, max_write %u, max_pages %u, event_idx %s, indirect %s, queues %llu\n",
+	       res.proto_minor, res.max_write, res.max_pages, res.event_idx ? "on" : "off",
+	       res.indirect ? "on" : "off", (unsigned long long)res.queue_num_max);
+	printf("ops %" PRIu64 " in %.3f s: %.0f ops/s, %.1f MiB/s", res.ops, el, ops_s, mib_s);
+	if (res.cycles)
+		printf(", %" PRIu64 " cycles", res.cycles);
+	if (res.entries)
+		printf(", %" PRIu64 " entries", res.entries);
+	printf("\nlatency us: p50 %.1f  p99 %.1f  p99.9 %.1f  mean %.1f  max %.1f\n",
+	       res.lat_p50_us, res.lat_p99_us, res.lat_p999_us, res.lat_mean_us, res.lat_max_us);
+	if (cpu_op >= 0)
+		printf("daemon cpu: %.2f us/op (%.0f%% of one cpu)\n", cpu_op,
+		       res.daemon_cpu_us / el / 1e4);
+	else
+		printf("daemon cpu: unknown (no --daemon-pid)\n");
+	printf("load cpu: %.2f us/op; kicks %" PRIu64 ", calls %" PRIu64 "\n", self_op,
+	       res.kicks, res.calls);
+	printf("errors: %" PRIu64 "%s\n", res.errors, ret ? " (run aborted)" : "");
+	if (c.json)
+		printf("{\"workload\":\"%s\",\"block_size\":%u,\"queue_depth\":%u,\"queues\":%u,"
+		       "\"seconds\":%.3f,\"warmup\":%.3f,\"file_size\":%llu,\"event_idx\":%s,"
+		       "\"poll\":%s,\"elapsed_s\":%.6f,\"ops\":%" PRIu64 ",\"cycles\":%" PRIu64
+		       ",\"entries\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"ops_per_sec\":%.1f,"
+		       "\"mib_per_sec\":%.3f,\"lat_p50_us\":%.2f,\"lat_p99_us\":%.2f,"
+		       "\"lat_p999_us\":%.2f,\"lat_mean_us\":%.2f,\"lat_max_us\":%.2f,"
+		       "\"daemon_cpu_us_per_op\":%.3f,\"load_cpu_us_per_op\":%.3f,"
+		       "\"kicks\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"fuse_minor\":%u,"
+		       "\"errors\":%" PRIu64 ",\"aborted\":%s}\n",
+		       c.workload, c.block_size, c.queue_depth, c.queues, c.seconds, c.warmup,
+		       (unsigned long long)c.file_size, res.event_idx ? "true" : "false",
+		       c.poll ? "true" : "false", el, res.ops, res.cycles, res.entries, res.bytes,
+		       ops_s, mib_s, res.lat_p50_us, res.lat_p99_us, res.lat_p999_us,
+		       res.lat_mean_us, res.lat_max_us, cpu_op, self_op, res.kicks, res.calls,
+		       res.proto_minor, res.errors, ret ? "true" : "false");
+	if (res.errors)
+		return 1;
+	return ret ? 2 : 0;
+}

@@ -1,0 +1,599 @@
+/* vhost-user frontend messages, memfd guest memory and driver-side split rings. */
+#include "vu_frontend.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <linux/virtio_config.h>
+
+/* Message numbers and bits from QEMU's docs/interop/vhost-user.rst. */
+enum {
+	VHOST_USER_GET_FEATURES = 1,
+	VHOST_USER_SET_FEATURES = 2,
+	VHOST_USER_SET_OWNER = 3,
+	VHOST_USER_SET_MEM_TABLE = 5,
+	VHOST_USER_SET_VRING_NUM = 8,
+	VHOST_USER_SET_VRING_ADDR = 9,
+	VHOST_USER_SET_VRING_BASE = 10,
+	VHOST_USER_SET_VRING_KICK = 12,
+	VHOST_USER_SET_VRING_CALL = 13,
+	VHOST_USER_GET_PROTOCOL_FEATURES = 15,
+	VHOST_USER_SET_PROTOCOL_FEATURES = 16,
+	VHOST_USER_GET_QUEUE_NUM = 17,
+	VHOST_USER_SET_VRING_ENABLE = 18,
+};
+
+#define VHOST_USER_VERSION      0x1u
+#define VHOST_USER_REPLY_MASK   (1u << 2)
+#define VHOST_USER_NEED_REPLY   (1u << 3)
+#define VHOST_USER_F_PROTOCOL_FEATURES 30
+
+#define PROTO_F_MQ        0
+#define PROTO_F_REPLY_ACK 3
+#define PROTO_F_CONFIG    9
+
+struct vu_msg_hdr {
+	uint32_t request;
+	uint32_t flags;
+	uint32_t size;
+} __attribute__((packed));
+
+struct vu_mem_region {
+	uint64_t guest_phys_addr;
+	uint64_t memory_size;
+	uint64_t userspace_addr;
+	uint64_t mmap_offset;
+};
+
+struct vu_mem_payload {
+	uint32_t nregions;
+	uint32_t padding;
+	struct vu_mem_region regions[8];
+};
+
+struct vu_vring_state {
+	uint32_t index;
+	uint32_t num;
+};
+
+struct vu_vring_addr {
+	uint32_t index;
+	uint32_t flags;
+	uint64_t desc_user_addr;
+	uint64_t used_user_addr;
+	uint64_t avail_user_addr;
+	uint64_t log_guest_addr;
+};
+
+static int send_msg(struct vu_dev *d, uint32_t req, uint32_t flags,
+		    const void *payload, uint32_t size, int fd)
+{
+	struct vu_msg_hdr hdr = { .request = req,
+				  .flags = VHOST_USER_VERSION | flags,
+				  .size = size };
+	struct iovec iov[2] = { { &hdr, sizeof(hdr) },
+				{ (void *)payload, size } };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = size ? 2 : 1 };
+	ssize_t n;
+
+	if (fd >= 0) {
+		struct cmsghdr *c;
+
+		memset(&cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf.buf;
+		mh.msg_controllen = sizeof(cbuf.buf);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	do {
+		n = sendmsg(d->sock, &mh, MSG_NOSIGNAL);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n != sizeof(hdr) + size)
+		return -EIO;
+	return 0;
+}
+
+static int recv_all(int fd, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = recv(fd, p, len, MSG_WAITALL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ECONNRESET;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Reads the reply to req; payload must be exactly size bytes, as every reply
+ * we ask for has a fixed size (a u64). */
+static int recv_reply(struct vu_dev *d, uint32_t req, void *payload, uint32_t size)
+{
+	struct vu_msg_hdr hdr;
+	int ret;
+
+	ret = recv_all(d->sock, &hdr, sizeof(hdr));
+	if (ret)
+		return ret;
+	if (hdr.request != req || !(hdr.flags & VHOST_USER_REPLY_MASK) ||
+	    hdr.size != size) {
+		fprintf(stderr, "vhost-user: bad reply to %u: request %u flags %#x size %u\n",
+			req, hdr.request, hdr.flags, hdr.size);
+		return -EPROTO;
+	}
+	return recv_all(d->sock, payload, size);
+}
+
+static bool has_proto(const struct vu_dev *d, unsigned bit)
+{
+	return d->protocol_features & (1ull << bit);
+}
+
+/* Sends a message that has no reply of its own; with REPLY_ACK negotiated it
+ * asks for the ack so that a backend rejecting it is caught here, at once,
+ * rather than as a hang later. */
+static int send_cmd(struct vu_dev *d, uint32_t req, const void *payload,
+		    uint32_t size, int fd)
+{
+	bool ack = has_proto(d, PROTO_F_REPLY_ACK);
+	uint64_t status;
+	int ret;
+
+	ret = send_msg(d, req, ack ? VHOST_USER_NEED_REPLY : 0, payload, size, fd);
+	if (ret || !ack)
+		return ret;
+	ret = recv_reply(d, req, &status, sizeof(status));
+	if (ret)
+		return ret;
+	if (status) {
+		fprintf(stderr, "vhost-user: backend rejected request %u (status %llu)\n",
+			req, (unsigned long long)status);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+static int get_u64(struct vu_dev *d, uint32_t req, uint64_t *val)
+{
+	int ret = send_msg(d, req, 0, NULL, 0, -1);
+
+	if (ret)
+		return ret;
+	return recv_reply(d, req, val, sizeof(*val));
+}
+
+int vu_connect(struct vu_dev *d, const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int ret;
+
+	memset(d, 0, sizeof(*d));
+	d->memfd = -1;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	d->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (d->sock < 0)
+		return -errno;
+	if (connect(d->sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		ret = -errno;
+		goto err_close;
+	}
+	return 0;
+
+err_close:
+	close(d->sock);
+	d->sock = -1;
+	return ret;
+}
+
+int vu_negotiate(struct vu_dev *d, int event_idx)
+{
+	uint64_t want;
+	int ret;
+
+	ret = get_u64(d, VHOST_USER_GET_FEATURES, &d->dev_features);
+	if (ret)
+		goto out;
+	if (!(d->dev_features & (1ull << VIRTIO_F_VERSION_1))) {
+		fprintf(stderr, "vhost-user: backend lacks VIRTIO_F_VERSION_1\n");
+		ret = -ENOTSUP;
+		goto out;
+	}
+	if (event_idx == 1 && !(d->dev_features & (1ull << VIRTIO_RING_F_EVENT_IDX))) {
+		fprintf(stderr, "vhost-user: --event-idx on, but backend lacks VIRTIO_RING_F_EVENT_IDX\n");
+		ret = -ENOTSUP;
+		goto out;
+	}
+	/* What a Linux guest's virtio-fs driver acks: the ring features it
+	 * implements, nothing device-specific (virtio-fs has none it uses). */
+	want = (1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_INDIRECT_DESC);
+	if (event_idx)
+		want |= 1ull << VIRTIO_RING_F_EVENT_IDX;
+	d->features = d->dev_features & want;
+
+	if (d->dev_features & (1ull << VHOST_USER_F_PROTOCOL_FEATURES)) {
+		d->features |= 1ull << VHOST_USER_F_PROTOCOL_FEATURES;
+		ret = get_u64(d, VHOST_USER_GET_PROTOCOL_FEATURES,
+			      &d->dev_protocol_features);
+		if (ret)
+			goto out;
+		want = (1ull << PROTO_F_MQ) | (1ull << PROTO_F_REPLY_ACK) |
+		       (1ull << PROTO_F_CONFIG);
+		d->protocol_features = d->dev_protocol_features & want;
+		/* SET_PROTOCOL_FEATURES itself is sent without NEED_REPLY: the
+		 * backend only knows about REPLY_ACK once it has read it. */
+		ret = send_msg(d, VHOST_USER_SET_PROTOCOL_FEATURES, 0,
+			       &d->protocol_features, sizeof(uint64_t), -1);
+		if (ret)
+			goto out;
+	}
+	if (has_proto(d, PROTO_F_MQ)) {
+		ret = get_u64(d, VHOST_USER_GET_QUEUE_NUM, &d->queue_num_max);
+		if (ret)
+			goto out;
+	}
+	ret = send_cmd(d, VHOST_USER_SET_OWNER, NULL, 0, -1);
+out:
+	return ret;
+}
+
+bool vu_has_indirect(const struct vu_dev *d)
+{
+	return d->features & (1ull << VIRTIO_RING_F_INDIRECT_DESC);
+}
+
+int vu_mem_create(struct vu_dev *d, uint64_t size)
+{
+	int ret;
+
+	size = (size + (2u << 20) - 1) & ~(uint64_t)((2u << 20) - 1);
+	d->memfd = memfd_create("ferryfs-load-guest-ram", MFD_CLOEXEC);
+	if (d->memfd < 0)
+		return -errno;
+	if (ftruncate(d->memfd, (off_t)size) < 0) {
+		ret = -errno;
+		goto err_close;
+	}
+	d->mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+		      d->memfd, 0);
+	if (d->mem == MAP_FAILED) {
+		ret = -errno;
+		d->mem = NULL;
+		goto err_close;
+	}
+	d->mem_size = size;
+	d->mem_used = 0;
+	return 0;
+
+err_close:
+	close(d->memfd);
+	d->memfd = -1;
+	return ret;
+}
+
+void *vu_alloc(struct vu_dev *d, uint64_t len, uint64_t align, uint64_t *gpa)
+{
+	uint64_t off = (d->mem_used + align - 1) & ~(align - 1);
+
+	if (off + len > d->mem_size)
+		return NULL;
+	d->mem_used = off + len;
+	/* Guest-physical addresses are offsets in the memfd: one region at 0. */
+	*gpa = off;
+	return d->mem + off;
+}
+
+static uint16_t ring_size(uint16_t nslots, bool indirect)
+{
+	unsigned want = indirect ? nslots : (unsigned)nslots * VU_MAX_SEGS;
+	unsigned n = 64;
+
+	while (n < want)
+		n <<= 1;
+	return (uint16_t)n;
+}
+
+uint64_t vu_queue_mem_needed(uint16_t nslots, bool indirect)
+{
+	uint64_t num = ring_size(nslots, indirect);
+	uint64_t sz = 3 * 4096 + 16 * num + (6 + 2 * num) + (6 + 8 * num);
+
+	if (indirect)
+		sz += 4096 + (uint64_t)nslots * VU_MAX_SEGS * sizeof(struct vring_desc);
+	return sz + 4096;
+}
+
+int vu_queues_create(struct vu_dev *d, unsigned nqueues, const uint16_t *nslots)
+{
+	bool indirect = vu_has_indirect(d);
+	bool eidx = d->features & (1ull << VIRTIO_RING_F_EVENT_IDX);
+	unsigned i;
+	int ret = 0;
+
+	d->queues = calloc(nqueues, sizeof(*d->queues));
+	if (!d->queues)
+		return -ENOMEM;
+	for (i = 0; i < nqueues; i++) {
+		d->queues[i].kickfd = -1;
+		d->queues[i].callfd = -1;
+	}
+	d->nqueues = nqueues;
+	for (i = 0; i < nqueues; i++) {
+		struct vu_queue *q = &d->queues[i];
+		uint16_t num = ring_size(nslots[i], indirect);
+
+		if (num > 1024 || (!indirect && nslots[i] > num / VU_MAX_SEGS)) {
+			/* libvhost-user backends reject rings over 1024. */
+			fprintf(stderr, "queue depth %u needs a ring over 1024 entries\n",
+				nslots[i]);
+			ret = -EINVAL;
+			goto out;
+		}
+		q->index = i;
+		q->num = num;
+		q->nslots = nslots[i];
+		q->event_idx = eidx;
+		q->use_indirect = indirect;
+		q->desc = vu_alloc(d, 16ull * num, 4096, &q->desc_gpa);
+		q->avail = vu_alloc(d, 6 + 2ull * num, 4096, &q->avail_gpa);
+		q->used = vu_alloc(d, 6 + 8ull * num, 4096, &q->used_gpa);
+		if (indirect)
+			q->indirect = vu_alloc(d, (uint64_t)nslots[i] * VU_MAX_SEGS *
+					       sizeof(struct vring_desc), 4096,
+					       &q->indirect_gpa);
+		if (!q->desc || !q->avail || !q->used || (indirect && !q->indirect)) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		q->kickfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		q->callfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (q->kickfd < 0 || q->callfd < 0) {
+			ret = -errno;
+			goto out;
+		}
+	}
+out:
+	return ret;
+}
+
+static int start_queue(struct vu_dev *d, struct vu_queue *q)
+{
+	struct vu_vring_state st = { .index = q->index, .num = q->num };
+	struct vu_vring_addr addr = {
+		.index = q->index,
+		/* Ring addresses are the frontend's virtual addresses; the backend
+		 * translates them through the userspace_addr of the mem table. */
+		.desc_user_addr = (uint64_t)(uintptr_t)q->desc,
+		.used_user_addr = (uint64_t)(uintptr_t)q->used,
+		.avail_user_addr = (uint64_t)(uintptr_t)q->avail,
+	};
+	uint64_t idx = q->index;
+	int ret;
+
+	ret = send_cmd(d, VHOST_USER_SET_VRING_NUM, &st, sizeof(st), -1);
+	if (ret)
+		return ret;
+	st.num = 0;
+	ret = send_cmd(d, VHOST_USER_SET_VRING_BASE, &st, sizeof(st), -1);
+	if (ret)
+		return ret;
+	ret = send_cmd(d, VHOST_USER_SET_VRING_ADDR, &addr, sizeof(addr), -1);
+	if (ret)
+		return ret;
+	ret = send_cmd(d, VHOST_USER_SET_VRING_KICK, &idx, sizeof(idx), q->kickfd);
+	if (ret)
+		return ret;
+	return send_cmd(d, VHOST_USER_SET_VRING_CALL, &idx, sizeof(idx), q->callfd);
+}
+
+int vu_start(struct vu_dev *d)
+{
+	struct vu_mem_payload mem = { .nregions = 1 };
+	unsigned i;
+	int ret;
+
+	ret = send_cmd(d, VHOST_USER_SET_FEATURES, &d->features, sizeof(uint64_t), -1);
+	if (ret)
+		goto out;
+	mem.regions[0].guest_phys_addr = 0;
+	mem.regions[0].memory_size = d->mem_size;
+	mem.regions[0].userspace_addr = (uint64_t)(uintptr_t)d->mem;
+	mem.regions[0].mmap_offset = 0;
+	ret = send_cmd(d, VHOST_USER_SET_MEM_TABLE, &mem,
+		       (uint32_t)(8 + sizeof(struct vu_mem_region)), d->memfd);
+	if (ret)
+		goto out;
+	for (i = 0; i < d->nqueues; i++) {
+		ret = start_queue(d, &d->queues[i]);
+		if (ret)
+			goto out;
+	}
+	/* With PROTOCOL_FEATURES rings start disabled (vhost-user.rst, "Ring
+	 * states"); QEMU enables them after the whole setup, so do we. */
+	if (d->features & (1ull << VHOST_USER_F_PROTOCOL_FEATURES)) {
+		for (i = 0; i < d->nqueues; i++) {
+			struct vu_vring_state st = { .index = i, .num = 1 };
+
+			ret = send_cmd(d, VHOST_USER_SET_VRING_ENABLE, &st, sizeof(st), -1);
+			if (ret)
+				goto out;
+		}
+	}
+out:
+	if (ret)
+		fprintf(stderr, "vhost-user: setup failed: %s\n", strerror(-ret));
+	return ret;
+}
+
+void vu_close(struct vu_dev *d)
+{
+	unsigned i;
+
+	if (d->sock >= 0)
+		close(d->sock);
+	d->sock = -1;
+	for (i = 0; d->queues && i < d->nqueues; i++) {
+		if (d->queues[i].kickfd >= 0)
+			close(d->queues[i].kickfd);
+		if (d->queues[i].callfd >= 0)
+			close(d->queues[i].callfd);
+	}
+	free(d->queues);
+	d->queues = NULL;
+	if (d->mem)
+		munmap(d->mem, d->mem_size);
+	d->mem = NULL;
+	if (d->memfd >= 0)
+		close(d->memfd);
+	d->memfd = -1;
+}
+
+/* Location of used_event (after avail->ring) and avail_event (after used->ring). */
+static volatile uint16_t *used_event_p(struct vu_queue *q)
+{
+	return (volatile uint16_t *)&q->avail->ring[q->num];
+}
+
+static volatile uint16_t *avail_event_p(struct vu_queue *q)
+{
+	return (volatile uint16_t *)&q->used->ring[q->num];
+}
+
+int vu_queue_add(struct vu_queue *q, uint16_t slot, const struct vu_seg *seg,
+		 unsigned nseg)
+{
+	struct vring_desc *tbl;
+	uint16_t head;
+	unsigned i;
+
+	if (slot >= q->nslots || nseg == 0 || nseg > VU_MAX_SEGS)
+		return -EINVAL;
+	if (q->use_indirect) {
+		tbl = q->indirect + (size_t)slot * VU_MAX_SEGS;
+		head = slot;
+	} else {
+		head = (uint16_t)(slot * VU_MAX_SEGS);
+		tbl = q->desc + head;
+	}
+	for (i = 0; i < nseg; i++) {
+		tbl[i].addr = seg[i].gpa;
+		tbl[i].len = seg[i].len;
+		tbl[i].flags = (uint16_t)((seg[i].writable ? VRING_DESC_F_WRITE : 0) |
+					  (i + 1 < nseg ? VRING_DESC_F_NEXT : 0));
+		/* Direct chains use consecutive descriptors; next is relative to
+		 * the ring's table, or to the indirect table. */
+		tbl[i].next = (uint16_t)(q->use_indirect ? i + 1 : head + i + 1);
+	}
+	if (q->use_indirect) {
+		q->desc[head].addr = q->indirect_gpa +
+				     (uint64_t)slot * VU_MAX_SEGS * sizeof(struct vring_desc);
+		q->desc[head].len = nseg * (uint32_t)sizeof(struct vring_desc);
+		q->desc[head].flags = VRING_DESC_F_INDIRECT;
+		q->desc[head].next = 0;
+	}
+	q->avail->ring[q->avail_idx % q->num] = head;
+	q->avail_idx++;
+	return 0;
+}
+
+int vu_queue_kick(struct vu_queue *q)
+{
+	uint16_t old = q->kicked_idx, new = q->avail_idx;
+	bool need;
+	uint64_t one = 1;
+
+	if (old == new)
+		return 0;
+	/* Descriptors and ring entries before the index the backend reads. */
+	__atomic_store_n(&q->avail->idx, new, __ATOMIC_RELEASE);
+	/* The index store must be visible before we read the backend's
+	 * suppression state, or both sides may decide not to notify. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	q->kicked_idx = new;
+	if (q->event_idx)
+		need = vring_need_event(*avail_event_p(q), new, old);
+	else
+		need = !(__atomic_load_n(&q->used->flags, __ATOMIC_ACQUIRE) &
+			 VRING_USED_F_NO_NOTIFY);
+	if (!need)
+		return 0;
+	q->kicks++;
+	if (write(q->kickfd, &one, sizeof(one)) != sizeof(one))
+		return -errno;
+	return 0;
+}
+
+int vu_queue_get_used(struct vu_queue *q, uint16_t *slot, uint32_t *len)
+{
+	uint16_t idx = __atomic_load_n(&q->used->idx, __ATOMIC_ACQUIRE);
+	struct vring_used_elem *e;
+	uint32_t id;
+
+	if (idx == q->last_used)
+		return 0;
+	e = &q->used->ring[q->last_used % q->num];
+	id = e->id;
+	*len = e->len;
+	q->last_used++;
+	if (q->use_indirect) {
+		if (id >= q->nslots)
+			return -EPROTO;
+		*slot = (uint16_t)id;
+	} else {
+		if (id % VU_MAX_SEGS || id / VU_MAX_SEGS >= q->nslots)
+			return -EPROTO;
+		*slot = (uint16_t)(id / VU_MAX_SEGS);
+	}
+	return 1;
+}
+
+bool vu_queue_arm(struct vu_queue *q)
+{
+	if (q->event_idx)
+		*used_event_p(q) = q->last_used;
+	else
+		q->avail->flags = 0;
+	/* The request for a call must be visible before we look again. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return __atomic_load_n(&q->used->idx, __ATOMIC_ACQUIRE) != q->last_used;
+}
+
+void vu_queue_disarm(struct vu_queue *q)
+{
+	/* With EVENT_IDX a stale used_event already suppresses calls: the
+	 * backend signalled once when it crossed it and will not again. */
+	if (!q->event_idx)
+		q->avail->flags = VRING_AVAIL_F_NO_INTERRUPT;
+}
+
+void vu_queue_clear_call(struct vu_queue *q)
+{
+	uint64_t v;
+
+	if (read(q->callfd, &v, sizeof(v)) == sizeof(v))
+		q->calls_seen += v;
+}

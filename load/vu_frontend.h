@@ -1,0 +1,90 @@
+/* vhost-user frontend (the VMM's side) and driver-side split virtqueues for ferryfs-load. */
+#ifndef FERRY_LOAD_VU_FRONTEND_H
+#define FERRY_LOAD_VU_FRONTEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/virtio_ring.h>
+
+/* At most this many descriptors in one request's chain (the largest is CREATE:
+ * in header, create_in, name, out header, entry_out, open_out). */
+#define VU_MAX_SEGS 8
+
+struct vu_seg {
+	uint64_t gpa;
+	uint32_t len;
+	bool writable;
+};
+
+struct vu_queue {
+	unsigned index;
+	uint16_t num;           /* ring size */
+	uint16_t nslots;        /* requests that can be in flight */
+	struct vring_desc *desc;
+	struct vring_avail *avail;
+	struct vring_used *used;
+	uint64_t desc_gpa, avail_gpa, used_gpa;
+	/* One indirect table per slot when VIRTIO_RING_F_INDIRECT_DESC is on. */
+	struct vring_desc *indirect;
+	uint64_t indirect_gpa;
+	int kickfd, callfd;
+	uint16_t avail_idx;     /* next avail index we will publish */
+	uint16_t kicked_idx;    /* avail index at the last notification decision */
+	uint16_t last_used;
+	bool event_idx, use_indirect;
+	uint64_t kicks, calls_seen;
+};
+
+struct vu_dev {
+	int sock;
+	uint64_t dev_features;       /* offered by the backend */
+	uint64_t features;           /* acked */
+	uint64_t dev_protocol_features;
+	uint64_t protocol_features;  /* acked */
+	uint64_t queue_num_max;      /* from GET_QUEUE_NUM, 0 when MQ absent */
+	int memfd;
+	uint8_t *mem;
+	uint64_t mem_size, mem_used;
+	struct vu_queue *queues;
+	unsigned nqueues;
+};
+
+/* Connects to the backend's socket; fills in nothing else. */
+int vu_connect(struct vu_dev *d, const char *path);
+/* Feature negotiation in QEMU's order: GET_FEATURES, protocol features,
+ * GET_QUEUE_NUM, SET_OWNER. event_idx: 1 on (fails if the backend lacks it), 0
+ * off, -1 on when offered. */
+int vu_negotiate(struct vu_dev *d, int event_idx);
+/* Creates the memfd-backed guest memory; allocations come from it. */
+int vu_mem_create(struct vu_dev *d, uint64_t size);
+/* Bump allocator in guest memory; returns NULL when it would overflow. */
+void *vu_alloc(struct vu_dev *d, uint64_t len, uint64_t align, uint64_t *gpa);
+/* Lays out nqueues rings with nslots[i] slots each, in guest memory. */
+int vu_queues_create(struct vu_dev *d, unsigned nqueues, const uint16_t *nslots);
+/* SET_FEATURES, SET_MEM_TABLE and every ring's NUM/BASE/ADDR/KICK/CALL, then
+ * SET_VRING_ENABLE; after this the backend's queue workers run. */
+int vu_start(struct vu_dev *d);
+/* Bytes of guest memory vu_queues_create() will need for these rings. */
+uint64_t vu_queue_mem_needed(uint16_t nslots, bool indirect);
+bool vu_has_indirect(const struct vu_dev *d);
+void vu_close(struct vu_dev *d);
+
+/* Puts slot's chain in the avail ring without publishing it. */
+int vu_queue_add(struct vu_queue *q, uint16_t slot, const struct vu_seg *seg,
+		 unsigned nseg);
+/* Publishes added chains and notifies the backend if it asked to be. */
+int vu_queue_kick(struct vu_queue *q);
+/* Takes one used element; returns 1 and the slot, 0 when the ring is empty,
+ * -EPROTO if the backend returned an id we never made available. */
+int vu_queue_get_used(struct vu_queue *q, uint16_t *slot, uint32_t *len);
+/* Asks for a call on the next used element; returns true if elements are
+ * already waiting (so the caller must not sleep). */
+bool vu_queue_arm(struct vu_queue *q);
+/* Asks the backend not to call while we are busy reaping anyway (what the
+ * Linux driver does with virtqueue_disable_cb). */
+void vu_queue_disarm(struct vu_queue *q);
+/* Consumes the call eventfd's counter. */
+void vu_queue_clear_call(struct vu_queue *q);
+
+#endif
