@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# make check: a short ferryfs-load run of every workload against build/ferryfsd; checks counts, never timings.
+# Exit 0 pass, 1 fail, 77 skip. Usage: load-smoke.sh [BUILD_DIR]   (default: ./build)
+set -uo pipefail
+
+build=${1:-${MESON_BUILD_ROOT:-build}}
+daemon=$build/ferryfsd
+load=$build/ferryfs-load
+[[ -x $load ]] || load=$build/load/ferryfs-load
+seconds=${LOAD_SMOKE_SECONDS:-1}
+
+if [[ ! -x $daemon ]]; then echo "SKIP: $daemon not built"; exit 77; fi
+if [[ ! -x $load ]]; then echo "SKIP: ferryfs-load not built in $build"; exit 77; fi
+if ! command -v jq >/dev/null; then echo "SKIP: jq missing (scripts/deps.sh installs it)"; exit 77; fi
+
+tmp=$(mktemp -d /tmp/ferryfs-load-smoke.XXXXXX)
+pid=
+cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+fail=0
+check() { # check DESCRIPTION CONDITION...
+    local what=$1; shift
+    if "$@"; then echo "  ok   $what"; else echo "  FAIL $what"; fail=1; fi
+}
+
+for wl in read randread write randwrite getattr lookup create-unlink readdirplus mixed; do
+    share=$tmp/share-$wl sock=$tmp/$wl.sock
+    mkdir -p "$share"
+    "$daemon" --socket-path="$sock" --shared-dir="$share" --cache never >"$tmp/$wl.daemon.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 100); do [[ -S $sock ]] && break; sleep 0.05; done
+    echo "$wl: ferryfs-load --workload $wl --seconds $seconds against $daemon (pid $pid)"
+    # A small directory and file keep setup short; the checks are about counts.
+    timeout 120 "$load" --socket "$sock" --workload "$wl" --seconds "$seconds" --warmup 0.2 \
+        --queue-depth 8 --block-size 4096 --file-size 4m --dir-entries 1000 \
+        --daemon-pid "$pid" --json >"$tmp/$wl.out" 2>"$tmp/$wl.err"
+    rc=$?
+    json=$(tail -n 1 "$tmp/$wl.out")
+    check "exit status 0 (got $rc)" test "$rc" -eq 0
+    if jq -e . >/dev/null 2>&1 <<<"$json"; then
+        errors=$(jq -r .errors <<<"$json") ops=$(jq -r .ops <<<"$json")
+        check "errors == 0 (got $errors)" test "$errors" = 0
+        check "ops > 0 (got $ops)" test "$ops" -gt 0
+        case $wl in
+        read|randread|write|randwrite|mixed)
+            bytes=$(jq -r .bytes <<<"$json")
+            check "bytes > 0 (got $bytes)" test "$bytes" -gt 0 ;;
+        create-unlink)
+            cyc=$(jq -r .cycles <<<"$json")
+            check "create-release-unlink cycles > 0 (got $cyc)" test "$cyc" -gt 0 ;;
+        readdirplus)
+            ent=$(jq -r .entries <<<"$json")
+            check "directory entries listed > 0 (got $ent)" test "$ent" -gt 0 ;;
+        esac
+    else
+        check "last line is a JSON object" false
+    fi
+    left=$(find "$share" -mindepth 1 | wc -l)
+    check "shared dir empty after the run (got $left entries)" test "$left" -eq 0
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then
+        echo "  note daemon still running 5 s after the frontend left; stopping it"
+        kill "$pid" 2>/dev/null
+    fi
+    wait "$pid" 2>/dev/null
+    pid=
+    if [[ $fail -ne 0 ]]; then
+        sed 's/^/  stderr: /' "$tmp/$wl.err" | head -20
+        sed 's/^/  daemon: /' "$tmp/$wl.daemon.log" | tail -20
+    fi
+done
+
+if [[ $fail -ne 0 ]]; then echo "FAIL"; exit 1; fi
+echo "PASS"
+exit 0
