@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # make check: a short ferryfs-load run of every workload against build/ferryfsd; checks counts, never timings.
-# Exit 0 pass, 1 fail, 77 skip. Usage: load-smoke.sh [BUILD_DIR]   (default: ./build)
+# Exit 0 pass, 1 fail, 77 skip. Usage: load-smoke-test.sh [BUILD_DIR]   (default: ./build)
 set -uo pipefail
 
 build=${1:-${MESON_BUILD_ROOT:-build}}
 daemon=$build/ferryfsd
 load=$build/ferryfs-load
-[[ -x $load ]] || load=$build/load/ferryfs-load
 seconds=${LOAD_SMOKE_SECONDS:-1}
 
 if [[ ! -x $daemon ]]; then echo "SKIP: $daemon not built"; exit 77; fi
@@ -27,7 +26,7 @@ check() { # check DESCRIPTION CONDITION...
 for wl in read randread write randwrite getattr lookup create-unlink readdirplus mixed; do
     share=$tmp/share-$wl sock=$tmp/$wl.sock
     mkdir -p "$share"
-    "$daemon" --socket-path="$sock" --shared-dir="$share" --cache never >"$tmp/$wl.daemon.log" 2>&1 &
+    "$daemon" --socket-path="$sock" --shared-dir="$share" --cache never -o readdirplus >"$tmp/$wl.daemon.log" 2>&1 &
     pid=$!
     for _ in $(seq 100); do [[ -S $sock ]] && break; sleep 0.05; done
     echo "$wl: ferryfs-load --workload $wl --seconds $seconds against $daemon (pid $pid)"
