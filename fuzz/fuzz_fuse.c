@@ -1,0 +1,557 @@
+/* libFuzzer target: FUSE request sequences through the real protocol and passthrough backend on a scratch directory. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <linux/fuse.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "backend/passthrough.h"
+#include "common/log.h"
+#include "fuzz_common.h"
+#include "protocol/fuse_server.h"
+
+/*
+ * Layout: BASE/share is served, BASE/canary sits next to it and must never
+ * change, and BASE holds nothing else. BASE is a private 64 MiB tmpfs when
+ * we may mount one (root), so FALLOCATE and big WRITEs cannot fill the host
+ * disk; otherwise RLIMIT_FSIZE bounds them.
+ *
+ * Input: byte 0 picks the session (bit 0: send a valid INIT first, bit 1
+ * xattr, bit 2 readdirplus, bit 3 writeback, bit 4 security labels, bit 5
+ * locks, bit 6 killpriv_v2, bit 7 read-only share). Then records:
+ *   ctl, wrcode, len (u16 le), len bytes of request
+ * ctl bits 0-2: the request is split into 1-8 readable iovecs; bits 3-4:
+ * the reply room into 1-4 writable iovecs; bit 5: an empty iovec leads
+ * each side; bit 7: the harness sets in.len to the record length. wrcode
+ * 255 gives 1 MiB + a page of reply room, else wrcode * 64 bytes.
+ * Each iovec is its own heap block of exactly its size, so ASan sees any
+ * read or write past it.
+ *
+ * Nodeids and fhs depend on host inode numbers, so the fuzzer cannot
+ * guess them: a u64 in the header's nodeid or the first 16 argument bytes
+ * of the form 0xfefe..NN is replaced by the NN-th nodeid (bit 7 of NN
+ * clear) or fh (set) seen in an earlier reply.
+ */
+#define MAX_RECORDS 64
+#define ID_SLOTS 16
+#define ID_MARK 0xfefe000000000000ull
+#define ID_MARK_MASK 0xffff000000000000ull
+
+static char base[4096 - 128], share[4096], canary[4096];
+static char canary_snapshot[4096];
+
+static uint64_t nodeids[ID_SLOTS], fhs[ID_SLOTS];
+static unsigned n_nodeids, n_fhs;
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	if (ftw->level == 0)
+		return 0;
+	if (remove(path) < 0)
+		fuzz_fail("cannot clean %s: %s", path, strerror(errno));
+	return 0;
+}
+
+/* Everything in the share and every bit of the canary, as text. */
+static void snapshot(char *out, size_t size)
+{
+	const char *dirs[] = { base, canary };
+	size_t used = 0;
+
+	out[0] = 0;
+	for (unsigned i = 0; i < 2; i++) {
+		DIR *d = opendir(dirs[i]);
+		struct dirent *e;
+
+		if (!d)
+			fuzz_fail("cannot list %s: %s", dirs[i], strerror(errno));
+		while ((e = readdir(d))) {
+			struct stat st;
+
+			/* BASE's parent is the busy host /tmp. */
+			if (strcmp(e->d_name, "..") == 0)
+				continue;
+			/* The share itself changes: only its name counts. */
+			if (i == 0 && strcmp(e->d_name, "share") == 0) {
+				used += (size_t)snprintf(out + used, size - used, "share;");
+				continue;
+			}
+			if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				fuzz_fail("stat %s/%s: %s", dirs[i], e->d_name, strerror(errno));
+			used += (size_t)snprintf(out + used, size - used,
+				"%s %llu %o %u %u %u %lld %ld.%ld %ld.%ld;", e->d_name,
+				(unsigned long long)st.st_ino, st.st_mode, (unsigned)st.st_nlink,
+				st.st_uid, st.st_gid, (long long)st.st_size,
+				st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+				st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
+			if (used >= size)
+				fuzz_fail("snapshot too long");
+		}
+		closedir(d);
+	}
+}
+
+static void populate_share(void)
+{
+	char path[4096 + 16];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (nftw(share, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
+		fuzz_fail("cannot clean the share");
+	if (chmod(share, 0755) < 0 || chown(share, 0, 0) < 0)
+		fuzz_fail("share: %s", strerror(errno));
+	snprintf(path, sizeof(path), "%s/f", share);
+	fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, "0123456789abcdef", 16) != 16)
+		fuzz_fail("cannot create %s", path);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/d", share);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/d/g", share);
+	close(open(path, O_CREAT | O_WRONLY, 0600));
+	snprintf(path, sizeof(path), "%s/p", share);
+	mkfifo(path, 0666);
+	snprintf(path, sizeof(path), "%s/up", share);
+	symlink("../canary/secret", path);
+	snprintf(path, sizeof(path), "%s/abs", share);
+	symlink(canary, path);
+	snprintf(path, sizeof(path), "%s/null", share);
+	mknod(path, S_IFCHR | 0666, makedev(1, 3));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/s", share);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0) {
+		bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+		close(fd);
+	}
+}
+
+static void setup_dirs(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	char path[4096 + 16];
+	int fd;
+
+	snprintf(base, sizeof(base), "%s/ferry-fuzz-fuse-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(base))
+		fuzz_fail("mkdtemp: %s", strerror(errno));
+	if (unshare(CLONE_NEWNS) == 0 &&
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+	    mount("ferry-fuzz", base, "tmpfs", 0, "size=64m,mode=0755") == 0) {
+		/* The mount vanishes with our namespace; the empty mount
+		 * point is left for rmdir at exit. */
+	} else {
+		struct rlimit fsize = { 64 << 20, 64 << 20 };
+
+		signal(SIGXFSZ, SIG_IGN);
+		setrlimit(RLIMIT_FSIZE, &fsize);
+	}
+	snprintf(share, sizeof(share), "%s/share", base);
+	snprintf(canary, sizeof(canary), "%s/canary", base);
+	if (mkdir(share, 0755) < 0 || mkdir(canary, 0755) < 0)
+		fuzz_fail("mkdir: %s", strerror(errno));
+	snprintf(path, sizeof(path), "%s/secret", canary);
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	if (fd < 0 || write(fd, "canary", 6) != 6)
+		fuzz_fail("canary: %s", strerror(errno));
+	close(fd);
+	snprintf(path, sizeof(path), "%s/sub", canary);
+	mkdir(path, 0700);
+}
+
+static void remove_base(void)
+{
+	char cmd[3 * sizeof(base) + 64];
+
+	if (umount2(base, MNT_DETACH) == 0) {
+		rmdir(base);
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/share' '%s/canary'; rmdir '%s' 2>/dev/null",
+		 base, base, base);
+	if (system(cmd) != 0)
+		return;
+}
+
+static void write_seeds(const char *dir);
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	fuzz_init_log();
+	if (fuzz_seed_dir()) {
+		write_seeds(fuzz_seed_dir());
+		exit(0);
+	}
+	setup_dirs();
+	atexit(remove_base);
+	populate_share();
+	snapshot(canary_snapshot, sizeof(canary_snapshot));
+	return 0;
+}
+
+static void substitute_ids(uint8_t *req, size_t len)
+{
+	/* nodeid at header offset 8, then the first two argument words */
+	static const size_t offsets[] = { 8, 40, 48 };
+
+	for (unsigned i = 0; i < 3; i++) {
+		uint64_t v;
+		unsigned slot;
+
+		if (offsets[i] + 8 > len)
+			break;
+		memcpy(&v, req + offsets[i], 8);
+		if ((v & ID_MARK_MASK) != ID_MARK)
+			continue;
+		slot = v & 0xff;
+		if (slot & 0x80)
+			v = n_fhs ? fhs[(slot & 0x7f) % n_fhs] : 0;
+		else
+			v = n_nodeids ? nodeids[slot % n_nodeids] : 0;
+		memcpy(req + offsets[i], &v, 8);
+	}
+}
+
+static void record_ids(uint32_t opcode, const uint8_t *reply, uint32_t len)
+{
+	struct fuse_out_header out;
+	uint64_t id;
+
+	memcpy(&out, reply, sizeof(out));
+	if (out.error != 0)
+		return;
+	switch (opcode) {
+	case FUSE_LOOKUP: case FUSE_MKNOD: case FUSE_MKDIR: case FUSE_SYMLINK:
+	case FUSE_LINK: case FUSE_CREATE:
+		if (len < sizeof(out) + sizeof(struct fuse_entry_out))
+			return;
+		memcpy(&id, reply + sizeof(out), 8);
+		nodeids[n_nodeids++ % ID_SLOTS] = id;
+		if (opcode == FUSE_CREATE &&
+		    len >= sizeof(out) + sizeof(struct fuse_entry_out) + sizeof(struct fuse_open_out)) {
+			memcpy(&id, reply + sizeof(out) + sizeof(struct fuse_entry_out), 8);
+			fhs[n_fhs++ % ID_SLOTS] = id;
+		}
+		break;
+	case FUSE_OPEN: case FUSE_OPENDIR:
+		if (len < sizeof(out) + sizeof(struct fuse_open_out))
+			return;
+		memcpy(&id, reply + sizeof(out), 8);
+		fhs[n_fhs++ % ID_SLOTS] = id;
+		break;
+	}
+	if (n_nodeids > ID_SLOTS)
+		n_nodeids = ID_SLOTS;
+	if (n_fhs > ID_SLOTS)
+		n_fhs = ID_SLOTS;
+}
+
+/* Splits [buf, buf + len) into n exact-size heap blocks (plus a leading
+ * empty iovec if asked). */
+static unsigned split(const uint8_t *buf, size_t len, unsigned n, bool lead_empty,
+		      struct iovec *iov)
+{
+	unsigned cnt = 0;
+	size_t at = 0;
+
+	if (lead_empty)
+		iov[cnt++] = (struct iovec){ .iov_base = malloc(1), .iov_len = 0 };
+	for (unsigned i = 1; i <= n; i++) {
+		size_t end = len * i / n;
+
+		iov[cnt].iov_len = end - at;
+		iov[cnt].iov_base = malloc(end - at ? end - at : 1);
+		if (!iov[cnt].iov_base)
+			fuzz_fail("malloc");
+		if (buf)
+			memcpy(iov[cnt].iov_base, buf + at, end - at);
+		cnt++;
+		at = end;
+	}
+	return cnt;
+}
+
+static void gather(const struct iovec *iov, unsigned cnt, uint8_t *out, size_t max)
+{
+	size_t at = 0;
+
+	for (unsigned i = 0; i < cnt && at < max; i++) {
+		size_t n = iov[i].iov_len < max - at ? iov[i].iov_len : max - at;
+
+		memcpy(out + at, iov[i].iov_base, n);
+		at += n;
+	}
+}
+
+static void run_request(struct fuse_worker *w, uint8_t ctl, uint8_t wrcode,
+			uint8_t *req, size_t len)
+{
+	struct iovec rd[9], wr[5];
+	unsigned rd_cnt, wr_cnt;
+	size_t wr_len = wrcode == 255 ? (1u << 20) + 4096 : (size_t)wrcode * 64;
+	struct fuse_in_header in = { 0 };
+	uint8_t head[sizeof(struct fuse_out_header) + sizeof(struct fuse_entry_out) +
+		     sizeof(struct fuse_open_out)];
+	uint32_t ret;
+
+	if ((ctl & 0x80) && len >= 4) {
+		uint32_t l = (uint32_t)len;
+
+		memcpy(req, &l, 4);
+	}
+	substitute_ids(req, len);
+	memcpy(&in, req, len < sizeof(in) ? len : sizeof(in));
+	rd_cnt = split(req, len, (ctl & 7) + 1, ctl & 0x20, rd);
+	wr_cnt = split(NULL, wr_len, ((ctl >> 3) & 3) + 1, ctl & 0x20, wr);
+
+	ret = fuse_worker_process(w, rd, rd_cnt, wr, wr_cnt);
+
+	FUZZ_ASSERT(ret <= wr_len, "reply of %u bytes in %zu of room", ret, wr_len);
+	FUZZ_ASSERT(geteuid() == 0 && getegid() == 0,
+		    "credentials not restored after opcode %u", in.opcode);
+	if (ret > 0) {
+		struct fuse_out_header out;
+
+		FUZZ_ASSERT(ret >= sizeof(out), "reply of %u bytes, shorter than a header", ret);
+		memset(head, 0, sizeof(head));
+		gather(wr, wr_cnt, head, sizeof(head));
+		memcpy(&out, head, sizeof(out));
+		FUZZ_ASSERT(out.len == ret, "out.len %u, used length %u", out.len, ret);
+		FUZZ_ASSERT(out.unique == in.unique, "unique not echoed");
+		FUZZ_ASSERT(out.error <= 0 && out.error > -4096, "error %d", out.error);
+		FUZZ_ASSERT(out.error == 0 || ret == sizeof(out),
+			    "error reply with %u bytes", ret);
+		record_ids(in.opcode, head, ret);
+	}
+	for (unsigned i = 0; i < rd_cnt; i++)
+		free(rd[i].iov_base);
+	for (unsigned i = 0; i < wr_cnt; i++)
+		free(wr[i].iov_base);
+}
+
+struct init_req {
+	struct fuse_in_header h;
+	struct fuse_init_in in;
+};
+
+static void init_request(struct init_req *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->h.len = sizeof(*r);
+	r->h.opcode = FUSE_INIT;
+	r->h.unique = 1;
+	r->in.major = FUSE_KERNEL_VERSION;
+	r->in.minor = 38;
+	r->in.max_readahead = 1 << 20;
+	r->in.flags = 0xffffffffu;
+	r->in.flags2 = 0xffffffffu;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct passthrough_opts pt_opts = { .shared_dir = share, .timeout = -1 };
+	struct fuse_session_opts se_opts = { .max_write = 128 * 1024 };
+	struct passthrough *pt = NULL;
+	struct fuse_session *se = NULL;
+	struct fuse_worker *w = NULL;
+	char now[sizeof(canary_snapshot)];
+	size_t at = 1;
+	int fds, fd_baseline;
+
+	/* Counted per run: between runs libFuzzer opens fds of its own (the
+	 * symbolizer's pipes). */
+	fd_baseline = fuzz_count_fds();
+	if (size < 1)
+		return 0;
+	pt_opts.xattr = se_opts.xattr = data[0] & 2;
+	se_opts.readdirplus = data[0] & 4;
+	pt_opts.writeback = se_opts.writeback = data[0] & 8;
+	se_opts.security_label = data[0] & 0x10;
+	se_opts.flock = se_opts.posix_lock = data[0] & 0x20;
+	se_opts.killpriv_v2 = data[0] & 0x40;
+	pt_opts.readonly = data[0] & 0x80;
+	pt_opts.cache = (enum cache_mode)((data[0] >> 1) & 3);
+	n_nodeids = n_fhs = 0;
+
+	populate_share();
+	if (passthrough_new(&pt, &pt_opts) < 0 ||
+	    fuse_session_new(&se, &se_opts, &passthrough_ops, pt) < 0 ||
+	    fuse_worker_new(se, &w) < 0)
+		fuzz_fail("cannot set up the session");
+
+	if (data[0] & 1) {
+		struct init_req init;
+
+		init_request(&init);
+		run_request(w, 0, 2, (uint8_t *)&init, sizeof(init));
+	}
+	for (unsigned n = 0; n < MAX_RECORDS && at + 4 <= size; n++) {
+		uint8_t ctl = data[at], wrcode = data[at + 1];
+		size_t len = (size_t)(data[at + 2] | data[at + 3] << 8);
+		uint8_t *req;
+
+		at += 4;
+		if (len > size - at)
+			len = size - at;
+		req = malloc(len ? len : 1);
+		if (!req)
+			fuzz_fail("malloc");
+		memcpy(req, data + at, len);
+		run_request(w, ctl, wrcode, req, len);
+		free(req);
+		at += len;
+	}
+
+	fuse_worker_free(w);
+	fuse_session_free(se);
+	passthrough_free(pt);
+
+	fds = fuzz_count_fds();
+	FUZZ_ASSERT(fds == fd_baseline, "%d fds open after the run, %d before", fds, fd_baseline);
+	snapshot(now, sizeof(now));
+	FUZZ_ASSERT(strcmp(now, canary_snapshot) == 0,
+		    "outside the share changed:\nbefore %s\nafter  %s", canary_snapshot, now);
+	return 0;
+}
+
+/* ---- Seeds: valid request sequences ---- */
+
+struct seed_buf {
+	uint8_t b[8192];
+	size_t len;
+};
+
+static void put(struct seed_buf *s, const void *p, size_t len)
+{
+	if (s->len + len > sizeof(s->b))
+		fuzz_fail("seed too long");
+	memcpy(s->b + s->len, p, len);
+	s->len += len;
+}
+
+/* One record: header with the nodeid given, then args and an optional
+ * NUL-terminated name (or two). */
+static void put_req(struct seed_buf *s, uint8_t ctl, uint8_t wrcode, uint32_t opcode,
+		    uint64_t nodeid, const void *arg, size_t arg_len,
+		    const char *name, const char *name2)
+{
+	struct fuse_in_header h = { .opcode = opcode, .nodeid = nodeid };
+	size_t nlen = name ? strlen(name) + 1 : 0, n2len = name2 ? strlen(name2) + 1 : 0;
+	uint16_t total = (uint16_t)(sizeof(h) + arg_len + nlen + n2len);
+	uint8_t rec[4] = { ctl, wrcode, (uint8_t)total, (uint8_t)(total >> 8) };
+	static uint64_t unique = 2;
+
+	h.len = total;
+	h.unique = unique++;
+	put(s, rec, 4);
+	put(s, &h, sizeof(h));
+	if (arg_len)
+		put(s, arg, arg_len);
+	if (name)
+		put(s, name, nlen);
+	if (name2)
+		put(s, name2, n2len);
+}
+
+#define NODE(n) (ID_MARK | (n))
+#define FH(n) (ID_MARK | 0x80 | (n))
+
+static void write_seeds(const char *dir)
+{
+	struct seed_buf s;
+	uint8_t opts;
+
+	/* INIT, LOOKUP f, OPEN, READ, RELEASE, GETATTR root. */
+	memset(&s, 0, sizeof(s));
+	opts = 1 | 2;
+	put(&s, &opts, 1);
+	put_req(&s, 0, 4, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "f", NULL);
+	{
+		struct fuse_open_in o = { .flags = O_RDWR };
+		struct fuse_read_in r = { .fh = FH(0), .size = 16 };
+		struct fuse_release_in rel = { .fh = FH(0) };
+		struct fuse_getattr_in g = { 0 };
+
+		put_req(&s, 0, 1, FUSE_OPEN, NODE(0), &o, sizeof(o), NULL, NULL);
+		put_req(&s, 2, 2, FUSE_READ, NODE(0), &r, sizeof(r), NULL, NULL);
+		put_req(&s, 0, 1, FUSE_RELEASE, NODE(0), &rel, sizeof(rel), NULL, NULL);
+		put_req(&s, 0, 4, FUSE_GETATTR, FUSE_ROOT_ID, &g, sizeof(g), NULL, NULL);
+	}
+	fuzz_write_seed(dir, "init-lookup-read", s.b, s.len);
+
+	/* INIT, CREATE, WRITE split over iovecs, MKDIR, RENAME into it,
+	 * SYMLINK, LINK, READDIRPLUS. */
+	memset(&s, 0, sizeof(s));
+	opts = 1 | 2 | 4;
+	put(&s, &opts, 1);
+	{
+		struct fuse_create_in c = { .flags = O_RDWR | O_CREAT, .mode = 0100644 };
+		struct {
+			struct fuse_write_in w;
+			char data[32];
+		} wr = { .w = { .fh = FH(0), .size = 32 }, .data = "written by the seed corpus" };
+		struct fuse_mkdir_in md = { .mode = 0755 };
+		struct fuse_rename_in rn = { .newdir = NODE(1) };
+		struct fuse_link_in ln = { .oldnodeid = NODE(0) };
+		struct fuse_open_in od = { .flags = O_RDONLY | O_DIRECTORY };
+		struct fuse_read_in rd = { .fh = FH(1), .size = 4096 };
+
+		put_req(&s, 0, 4, FUSE_CREATE, FUSE_ROOT_ID, &c, sizeof(c), "new", NULL);
+		put_req(&s, 3, 1, FUSE_WRITE, NODE(0), &wr, sizeof(wr), NULL, NULL);
+		put_req(&s, 0, 4, FUSE_MKDIR, FUSE_ROOT_ID, &md, sizeof(md), "dir", NULL);
+		put_req(&s, 0, 1, FUSE_RENAME, FUSE_ROOT_ID, &rn, sizeof(rn), "new", "moved");
+		put_req(&s, 0, 4, FUSE_SYMLINK, NODE(1), NULL, 0, "sl", "/etc/passwd");
+		put_req(&s, 0, 4, FUSE_LINK, NODE(1), &ln, sizeof(ln), "hard", NULL);
+		put_req(&s, 0, 1, FUSE_OPENDIR, NODE(1), &od, sizeof(od), NULL, NULL);
+		put_req(&s, 0, 80, FUSE_READDIRPLUS, NODE(1), &rd, sizeof(rd), NULL, NULL);
+	}
+	fuzz_write_seed(dir, "init-create-write-rename", s.b, s.len);
+
+	/* INIT, LOOKUPs of the special files, OPEN of the FIFO, SETATTR
+	 * truncate of the device node, GETXATTR, FORGET, BATCH_FORGET. */
+	memset(&s, 0, sizeof(s));
+	opts = 1 | 2;
+	put(&s, &opts, 1);
+	{
+		struct fuse_open_in o = { .flags = O_RDONLY };
+		struct fuse_setattr_in sa = { .valid = FATTR_SIZE, .size = 0 };
+		struct fuse_getxattr_in gx = { .size = 64 };
+		struct fuse_forget_in fg = { .nlookup = 1ull << 40 };
+		struct {
+			struct fuse_batch_forget_in b;
+			struct fuse_forget_one one[2];
+		} bf = { .b = { .count = 2 },
+			 .one = { { NODE(1), 5 }, { NODE(2), ~0ull } } };
+
+		put_req(&s, 0, 4, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "p", NULL);
+		put_req(&s, 0, 4, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "null", NULL);
+		put_req(&s, 0, 4, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "s", NULL);
+		put_req(&s, 0, 1, FUSE_OPEN, NODE(0), &o, sizeof(o), NULL, NULL);
+		put_req(&s, 0, 4, FUSE_SETATTR, NODE(1), &sa, sizeof(sa), NULL, NULL);
+		put_req(&s, 0, 4, FUSE_GETXATTR, NODE(2), &gx, sizeof(gx), "user.x", NULL);
+		put_req(&s, 0, 0, FUSE_FORGET, NODE(0), &fg, sizeof(fg), NULL, NULL);
+		put_req(&s, 0, 0, FUSE_BATCH_FORGET, 0, &bf, sizeof(bf), NULL, NULL);
+		put_req(&s, 0, 4, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "..", NULL);
+		put_req(&s, 0, 4, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "up", NULL);
+	}
+	fuzz_write_seed(dir, "init-special-files-forget", s.b, s.len);
+
+	/* No INIT: everything must get EIO. */
+	memset(&s, 0, sizeof(s));
+	opts = 0;
+	put(&s, &opts, 1);
+	put_req(&s, 0, 4, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "f", NULL);
+	fuzz_write_seed(dir, "no-init", s.b, s.len);
+}

@@ -1,0 +1,318 @@
+/* libFuzzer target: vhost-user message sequences over a socketpair into the real device, queue threads included. */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/virtio_config.h>
+#include <linux/virtio_ring.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "fuzz_common.h"
+#include "transport/vhost_user.h"
+
+/*
+ * Input: records of
+ *   request, flags, fdspec, size (u16 le), payload
+ * request 0xff is not sent: its payload (u16 offset, bytes) is written into
+ * guest memory, a 64 KiB memfd. Otherwise the header carries request, the
+ * flags (version 1 and bit 3 NEED_REPLY, or bit 7: the flags byte raw)
+ * and size as given; the payload sent is at most what the input still
+ * has, so a short one leaves the daemon waiting for bytes until EOF.
+ * fdspec bits 0-2: that many fds ride along; bit 3 makes them eventfds,
+ * else memfds (bit 4: a 4 KiB memfd instead of the guest memory one).
+ * The fuzzer never passes any other fd. All records are sent, our end is
+ * shut, and vu_dev_serve runs to the end of the stream.
+ */
+#define MEM_SIZE 0x10000u
+#define SMALL_SIZE 0x1000u
+#define MAX_RECORDS 64
+#define MAX_FDS 7
+
+struct wire_hdr {
+	uint32_t request;
+	uint32_t flags;
+	uint32_t size;
+} __attribute__((packed));
+
+static struct vu_dev *dev;
+static int mem_fd, small_fd, kick_fd;
+static uint8_t *guest;
+
+static void *fz_queue_start(void *opaque, unsigned index)
+{
+	return opaque;
+}
+
+static void fz_queue_stop(void *opaque, unsigned index, void *ctx)
+{
+}
+
+/* Touches every byte the transport handed over: a bad translation faults. */
+static uint32_t fz_handle(void *ctx, unsigned index, const struct vu_request *req)
+{
+	uint8_t sum = 0;
+	uint32_t written = 0;
+
+	for (unsigned i = 0; i < req->rd_cnt; i++)
+		for (size_t j = 0; j < req->rd[i].iov_len; j++)
+			sum += ((const uint8_t *)req->rd[i].iov_base)[j];
+	for (unsigned i = 0; i < req->wr_cnt; i++) {
+		memset(req->wr[i].iov_base, sum, req->wr[i].iov_len);
+		written += (uint32_t)req->wr[i].iov_len;
+	}
+	/* One more than there is room for: the transport must clamp it. */
+	return written + 1;
+}
+
+static const struct vu_fs_ops fz_ops = {
+	.queue_start = fz_queue_start,
+	.queue_stop = fz_queue_stop,
+	.handle = fz_handle,
+};
+
+static void write_seeds(const char *dir);
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	struct vu_fs_config config = { .tag = "fuzz", .num_request_queues = 2 };
+	static int ctx_token;
+
+	fuzz_init_log();
+	if (fuzz_seed_dir()) {
+		write_seeds(fuzz_seed_dir());
+		exit(0);
+	}
+	mem_fd = memfd_create("fuzz-guest", MFD_CLOEXEC);
+	small_fd = memfd_create("fuzz-small", MFD_CLOEXEC);
+	kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (mem_fd < 0 || small_fd < 0 || kick_fd < 0 ||
+	    ftruncate(mem_fd, MEM_SIZE) < 0 || ftruncate(small_fd, SMALL_SIZE) < 0)
+		fuzz_fail("fds: %s", strerror(errno));
+	guest = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, mem_fd, 0);
+	if (guest == MAP_FAILED)
+		fuzz_fail("mmap: %s", strerror(errno));
+	if (vu_dev_new(&dev, &config, &fz_ops, &ctx_token) < 0)
+		fuzz_fail("vu_dev_new");
+	return 0;
+}
+
+/* Sends one message; a daemon that already hung up is fine. */
+static void send_msg(int sock, const struct wire_hdr *h, const uint8_t *payload,
+		     size_t len, uint8_t fdspec)
+{
+	union {
+		char buf[CMSG_SPACE(MAX_FDS * sizeof(int))];
+		struct cmsghdr align;
+	} control;
+	struct iovec iov[2] = {
+		{ .iov_base = (void *)h, .iov_len = sizeof(*h) },
+		{ .iov_base = (void *)payload, .iov_len = len },
+	};
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
+	unsigned nfds = fdspec & 7;
+	int src = fdspec & 8 ? kick_fd : (fdspec & 0x10 ? small_fd : mem_fd);
+
+	if (nfds) {
+		struct cmsghdr *c;
+
+		memset(&control, 0, sizeof(control));
+		mh.msg_control = control.buf;
+		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		/* The kernel duplicates them into the receiver; ours stay. */
+		for (unsigned i = 0; i < nfds; i++)
+			memcpy(CMSG_DATA(c) + i * sizeof(int), &src, sizeof(int));
+	}
+	if (sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 &&
+	    errno != EPIPE && errno != ECONNRESET && errno != EAGAIN)
+		fuzz_fail("sendmsg: %s", strerror(errno));
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	int sv[2];
+	size_t at = 0;
+	uint64_t one = 1;
+	uint8_t drain[4096];
+	int fds, fd_baseline;
+
+	/* Counted per run: between runs libFuzzer opens fds of its own (the
+	 * symbolizer's pipes). */
+	fd_baseline = fuzz_count_fds();
+	memset(guest, 0, MEM_SIZE);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		fuzz_fail("socketpair: %s", strerror(errno));
+	for (unsigned n = 0; n < MAX_RECORDS && at + 5 <= size; n++) {
+		struct wire_hdr h = {
+			.request = data[at],
+			.flags = data[at + 1] & 0x80 ? data[at + 1] : 1u | (data[at + 1] & 8u),
+			.size = (uint32_t)(data[at + 3] | data[at + 4] << 8),
+		};
+		uint8_t fdspec = data[at + 2];
+		size_t len = h.size;
+
+		at += 5;
+		if (len > size - at)
+			len = size - at;
+		if (data[at - 5] == 0xff) {
+			if (len >= 2) {
+				size_t off = (size_t)(data[at] | data[at + 1] << 8);
+				size_t n_bytes = len - 2;
+
+				if (off < MEM_SIZE) {
+					if (n_bytes > MEM_SIZE - off)
+						n_bytes = MEM_SIZE - off;
+					memcpy(guest + off, data + at + 2, n_bytes);
+				}
+			}
+		} else {
+			send_msg(sv[0], &h, data + at, len, fdspec);
+		}
+		at += len;
+	}
+	shutdown(sv[0], SHUT_WR);
+	/* A kick is waiting whenever a queue starts with our eventfd. */
+	if (write(kick_fd, &one, sizeof(one)) != sizeof(one))
+		fuzz_fail("eventfd write");
+
+	(void)vu_dev_serve(dev, sv[1]);
+
+	while (recv(sv[0], drain, sizeof(drain), MSG_DONTWAIT) > 0)
+		;
+	close(sv[0]);
+	if (read(kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		fuzz_fail("eventfd read");
+	fds = fuzz_count_fds();
+	FUZZ_ASSERT(fds == fd_baseline, "%d fds open after the connection, %d before",
+		    fds, fd_baseline);
+	return 0;
+}
+
+/* ---- Seeds: a QEMU-like start-up that serves one chain ---- */
+
+struct seed_buf {
+	uint8_t b[4096];
+	size_t len;
+};
+
+static void rec(struct seed_buf *s, uint8_t request, uint8_t flags, uint8_t fdspec,
+		const void *payload, uint16_t len)
+{
+	uint8_t h[5] = { request, flags, fdspec, (uint8_t)len, (uint8_t)(len >> 8) };
+
+	if (s->len + sizeof(h) + len > sizeof(s->b))
+		fuzz_fail("seed too long");
+	memcpy(s->b + s->len, h, sizeof(h));
+	if (len)
+		memcpy(s->b + s->len + sizeof(h), payload, len);
+	s->len += sizeof(h) + len;
+}
+
+static void rec_u64(struct seed_buf *s, uint8_t request, uint8_t fdspec, uint64_t v)
+{
+	rec(s, request, 8, fdspec, &v, sizeof(v));
+}
+
+static void rec_state(struct seed_buf *s, uint8_t request, uint32_t index, uint32_t num)
+{
+	uint32_t st[2] = { index, num };
+
+	rec(s, request, 8, 0, st, sizeof(st));
+}
+
+static void mem_write(struct seed_buf *s, uint16_t off, const void *p, uint16_t len)
+{
+	uint8_t buf[512];
+
+	memcpy(buf, &off, 2);
+	memcpy(buf + 2, p, len);
+	rec(s, 0xff, 0, 0, buf, (uint16_t)(len + 2));
+}
+
+#define UVA 0x7f0000000000ull
+#define DESC 0x0000u
+#define AVAIL 0x1000u
+#define USED 0x2000u
+
+static void start_queue(struct seed_buf *s, uint32_t q, uint16_t ring_off)
+{
+	struct {
+		uint32_t index, flags;
+		uint64_t desc, used, avail, log;
+	} addr = { q, 0, UVA + DESC + ring_off, UVA + USED + ring_off,
+		   UVA + AVAIL + ring_off, 0 };
+
+	rec_state(s, 8, q, 8);                            /* SET_VRING_NUM */
+	rec_state(s, 10, q, 0);                           /* SET_VRING_BASE */
+	rec(s, 9, 8, 0, &addr, sizeof(addr));             /* SET_VRING_ADDR */
+	rec_u64(s, 12, 1 | 8, q);                         /* SET_VRING_KICK */
+	rec_u64(s, 13, 1 | 8, q);                         /* SET_VRING_CALL */
+	rec_state(s, 18, q, 1);                           /* SET_VRING_ENABLE */
+}
+
+static void one_chain(struct seed_buf *s, uint16_t ring_off)
+{
+	struct vring_desc d[2] = {
+		{ htole64(0x8000), htole32(64), htole16(VRING_DESC_F_NEXT), htole16(1) },
+		{ htole64(0x9000), htole32(256), htole16(VRING_DESC_F_WRITE), 0 },
+	};
+	uint16_t avail[3] = { 0, htole16(1), 0 };
+
+	mem_write(s, DESC + ring_off, d, sizeof(d));
+	mem_write(s, AVAIL + ring_off, avail, sizeof(avail));
+}
+
+static void write_seeds(const char *dir)
+{
+	const uint64_t features = (1ull << VIRTIO_F_VERSION_1) | (1ull << 30) |
+		(1ull << VIRTIO_RING_F_EVENT_IDX) | (1ull << VIRTIO_RING_F_INDIRECT_DESC);
+	struct {
+		uint32_t nregions, padding;
+		uint64_t gpa, size, uva, offset;
+	} table = { 1, 0, 0, MEM_SIZE, UVA, 0 };
+	struct {
+		uint64_t padding;
+		uint64_t gpa, size, uva, offset;
+	} region = { 0, 0, MEM_SIZE, UVA, 0 };
+	struct {
+		uint32_t offset, size, flags;
+		uint8_t data[40];
+	} config = { 0, 40, 0, { 0 } };
+	struct seed_buf s;
+
+	/* QEMU's order, then one request on queue 1 and GET_VRING_BASE. */
+	memset(&s, 0, sizeof(s));
+	one_chain(&s, 0);
+	rec(&s, 1, 0, 0, NULL, 0);                        /* GET_FEATURES */
+	rec(&s, 15, 0, 0, NULL, 0);                       /* GET_PROTOCOL_FEATURES */
+	rec_u64(&s, 16, 0, 0x1 | 0x8 | 0x200 | 0x8000);   /* MQ REPLY_ACK CONFIG SLOTS */
+	rec(&s, 17, 0, 0, NULL, 0);                       /* GET_QUEUE_NUM */
+	rec(&s, 3, 8, 0, NULL, 0);                        /* SET_OWNER */
+	rec_u64(&s, 2, 0, features);                      /* SET_FEATURES */
+	rec(&s, 5, 8, 1, &table, sizeof(table));          /* SET_MEM_TABLE */
+	start_queue(&s, 1, 0);
+	rec_state(&s, 11, 1, 0);                          /* GET_VRING_BASE */
+	fuzz_write_seed(dir, "qemu-startup", s.b, s.len);
+
+	/* Memory slots: ADD_MEM_REG, two queues, GET_CONFIG, REM_MEM_REG. */
+	memset(&s, 0, sizeof(s));
+	one_chain(&s, 0);
+	one_chain(&s, 0x4000);
+	rec_u64(&s, 16, 0, 0x1 | 0x8 | 0x200 | 0x8000);
+	rec_u64(&s, 2, 0, features);
+	rec(&s, 37, 8, 1, &region, sizeof(region));       /* ADD_MEM_REG */
+	start_queue(&s, 0, 0);
+	start_queue(&s, 2, 0x4000);
+	rec(&s, 24, 0, 0, &config, 12 + 40);              /* GET_CONFIG */
+	rec(&s, 38, 8, 0, &region, sizeof(region));       /* REM_MEM_REG */
+	fuzz_write_seed(dir, "mem-slots", s.b, s.len);
+}

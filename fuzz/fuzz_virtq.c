@@ -1,0 +1,238 @@
+/* libFuzzer target: the split-virtqueue walker over a fuzzer-built ring, descriptor table and guest memory. */
+#include <endian.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "fuzz_common.h"
+#include "transport/guest_mem.h"
+#include "transport/virtq.h"
+
+/*
+ * Guest memory, one memfd:
+ *   A  gpa 0x0000..0x4000  file 0x0000   the rings, then buffers
+ *   B  gpa 0x4000..0x8000  file 0x4000   adjacent to A (chains cross over)
+ *      gap 0x8000..0x10000                unmapped
+ *   C  gpa 0x10000..0x14000 file 0x8000
+ *
+ * Input: byte 0 log2 of the ring size (0..7), byte 1 features (bit 0
+ * EVENT_IDX, bit 1 INDIRECT_DESC), bytes 2-3 the avail index popping starts
+ * at, bytes 4-5 the used length reported per chain (bit 15: report wr_len+1
+ * to test the clamp); the rest is copied over A, B and C in that order.
+ */
+#define REG 0x4000u
+#define GPA_C 0x10000u
+#define HDR 6u
+#define RING_DESC 0x0000u
+#define RING_AVAIL 0x0800u
+#define RING_USED 0x1000u
+
+static int memfd = -1;
+static uint8_t *file_map;   /* our own view of the whole memfd */
+static struct guest_mem *mem;
+static struct virtq vq;
+
+static void add_region(uint64_t gpa, uint64_t offset)
+{
+	struct guest_region_desc d = {
+		.gpa = gpa, .size = REG, .uva = 0x7f0000000000ull + gpa,
+		.mmap_offset = offset,
+	};
+	struct guest_region r;
+
+	if (guest_region_map(&r, &d, memfd) < 0 || guest_mem_insert(mem, &r) < 0)
+		fuzz_fail("cannot map guest region at 0x%llx", (unsigned long long)gpa);
+}
+
+static bool inside_one_region(const struct iovec *v)
+{
+	for (unsigned i = 0; i < mem->count; i++) {
+		const struct guest_region *r = &mem->regions[i];
+		const uint8_t *b = v->iov_base;
+
+		if (b >= r->host && v->iov_len <= r->desc.size &&
+		    b - r->host <= (ptrdiff_t)(r->desc.size - v->iov_len))
+			return true;
+	}
+	return false;
+}
+
+static void write_seeds(const char *dir);
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	fuzz_init_log();
+	memfd = memfd_create("fuzz-virtq", MFD_CLOEXEC);
+	if (memfd < 0 || ftruncate(memfd, 3 * REG) < 0)
+		fuzz_fail("memfd");
+	file_map = mmap(NULL, 3 * REG, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (file_map == MAP_FAILED || guest_mem_new(&mem) < 0)
+		fuzz_fail("mmap");
+	add_region(0, 0);
+	add_region(REG, REG);
+	add_region(GPA_C, 2 * REG);
+	if (fuzz_seed_dir()) {
+		write_seeds(fuzz_seed_dir());
+		exit(0);
+	}
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	unsigned num, pushed = 0;
+	uint16_t used_len_spec;
+	uint8_t *ring_base;
+	size_t body;
+
+	if (size < HDR)
+		return 0;
+	num = 1u << (data[0] & 7);
+	used_len_spec = (uint16_t)(data[4] | data[5] << 8);
+	body = size - HDR < 3 * REG ? size - HDR : 3 * REG;
+	memset(file_map, 0, 3 * REG);
+	memcpy(file_map, data + HDR, body);
+
+	virtq_init(&vq, 1);
+	virtq_set_mem(&vq, mem);
+	virtq_set_features(&vq, data[1] & 1, data[1] & 2);
+	ring_base = mem->regions[0].host;
+	if (virtq_set_rings(&vq, num, ring_base + RING_DESC, ring_base + RING_AVAIL,
+			    ring_base + RING_USED) < 0)
+		fuzz_fail("rings refused");
+	virtq_set_base(&vq, (uint16_t)(data[2] | data[3] << 8));
+	virtq_start(&vq);
+	virtq_disable_notify(&vq);
+
+	/* A ring can hold at most num chains; popping more than that without
+	 * the driver adding any would mean the walker invented work. */
+	for (unsigned round = 0; round < 2; round++) {
+		struct virtq_elem elem;
+		int ret;
+
+		while ((ret = virtq_pop(&vq, &elem)) == 1) {
+			uint64_t wr_total = 0;
+			uint32_t sum = 0;
+			uint32_t len;
+
+			FUZZ_ASSERT(++pushed <= num, "popped %u chains from a ring of %u", pushed, num);
+			FUZZ_ASSERT(elem.head < num, "head %u out of range", elem.head);
+			FUZZ_ASSERT(elem.req.rd_cnt + elem.req.wr_cnt <= VIRTQ_MAX_SEGS,
+				    "too many segments");
+			for (unsigned i = 0; i < elem.req.rd_cnt; i++) {
+				const struct iovec *v = &elem.req.rd[i];
+
+				FUZZ_ASSERT(inside_one_region(v), "readable iovec outside guest memory");
+				for (size_t j = 0; j < v->iov_len; j++)
+					sum += ((const uint8_t *)v->iov_base)[j];
+			}
+			for (unsigned i = 0; i < elem.req.wr_cnt; i++) {
+				const struct iovec *v = &elem.req.wr[i];
+
+				FUZZ_ASSERT(inside_one_region(v), "writable iovec outside guest memory");
+				memset(v->iov_base, (int)(sum & 0xff), v->iov_len);
+				wr_total += v->iov_len;
+			}
+			FUZZ_ASSERT(wr_total == elem.wr_len, "wr_len %u, iovecs hold %llu",
+				    elem.wr_len, (unsigned long long)wr_total);
+			len = used_len_spec & 0x8000 ? elem.wr_len + 1 : used_len_spec;
+			virtq_push(&vq, &elem, len);
+			{
+				struct vring_used *used = (void *)(ring_base + RING_USED);
+				uint32_t got = le32toh(used->ring[(vq.used_idx - 1) & (num - 1)].len);
+
+				FUZZ_ASSERT(got <= elem.wr_len, "used length %u over wr_len %u",
+					    got, elem.wr_len);
+			}
+		}
+		FUZZ_ASSERT(ret == 0 || vq.broken, "pop failed without marking the queue broken");
+		virtq_flush(&vq);
+		(void)virtq_should_notify(&vq);
+		if (!virtq_enable_notify(&vq))
+			break;
+	}
+	return 0;
+}
+
+/* ---- Seeds: valid chains the fuzzer mutates from ---- */
+
+struct seed {
+	uint8_t hdr[HDR];
+	uint8_t mem[REG + 0x200];
+};
+
+static void put_desc(struct seed *s, uint64_t table, unsigned i, uint64_t addr,
+		     uint32_t len, uint16_t flags, uint16_t next)
+{
+	struct vring_desc d = {
+		.addr = htole64(addr), .len = htole32(len),
+		.flags = htole16(flags), .next = htole16(next),
+	};
+
+	memcpy(s->mem + table + 16 * i, &d, sizeof(d));
+}
+
+static void put_avail(struct seed *s, uint16_t idx, const uint16_t *heads, unsigned n)
+{
+	uint16_t v = htole16(idx);
+
+	memcpy(s->mem + RING_AVAIL + 2, &v, 2);
+	for (unsigned i = 0; i < n; i++) {
+		v = htole16(heads[i]);
+		memcpy(s->mem + RING_AVAIL + 4 + 2 * i, &v, 2);
+	}
+}
+
+/* Writes the seed without its trailing zeros: the harness zero-fills. */
+static void write_seed(const char *dir, const char *name, const struct seed *s)
+{
+	size_t len = sizeof(*s);
+
+	while (len > HDR && ((const uint8_t *)s)[len - 1] == 0)
+		len--;
+	fuzz_write_seed(dir, name, s, len);
+}
+
+static void write_seeds(const char *dir)
+{
+	struct seed s;
+	const uint16_t heads2[] = { 0, 3 };
+	const uint16_t head0[] = { 0 };
+
+	/* Two chains in a ring of 8: a readable+writable pair, and a chain
+	 * whose buffer crosses from region A into B. */
+	memset(&s, 0, sizeof(s));
+	s.hdr[0] = 3;
+	put_desc(&s, RING_DESC, 0, 0x2000, 64, VRING_DESC_F_NEXT, 1);
+	put_desc(&s, RING_DESC, 1, 0x2100, 128, VRING_DESC_F_NEXT | VRING_DESC_F_WRITE, 2);
+	put_desc(&s, RING_DESC, 2, 0x2200, 32, VRING_DESC_F_WRITE, 0);
+	put_desc(&s, RING_DESC, 3, 0x3f00, 0x200, VRING_DESC_F_NEXT, 4);
+	put_desc(&s, RING_DESC, 4, 0x2400, 16, VRING_DESC_F_WRITE, 0);
+	put_avail(&s, 2, heads2, 2);
+	s.hdr[4] = 100;
+	write_seed(dir, "two-chains", &s);
+
+	/* An indirect table of three descriptors, EVENT_IDX on. */
+	memset(&s, 0, sizeof(s));
+	s.hdr[0] = 2;
+	s.hdr[1] = 3;
+	put_desc(&s, RING_DESC, 0, 0x1800, 48, VRING_DESC_F_INDIRECT, 0);
+	put_desc(&s, 0x1800, 0, 0x2000, 40, VRING_DESC_F_NEXT, 1);
+	put_desc(&s, 0x1800, 1, 0x2100, 16, VRING_DESC_F_NEXT | VRING_DESC_F_WRITE, 2);
+	put_desc(&s, 0x1800, 2, 0x2200, 4096, VRING_DESC_F_WRITE, 0);
+	put_avail(&s, 1, head0, 1);
+	s.hdr[5] = 0x80;
+	write_seed(dir, "indirect", &s);
+
+	/* Start near the 16-bit wrap of the avail index. */
+	memset(&s, 0, sizeof(s));
+	s.hdr[0] = 0;
+	s.hdr[2] = 0xff;
+	s.hdr[3] = 0xff;
+	put_desc(&s, RING_DESC, 0, 0x2000, 8, 0, 0);
+	put_avail(&s, 0, head0, 1);
+	write_seed(dir, "wrap", &s);
+}

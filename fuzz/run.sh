@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (build-fuzz: clang, ASan+UBSan) and runs each for a set time; a crash fails.
+# Usage: fuzz/run.sh [SECONDS] [TARGET...]   (targets: virtq fuse vhost_user; default all)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=${1:-${FUZZ_SECONDS:-300}}
+shift || true
+targets=("$@")
+((${#targets[@]})) || targets=(virtq fuse vhost_user)
+build=${FUZZ_BUILD:-build-fuzz}
+
+if [ ! -f "$build/build.ninja" ]; then
+	CC=clang meson setup "$build" -Dfuzzing=true -Db_sanitize=address,undefined \
+		-Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link >"$build.setup.log" 2>&1 || {
+		cat "$build.setup.log"; echo "fuzz: meson setup failed"; exit 1; }
+	rm -f "$build.setup.log"
+fi
+ninja -C "$build" >/dev/null || { ninja -C "$build"; echo "fuzz: build failed"; exit 1; }
+
+# halt_on_error: any sanitizer report is a crash libFuzzer keeps the input of.
+export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+
+failed=0
+for t in "${targets[@]}"; do
+	bin=$build/fuzz/fuzz_$t
+	work=$build/corpus/$t          # what this machine found; the seeds stay clean
+	crashes=$build/crashes/$t
+	log=$build/fuzz-$t.log
+	[ -x "$bin" ] || { echo "fuzz: no target $t"; failed=1; continue; }
+	mkdir -p "$work" "$crashes"
+	# The FUSE target's scratch directories; a crash leaves them behind.
+	export TMPDIR=$PWD/$build/fuzz-tmp
+	rm -rf "$TMPDIR"; mkdir -p "$TMPDIR"
+	echo "=== fuzz $t: ${seconds}s"
+	# -timeout: a request that blocks (a FIFO opened on the host) is a
+	# finding too.
+	"$bin" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 \
+		-print_final_stats=1 \
+		-artifact_prefix="$crashes/" "$work" "fuzz/corpus/$t" >"$log" 2>&1
+	rc=$?
+	rm -rf "$TMPDIR"
+	grep -E 'DONE|stat::number_of_executed_units' "$log" | tr -s ' \t\n' ' '
+	echo
+	if [ $rc -ne 0 ]; then
+		failed=1
+		tail -n 60 "$log"
+		echo "fuzz $t: FAILED (exit $rc); log $log"
+		for f in $(sed -n 's/.*Test unit written to \([^ ]*\).*/\1/p' "$log" | sort -u); do
+			echo "fuzz $t: crashing input kept at $f (reproduce: $bin $f)"
+		done
+	fi
+done
+exit $failed
