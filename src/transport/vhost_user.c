@@ -162,6 +162,14 @@ struct vu_reply {
 
 /* ---- Device state ---- */
 
+struct vu_later {
+	struct vu_queue *q;
+	struct vu_later *next;
+	uint16_t head;
+	uint32_t len;
+	uint8_t reply[VU_DEFERRED_REPLY_MAX];
+};
+
 struct vu_queue {
 	struct vu_dev *dev;
 	unsigned index;
@@ -180,6 +188,17 @@ struct vu_queue {
 	bool err_signalled;       /* under lock */
 
 	void *ctx;                /* queue thread only: from ops->queue_start */
+
+	/*
+	 * Deferred requests, one slot per head (a head is in flight at most
+	 * once): allocated before the thread starts, freed after it stops.
+	 * Any thread may put a slot on done; only the queue thread takes
+	 * them off, re-walks the chain and pushes the used entry.
+	 */
+	struct vu_later *later;
+	unsigned later_outstanding;   /* queue thread only */
+	pthread_mutex_t done_lock;
+	struct vu_later *done;        /* under done_lock */
 
 	/* Control thread only; fixed while the thread runs. */
 	pthread_t thread;
@@ -237,6 +256,60 @@ static void eventfd_drain(int fd)
 
 /* ---- Queue threads ---- */
 
+/* Copies reply into the writable buffers; returns the bytes written. */
+static uint32_t copy_to_wr(const struct vu_request *req, const uint8_t *reply,
+			   uint32_t len)
+{
+	uint32_t done = 0;
+
+	for (unsigned i = 0; i < req->wr_cnt && done < len; i++) {
+		size_t n = req->wr[i].iov_len;
+
+		if (n > len - done)
+			n = len - done;
+		memcpy(req->wr[i].iov_base, reply + done, n);
+		done += (uint32_t)n;
+	}
+	return done;
+}
+
+/*
+ * Pushes the deferred requests completed since the last call, with q->lock
+ * held; returns how many used entries it wrote. The chain is walked again
+ * against the current memory table, so a table change while a request was
+ * deferred cannot leave a stale pointer; a ring that went away or broke
+ * meanwhile drops the reply (the driver is resetting the ring anyway).
+ */
+static unsigned queue_push_completions(struct vu_queue *q)
+{
+	struct vu_later *l, *next;
+	unsigned pushed = 0;
+
+	pthread_mutex_lock(&q->done_lock);
+	l = q->done;
+	q->done = NULL;
+	pthread_mutex_unlock(&q->done_lock);
+	for (; l; l = next) {
+		struct virtq_elem elem;
+
+		next = l->next;
+		q->later_outstanding--;
+		if (virtq_rewalk(&q->vq, l->head, &elem) < 0)
+			continue;
+		virtq_push(&q->vq, &elem, copy_to_wr(&elem.req, l->reply, l->len));
+		pushed++;
+	}
+	return pushed;
+}
+
+/* Makes pushed entries visible and interrupts the driver if it wants. */
+static void queue_publish(struct vu_queue *q)
+{
+	virtq_flush(&q->vq);
+	if (virtq_should_notify(&q->vq))
+		eventfd_signal(q->call_fd);
+}
+
 /* Runs one batch with q->lock held. Returns true if more work may be
  * waiting, so the caller should come back without sleeping. */
 static bool queue_run_batch(struct vu_queue *q)
@@ -244,19 +317,27 @@ static bool queue_run_batch(struct vu_queue *q)
 	struct vu_dev *dev = q->dev;
 	struct virtq *vq = &q->vq;
 	struct virtq_elem elem;
-	unsigned done = 0;
+	unsigned done = 0, pushed;
 	bool more = false;
 
+	pushed = queue_push_completions(q);
 	if (!q->enabled || vq->broken || !virtq_ready(vq))
-		return false;
+		goto publish;
 	virtq_disable_notify(vq);
 	for (;;) {
 		uint32_t len;
 
 		if (virtq_pop(vq, &elem) <= 0)
 			break;
+		elem.req.token = &q->later[elem.head];
 		len = dev->ops->handle(q->ctx, q->index, &elem.req);
-		virtq_push(vq, &elem, len);
+		if (len == VU_DEFERRED) {
+			q->later[elem.head].head = elem.head;
+			q->later_outstanding++;
+		} else {
+			virtq_push(vq, &elem, len);
+			pushed++;
+		}
 		/* Bounded batches keep the control thread's wait for this
 		 * lock short even if the driver keeps the ring full. */
 		if (++done == vq->num) {
@@ -264,20 +345,67 @@ static bool queue_run_batch(struct vu_queue *q)
 			break;
 		}
 	}
-	if (done > 0) {
-		virtq_flush(vq);
-		if (virtq_should_notify(vq))
-			eventfd_signal(q->call_fd);
-	}
+publish:
+	if (pushed > 0 && virtq_ready(vq) && !vq->broken)
+		queue_publish(q);
 	if (vq->broken) {
 		if (!q->err_signalled)
 			eventfd_signal(q->err_fd);
 		q->err_signalled = true;
 		return false;
 	}
-	if (!more)
+	if (!more && q->enabled && virtq_ready(vq))
 		more = virtq_enable_notify(vq);
 	return more;
+}
+
+/*
+ * Before the queue stops: every deferred request is cancelled and its
+ * completion pushed, so the index GET_VRING_BASE reports leaves nothing in
+ * flight, and no completing thread outlives the queue's context.
+ */
+static void queue_finish_deferred(struct vu_queue *q)
+{
+	struct vu_dev *dev = q->dev;
+
+	if (q->later_outstanding == 0)
+		return;
+	log_debug("queue %u: cancelling %u deferred requests", q->index,
+		  q->later_outstanding);
+	if (dev->ops->queue_cancel)
+		dev->ops->queue_cancel(q->ctx, q->index);
+	for (;;) {
+		struct pollfd pfd = { .fd = q->ctl_fd, .events = POLLIN };
+
+		pthread_mutex_lock(&q->lock);
+		if (queue_push_completions(q) > 0 && virtq_ready(&q->vq) &&
+		    !q->vq.broken)
+			queue_publish(q);
+		pthread_mutex_unlock(&q->lock);
+		if (q->later_outstanding == 0)
+			break;
+		if (poll(&pfd, 1, -1) > 0)
+			eventfd_drain(q->ctl_fd);
+	}
+}
+
+void vu_request_complete(void *token, const void *reply, uint32_t len)
+{
+	struct vu_later *l = token;
+	struct vu_queue *q = l->q;
+
+	if (len > VU_DEFERRED_REPLY_MAX) {
+		log_err("queue %u: deferred reply of %u bytes cut to %u", q->index,
+			len, VU_DEFERRED_REPLY_MAX);
+		len = VU_DEFERRED_REPLY_MAX;
+	}
+	memcpy(l->reply, reply, len);
+	l->len = len;
+	pthread_mutex_lock(&q->done_lock);
+	l->next = q->done;
+	q->done = l;
+	pthread_mutex_unlock(&q->done_lock);
+	eventfd_signal(q->ctl_fd);
 }
 
 static void *queue_thread(void *arg)
@@ -324,6 +452,7 @@ static void *queue_thread(void *arg)
 		more = queue_run_batch(q);
 		pthread_mutex_unlock(&q->lock);
 	}
+	queue_finish_deferred(q);
 	dev->ops->queue_stop(dev->opaque, q->index, q->ctx);
 	q->ctx = NULL;
 	return NULL;
@@ -338,6 +467,8 @@ static void queue_stop_thread(struct vu_queue *q)
 	eventfd_signal(q->ctl_fd);
 	pthread_join(q->thread, NULL);
 	q->thread_running = false;
+	free(q->later);
+	q->later = NULL;
 	__atomic_store_n(&q->stop_requested, false, __ATOMIC_RELAXED);
 }
 
@@ -394,6 +525,12 @@ static int queue_maybe_start(struct vu_queue *q)
 	if (!ready)
 		return 0;
 
+	q->later = calloc(q->num, sizeof(q->later[0]));
+	if (!q->later)
+		return -ENOMEM;
+	for (unsigned i = 0; i < q->num; i++)
+		q->later[i].q = q;
+	q->later_outstanding = 0;
 	eventfd_drain(q->ctl_fd);
 	__atomic_store_n(&q->stop_requested, false, __ATOMIC_RELAXED);
 	/* Queue threads inherit a full signal mask: signals go to the main
@@ -404,6 +541,8 @@ static int queue_maybe_start(struct vu_queue *q)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret < 0) {
 		log_err("queue %u: cannot start thread: %s", q->index, strerror(-ret));
+		free(q->later);
+		q->later = NULL;
 		return ret;
 	}
 	q->thread_running = true;
@@ -1227,6 +1366,7 @@ int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
 			goto err_queues;
 		}
 		pthread_mutex_init(&q->lock, NULL);
+		pthread_mutex_init(&q->done_lock, NULL);
 	}
 	*out = dev;
 	return 0;
@@ -1234,6 +1374,7 @@ int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
 err_queues:
 	while (i-- > 0) {
 		pthread_mutex_destroy(&dev->queues[i].lock);
+		pthread_mutex_destroy(&dev->queues[i].done_lock);
 		close(dev->queues[i].ctl_fd);
 	}
 	free(dev->queues);
@@ -1317,6 +1458,7 @@ void vu_dev_free(struct vu_dev *dev)
 	dev_reset(dev);
 	for (unsigned i = 0; i < dev->nqueues; i++) {
 		pthread_mutex_destroy(&dev->queues[i].lock);
+		pthread_mutex_destroy(&dev->queues[i].done_lock);
 		close(dev->queues[i].ctl_fd);
 	}
 	free(dev->queues);

@@ -17,7 +17,25 @@ struct vu_request {
 	unsigned rd_cnt;
 	const struct iovec *wr;
 	unsigned wr_cnt;
+	/* Names the request to vu_request_complete() if handle() defers it. */
+	void *token;
 };
+
+/* handle() returns this to answer the request later, through
+ * vu_request_complete(). The iovecs of req are only valid during handle(). */
+#define VU_DEFERRED UINT32_MAX
+/* Largest reply a deferred request can carry (a FUSE header and a small
+ * argument): it is copied, so the completing thread keeps no guest pointer. */
+#define VU_DEFERRED_REPLY_MAX 64u
+
+/*
+ * Finishes a deferred request: copies reply (at most VU_DEFERRED_REPLY_MAX
+ * bytes) and hands it to the queue's own thread, which writes it into the
+ * request's writable buffers and publishes the used entry. Callable from any
+ * thread, exactly once per deferred request, and must be called before the
+ * queue can stop (see queue_cancel).
+ */
+void vu_request_complete(void *token, const void *reply, uint32_t len);
 
 struct vu_fs_ops {
 	/* Called on a queue's own thread when the queue starts; the result is
@@ -27,9 +45,14 @@ struct vu_fs_ops {
 	/* Called on the queue's thread when the queue stops. */
 	void (*queue_stop)(void *opaque, unsigned queue_index, void *queue_ctx);
 	/* Handles one request inline on the queue's thread; returns the number
-	 * of bytes written into req->wr (the used length). */
+	 * of bytes written into req->wr (the used length), or VU_DEFERRED. */
 	uint32_t (*handle)(void *queue_ctx, unsigned queue_index,
 			   const struct vu_request *req);
+	/* Called on the queue's thread when the queue stops while requests
+	 * are deferred: it must make each of them call vu_request_complete()
+	 * soon (the thread waits for that before queue_stop). May be NULL if
+	 * handle() never defers. */
+	void (*queue_cancel)(void *queue_ctx, unsigned queue_index);
 };
 
 struct vu_fs_config {

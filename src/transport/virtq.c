@@ -282,6 +282,15 @@ int virtq_pop(struct virtq *vq, struct virtq_elem *elem)
 	return 1;
 }
 
+int virtq_rewalk(struct virtq *vq, uint16_t head, struct virtq_elem *elem)
+{
+	if (vq->broken)
+		return -EIO;
+	if (!virtq_ready(vq) || head >= vq->num)
+		return -EIO;
+	return walk_chain(vq, head, elem);
+}
+
 void virtq_push(struct virtq *vq, const struct virtq_elem *elem, uint32_t len)
 {
 	struct vring_used_elem *ue = &vq->used->ring[vq->used_idx & (vq->num - 1)];

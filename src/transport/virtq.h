@@ -75,6 +75,11 @@ bool virtq_ready(const struct virtq *vq);
  * queue is (or just became) broken. elem's iovecs stay valid until the
  * next pop. */
 int virtq_pop(struct virtq *vq, struct virtq_elem *elem);
+/* Walks the chain at head again, for a request completed after later pops:
+ * the descriptors still belong to the device, but everything is re-checked
+ * against the current memory table. 0, or -EIO after marking the queue
+ * broken. */
+int virtq_rewalk(struct virtq *vq, uint16_t head, struct virtq_elem *elem);
 /* Writes the used entry for elem; len is clamped to elem->wr_len. The
  * entry becomes visible to the driver at virtq_flush. */
 void virtq_push(struct virtq *vq, const struct virtq_elem *elem, uint32_t len);

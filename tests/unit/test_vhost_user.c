@@ -559,6 +559,121 @@ static void test_live_queue(struct vu_dev *dev)
 	close(err);
 }
 
+/* ---- Deferred completion: a consumer that answers "wait..." later ---- */
+
+static void *deferred_token;          /* the one request held back */
+static int deferred_cancels;
+
+static uint32_t t_handle_deferring(void *ctx, unsigned idx, const struct vu_request *req)
+{
+	if (req->rd_cnt > 0 && req->rd[0].iov_len >= 4 &&
+	    memcmp(req->rd[0].iov_base, "wait", 4) == 0) {
+		__atomic_store_n(&deferred_token, req->token, __ATOMIC_RELEASE);
+		return VU_DEFERRED;
+	}
+	return t_handle(ctx, idx, req);
+}
+
+/* What a backend does on cancel: answers at once, here from this thread. */
+static void t_queue_cancel(void *ctx, unsigned idx)
+{
+	void *token = __atomic_exchange_n(&deferred_token, NULL, __ATOMIC_ACQ_REL);
+
+	__atomic_add_fetch(&deferred_cancels, 1, __ATOMIC_SEQ_CST);
+	if (token)
+		vu_request_complete(token, "intr", 5);
+}
+
+static const struct vu_fs_ops deferring_ops = {
+	.queue_start = t_queue_start, .queue_stop = t_queue_stop,
+	.handle = t_handle_deferring, .queue_cancel = t_queue_cancel,
+};
+
+static void *complete_from_thread(void *token)
+{
+	vu_request_complete(token, "done", 5);
+	return NULL;
+}
+
+static void test_deferred(void)
+{
+	struct vu_fs_config cfg = { .tag = "myfs", .num_request_queues = 1 };
+	struct vu_dev *dev;
+	struct session s;
+	struct ring r = { 0 };
+	struct mem_table mt = { 0 };
+	struct vring_state st;
+	struct vring_addr addr;
+	struct hdr h;
+	pthread_t completer;
+	void *token;
+	uint64_t v;
+	int memfd = memfd_create("ferry-guest", MFD_CLOEXEC);
+	int kick = eventfd(0, EFD_CLOEXEC), call = eventfd(0, EFD_CLOEXEC);
+	int handled_before = __atomic_load_n(&handled, __ATOMIC_SEQ_CST);
+	int stopped_before = __atomic_load_n(&stopped_queues, __ATOMIC_SEQ_CST);
+
+	printf("-- deferred requests: no stall, completion from another thread, cancel at stop\n");
+	if (memfd < 0 || kick < 0 || call < 0 || ftruncate(memfd, MEM_SIZE) < 0 ||
+	    vu_dev_new(&dev, &cfg, &deferring_ops, &cfg) < 0)
+		exit(1);
+	r.base = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (r.base == MAP_FAILED)
+		exit(1);
+	r.desc = (void *)(r.base + DESC);
+	r.avail = (void *)(r.base + AVAIL);
+	r.used = (void *)(r.base + USED);
+
+	session_start(&s, dev);
+	v = BIT(VIRTIO_F_VERSION_1);
+	mt.n = 1;
+	mt.r[0] = (struct mem_region){ GPA, MEM_SIZE, UVA, 0 };
+	st = (struct vring_state){ 1, 8 };
+	addr = (struct vring_addr){ 1, 0, UVA + DESC, UVA + USED, UVA + AVAIL, 0 };
+	CHECK(send_msg(s.fd, 2, 0, &v, 8, NULL, 0) == 0 &&
+	      send_msg(s.fd, 5, 0, &mt, 8 + 32, &memfd, 1) == 0 &&
+	      send_msg(s.fd, 8, 0, &st, sizeof(st), NULL, 0) == 0 &&
+	      send_msg(s.fd, 9, 0, &addr, sizeof(addr), NULL, 0) == 0 &&
+	      send_msg(s.fd, 13, 0, &(uint64_t){ 1 }, 8, &call, 1) == 0 &&
+	      send_msg(s.fd, 12, 0, &(uint64_t){ 1 }, 8, &kick, 1) == 0,
+	      "queue 1 set up without protocol features (enabled at start)");
+
+	ring_request(&r, "wait1", BUF + 0x1000);       /* head 0 */
+	ring_request(&r, "ping", BUF + 0x1100);        /* head 2 */
+	eventfd_write(kick, 1);
+	CHECK(wait_readable(call, 2000) && wait_handled(handled_before + 1) &&
+	      r.used->idx == 1 && r.used->ring[0].id == 2 &&
+	      strcmp((char *)r.base + BUF + 0x1100, "pong") == 0,
+	      "a deferred request does not hold back the one behind it");
+	token = __atomic_load_n(&deferred_token, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&deferred_token, NULL, __ATOMIC_RELEASE);
+	CHECK(token && pthread_create(&completer, NULL, complete_from_thread, token) == 0 &&
+	      pthread_join(completer, NULL) == 0 && wait_readable(call, 2000) &&
+	      r.used->idx == 2 && r.used->ring[1].id == 0 && r.used->ring[1].len == 5 &&
+	      strcmp((char *)r.base + BUF + 0x1000, "done") == 0,
+	      "completed from another thread: used entry for head 0, reply written");
+
+	ring_request(&r, "wait2", BUF + 0x1200);       /* head 4 */
+	eventfd_write(kick, 1);
+	for (int i = 0; i < 200 && !__atomic_load_n(&deferred_token, __ATOMIC_ACQUIRE); i++)
+		usleep(10000);
+	CHECK(__atomic_load_n(&deferred_token, __ATOMIC_ACQUIRE) && r.used->idx == 2,
+	      "second request deferred");
+	send_msg(s.fd, 11, 0, &(struct vring_state){ 1, 0 }, 8, NULL, 0);
+	CHECK(recv_reply(s.fd, &h, &st, sizeof(st)) == 0 && st.num == 3 &&
+	      __atomic_load_n(&deferred_cancels, __ATOMIC_SEQ_CST) == 1 &&
+	      r.used->idx == 3 && r.used->ring[2].id == 4 &&
+	      strcmp((char *)r.base + BUF + 0x1200, "intr") == 0 &&
+	      __atomic_load_n(&stopped_queues, __ATOMIC_SEQ_CST) == stopped_before + 1,
+	      "GET_VRING_BASE cancels the deferred request and pushes its reply first");
+	CHECK(session_end(&s) == 0, "orderly end");
+	vu_dev_free(dev);
+	munmap(r.base, MEM_SIZE);
+	close(memfd);
+	close(kick);
+	close(call);
+}
+
 static void test_listen(void)
 {
 	char dir[] = "/tmp/ferry-vu-XXXXXX", path[128], file[128];
@@ -606,7 +721,7 @@ int main(void)
 	unsigned fds_before, fds_after;
 	int ctx_token;
 
-	ferry_log_init(LOG_LVL_ERROR, false);
+	ferry_log_init(getenv("T_DEBUG") ? LOG_LVL_DEBUG : LOG_LVL_ERROR, false);
 	{
 		struct vu_fs_config bad = { .tag = "0123456789012345678901234567890123456",
 					    .num_request_queues = 1 };
@@ -643,6 +758,7 @@ int main(void)
 	CHECK(fds_after == fds_before, "no fd leaked by a live session (%u -> %u)",
 	      fds_before, fds_after);
 	vu_dev_free(dev);
+	test_deferred();
 	test_listen();
 	printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
 	return failures ? 1 : 0;
