@@ -58,15 +58,25 @@ static void queue_stop(void *opaque, unsigned queue_index, void *queue_ctx)
 static uint32_t queue_handle(void *queue_ctx, unsigned queue_index,
 			     const struct vu_request *req)
 {
+	uint32_t len;
+
 	(void)queue_index;
-	return fuse_worker_process(queue_ctx, req->rd, req->rd_cnt,
-				   req->wr, req->wr_cnt);
+	len = fuse_worker_process(queue_ctx, req->rd, req->rd_cnt,
+				  req->wr, req->wr_cnt, req->token);
+	return len == FUSE_REPLY_DEFERRED ? VU_DEFERRED : len;
+}
+
+static void queue_cancel(void *queue_ctx, unsigned queue_index)
+{
+	(void)queue_index;
+	fuse_worker_cancel_deferred(queue_ctx);
 }
 
 static const struct vu_fs_ops daemon_vu_ops = {
 	.queue_start = queue_start,
 	.queue_stop = queue_stop,
 	.handle = queue_handle,
+	.queue_cancel = queue_cancel,
 };
 
 static int raise_nofile_limit(const struct ferry_options *o)
@@ -125,6 +135,7 @@ static int serve(const struct ferry_options *o)
 		.writeback = o->writeback,
 		.xattr = o->xattr,
 		.readdirplus = o->readdirplus,
+		.reply_later = vu_request_complete,
 	};
 	struct vu_fs_config vu_config = {
 		.tag = o->tag,

@@ -776,10 +776,16 @@ static int do_getlk(struct fuse_req *req)
 static int setlk_common(struct fuse_req *req, bool sleep)
 {
 	const struct fuse_lk_in *in = arg_fixed(req, sizeof(*in));
+	int rc;
 
 	if (!OPS(req)->setlk)
 		return -ENOSYS;
-	return OPS(req)->setlk(FS(req), &req->ctx, req->in.nodeid, in, sleep);
+	rc = OPS(req)->setlk(FS(req), &req->ctx, req->in.nodeid, in, sleep);
+	/* Answering later without having taken the request would leave the
+	 * guest waiting forever. */
+	if (rc == FUSE_REPLY_LATER && !req->deferred)
+		return -EIO;
+	return rc;
 }
 
 static int do_setlk(struct fuse_req *req)
@@ -792,10 +798,12 @@ static int do_setlkw(struct fuse_req *req)
 	return setlk_common(req, true);
 }
 
-/* Requests run to completion on the worker, so there is never anything in
- * flight to interrupt. */
+/* Only requests answered later (SETLKW) can still be in flight. */
 static int do_interrupt(struct fuse_req *req)
 {
+	const struct fuse_interrupt_in *in = arg_fixed(req, sizeof(*in));
+
+	fuse_async_interrupt(req->se, in->unique);
 	return 0;
 }
 
@@ -892,7 +900,7 @@ static const struct fuse_op_desc fuse_ops_table[] = {
 	OP(FUSE_ACCESS, do_access, sizeof(struct fuse_access_in), 0, 0),
 	OP(FUSE_CREATE, do_create, sizeof(struct fuse_create_in),
 	   sizeof(struct fuse_entry_out) + sizeof(struct fuse_open_out), 0),
-	OP(FUSE_INTERRUPT, do_interrupt, 0, 0, FUSE_OP_NO_REPLY),
+	OP(FUSE_INTERRUPT, do_interrupt, sizeof(struct fuse_interrupt_in), 0, FUSE_OP_NO_REPLY),
 	OP_NOSYS(FUSE_BMAP),
 	OP(FUSE_DESTROY, fuse_do_destroy, 0, 0, 0),
 	OP_NOSYS(FUSE_IOCTL),

@@ -40,6 +40,19 @@
  * in practice (the Linux driver's queue size is 1024). */
 #define FERRY_MAX_IOV 1024
 
+/* Requests answered later at once (blocked lock waits), per session. */
+#define FERRY_MAX_ASYNC 256
+
+struct fuse_async {
+	struct fuse_session *se;
+	bool in_use;                  /* under se->async_lock, as all below */
+	uint64_t unique;              /* for INTERRUPT */
+	struct fuse_worker *w;        /* whose queue it came on */
+	void *token;                  /* the transport's, for reply_later */
+	fuse_async_cancel_fn cancel;
+	void *cancel_arg;
+};
+
 enum fuse_session_state {
 	SESSION_NEW,          /* waiting for INIT */
 	SESSION_INITIALIZING, /* one worker negotiates; everyone else gets EIO */
@@ -59,6 +72,9 @@ struct fuse_session {
 	/* Only DESTROY and worker creation take this; never the request path. */
 	pthread_mutex_t workers_lock;
 	struct fuse_worker *workers;
+	/* Only ops that wait, their completion and INTERRUPT take this. */
+	pthread_mutex_t async_lock;
+	struct fuse_async async[FERRY_MAX_ASYNC];
 };
 
 struct fuse_worker {
@@ -67,6 +83,7 @@ struct fuse_worker {
 	/* Set while a request runs past the state check, so DESTROY can wait
 	 * for in-flight requests without a shared counter. */
 	_Atomic bool busy;
+	void *later_token;            /* the current request's, for fuse_async */
 	char *arg_buf;                /* FERRY_ARG_BUF_SIZE */
 	char *out_buf;                /* FERRY_OUT_BUF_SIZE */
 	struct iovec iov[FERRY_MAX_IOV];
@@ -111,6 +128,7 @@ struct fuse_req {
 	size_t reply_len;
 	size_t reply_in_place;
 	union fuse_reply_args out;
+	bool deferred;                /* the op took it with fuse_async_begin */
 };
 
 struct fuse_op_desc {
@@ -130,6 +148,8 @@ const struct fuse_op_desc *fuse_op_lookup(uint32_t opcode);
 
 int fuse_do_init(struct fuse_req *req);
 int fuse_do_destroy(struct fuse_req *req);
+/* INTERRUPT: cancels the request answered later with this unique, if any. */
+void fuse_async_interrupt(struct fuse_session *se, uint64_t unique);
 
 /* iovec helpers: lengths saturate instead of wrapping. */
 size_t iov_length(const struct iovec *iov, unsigned cnt);

@@ -56,6 +56,25 @@ int fuse_dirbuf_add_plus(struct fuse_dirbuf *db, const char *name,
 			 uint32_t type, uint64_t next_off);
 
 /*
+ * Answering later. An op that would wait (SETLKW) calls fuse_async_begin(),
+ * returns FUSE_REPLY_LATER at once so its queue goes on, and later calls
+ * fuse_async_finish() exactly once, from any thread. INTERRUPT of the
+ * request, a stopping queue or DESTROY call cancel(arg) to make it finish
+ * soon (with -EINTR); cancel runs under the protocol's lock, so it must
+ * neither block nor call fuse_async_finish() itself. arg stays in use until
+ * fuse_async_finish() returns.
+ */
+#define FUSE_REPLY_LATER 1
+struct fuse_async;
+typedef void (*fuse_async_cancel_fn)(void *arg);
+/* -ENOLCK when the transport cannot answer later or too many requests
+ * already wait. */
+int fuse_async_begin(const struct fuse_req_ctx *ctx, fuse_async_cancel_fn cancel,
+		     void *arg, struct fuse_async **out);
+/* rc: 0 or -errno; the reply is the bare out-header. */
+void fuse_async_finish(struct fuse_async *a, int rc);
+
+/*
  * Every op returns 0 (or a byte count where noted) on success and -errno on
  * failure; the protocol turns that into the reply. A NULL op answers ENOSYS.
  * "fs" is the backend's own state, given to fuse_session_new().
@@ -153,7 +172,8 @@ struct fs_ops {
 		       struct fuse_entry_out *entry, struct fuse_open_out *open);
 	int (*getlk)(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 		     const struct fuse_lk_in *in, struct fuse_lk_out *out);
-	/* sleep: SETLKW. flock-style requests carry FUSE_LK_FLOCK in in->lk_flags. */
+	/* sleep: SETLKW, which may return FUSE_REPLY_LATER. flock-style
+	 * requests carry FUSE_LK_FLOCK in in->lk_flags. */
 	int (*setlk)(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 		     const struct fuse_lk_in *in, bool sleep);
 };

@@ -33,9 +33,16 @@ int fuse_session_new(struct fuse_session **out,
 	rc = -pthread_mutex_init(&se->workers_lock, NULL);
 	if (rc)
 		goto err_free;
+	rc = -pthread_mutex_init(&se->async_lock, NULL);
+	if (rc)
+		goto err_workers_lock;
+	for (unsigned i = 0; i < FERRY_MAX_ASYNC; i++)
+		se->async[i].se = se;
 	*out = se;
 	return 0;
 
+err_workers_lock:
+	pthread_mutex_destroy(&se->workers_lock);
 err_free:
 	free(se);
 	return rc;
@@ -49,6 +56,7 @@ void fuse_session_free(struct fuse_session *se)
 	 * backend still gets its one destroy call, as libfuse does. */
 	if (atomic_load(&se->state) == SESSION_READY && se->ops->destroy)
 		se->ops->destroy(se->fs);
+	pthread_mutex_destroy(&se->async_lock);
 	pthread_mutex_destroy(&se->workers_lock);
 	free(se);
 }
@@ -98,6 +106,114 @@ void fuse_worker_free(struct fuse_worker *w)
 	free(w->arg_buf);
 	free(w->out_buf);
 	free(w);
+}
+
+/* ------------------------------------------------ answering later */
+
+int fuse_async_begin(const struct fuse_req_ctx *ctx, fuse_async_cancel_fn cancel,
+		     void *arg, struct fuse_async **out)
+{
+	/* ctx is always the one inside the request being processed. */
+	struct fuse_req *req = (struct fuse_req *)((char *)ctx - offsetof(struct fuse_req, ctx));
+	struct fuse_session *se = req->se;
+	struct fuse_async *a = NULL;
+
+	if (!se->opts.reply_later || !req->w->later_token || req->deferred)
+		return -ENOLCK;
+	pthread_mutex_lock(&se->async_lock);
+	for (unsigned i = 0; i < FERRY_MAX_ASYNC; i++) {
+		if (!se->async[i].in_use) {
+			a = &se->async[i];
+			break;
+		}
+	}
+	if (a) {
+		a->in_use = true;
+		a->unique = req->in.unique;
+		a->w = req->w;
+		a->token = req->w->later_token;
+		a->cancel = cancel;
+		a->cancel_arg = arg;
+	}
+	pthread_mutex_unlock(&se->async_lock);
+	if (!a) {
+		log_warn("fuse: %u requests already wait; unique %llu fails with ENOLCK",
+			 FERRY_MAX_ASYNC, (unsigned long long)req->in.unique);
+		return -ENOLCK;
+	}
+	req->deferred = true;
+	*out = a;
+	return 0;
+}
+
+void fuse_async_finish(struct fuse_async *a, int rc)
+{
+	struct fuse_session *se = a->se;
+	struct fuse_out_header out = { .len = sizeof(out) };
+	void *token;
+
+	if (rc > 0)
+		rc = 0;
+	if (rc < -4095)
+		rc = -EIO;
+	/* The slot is free before the reply leaves: once the guest has the
+	 * reply it may reuse the unique, and INTERRUPT must not find us. */
+	pthread_mutex_lock(&se->async_lock);
+	out.unique = a->unique;
+	token = a->token;
+	a->in_use = false;
+	pthread_mutex_unlock(&se->async_lock);
+	out.error = rc;
+	se->opts.reply_later(token, &out, sizeof(out));
+}
+
+/* Cancels the requests of worker w, or all of them when w is NULL. */
+static void async_cancel(struct fuse_session *se, const struct fuse_worker *w)
+{
+	pthread_mutex_lock(&se->async_lock);
+	for (unsigned i = 0; i < FERRY_MAX_ASYNC; i++) {
+		struct fuse_async *a = &se->async[i];
+
+		if (a->in_use && (!w || a->w == w))
+			a->cancel(a->cancel_arg);
+	}
+	pthread_mutex_unlock(&se->async_lock);
+}
+
+static bool async_any(struct fuse_session *se)
+{
+	bool any = false;
+
+	pthread_mutex_lock(&se->async_lock);
+	for (unsigned i = 0; i < FERRY_MAX_ASYNC && !any; i++)
+		any = se->async[i].in_use;
+	pthread_mutex_unlock(&se->async_lock);
+	return any;
+}
+
+/*
+ * The guest does not learn whether an INTERRUPT found its request: a
+ * request not (yet) waiting here was either answered already or will be
+ * answered normally. (Linux's virtio-fs driver does not send INTERRUPT at
+ * all so far; other transports' clients may.)
+ */
+void fuse_async_interrupt(struct fuse_session *se, uint64_t unique)
+{
+	pthread_mutex_lock(&se->async_lock);
+	for (unsigned i = 0; i < FERRY_MAX_ASYNC; i++) {
+		struct fuse_async *a = &se->async[i];
+
+		if (a->in_use && a->unique == unique) {
+			a->cancel(a->cancel_arg);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&se->async_lock);
+}
+
+void fuse_worker_cancel_deferred(struct fuse_worker *w)
+{
+	async_cancel(w->se, w);
 }
 
 /* ------------------------------------------------------------------ INIT */
@@ -252,6 +368,11 @@ int fuse_do_destroy(struct fuse_req *req)
 			sched_yield();
 	}
 	pthread_mutex_unlock(&se->workers_lock);
+	/* Requests answered later are ops in flight too; cancelled, they
+	 * finish at once. */
+	async_cancel(se, NULL);
+	while (async_any(se))
+		sched_yield();
 
 	if (se->ops->destroy)
 		se->ops->destroy(se->fs);
@@ -383,7 +504,8 @@ static uint32_t req_reply(struct fuse_req *req, int rc)
 
 uint32_t fuse_worker_process(struct fuse_worker *w,
 			     const struct iovec *rd, unsigned rd_cnt,
-			     const struct iovec *wr, unsigned wr_cnt)
+			     const struct iovec *wr, unsigned wr_cnt,
+			     void *later_token)
 {
 	struct fuse_req req;
 	const struct fuse_op_desc *desc;
@@ -420,9 +542,19 @@ uint32_t fuse_worker_process(struct fuse_worker *w,
 		return 0;
 	}
 
+	w->later_token = later_token;
 	rc = req_prepare(&req, desc, rd_len);
 	if (rc == 0)
 		rc = desc->handle(&req);
+	if (req.deferred) {
+		/* The op owns the reply now; answering here too would send
+		 * two replies for one request. */
+		if (rc != FUSE_REPLY_LATER)
+			log_err("fuse: unique %llu %s: taken for later but returned %d",
+				(unsigned long long)req.in.unique, desc->name, rc);
+		atomic_store(&w->busy, false);
+		return FUSE_REPLY_DEFERRED;
+	}
 	if (rc < 0 && ferry_log_level >= LOG_LVL_DEBUG)
 		log_debug("fuse: unique %llu %s: %s", (unsigned long long)req.in.unique,
 			  desc ? desc->name : "unknown opcode", strerror(-rc));

@@ -20,7 +20,14 @@ struct fuse_session_opts {
 	bool flock;                  /* FUSE_FLOCK_LOCKS */
 	bool posix_lock;             /* FUSE_POSIX_LOCKS */
 	bool cache_symlinks;         /* FUSE_CACHE_SYMLINKS */
+	/* How a reply given later reaches the transport: called from any
+	 * thread with the token fuse_worker_process() got. NULL: no request
+	 * is ever answered later (ops that would wait fail with ENOLCK). */
+	void (*reply_later)(void *token, const void *reply, uint32_t len);
 };
+
+/* fuse_worker_process() result: the reply comes later through reply_later. */
+#define FUSE_REPLY_DEFERRED UINT32_MAX
 
 struct fuse_session;
 struct fuse_worker;
@@ -40,10 +47,16 @@ void fuse_worker_free(struct fuse_worker *w);
  * in-header, arguments, write payload), wr the room for the reply. READ
  * data goes straight into wr and WRITE data straight from rd. Returns the
  * number of bytes written into wr: 0 for requests that get no reply
- * (FORGET, BATCH_FORGET, INTERRUPT) and for requests too malformed to answer.
+ * (FORGET, BATCH_FORGET, INTERRUPT) and for requests too malformed to answer,
+ * or FUSE_REPLY_DEFERRED: the reply goes to reply_later(later_token) once
+ * the op finishes; wr must not be used for it any more.
  */
 uint32_t fuse_worker_process(struct fuse_worker *w,
 			     const struct iovec *rd, unsigned rd_cnt,
-			     const struct iovec *wr, unsigned wr_cnt);
+			     const struct iovec *wr, unsigned wr_cnt,
+			     void *later_token);
+/* The worker's queue stops: its requests answered later are cancelled
+ * (they finish soon with EINTR through reply_later). */
+void fuse_worker_cancel_deferred(struct fuse_worker *w);
 
 #endif

@@ -329,10 +329,12 @@ static bool queue_run_batch(struct vu_queue *q)
 
 		if (virtq_pop(vq, &elem) <= 0)
 			break;
+		/* Set before handle(): the completion may come from another
+		 * thread before handle() even returns. */
+		q->later[elem.head].head = elem.head;
 		elem.req.token = &q->later[elem.head];
 		len = dev->ops->handle(q->ctx, q->index, &elem.req);
 		if (len == VU_DEFERRED) {
-			q->later[elem.head].head = elem.head;
 			q->later_outstanding++;
 		} else {
 			virtq_push(vq, &elem, len);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -518,6 +519,9 @@ static struct res {
 
 #define MAX_SEGS 4096
 
+/* The transport's token for every request run here. */
+static int later_token_dummy;
+
 /* Every segment is its own allocation of exactly its size, so ASan catches
  * any read or write past the chain. */
 static unsigned split(struct iovec *iov, const unsigned char *src, size_t len,
@@ -549,7 +553,7 @@ static void run_raw(struct fuse_worker *w, size_t rd_len, size_t rd_chunk,
 
 	memset(&res, 0, sizeof(res));
 	res.wr_len = wr_len;
-	res.ret = fuse_worker_process(w, rd, rd_cnt, wr, wr_cnt);
+	res.ret = fuse_worker_process(w, rd, rd_cnt, wr, wr_cnt, &later_token_dummy);
 	for (unsigned i = 0; i < wr_cnt; i++) {
 		if (off < sizeof(struct fuse_out_header)) {
 			size_t n = wr[i].iov_len;
@@ -1755,7 +1759,7 @@ static int conc_call(struct fuse_worker *w, uint32_t opcode, const void *arg,
 	memcpy(req, &h, sizeof(h));
 	if (arg_len)
 		memcpy(req + sizeof(h), arg, arg_len);
-	if (fuse_worker_process(w, &rd, 1, &wr, 1) < sizeof(out))
+	if (fuse_worker_process(w, &rd, 1, &wr, 1, NULL) < sizeof(out))
 		return 1;
 	memcpy(&out, reply, sizeof(out));
 	return out.error;
@@ -1824,6 +1828,163 @@ static void test_concurrency(void)
 	CHECK(atomic_load(&cc.destroys) == 1);
 }
 
+/* ------------------------------------------- SETLKW answered later */
+
+#define MAX_WAITERS (256 + 1)
+
+static struct {
+	struct fuse_async *async[MAX_WAITERS];
+	uint64_t unique[MAX_WAITERS];
+	_Atomic int cancelled[MAX_WAITERS];
+	int n;
+	/* What reply_later was given. */
+	int replies;
+	void *token;
+	struct fuse_out_header out;
+	uint32_t len;
+} later;
+
+static void t_cancel(void *arg)
+{
+	atomic_store(&later.cancelled[(intptr_t)arg], 1);
+}
+
+static int t_setlk_later(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+			 const struct fuse_lk_in *in, bool sleep)
+{
+	int i = later.n, rc;
+
+	rec.calls[C_SETLK]++;
+	if (!sleep)
+		return -EAGAIN;
+	rc = fuse_async_begin(ctx, t_cancel, (void *)(intptr_t)i, &later.async[i]);
+	if (rc < 0)
+		return rc;
+	later.unique[i] = ctx->unique;
+	later.n++;
+	return FUSE_REPLY_LATER;
+}
+
+static void t_reply_later(void *token, const void *reply, uint32_t len)
+{
+	later.replies++;
+	later.token = token;
+	later.len = len;
+	memcpy(&later.out, reply, len < sizeof(later.out) ? len : sizeof(later.out));
+}
+
+static void send_setlkw(struct fuse_worker *w)
+{
+	struct fuse_lk_in lk = { .fh = 7, .lk = { .start = 0, .end = 9, .type = 1 } };
+
+	rq_start(FUSE_SETLKW, 3);
+	rq_add(&lk, sizeof(lk));
+	run(w);
+}
+
+static void send_interrupt(struct fuse_worker *w, uint64_t unique)
+{
+	struct fuse_interrupt_in in = { .unique = unique };
+
+	rq_start(FUSE_INTERRUPT, 0);
+	rq_add(&in, sizeof(in));
+	run(w);
+}
+
+static void *finish_when_cancelled(void *arg)
+{
+	int i = (int)(intptr_t)arg;
+
+	while (!atomic_load(&later.cancelled[i]))
+		sched_yield();
+	fuse_async_finish(later.async[i], -EINTR);
+	return NULL;
+}
+
+static void test_reply_later(void)
+{
+	struct fs_ops ops = test_ops;
+	struct fuse_session_opts opts = default_opts();
+	struct fuse_session *se;
+	struct fuse_worker *w, *w2;
+	pthread_t finisher;
+	int first;
+
+	ops.setlk = t_setlk_later;
+	opts.reply_later = t_reply_later;
+	memset(&later, 0, sizeof(later));
+	CHECK(fuse_session_new(&se, &opts, &ops, &rec) == 0);
+	CHECK(fuse_worker_new(se, &w) == 0);
+	CHECK(fuse_worker_new(se, &w2) == 0);
+	send_init(w, 7, 38, ALL_FLAGS, ALL_FLAGS);
+	rec_reset();
+
+	/* Taken for later: the reply buffer is left untouched (0xEE), the queue goes on. */
+	send_setlkw(w);
+	CHECK(res.ret == FUSE_REPLY_DEFERRED && res.out.len == 0xEEEEEEEEu && later.n == 1);
+	/* INTERRUPT of a unique that does not wait: nothing happens. */
+	send_interrupt(w2, later.unique[0] + 1000);
+	CHECK(res.ret == 0 && !atomic_load(&later.cancelled[0]));
+	send_interrupt(w2, later.unique[0]);
+	CHECK(res.ret == 0 && atomic_load(&later.cancelled[0]) && later.replies == 0);
+	fuse_async_finish(later.async[0], -EINTR);
+	CHECK(later.replies == 1 && later.token == &later_token_dummy &&
+	      later.len == sizeof(struct fuse_out_header) &&
+	      later.out.len == sizeof(struct fuse_out_header) &&
+	      later.out.error == -EINTR && later.out.unique == later.unique[0]);
+	/* Finished: a late INTERRUPT finds nothing. */
+	atomic_store(&later.cancelled[0], 0);
+	send_interrupt(w2, later.unique[0]);
+	CHECK(!atomic_load(&later.cancelled[0]));
+
+	/* A stopping queue cancels only its own worker's requests. */
+	send_setlkw(w);
+	send_setlkw(w2);
+	CHECK(later.n == 3);
+	fuse_worker_cancel_deferred(w2);
+	CHECK(!atomic_load(&later.cancelled[1]) && atomic_load(&later.cancelled[2]));
+	fuse_async_finish(later.async[2], -EINTR);
+	fuse_async_finish(later.async[1], 0);
+	CHECK(later.replies == 3 && later.out.error == 0 &&
+	      later.out.unique == later.unique[1]);
+
+	/* A full table refuses more with ENOLCK, and frees up again. */
+	first = later.n;
+	for (int i = 0; i < 256; i++)
+		send_setlkw(w);
+	CHECK(later.n == first + 256);
+	send_setlkw(w);
+	EXPECT_ERR(ENOLCK);
+	for (int i = first; i < later.n; i++)
+		fuse_async_finish(later.async[i], 0);
+	CHECK(later.replies == 3 + 256);
+
+	/* DESTROY cancels what waits and lets it finish first. */
+	later.n = 0;
+	send_setlkw(w);
+	CHECK(res.ret == FUSE_REPLY_DEFERRED &&
+	      pthread_create(&finisher, NULL, finish_when_cancelled, (void *)0) == 0);
+	rq_start(FUSE_DESTROY, 0);
+	run(w2);
+	EXPECT_OK(0);
+	pthread_join(finisher, NULL);
+	CHECK(later.replies == 3 + 256 + 1 && later.out.error == -EINTR &&
+	      rec.calls[C_DESTROY] == 1);
+	fuse_worker_free(w2);
+	fuse_worker_free(w);
+	fuse_session_free(se);
+
+	/* A transport that cannot answer later: ENOLCK, never a stall. */
+	opts.reply_later = NULL;
+	CHECK(fuse_session_new(&se, &opts, &ops, &rec) == 0);
+	CHECK(fuse_worker_new(se, &w) == 0);
+	send_init(w, 7, 38, ALL_FLAGS, ALL_FLAGS);
+	send_setlkw(w);
+	EXPECT_ERR(ENOLCK);
+	fuse_worker_free(w);
+	fuse_session_free(se);
+}
+
 int main(void)
 {
 	struct fuse_session_opts opts = default_opts();
@@ -1838,6 +1999,7 @@ int main(void)
 	test_missing_ops();
 	test_concurrency();
 	test_secctx();
+	test_reply_later();
 
 	open_session(&se, &w, &opts);
 	test_lengths(w);
