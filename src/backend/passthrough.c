@@ -20,6 +20,7 @@
 #include "backend/fd_budget.h"
 #include "backend/handles.h"
 #include "backend/inode_table.h"
+#include "backend/locks.h"
 #include "common/log.h"
 
 /* fds the daemon keeps for itself (sockets, eventfds, logs) beyond the
@@ -35,6 +36,7 @@ struct passthrough {
 	struct fd_budget fds;
 	struct inode_table *inodes;
 	struct handle_table *handles;
+	struct lock_table *locks;
 	uint64_t timeout_sec;
 	uint32_t timeout_nsec;
 	bool switch_creds;      /* only root can take on the guest's ids */
@@ -367,6 +369,7 @@ static void pt_destroy(void *fs)
 {
 	struct passthrough *pt = fs;
 
+	locks_drop_all(pt->locks);
 	handle_remove_all(pt->handles);
 	inode_forget_all(pt->inodes);
 }
@@ -1097,6 +1100,10 @@ static int pt_release(void *fs, const struct fuse_req_ctx *ctx,
 {
 	struct passthrough *pt = fs;
 
+	/* The guest skipped FLUSH and folds it into RELEASE. flock locks
+	 * (FUSE_RELEASE_FLOCK_UNLOCK) go with the handle's fd. */
+	if (in->release_flags & FUSE_RELEASE_FLUSH)
+		locks_drop_owner(pt->locks, nodeid, in->lock_owner);
 	return handle_remove(pt->handles, in->fh, nodeid);
 }
 
@@ -1130,6 +1137,7 @@ static int pt_flush(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	ret = handle_get(pt->handles, in->fh, nodeid, &h);
 	if (ret < 0)
 		return ret;
+	locks_drop_owner(pt->locks, nodeid, in->lock_owner);
 	fd = dup(h->fd);
 	ret = fd < 0 ? -errno : errno_or(close(fd));
 	handle_put(pt->handles, h);
@@ -1574,6 +1582,38 @@ out:
 	return ret;
 }
 
+static int pt_getlk(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		    const struct fuse_lk_in *in, struct fuse_lk_out *out)
+{
+	struct passthrough *pt = fs;
+	struct handle *h;
+	int ret;
+
+	ret = get_file_handle(pt, nodeid, in->fh, &h);
+	if (ret < 0)
+		return ret;
+	ret = locks_getlk(pt->locks, h, nodeid, in, out);
+	handle_put(pt->handles, h);
+	return ret;
+}
+
+static int pt_setlk(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+		    const struct fuse_lk_in *in, bool sleep)
+{
+	struct passthrough *pt = fs;
+	struct handle *h;
+	int ret;
+
+	ret = get_file_handle(pt, nodeid, in->fh, &h);
+	if (ret < 0)
+		return ret;
+	ret = locks_setlk(pt->locks, ctx, h, nodeid, in, sleep);
+	/* Answered later: the waiter keeps our reference. */
+	if (ret != FUSE_REPLY_LATER)
+		handle_put(pt->handles, h);
+	return ret;
+}
+
 const struct fs_ops passthrough_ops = {
 	.init = pt_init,
 	.destroy = pt_destroy,
@@ -1611,7 +1651,9 @@ const struct fs_ops passthrough_ops = {
 	.copy_file_range = pt_copy_file_range,
 	.syncfs = pt_syncfs,
 	.tmpfile = pt_tmpfile,
-	/* getlk/setlk: not yet, ENOSYS like virtiofsd */
+	/* Offered to the guest only with --posix-lock / --flock. */
+	.getlk = pt_getlk,
+	.setlk = pt_setlk,
 };
 
 /* ---- setup ------------------------------------------------------------ */
@@ -1707,9 +1749,14 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 	ret = handle_table_new(&pt->handles, pt->inodes, &pt->fds);
 	if (ret < 0)
 		goto err_inodes;
+	ret = lock_table_new(&pt->locks, pt->handles, &pt->fds, pt->proc_self_fd);
+	if (ret < 0)
+		goto err_handles;
 	*out = pt;
 	return 0;
 
+err_handles:
+	handle_table_free(pt->handles);
 err_inodes:
 	inode_table_free(pt->inodes);   /* closes root_fd */
 	goto err_proc;
@@ -1729,6 +1776,7 @@ void passthrough_free(struct passthrough *pt)
 {
 	if (!pt)
 		return;
+	lock_table_free(pt->locks);
 	handle_table_free(pt->handles);
 	inode_table_free(pt->inodes);
 	close(pt->proc_self_fd);

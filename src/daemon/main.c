@@ -135,6 +135,8 @@ static int serve(const struct ferry_options *o)
 		.writeback = o->writeback,
 		.xattr = o->xattr,
 		.readdirplus = o->readdirplus,
+		.posix_lock = o->posix_lock,
+		.flock = o->flock,
 		.reply_later = vu_request_complete,
 	};
 	struct vu_fs_config vu_config = {

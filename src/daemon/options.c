@@ -18,7 +18,7 @@ static const char *const refused_long[] = {
 };
 
 static const char *const refused_c_opts[] = {
-	"flock", "posix_lock", "xattrmap", "posix_acl", "security_label",
+	"xattrmap", "posix_acl", "security_label",
 	"killpriv_v2", "announce_submounts", "sandbox", "modcaps", "allow_root",
 };
 
@@ -108,8 +108,15 @@ static int parse_c_opt(struct ferry_options *o, char *item, FILE *err)
 		o->allow_direct_io = true;
 	} else if (!strcmp(item, "no_allow_direct_io") && !val) {
 		o->allow_direct_io = false;
-	} else if ((!strcmp(item, "no_flock") || !strcmp(item, "no_posix_lock") ||
-		    !strcmp(item, "no_killpriv_v2") || !strcmp(item, "no_posix_acl") ||
+	} else if (!strcmp(item, "flock") && !val) {
+		o->flock = true;
+	} else if (!strcmp(item, "no_flock") && !val) {
+		o->flock = false;
+	} else if (!strcmp(item, "posix_lock") && !val) {
+		o->posix_lock = true;
+	} else if (!strcmp(item, "no_posix_lock") && !val) {
+		o->posix_lock = false;
+	} else if ((!strcmp(item, "no_killpriv_v2") || !strcmp(item, "no_posix_acl") ||
 		    !strcmp(item, "no_security_label")) && !val) {
 		/* These name the behaviour ferryfsd already has. */
 	} else if (!strcmp(item, "debug") && !val) {
@@ -145,7 +152,7 @@ enum long_opt_id {
 	OPT_CACHE, OPT_THREAD_POOL_SIZE, OPT_XATTR, OPT_WRITEBACK,
 	OPT_ALLOW_DIRECT_IO, OPT_NO_READDIRPLUS, OPT_LOG_LEVEL, OPT_SYSLOG,
 	OPT_RLIMIT_NOFILE, OPT_DAEMONIZE, OPT_PRINT_CAPS, OPT_HELP, OPT_VERSION,
-	OPT_NO_KILLPRIV_V2, OPT_NO_ANNOUNCE_SUBMOUNTS,
+	OPT_NO_KILLPRIV_V2, OPT_NO_ANNOUNCE_SUBMOUNTS, OPT_POSIX_LOCK, OPT_FLOCK,
 };
 
 static const struct long_opt {
@@ -173,6 +180,8 @@ static const struct long_opt {
 	{ "version", false, OPT_VERSION },
 	{ "no-killpriv-v2", false, OPT_NO_KILLPRIV_V2 },
 	{ "no-announce-submounts", false, OPT_NO_ANNOUNCE_SUBMOUNTS },
+	{ "posix-lock", false, OPT_POSIX_LOCK },
+	{ "flock", false, OPT_FLOCK },
 };
 
 static int apply_long(struct ferry_options *o, const struct long_opt *lo,
@@ -223,6 +232,12 @@ static int apply_long(struct ferry_options *o, const struct long_opt *lo,
 		break;
 	case OPT_ALLOW_DIRECT_IO:
 		o->allow_direct_io = true;
+		break;
+	case OPT_POSIX_LOCK:
+		o->posix_lock = true;
+		break;
+	case OPT_FLOCK:
+		o->flock = true;
 		break;
 	case OPT_NO_READDIRPLUS:
 		o->readdirplus = false;
@@ -411,6 +426,9 @@ void ferry_options_usage(FILE *out)
 "  --writeback               let the guest cache writes (writeback cache)\n"
 "  --allow-direct-io         keep the guest's O_DIRECT on host files\n"
 "  --no-readdirplus          list directories without attributes\n"
+"  --posix-lock              POSIX (fcntl) locks held on the host, seen by\n"
+"                            host processes (default: guest-local locks)\n"
+"  --flock                   the same for flock() locks\n"
 "  --thread-pool-size=N      accepted for compatibility: ferryfsd runs each\n"
 "                            request on its queue's own thread, with no pool\n"
 "  --rlimit-nofile=N         set the open-file limit (0 leaves it alone)\n"
@@ -425,7 +443,8 @@ void ferry_options_usage(FILE *out)
 "QEMU's C virtiofsd dialect:\n"
 "  -o source=DIR,cache=auto|always|none,timeout=SECONDS,xattr,no_xattr,\n"
 "     writeback,no_writeback,readdirplus,no_readdirplus,allow_direct_io,\n"
-"     no_allow_direct_io,log_level=LEVEL,debug,max_idle_threads=N\n"
+"     no_allow_direct_io,posix_lock,no_posix_lock,flock,no_flock,\n"
+"     log_level=LEVEL,debug,max_idle_threads=N\n"
 "  -f (foreground, the default)   -d (debug logging)\n"
 "\n"
 "Options of either virtiofsd that ferryfsd does not implement yet are refused\n"

@@ -24,6 +24,8 @@ struct ferry_options {
 	bool allow_direct_io;
 	bool readdirplus;
 	bool readdirplus_set;         /* the user chose; else it follows cache */
+	bool posix_lock;              /* host-backed POSIX locks (off: guest-local) */
+	bool flock;                   /* host-backed flock locks (off: guest-local) */
 	bool syslog;
 	bool daemonize;
 	unsigned long rlimit_nofile;  /* 0: leave the limit as it is */

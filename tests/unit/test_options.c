@@ -71,8 +71,23 @@ int main(void)
 	CHECK(ret != 0 && strstr(err, "'--posix-acl'") && strstr(err, "not supported"),
 	      "unsupported Rust option refused by name: %s", err);
 
-	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o", "source=/d,flock", NULL);
-	CHECK(ret != 0 && strstr(err, "'flock'"), "unsupported C option refused by name: %s", err);
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o", "source=/d,sandbox", NULL);
+	CHECK(ret != 0 && strstr(err, "'sandbox'"), "unsupported C option refused by name: %s", err);
+
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d", NULL);
+	CHECK(ret == 0 && !o.posix_lock && !o.flock,
+	      "locks stay guest-local unless asked for, like both virtiofsds");
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--posix-lock", "--flock", NULL);
+	CHECK(ret == 0 && o.posix_lock && o.flock, "--posix-lock --flock");
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o",
+		    "source=/d,posix_lock,flock", NULL);
+	CHECK(ret == 0 && o.posix_lock && o.flock, "-o posix_lock,flock");
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o",
+		    "source=/d,posix_lock,flock,no_posix_lock,no_flock", NULL);
+	CHECK(ret == 0 && !o.posix_lock && !o.flock, "-o no_posix_lock,no_flock: the last word wins");
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o", "source=/d,flock=1", NULL);
+	CHECK(ret != 0 && strstr(err, "flock=1"), "-o flock takes no value: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--sandbox=namespace", NULL);

@@ -1,0 +1,44 @@
+/* The guest's POSIX and flock locks, held on the host (OFD and flock locks) so host processes see them. */
+#ifndef FERRY_LOCKS_H
+#define FERRY_LOCKS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend/fd_budget.h"
+#include "backend/handles.h"
+#include "protocol/fuse_ops.h"
+
+/*
+ * POSIX locks belong to a process and an inode: one guest process's locks on
+ * a file are one set whichever fd it used, and closing any of its fds drops
+ * them all. Each (nodeid, lock owner) therefore gets its own host open file
+ * description, and its locks are OFD locks on that: they conflict with other
+ * owners' and with host processes' POSIX and OFD locks, as on a local file
+ * system. flock locks belong to an open file: they are flock(2) on the
+ * handle's own fd.
+ */
+struct lock_table;
+
+int lock_table_new(struct lock_table **out, struct handle_table *handles,
+		   struct fd_budget *fds, int proc_self_fd);
+/* Waits for lock waiters still winding down (their requests were already
+ * answered: queue stop and DESTROY cancel them first). */
+void lock_table_free(struct lock_table *t);
+
+int locks_getlk(struct lock_table *t, struct handle *h, uint64_t nodeid,
+		const struct fuse_lk_in *in, struct fuse_lk_out *out);
+/*
+ * SETLK/SETLKW. A SETLKW that cannot be granted at once is answered later:
+ * it returns FUSE_REPLY_LATER, and a waiter thread keeps the caller's
+ * reference on h until it is done; otherwise the caller still owns it.
+ */
+int locks_setlk(struct lock_table *t, const struct fuse_req_ctx *ctx,
+		struct handle *h, uint64_t nodeid, const struct fuse_lk_in *in,
+		bool sleep);
+/* FLUSH (a close in the guest): drops the owner's POSIX locks on nodeid. */
+void locks_drop_owner(struct lock_table *t, uint64_t nodeid, uint64_t owner);
+/* DESTROY: drops every owner's locks. */
+void locks_drop_all(struct lock_table *t);
+
+#endif
