@@ -1830,7 +1830,8 @@ static void test_concurrency(void)
 
 /* ------------------------------------------- SETLKW answered later */
 
-#define MAX_WAITERS (256 + 1)
+/* Three early requests, a full table of 256 and one refused. */
+#define MAX_WAITERS (3 + 256 + 1)
 
 static struct {
 	struct fuse_async *async[MAX_WAITERS];
