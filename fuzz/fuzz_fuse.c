@@ -1,5 +1,4 @@
 /* libFuzzer target: FUSE request sequences through the real protocol and passthrough backend on a scratch directory. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -19,6 +18,7 @@
 
 #include "backend/passthrough.h"
 #include "common/log.h"
+#include "../tests/common/canary.h"
 #include "fuzz_common.h"
 #include "protocol/fuse_server.h"
 
@@ -49,8 +49,9 @@
 #define ID_MARK 0xfefe000000000000ull
 #define ID_MARK_MASK 0xffff000000000000ull
 
-static char base[4096 - 128], share[4096], canary[4096];
-static char canary_snapshot[4096];
+static char outer[4096];     /* the private tmpfs, when we have one */
+static struct canary cy;
+static char canary_before[4096];
 
 static uint64_t nodeids[ID_SLOTS], fhs[ID_SLOTS];
 static unsigned n_nodeids, n_fhs;
@@ -64,73 +65,34 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 	return 0;
 }
 
-/* Everything in the share and every bit of the canary, as text. */
-static void snapshot(char *out, size_t size)
-{
-	const char *dirs[] = { base, canary };
-	size_t used = 0;
-
-	out[0] = 0;
-	for (unsigned i = 0; i < 2; i++) {
-		DIR *d = opendir(dirs[i]);
-		struct dirent *e;
-
-		if (!d)
-			fuzz_fail("cannot list %s: %s", dirs[i], strerror(errno));
-		while ((e = readdir(d))) {
-			struct stat st;
-
-			/* BASE's parent is the busy host /tmp. */
-			if (strcmp(e->d_name, "..") == 0)
-				continue;
-			/* The share itself changes: only its name counts. */
-			if (i == 0 && strcmp(e->d_name, "share") == 0) {
-				used += (size_t)snprintf(out + used, size - used, "share;");
-				continue;
-			}
-			if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-				fuzz_fail("stat %s/%s: %s", dirs[i], e->d_name, strerror(errno));
-			used += (size_t)snprintf(out + used, size - used,
-				"%s %llu %o %u %u %u %lld %ld.%ld %ld.%ld;", e->d_name,
-				(unsigned long long)st.st_ino, st.st_mode, (unsigned)st.st_nlink,
-				st.st_uid, st.st_gid, (long long)st.st_size,
-				st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
-				st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
-			if (used >= size)
-				fuzz_fail("snapshot too long");
-		}
-		closedir(d);
-	}
-}
-
 static void populate_share(void)
 {
 	char path[4096 + 16];
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd;
 
-	if (nftw(share, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
+	if (nftw(cy.share, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
 		fuzz_fail("cannot clean the share");
-	if (chmod(share, 0755) < 0 || chown(share, 0, 0) < 0)
+	if (chmod(cy.share, 0755) < 0 || chown(cy.share, 0, 0) < 0)
 		fuzz_fail("share: %s", strerror(errno));
-	snprintf(path, sizeof(path), "%s/f", share);
+	snprintf(path, sizeof(path), "%s/f", cy.share);
 	fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
 	if (fd < 0 || write(fd, "0123456789abcdef", 16) != 16)
 		fuzz_fail("cannot create %s", path);
 	close(fd);
-	snprintf(path, sizeof(path), "%s/d", share);
+	snprintf(path, sizeof(path), "%s/d", cy.share);
 	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/d/g", share);
+	snprintf(path, sizeof(path), "%s/d/g", cy.share);
 	close(open(path, O_CREAT | O_WRONLY, 0600));
-	snprintf(path, sizeof(path), "%s/p", share);
+	snprintf(path, sizeof(path), "%s/p", cy.share);
 	mkfifo(path, 0666);
-	snprintf(path, sizeof(path), "%s/up", share);
+	snprintf(path, sizeof(path), "%s/up", cy.share);
 	symlink("../canary/secret", path);
-	snprintf(path, sizeof(path), "%s/abs", share);
-	symlink(canary, path);
-	snprintf(path, sizeof(path), "%s/null", share);
+	snprintf(path, sizeof(path), "%s/abs", cy.share);
+	symlink(cy.canary, path);
+	snprintf(path, sizeof(path), "%s/null", cy.share);
 	mknod(path, S_IFCHR | 0666, makedev(1, 3));
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/s", share);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/s", cy.share);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd >= 0) {
 		bind(fd, (struct sockaddr *)&sa, sizeof(sa));
@@ -141,48 +103,31 @@ static void populate_share(void)
 static void setup_dirs(void)
 {
 	const char *tmp = getenv("TMPDIR");
-	char path[4096 + 16];
-	int fd;
+	int ret;
 
-	snprintf(base, sizeof(base), "%s/ferry-fuzz-fuse-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(base))
+	snprintf(outer, sizeof(outer), "%s/ferry-fuzz-fuse-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(outer))
 		fuzz_fail("mkdtemp: %s", strerror(errno));
 	if (unshare(CLONE_NEWNS) == 0 &&
 	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
-	    mount("ferry-fuzz", base, "tmpfs", 0, "size=64m,mode=0755") == 0) {
-		/* The mount vanishes with our namespace; the empty mount
-		 * point is left for rmdir at exit. */
+	    mount("ferry-fuzz", outer, "tmpfs", 0, "size=64m,mode=0755") == 0) {
+		/* The mount vanishes with our namespace. */
 	} else {
 		struct rlimit fsize = { 64 << 20, 64 << 20 };
 
 		signal(SIGXFSZ, SIG_IGN);
 		setrlimit(RLIMIT_FSIZE, &fsize);
 	}
-	snprintf(share, sizeof(share), "%s/share", base);
-	snprintf(canary, sizeof(canary), "%s/canary", base);
-	if (mkdir(share, 0755) < 0 || mkdir(canary, 0755) < 0)
-		fuzz_fail("mkdir: %s", strerror(errno));
-	snprintf(path, sizeof(path), "%s/secret", canary);
-	fd = open(path, O_CREAT | O_WRONLY, 0600);
-	if (fd < 0 || write(fd, "canary", 6) != 6)
-		fuzz_fail("canary: %s", strerror(errno));
-	close(fd);
-	snprintf(path, sizeof(path), "%s/sub", canary);
-	mkdir(path, 0700);
+	ret = canary_setup(&cy, outer, "fuse");
+	if (ret < 0)
+		fuzz_fail("canary_setup: %s", strerror(-ret));
 }
 
-static void remove_base(void)
+static void remove_dirs(void)
 {
-	char cmd[3 * sizeof(base) + 64];
-
-	if (umount2(base, MNT_DETACH) == 0) {
-		rmdir(base);
-		return;
-	}
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s/share' '%s/canary'; rmdir '%s' 2>/dev/null",
-		 base, base, base);
-	if (system(cmd) != 0)
-		return;
+	canary_remove(&cy);
+	umount2(outer, MNT_DETACH);
+	rmdir(outer);
 }
 
 static void write_seeds(const char *dir);
@@ -195,9 +140,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		exit(0);
 	}
 	setup_dirs();
-	atexit(remove_base);
+	atexit(remove_dirs);
 	populate_share();
-	snapshot(canary_snapshot, sizeof(canary_snapshot));
+	if (canary_snapshot(&cy, canary_before, sizeof(canary_before)) < 0)
+		fuzz_fail("canary snapshot");
 	return 0;
 }
 
@@ -361,12 +307,12 @@ static void init_request(struct init_req *r)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct passthrough_opts pt_opts = { .shared_dir = share, .timeout = -1 };
+	struct passthrough_opts pt_opts = { .shared_dir = cy.share, .timeout = -1 };
 	struct fuse_session_opts se_opts = { .max_write = 128 * 1024 };
 	struct passthrough *pt = NULL;
 	struct fuse_session *se = NULL;
 	struct fuse_worker *w = NULL;
-	char now[sizeof(canary_snapshot)];
+	char now[sizeof(canary_before)];
 	size_t at = 1;
 	int fds, fd_baseline;
 
@@ -420,9 +366,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	fds = fuzz_count_fds();
 	FUZZ_ASSERT(fds == fd_baseline, "%d fds open after the run, %d before", fds, fd_baseline);
-	snapshot(now, sizeof(now));
-	FUZZ_ASSERT(strcmp(now, canary_snapshot) == 0,
-		    "outside the share changed:\nbefore %s\nafter  %s", canary_snapshot, now);
+	FUZZ_ASSERT(canary_snapshot(&cy, now, sizeof(now)) == 0 &&
+		    strcmp(now, canary_before) == 0,
+		    "outside the share changed:\nbefore %s\nafter  %s", canary_before, now);
 	return 0;
 }
 
