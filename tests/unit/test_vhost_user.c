@@ -398,7 +398,8 @@ struct ring {
 	struct vring_desc *desc;
 	struct vring_avail *avail;
 	struct vring_used *used;
-	uint8_t *base;
+	uint8_t *base;     /* guest memory: gpa 0 */
+	uint64_t buf;      /* gpa of this ring's request buffers */
 	uint16_t avail_idx;
 };
 
@@ -428,8 +429,8 @@ static void ring_request(struct ring *r, const char *text, uint64_t wr_gpa)
 {
 	uint16_t head = (uint16_t)((r->avail_idx * 2) % 8);
 
-	strcpy((char *)r->base + BUF + head * 0x100, text);
-	r->desc[head] = (struct vring_desc){ BUF + head * 0x100, (uint32_t)strlen(text),
+	strcpy((char *)r->base + r->buf + head * 0x100, text);
+	r->desc[head] = (struct vring_desc){ r->buf + head * 0x100, (uint32_t)strlen(text),
 					     VRING_DESC_F_NEXT, (uint16_t)(head + 1) };
 	r->desc[head + 1] = (struct vring_desc){ wr_gpa, 64, VRING_DESC_F_WRITE, 0 };
 	r->avail->ring[r->avail_idx % 8] = head;
@@ -462,6 +463,7 @@ static void test_live_queue(struct vu_dev *dev)
 	r.desc = (void *)(r.base + DESC);
 	r.avail = (void *)(r.base + AVAIL);
 	r.used = (void *)(r.base + USED);
+	r.buf = BUF;
 
 	session_start(&s, dev);
 	v = BIT(PROTO_REPLY_ACK) | BIT(PROTO_MQ) | BIT(PROTO_MEM_SLOTS);
@@ -623,6 +625,7 @@ static void test_deferred(void)
 	r.desc = (void *)(r.base + DESC);
 	r.avail = (void *)(r.base + AVAIL);
 	r.used = (void *)(r.base + USED);
+	r.buf = BUF;
 
 	session_start(&s, dev);
 	v = BIT(VIRTIO_F_VERSION_1);
@@ -672,6 +675,102 @@ static void test_deferred(void)
 	close(memfd);
 	close(kick);
 	close(call);
+}
+
+/* Sets queue q up on rings at off (gpa == offset into the memfd) and
+ * enables it; true when every step was acked. */
+static bool queue_setup(int fd, uint32_t q, uint64_t off, int kick, int call, int err)
+{
+	struct vring_state st = { q, 8 };
+	struct vring_addr addr = { q, 0, UVA + off + DESC, UVA + off + USED,
+				   UVA + off + AVAIL, 0 };
+	uint64_t v = q;
+
+	return acked_ok(fd, 8, &st, sizeof(st), NULL, 0) &&
+	       acked_ok(fd, 10, &(struct vring_state){ q, 0 }, sizeof(st), NULL, 0) &&
+	       acked_ok(fd, 9, &addr, sizeof(addr), NULL, 0) &&
+	       acked_ok(fd, 13, &v, 8, &call, 1) && acked_ok(fd, 14, &v, 8, &err, 1) &&
+	       acked_ok(fd, 12, &v, 8, &kick, 1) &&
+	       acked_ok(fd, 18, &(struct vring_state){ q, 1 }, sizeof(st), NULL, 0);
+}
+
+/* A guest that breaks the rules on one queue loses that queue only: the
+ * other keeps answering, and the connection stays up. dev is fresh:
+ * test_live_queue ends with vu_dev_stop. */
+static void test_broken_queue_isolated(struct vu_dev *dev)
+{
+	const uint64_t off2 = 0x40000;
+	struct session s;
+	struct ring r1 = { 0 }, r2 = { 0 };
+	struct mem_table mt = { 0 };
+	uint64_t v;
+	int memfd = memfd_create("ferry-guest", MFD_CLOEXEC);
+	int kick1 = eventfd(0, EFD_CLOEXEC), call1 = eventfd(0, EFD_CLOEXEC);
+	int err1 = eventfd(0, EFD_CLOEXEC), kick2 = eventfd(0, EFD_CLOEXEC);
+	int call2 = eventfd(0, EFD_CLOEXEC), err2 = eventfd(0, EFD_CLOEXEC);
+	int pipefd[2];
+	int base_handled;
+	uint8_t *base;
+
+	printf("-- a broken queue does not take the other queue down\n");
+	if (memfd < 0 || ftruncate(memfd, MEM_SIZE) < 0 || pipe2(pipefd, O_CLOEXEC) < 0)
+		exit(1);
+	base = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (base == MAP_FAILED)
+		exit(1);
+	r1 = (struct ring){ (void *)(base + DESC), (void *)(base + AVAIL),
+			    (void *)(base + USED), base, BUF, 0 };
+	r2 = (struct ring){ (void *)(base + off2 + DESC), (void *)(base + off2 + AVAIL),
+			    (void *)(base + off2 + USED), base, off2 + BUF, 0 };
+
+	session_start(&s, dev);
+	v = BIT(PROTO_REPLY_ACK) | BIT(PROTO_MQ) | BIT(PROTO_MEM_SLOTS);
+	CHECK(acked_ok(s.fd, 16, &v, 8, NULL, 0), "SET_PROTOCOL_FEATURES");
+	v = BIT(VIRTIO_F_VERSION_1) | BIT(30);
+	CHECK(acked_ok(s.fd, 2, &v, 8, NULL, 0), "SET_FEATURES");
+	mt.n = 1;
+	mt.r[0] = (struct mem_region){ GPA, MEM_SIZE, UVA, 0 };
+	CHECK(nacked(s.fd, 5, &mt, 8 + 32, &kick1, 1), "SET_MEM_TABLE with an eventfd as memory refused");
+	CHECK(nacked(s.fd, 5, &mt, 8 + 32, &pipefd[0], 1), "SET_MEM_TABLE with a pipe as memory refused");
+	CHECK(nacked(s.fd, 37, &(struct mem_single){ 0, { 0x10000000, 0, UVA + 0x10000000, 0 } },
+		     sizeof(struct mem_single), &memfd, 1), "ADD_MEM_REG of zero size refused");
+	CHECK(acked_ok(s.fd, 5, &mt, 8 + 32, &memfd, 1), "SET_MEM_TABLE");
+	v = 200;
+	CHECK(nacked(s.fd, 12, &v, 8, &kick1, 1), "SET_VRING_KICK for queue 200 of 3 refused");
+	CHECK(nacked(s.fd, 18, &(struct vring_state){ 3, 1 }, sizeof(struct vring_state), NULL, 0),
+	      "SET_VRING_ENABLE for queue 3 of 3 refused");
+	CHECK(queue_setup(s.fd, 1, 0, kick1, call1, err1), "queue 1 started");
+	CHECK(queue_setup(s.fd, 2, off2, kick2, call2, err2), "queue 2 started");
+
+	base_handled = __atomic_load_n(&handled, __ATOMIC_SEQ_CST);
+	/* Queue 1: a chain whose buffer lies outside guest memory. */
+	ring_request(&r1, "bad", MEM_SIZE + 0x1000);
+	eventfd_write(kick1, 1);
+	CHECK(wait_readable(err1, 2000) && r1.used->idx == 0,
+	      "queue 1: buffer outside guest memory breaks it, err fd signalled, nothing used");
+	/* Queue 2 still answers, twice. */
+	ring_request(&r2, "still-here", off2 + BUF + 0x1000);
+	eventfd_write(kick2, 1);
+	CHECK(wait_readable(call2, 2000) && wait_handled(base_handled + 1) && r2.used->idx == 1 &&
+	      strcmp(last_request, "still-here") == 0 && last_queue_index == 2,
+	      "queue 2 answers after queue 1 broke");
+	/* Queue 1 next: a head index past the ring. */
+	r1.avail->ring[r1.avail_idx % 8] = 99;
+	r1.avail_idx++;
+	__atomic_store_n(&r1.avail->idx, r1.avail_idx, __ATOMIC_RELEASE);
+	eventfd_write(kick1, 1);
+	ring_request(&r2, "again", off2 + BUF + 0x1000);
+	eventfd_write(kick2, 1);
+	CHECK(wait_readable(call2, 2000) && wait_handled(base_handled + 2) && r2.used->idx == 2 &&
+	      r1.used->idx == 0, "queue 2 answers again; broken queue 1 stays untouched");
+	CHECK(get_u64(s.fd, 17) == 3, "the connection still answers (GET_QUEUE_NUM)");
+	CHECK(session_end(&s) == 0, "frontend leaves: orderly end");
+	munmap(base, MEM_SIZE);
+	close(memfd);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	close(kick1); close(call1); close(err1);
+	close(kick2); close(call2); close(err2);
 }
 
 static void test_listen(void)
@@ -759,6 +858,14 @@ int main(void)
 	      fds_before, fds_after);
 	vu_dev_free(dev);
 	test_deferred();
+	if (vu_dev_new(&dev, &cfg, &ops, &ctx_token) < 0)
+		return 1;
+	fds_before = count_fds();
+	test_broken_queue_isolated(dev);
+	fds_after = count_fds();
+	CHECK(fds_after == fds_before, "no fd leaked around a broken queue (%u -> %u)",
+	      fds_before, fds_after);
+	vu_dev_free(dev);
 	test_listen();
 	printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
 	return failures ? 1 : 0;
