@@ -4,7 +4,9 @@
 #include <ftw.h>
 #include <linux/fuse.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +54,9 @@
 static char outer[4096];     /* the private tmpfs, when we have one */
 static struct canary cy;
 static char canary_before[4096];
+
+/* Requests answered later (SETLKW); each gets its own token. */
+static _Atomic int deferred_outstanding;
 
 static uint64_t nodeids[ID_SLOTS], fhs[ID_SLOTS];
 static unsigned n_nodeids, n_fhs;
@@ -149,8 +154,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 static void substitute_ids(uint8_t *req, size_t len)
 {
-	/* nodeid at header offset 8, then the first two argument words */
-	static const size_t offsets[] = { 8, 40, 48 };
+	static const size_t offsets[] = {
+		offsetof(struct fuse_in_header, nodeid),
+		sizeof(struct fuse_in_header), sizeof(struct fuse_in_header) + 8,
+	};
 
 	for (unsigned i = 0; i < 3; i++) {
 		uint64_t v;
@@ -241,6 +248,30 @@ static void gather(const struct iovec *iov, unsigned cnt, uint8_t *out, size_t m
 	}
 }
 
+/* reply holds at least the out header; len is the used length. */
+static void check_reply_header(const void *reply, uint32_t len, uint64_t unique)
+{
+	struct fuse_out_header out;
+
+	FUZZ_ASSERT(len >= sizeof(out), "reply of %u bytes, shorter than a header", len);
+	memcpy(&out, reply, sizeof(out));
+	FUZZ_ASSERT(out.len == len, "out.len %u, used length %u", out.len, len);
+	FUZZ_ASSERT(out.unique == unique, "unique not echoed");
+	FUZZ_ASSERT(out.error <= 0 && out.error > -4096, "error %d", out.error);
+	FUZZ_ASSERT(out.error == 0 || len == sizeof(out), "error reply with %u bytes", len);
+}
+
+/* The token is a heap copy of the request's unique: ASan catches a reply
+ * given twice (use after free) or never (leak). */
+static void reply_later(void *token, const void *reply, uint32_t len)
+{
+	uint64_t *unique = token;
+
+	check_reply_header(reply, len, *unique);
+	free(unique);
+	atomic_fetch_sub(&deferred_outstanding, 1);
+}
+
 static void run_request(struct fuse_worker *w, uint8_t ctl, uint8_t wrcode,
 			uint8_t *req, size_t len)
 {
@@ -250,6 +281,7 @@ static void run_request(struct fuse_worker *w, uint8_t ctl, uint8_t wrcode,
 	struct fuse_in_header in = { 0 };
 	uint8_t head[sizeof(struct fuse_out_header) + sizeof(struct fuse_entry_out) +
 		     sizeof(struct fuse_open_out)];
+	uint64_t *token;
 	uint32_t ret;
 
 	if ((ctl & 0x80) && len >= 4) {
@@ -262,23 +294,25 @@ static void run_request(struct fuse_worker *w, uint8_t ctl, uint8_t wrcode,
 	rd_cnt = split(req, len, (ctl & 7) + 1, ctl & 0x20, rd);
 	wr_cnt = split(NULL, wr_len, ((ctl >> 3) & 3) + 1, ctl & 0x20, wr);
 
-	ret = fuse_worker_process(w, rd, rd_cnt, wr, wr_cnt);
+	token = malloc(sizeof(*token));
+	if (!token)
+		fuzz_fail("malloc");
+	*token = in.unique;
+	ret = fuse_worker_process(w, rd, rd_cnt, wr, wr_cnt, token);
+	if (ret == FUSE_REPLY_DEFERRED) {
+		atomic_fetch_add(&deferred_outstanding, 1);
+		ret = 0;
+	} else {
+		free(token);
+	}
 
 	FUZZ_ASSERT(ret <= wr_len, "reply of %u bytes in %zu of room", ret, wr_len);
 	FUZZ_ASSERT(geteuid() == 0 && getegid() == 0,
 		    "credentials not restored after opcode %u", in.opcode);
 	if (ret > 0) {
-		struct fuse_out_header out;
-
-		FUZZ_ASSERT(ret >= sizeof(out), "reply of %u bytes, shorter than a header", ret);
 		memset(head, 0, sizeof(head));
 		gather(wr, wr_cnt, head, sizeof(head));
-		memcpy(&out, head, sizeof(out));
-		FUZZ_ASSERT(out.len == ret, "out.len %u, used length %u", out.len, ret);
-		FUZZ_ASSERT(out.unique == in.unique, "unique not echoed");
-		FUZZ_ASSERT(out.error <= 0 && out.error > -4096, "error %d", out.error);
-		FUZZ_ASSERT(out.error == 0 || ret == sizeof(out),
-			    "error reply with %u bytes", ret);
+		check_reply_header(head, ret, in.unique);
 		record_ids(in.opcode, head, ret);
 	}
 	for (unsigned i = 0; i < rd_cnt; i++)
@@ -308,7 +342,9 @@ static void init_request(struct init_req *r)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct passthrough_opts pt_opts = { .shared_dir = cy.share, .timeout = -1 };
-	struct fuse_session_opts se_opts = { .max_write = 128 * 1024 };
+	struct fuse_session_opts se_opts = {
+		.max_write = 128 * 1024, .reply_later = reply_later,
+	};
 	struct passthrough *pt = NULL;
 	struct fuse_session *se = NULL;
 	struct fuse_worker *w = NULL;
@@ -360,6 +396,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		at += len;
 	}
 
+	/* A queue stopping cancels what waits; every deferred request must
+	 * then be answered, promptly. */
+	fuse_worker_cancel_deferred(w);
+	for (int i = 0; atomic_load(&deferred_outstanding) > 0; i++) {
+		FUZZ_ASSERT(i < 10000, "%d deferred requests never answered",
+			    atomic_load(&deferred_outstanding));
+		usleep(1000);
+	}
 	fuse_worker_free(w);
 	fuse_session_free(se);
 	passthrough_free(pt);
@@ -493,6 +537,29 @@ static void write_seeds(const char *dir)
 		put_req(&s, 0, 4, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "up", NULL);
 	}
 	fuzz_write_seed(dir, "init-special-files-forget", s.b, s.len);
+
+	/* Locks on: a write lock, then a conflicting SETLKW from another
+	 * owner, which is answered later (cancelled at the end of the run). */
+	memset(&s, 0, sizeof(s));
+	opts = 1 | 0x20;
+	put(&s, &opts, 1);
+	{
+		struct fuse_open_in o = { .flags = O_RDWR };
+		struct fuse_lk_in lk = {
+			.fh = FH(0), .owner = 1,
+			.lk = { .start = 0, .end = 100, .type = F_WRLCK, .pid = 1 },
+		};
+
+		put_req(&s, 0, 4, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "f", NULL);
+		put_req(&s, 0, 1, FUSE_OPEN, NODE(0), &o, sizeof(o), NULL, NULL);
+		put_req(&s, 0, 2, FUSE_SETLK, NODE(0), &lk, sizeof(lk), NULL, NULL);
+		lk.owner = 2;
+		lk.lk.pid = 2;
+		put_req(&s, 0, 2, FUSE_SETLKW, NODE(0), &lk, sizeof(lk), NULL, NULL);
+		lk.owner = 3;
+		put_req(&s, 0, 2, FUSE_GETLK, NODE(0), &lk, sizeof(lk), NULL, NULL);
+	}
+	fuzz_write_seed(dir, "init-locks-setlkw", s.b, s.len);
 
 	/* No INIT: everything must get EIO. */
 	memset(&s, 0, sizeof(s));

@@ -50,7 +50,7 @@ static uint32_t send_raw_on(struct fuse_worker *w, const void *buf, size_t len, 
 	struct iovec wr = { out, room < sizeof(out) ? room : sizeof(out) };
 
 	memset(out, 0xa5, sizeof(out));
-	rep.used = fuse_worker_process(w, &rd, 1, &wr, 1);
+	rep.used = fuse_worker_process(w, &rd, 1, &wr, 1, NULL);
 	memset(&rep.h, 0, sizeof(rep.h));
 	if (rep.used >= sizeof(rep.h)) {
 		memcpy(&rep.h, out, sizeof(rep.h));
@@ -425,12 +425,12 @@ static void *race_user(void *arg)
 		h.len = sizeof(req);
 		memcpy(req, &h, sizeof(h));
 		memcpy(req + sizeof(h), "f", 2);
-		if (fuse_worker_process(w, &rd, 1, &wr, 1) < sizeof(oh) + sizeof(e))
+		if (fuse_worker_process(w, &rd, 1, &wr, 1, NULL) < sizeof(oh) + sizeof(e))
 			continue;
 		memcpy(&e, out + sizeof(oh), sizeof(e));
 		ga.h.nodeid = e.nodeid;
 		rd = (struct iovec){ &ga, sizeof(ga) };
-		fuse_worker_process(w, &rd, 1, &wr, 1);
+		fuse_worker_process(w, &rd, 1, &wr, 1, NULL);
 		memcpy(&oh, out, sizeof(oh));
 		if (oh.error == 0)
 			atomic_fetch_add(&race_ok, 1);
