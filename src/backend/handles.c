@@ -95,6 +95,7 @@ int handle_add(struct handle_table *t, struct inode *inode, int fd, DIR *dir,
 	pthread_mutex_init(&h->dir_lock, NULL);
 	h->dir_offset = 0;
 	h->dir_offset_known = true;     /* a fresh stream stands at 0 */
+	h->dir_pending = NULL;
 	h->refs = 1;
 	s = shard_of(t, h->fh);
 	b = bucket_of(s, h->fh);

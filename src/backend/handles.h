@@ -19,6 +19,12 @@ struct handle {
 	pthread_mutex_t dir_lock;
 	uint64_t dir_offset;    /* cookie where the stream stands */
 	bool dir_offset_known;
+	/* An entry already read from the stream that the guest has not got yet
+	 * (its reply buffer was full): the next READDIR at dir_offset starts
+	 * with it instead of seeking back, which would throw away the stream's
+	 * buffered entries and read them from the kernel again. Points into
+	 * the DIR's buffer; valid until the stream is read or moved. */
+	struct dirent *dir_pending;
 	uint64_t refs;          /* table's own + requests using it */
 	bool released;
 	struct handle *next;

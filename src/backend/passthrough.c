@@ -1245,13 +1245,17 @@ static int pt_readdir(void *fs, const struct fuse_req_ctx *ctx,
 		seekdir(h->dir, in->offset);
 		h->dir_offset = in->offset;
 		h->dir_offset_known = true;
+		h->dir_pending = NULL;
 	}
 	for (;;) {
-		struct dirent *de;
+		struct dirent *de = h->dir_pending;
 		size_t namelen;
 
-		errno = 0;
-		de = readdir(h->dir);
+		h->dir_pending = NULL;
+		if (!de) {
+			errno = 0;
+			de = readdir(h->dir);
+		}
 		if (!de) {
 			if (errno && db->len == 0)
 				ret = -errno;
@@ -1267,9 +1271,9 @@ static int pt_readdir(void *fs, const struct fuse_req_ctx *ctx,
 			/* unlinked since readdir saw it: skip it */
 			ret = 0;
 		} else if (ret < 0) {
-			/* The stream moved past an entry the guest did not
-			 * get; the next call seeks back to it. */
-			h->dir_offset_known = false;
+			/* The guest did not get this entry: the next call at
+			 * dir_offset starts with it. */
+			h->dir_pending = de;
 			if (ret == -ENOSPC || db->len > 0)
 				ret = 0;
 			break;

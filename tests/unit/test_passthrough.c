@@ -292,6 +292,70 @@ static void test_readdir(void)
 	ops->forget(pt, e.nodeid, 1);
 }
 
+/* One READDIR call into buf; returns the bytes encoded and sets *last_off
+ * to the cookie of the last entry (or leaves it). */
+static size_t readdir_once(uint64_t nodeid, uint64_t fh, uint64_t off,
+			   char *buf, size_t bufsize, uint64_t *last_off)
+{
+	struct fuse_read_in in = { .fh = fh, .offset = off, .size = bufsize };
+	struct fuse_dirbuf db = { .buf = buf, .size = bufsize };
+	size_t pos = 0;
+
+	CHECK_EQ(ops->readdir(pt, &root_ctx, nodeid, &in, false, &db), 0);
+	while (pos < db.len) {
+		struct fuse_dirent *d = (void *)(buf + pos);
+
+		*last_off = d->off;
+		pos += FUSE_DIRENT_SIZE(d);
+	}
+	return db.len;
+}
+
+/* A full reply buffer leaves an entry read but unsent; continuing, going
+ * back to an earlier cookie and repeating a call must all list exactly
+ * what a fresh stream at that cookie would. */
+static void test_readdir_resume(void)
+{
+	struct fuse_mkdir_in min = { .mode = 0755 };
+	struct fuse_open_in oin = { .flags = O_RDONLY };
+	struct fuse_release_in rin;
+	struct fuse_open_out oout;
+	struct fuse_entry_out e;
+	char first[100], second[100], again[100], name[8];
+	uint64_t fh, off1 = 0, off2 = 0, off_again = 0;
+	size_t len1, len2, len;
+
+	CHECK_EQ(ops->mkdir(pt, &root_ctx, FUSE_ROOT_ID, "resume", &min, &e), 0);
+	for (int i = 0; i < 10; i++) {
+		uint64_t id;
+
+		snprintf(name, sizeof(name), "g%d", i);
+		id = create(&root_ctx, e.nodeid, name, 0600, &fh);
+		CHECK_EQ(release(id, fh), 0);
+		ops->forget(pt, id, 1);
+	}
+	CHECK_EQ(ops->opendir(pt, &root_ctx, e.nodeid, &oin, &oout), 0);
+	len1 = readdir_once(e.nodeid, oout.fh, 0, first, sizeof(first), &off1);
+	len2 = readdir_once(e.nodeid, oout.fh, off1, second, sizeof(second), &off2);
+	CHECK(len1 > 0 && len2 > 0);
+	CHECK(off2 != off1);
+	/* the guest asks for the second chunk again: same bytes */
+	len = readdir_once(e.nodeid, oout.fh, off1, again, sizeof(again), &off_again);
+	CHECK_EQ(len, len2);
+	CHECK(!memcmp(again, second, len2));
+	CHECK_EQ(off_again, off2);
+	/* back to the start, then on from there: the same two chunks */
+	len = readdir_once(e.nodeid, oout.fh, 0, again, sizeof(again), &off_again);
+	CHECK_EQ(len, len1);
+	CHECK(!memcmp(again, first, len1));
+	len = readdir_once(e.nodeid, oout.fh, off1, again, sizeof(again), &off_again);
+	CHECK_EQ(len, len2);
+	CHECK(!memcmp(again, second, len2));
+	rin = (struct fuse_release_in){ .fh = oout.fh };
+	CHECK_EQ(ops->releasedir(pt, &root_ctx, e.nodeid, &rin), 0);
+	ops->forget(pt, e.nodeid, 1);
+}
+
 static void test_rename_link_unlink(void)
 {
 	struct fuse_getattr_in gin = { 0 };
@@ -795,6 +859,7 @@ int main(void)
 	test_root_and_dots();
 	test_create_write_read();
 	test_readdir();
+	test_readdir_resume();
 	test_rename_link_unlink();
 	test_forget_while_in_use();
 	test_garbage_ids();
