@@ -19,6 +19,10 @@
 
 /* FUSE_MAX_MAX_PAGES in Linux is 256: 1 MiB requests with 4 KiB pages. */
 #define FERRY_MAX_WRITE (1u << 20)
+/* Request queues a frontend may start (QEMU's num-request-queues, Linux
+ * 6.11+ spreads its CPUs over them). Each started queue gets a thread;
+ * queues the frontend does not start cost only their bookkeeping. */
+#define FERRY_MAX_REQUEST_QUEUES 16
 
 struct daemon_state {
 	struct fuse_session *session;
@@ -141,7 +145,11 @@ static int serve(const struct ferry_options *o)
 	};
 	struct vu_fs_config vu_config = {
 		.tag = o->tag,
+		/* The config space says one: a frontend that passes it to
+		 * the guest without setting up more rings stays correct.
+		 * QEMU and cloud-hypervisor announce their own count. */
 		.num_request_queues = 1,
+		.max_request_queues = FERRY_MAX_REQUEST_QUEUES,
 	};
 	struct daemon_state st = { 0 };
 	struct passthrough *pt = NULL;

@@ -1313,6 +1313,7 @@ int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
 	       const struct vu_fs_ops *ops, void *opaque)
 {
 	struct vu_dev *dev;
+	unsigned max_request_queues;
 	size_t tag_len;
 	unsigned i = 0;
 	int ret;
@@ -1322,9 +1323,12 @@ int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
 	/* No tag is fine: QEMU's vhost-user-fs-pci has its own tag property
 	 * and does not read ours. */
 	tag_len = config->tag ? strlen(config->tag) : 0;
+	max_request_queues = config->max_request_queues ?
+		config->max_request_queues : config->num_request_queues;
 	if (tag_len > sizeof(dev->config_space.tag) ||
 	    config->num_request_queues == 0 ||
-	    config->num_request_queues >= VU_MAX_QUEUES)
+	    max_request_queues < config->num_request_queues ||
+	    max_request_queues >= VU_MAX_QUEUES)
 		return -EINVAL;
 
 	dev = calloc(1, sizeof(*dev));
@@ -1337,7 +1341,7 @@ int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
 	if (tag_len)
 		memcpy(dev->config_space.tag, config->tag, tag_len);
 	dev->config_space.num_request_queues = htole32(config->num_request_queues);
-	dev->nqueues = 1 + config->num_request_queues;
+	dev->nqueues = 1 + max_request_queues;
 	dev->offered_protocol_features = base_protocol_features |
 		(tag_len ? BIT(VU_PROTO_F_CONFIG) : 0);
 

@@ -58,7 +58,14 @@ struct vu_fs_ops {
 struct vu_fs_config {
 	const char *tag;                /* config space tag, at most 36 bytes;
 					 * NULL leaves it empty */
-	unsigned num_request_queues;    /* queues besides hiprio (queue 0) */
+	/* Request queues (besides hiprio, queue 0) the config space announces
+	 * to the driver. */
+	unsigned num_request_queues;
+	/* Request queues the device can serve, reported by GET_QUEUE_NUM: a
+	 * frontend with its own queue count (QEMU's num-request-queues) may
+	 * start up to this many, each on its own thread. 0 means the same as
+	 * num_request_queues; never less than it. */
+	unsigned max_request_queues;
 };
 
 struct vu_dev;

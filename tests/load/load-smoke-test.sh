@@ -23,24 +23,31 @@ check() { # check DESCRIPTION CONDITION...
     if "$@"; then echo "  ok   $what"; else echo "  FAIL $what"; fail=1; fi
 }
 
-for wl in read randread write randwrite getattr lookup create-unlink readdirplus mixed; do
-    share=$tmp/share-$wl sock=$tmp/$wl.sock
+# WORKLOAD[:QUEUES]: the multi-queue runs start several request queue threads
+# in the daemon, sharing its inode and handle tables.
+for run in read randread write randwrite getattr lookup create-unlink readdirplus mixed \
+    mixed:4 create-unlink:2; do
+    wl=${run%%:*} queues=1
+    [[ $run == *:* ]] && queues=${run#*:}
+    share=$tmp/share-$run sock=$tmp/$run.sock
     mkdir -p "$share"
-    "$daemon" --socket-path="$sock" --shared-dir="$share" --cache never -o readdirplus >"$tmp/$wl.daemon.log" 2>&1 &
+    "$daemon" --socket-path="$sock" --shared-dir="$share" --cache never -o readdirplus >"$tmp/$run.daemon.log" 2>&1 &
     pid=$!
     for _ in $(seq 100); do [[ -S $sock ]] && break; sleep 0.05; done
-    echo "$wl: ferryfs-load --workload $wl --seconds $seconds against $daemon (pid $pid)"
+    echo "$run: ferryfs-load --workload $wl --queues $queues --seconds $seconds against $daemon (pid $pid)"
     # A small directory and file keep setup short; the checks are about counts.
     timeout 120 "$load" --socket "$sock" --workload "$wl" --seconds "$seconds" --warmup 0.2 \
-        --queue-depth 8 --block-size 4096 --file-size 4m --dir-entries 1000 \
-        --daemon-pid "$pid" --json >"$tmp/$wl.out" 2>"$tmp/$wl.err"
+        --queue-depth 8 --queues "$queues" --block-size 4096 --file-size 4m --dir-entries 1000 \
+        --daemon-pid "$pid" --json >"$tmp/$run.out" 2>"$tmp/$run.err"
     rc=$?
-    json=$(tail -n 1 "$tmp/$wl.out")
+    json=$(tail -n 1 "$tmp/$run.out")
     check "exit status 0 (got $rc)" test "$rc" -eq 0
     if jq -e . >/dev/null 2>&1 <<<"$json"; then
         errors=$(jq -r .errors <<<"$json") ops=$(jq -r .ops <<<"$json")
         check "errors == 0 (got $errors)" test "$errors" = 0
         check "ops > 0 (got $ops)" test "$ops" -gt 0
+        nq=$(jq -r .queues <<<"$json")
+        check "request queues used == $queues (got $nq)" test "$nq" = "$queues"
         case $wl in
         read|randread|write|randwrite|mixed)
             bytes=$(jq -r .bytes <<<"$json")
@@ -65,8 +72,8 @@ for wl in read randread write randwrite getattr lookup create-unlink readdirplus
     wait "$pid" 2>/dev/null
     pid=
     if [[ $fail -ne 0 ]]; then
-        sed 's/^/  stderr: /' "$tmp/$wl.err" | head -20
-        sed 's/^/  daemon: /' "$tmp/$wl.daemon.log" | tail -20
+        sed 's/^/  stderr: /' "$tmp/$run.err" | head -20
+        sed 's/^/  daemon: /' "$tmp/$run.daemon.log" | tail -20
     fi
 done
 

@@ -274,7 +274,7 @@ static void test_control_messages(struct vu_dev *dev)
 	      "GET_PROTOCOL_FEATURES: MQ, REPLY_ACK, BACKEND_REQ, CONFIG, MEM_SLOTS; no LOG_SHMFD");
 	v = BIT(PROTO_REPLY_ACK) | BIT(PROTO_MQ) | BIT(PROTO_CONFIG) | BIT(PROTO_MEM_SLOTS);
 	CHECK(acked_ok(s.fd, 16, &v, 8, NULL, 0), "SET_PROTOCOL_FEATURES acked");
-	CHECK(get_u64(s.fd, 17) == 3, "GET_QUEUE_NUM: hiprio + 2 request queues");
+	CHECK(get_u64(s.fd, 17) == 5, "GET_QUEUE_NUM: hiprio + 4 request queues (the maximum)");
 	CHECK(get_u64(s.fd, 36) == 509, "GET_MAX_MEM_SLOTS: 509");
 
 	cfg.offset = 0;
@@ -293,8 +293,8 @@ static void test_control_messages(struct vu_dev *dev)
 	cfg.size = 4;
 	CHECK(nacked(s.fd, 25, &cfg, 12 + 4, NULL, 0), "SET_CONFIG refused");
 
-	st = (struct vring_state){ 3, 8 };
-	CHECK(nacked(s.fd, 8, &st, sizeof(st), NULL, 0), "SET_VRING_NUM index 3 of 3 queues refused");
+	st = (struct vring_state){ 5, 8 };
+	CHECK(nacked(s.fd, 8, &st, sizeof(st), NULL, 0), "SET_VRING_NUM index 5 of 5 queues refused");
 	st = (struct vring_state){ 1, 100 };
 	CHECK(nacked(s.fd, 8, &st, sizeof(st), NULL, 0), "SET_VRING_NUM 100 (not 2^n) refused");
 	st = (struct vring_state){ 1, 65536 };
@@ -815,7 +815,8 @@ static void test_listen(void)
 
 int main(void)
 {
-	struct vu_fs_config cfg = { .tag = "myfs", .num_request_queues = 2 };
+	struct vu_fs_config cfg = { .tag = "myfs", .num_request_queues = 2,
+				    .max_request_queues = 4 };
 	struct vu_dev *dev;
 	unsigned fds_before, fds_after;
 	int ctx_token;
@@ -841,6 +842,10 @@ int main(void)
 		vu_dev_free(dev);
 		bad.num_request_queues = 0;
 		CHECK(vu_dev_new(&dev, &bad, &ops, NULL) == -EINVAL, "zero request queues refused");
+		bad.num_request_queues = 2;
+		bad.max_request_queues = 1;
+		CHECK(vu_dev_new(&dev, &bad, &ops, NULL) == -EINVAL,
+		      "a maximum below the announced count refused");
 	}
 	if (vu_dev_new(&dev, &cfg, &ops, &ctx_token) < 0) {
 		fprintf(stderr, "vu_dev_new failed\n");
