@@ -1487,6 +1487,103 @@ static void usage(void)
     exit(2);
 }
 
+/*
+ * --hostlocks MNT: the guest half of tests/semantics/locks-test.sh. The host
+ * holds a POSIX lock on MNT/hostposix and an flock lock on MNT/hostflock and
+ * lets go only once MNT/io-done exists, which a child writes while this
+ * process waits in F_SETLKW: the wait cannot stall the request queue. Then
+ * the guest holds locks on MNT/guestposix and MNT/guestflock for the host to
+ * probe, and drops them by closing.
+ */
+static int hl_fail;
+
+static void hl_check(const char *name, int ok, const char *why)
+{
+    printf("CHECK %s %s %s\n", name, ok ? "PASS" : "FAIL", ok ? "" : why);
+    hl_fail |= !ok;
+}
+
+static void hl_path(char *buf, size_t n, const char *mnt, const char *name)
+{
+    snprintf(buf, n, "%s/%s", mnt, name);
+}
+
+static int hl_wait_for(const char *path, int seconds)
+{
+    for (int i = 0; i < seconds * 10; i++) {
+        if (access(path, F_OK) == 0)
+            return 1;
+        usleep(100000);
+    }
+    return 0;
+}
+
+static int host_locks(const char *mnt)
+{
+    char hp[PATH_MAX], hf[PATH_MAX], gp[PATH_MAX], gf[PATH_MAX], io[PATH_MAX], done[PATH_MAX];
+    char holds[PATH_MAX], checked[PATH_MAX];
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    hl_path(hp, sizeof hp, mnt, "hostposix");
+    hl_path(hf, sizeof hf, mnt, "hostflock");
+    hl_path(gp, sizeof gp, mnt, "guestposix");
+    hl_path(gf, sizeof gf, mnt, "guestflock");
+    hl_path(io, sizeof io, mnt, "io-file");
+    hl_path(done, sizeof done, mnt, "io-done");
+    hl_path(holds, sizeof holds, mnt, "guest-holds");
+    hl_path(checked, sizeof checked, mnt, "host-checked");
+
+    int pfd = open(hp, O_RDWR), ffd = open(hf, O_RDWR);
+    hl_check("host-files", pfd >= 0 && ffd >= 0, "cannot open the host's files");
+    if (pfd < 0 || ffd < 0)
+        return 1;
+    struct flock q = fl;
+    errno = 0;
+    hl_check("setlk-sees-host", fcntl(pfd, F_SETLK, &fl) < 0 && (errno == EAGAIN || errno == EACCES),
+             en(errno));
+    hl_check("getlk-sees-host", fcntl(pfd, F_GETLK, &q) == 0 && q.l_type == F_WRLCK, "no F_WRLCK");
+    errno = 0;
+    hl_check("flock-sees-host", flock(ffd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK, en(errno));
+
+    pid_t child = fork();
+    if (child == 0) {
+        /* Same mount, same request queue, while the parent waits. */
+        static char buf[65536];
+        memset(buf, 'x', sizeof buf);
+        sleep(1);
+        int fd = open(io, O_CREAT | O_RDWR | O_TRUNC, 0644);
+        if (fd < 0 || write(fd, buf, sizeof buf) != sizeof buf || fsync(fd) < 0 ||
+            pread(fd, buf, sizeof buf, 0) != sizeof buf)
+            _exit(1);
+        close(fd);
+        fd = open(done, O_CREAT | O_WRONLY, 0644);
+        _exit(fd < 0);
+    }
+    int r = fcntl(pfd, F_SETLKW, &fl);
+    hl_check("setlkw-waits-for-host", r == 0, en(errno));
+    hl_check("queue-not-stalled", access(done, F_OK) == 0,
+             "the host let go before the child's I/O finished");
+    int status;
+    waitpid(child, &status, 0);
+    hl_check("child-io", WIFEXITED(status) && WEXITSTATUS(status) == 0, "child I/O failed");
+    hl_check("flock-waits-for-host", flock(ffd, LOCK_EX) == 0, en(errno));
+    close(pfd);
+    close(ffd);
+
+    /* The reverse: the host probes the guest's locks, then waits for them. */
+    pfd = open(gp, O_CREAT | O_RDWR, 0644);
+    ffd = open(gf, O_CREAT | O_RDWR, 0644);
+    fl.l_type = F_WRLCK;
+    hl_check("guest-locks", pfd >= 0 && ffd >= 0 && fcntl(pfd, F_SETLK, &fl) == 0 &&
+                                flock(ffd, LOCK_EX | LOCK_NB) == 0, en(errno));
+    close(open(holds, O_CREAT | O_WRONLY, 0644));
+    hl_check("host-probed", hl_wait_for(checked, 120), "host never probed");
+    /* Released by close, as POSIX and flock say. */
+    close(pfd);
+    close(ffd);
+    printf("HOSTLOCKS-SUMMARY %s\n", hl_fail ? "fail" : "pass");
+    return hl_fail;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IONBF, 0);
@@ -1501,6 +1598,8 @@ int main(int argc, char **argv)
             usage();
         return fwrite(b, 1, len, stdout) == len ? 0 : 1;
     }
+    if (!strcmp(argv[1], "--hostlocks") && argc == 3)
+        return host_locks(argv[2]);
     if (!strcmp(argv[1], "--list")) {
         for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
             printf("%s\n", checks[i].name);

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Guest e2e (make check): guest and host see each other's POSIX and flock locks through ferryfsd --posix-lock --flock; a waiting SETLKW does not stall the queue.
+#
+# Usage: locks-test.sh [PATH_TO_FERRYFSD]   Env: VIRTIOFSD (reference column), FERRYFS_GUEST_DIR
+# Exit: 0 pass, 1 fail, 77 skipped (no QEMU or guest image).
+# Not covered, because Linux's virtio-fs driver (6.1) never sends FUSE INTERRUPT: a signal
+# interrupting a guest F_SETLKW (the guest process stays in a killable-only wait until the host
+# lets go). INTERRUPT and cancellation are covered by tests/unit (test_fuse_decode, test_vhost_user).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+ferryfsd="${1:-${FERRYFSD:-$repo/build/ferryfsd}}"
+virtiofsd="${VIRTIOFSD:-/usr/lib/qemu/virtiofsd}"
+guest_dir="${FERRYFS_GUEST_DIR:-${FERRYFS_CACHE:-/var/cache/ferryfs}/guest}"
+say() { echo "locks-test: $*"; }
+
+command -v qemu-system-x86_64 >/dev/null || { say "SKIP: no qemu-system-x86_64"; exit 77; }
+"$repo/tests/e2e/build-guest.sh" "$guest_dir" >/dev/null || { say "SKIP: no guest image"; exit 77; }
+
+tmp="$(mktemp -d /tmp/ferryfs-locks.XXXXXX)"
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+gcc -O2 -Wall -Werror -o "$tmp/host-locker" "$here/host-locker.c"
+
+# One run: daemon command line in "$@"; prints the guest's CHECK lines and host results.
+run_one() {
+    local name="$1"; shift
+    local share="$tmp/$name" sock="$tmp/$name.sock" log="$tmp/$name.log" rc=0
+    mkdir -p "$share"
+    : >"$share/hostposix"; : >"$share/hostflock"
+    "$@" --socket-path="$sock" >"$tmp/$name.daemon.log" 2>&1 &
+    local dpid=$!; pids+=("$dpid")
+    for _ in $(seq 100); do [[ -S "$sock" ]] && break; sleep 0.1; done
+    "$tmp/host-locker" hold "$share/hostposix" "$share/hostflock" "$share/io-done" \
+        >"$tmp/$name.hold" &
+    local hpid=$!; pids+=("$hpid")
+    # The host half of the reverse direction, once the guest holds its locks.
+    (
+        for _ in $(seq 2400); do [[ -e "$share/guest-holds" ]] && break; sleep 0.1; done
+        "$tmp/host-locker" probe "$share/guestposix" "$share/guestflock" >"$tmp/$name.probe" 2>&1
+        echo "probe_rc=$?" >>"$tmp/$name.probe"
+        : >"$share/host-checked"
+        "$tmp/host-locker" wait "$share/guestposix" "$share/guestflock" >"$tmp/$name.wait" 2>&1
+        echo "wait_rc=$?" >>"$tmp/$name.wait"
+    ) &
+    local ppid=$!; pids+=("$ppid")
+    "$repo/tests/e2e/run-guest.sh" --sock "$sock" --cmd run --args "/bin/fsops --hostlocks /mnt" \
+        --log "$log" --quiet --timeout 300 --watch-pid "$dpid" || rc=$?
+    wait "$hpid" 2>/dev/null || true
+    wait "$ppid" 2>/dev/null || true
+    # The daemon exits 0 once the guest is gone; a crash shows here.
+    local drc=0
+    wait "$dpid" 2>/dev/null || drc=$?
+    echo "daemon_rc=$drc"
+    echo "guest_rc=$rc"
+    grep -a '^CHECK ' "$log" | tr -d '\r' || true
+    cat "$tmp/$name.probe" "$tmp/$name.wait" 2>/dev/null || true
+}
+
+ferry_out="$(run_one ferryfsd "$ferryfsd" --shared-dir="$tmp/ferryfsd" --posix-lock --flock)"
+echo "$ferry_out" | sed 's/^/  ferryfsd: /'
+if [[ -x "$virtiofsd" ]]; then
+    # Reference only: QEMU's virtiofsd 7.2 has -o posix_lock and no flock support.
+    vfs_out="$(run_one virtiofsd "$virtiofsd" -o source="$tmp/virtiofsd" -o posix_lock 2>&1 || true)"
+    echo "$vfs_out" | sed 's/^/  virtiofsd (reference): /'
+fi
+
+fail=0
+for want in "guest_rc=0" "daemon_rc=0" "probe_rc=0" "wait_rc=0" \
+    "CHECK setlk-sees-host PASS" "CHECK getlk-sees-host PASS" "CHECK flock-sees-host PASS" \
+    "CHECK setlkw-waits-for-host PASS" "CHECK queue-not-stalled PASS" "CHECK child-io PASS" \
+    "CHECK flock-waits-for-host PASS" "CHECK guest-locks PASS" "CHECK host-probed PASS"; do
+    if ! grep -qF -- "$want" <<<"$ferry_out"; then
+        say "FAIL: ferryfsd: missing '$want'"
+        fail=1
+    fi
+done
+((fail)) && exit 1
+say "PASS"
