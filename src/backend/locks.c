@@ -345,6 +345,21 @@ static void waiter_release(struct lock_waiter *w)
 	handle_put(w->t->handles, w->h);
 }
 
+/* Answers the request and lets go of everything the waiter held; the
+ * table may go away once the count drops. */
+static void waiter_done(struct lock_waiter *w, int ret)
+{
+	struct lock_table *t = w->t;
+
+	fuse_async_finish(w->async, ret);
+	waiter_release(w);
+	free(w);
+	pthread_mutex_lock(&t->waiters_lock);
+	if (--t->waiters == 0)
+		pthread_cond_broadcast(&t->waiters_gone);
+	pthread_mutex_unlock(&t->waiters_lock);
+}
+
 /* Runs under the protocol's lock; see fuse_async_cancel_fn. */
 static void waiter_cancel(void *arg)
 {
@@ -384,7 +399,6 @@ static int recheck_timer_start(timer_t *timer)
 static void *waiter_thread(void *arg)
 {
 	struct lock_waiter *w = arg;
-	struct lock_table *t = w->t;
 	sigset_t wake;
 	timer_t timer;
 	int ret;
@@ -411,13 +425,7 @@ static void *waiter_thread(void *arg)
 	}
 	timer_delete(timer);
 finish:
-	fuse_async_finish(w->async, ret);
-	waiter_release(w);
-	free(w);
-	pthread_mutex_lock(&t->waiters_lock);
-	if (--t->waiters == 0)
-		pthread_cond_broadcast(&t->waiters_gone);
-	pthread_mutex_unlock(&t->waiters_lock);
+	waiter_done(w, ret);
 	return NULL;
 }
 
@@ -444,13 +452,7 @@ static int waiter_start(struct lock_waiter *w, const struct fuse_req_ctx *ctx)
 		return FUSE_REPLY_LATER;
 	/* The request is already taken for later: answer it that way. */
 	log_err("locks: cannot start a lock waiter: %s", strerror(-ret));
-	fuse_async_finish(w->async, -ENOLCK);
-	waiter_release(w);
-	free(w);
-	pthread_mutex_lock(&t->waiters_lock);
-	if (--t->waiters == 0)
-		pthread_cond_broadcast(&t->waiters_gone);
-	pthread_mutex_unlock(&t->waiters_lock);
+	waiter_done(w, -ENOLCK);
 	return FUSE_REPLY_LATER;
 }
 
