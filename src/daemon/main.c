@@ -15,6 +15,7 @@
 #include "daemon/options.h"
 #include "ferryfs_config.h"
 #include "protocol/fuse_server.h"
+#include "transport/devfuse.h"
 #include "transport/vhost_user.h"
 
 /* FUSE_MAX_MAX_PAGES in Linux is 256: 1 MiB requests with 4 KiB pages. */
@@ -29,6 +30,7 @@ struct daemon_state {
 };
 
 static struct vu_dev *volatile running_dev;
+static struct devfuse *volatile running_mount;
 static volatile sig_atomic_t stop_requested;
 
 static void on_stop_signal(int sig)
@@ -37,6 +39,18 @@ static void on_stop_signal(int sig)
 	stop_requested = 1;
 	if (running_dev)
 		vu_dev_stop(running_dev);
+	if (running_mount)
+		devfuse_stop(running_mount);
+}
+
+static void install_stop_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
 }
 
 static void *queue_start(void *opaque, unsigned queue_index)
@@ -83,6 +97,28 @@ static const struct vu_fs_ops daemon_vu_ops = {
 	.queue_cancel = queue_cancel,
 };
 
+static uint32_t mount_handle(void *thread_ctx, const struct iovec *rd, unsigned rd_cnt,
+			     const struct iovec *wr, unsigned wr_cnt, void *token)
+{
+	uint32_t len = fuse_worker_process(thread_ctx, rd, rd_cnt, wr, wr_cnt, token);
+
+	return len == FUSE_REPLY_DEFERRED ? DEVFUSE_DEFERRED : len;
+}
+
+static void mount_cancel(void *thread_ctx, unsigned thread_index)
+{
+	(void)thread_index;
+	fuse_worker_cancel_deferred(thread_ctx);
+}
+
+/* A /dev/fuse reader thread is to the protocol what a queue thread is. */
+static const struct devfuse_ops daemon_mount_ops = {
+	.thread_start = queue_start,
+	.thread_stop = queue_stop,
+	.handle = mount_handle,
+	.thread_cancel = mount_cancel,
+};
+
 static int raise_nofile_limit(const struct ferry_options *o)
 {
 	struct rlimit rl;
@@ -124,25 +160,91 @@ static void print_capabilities(void)
 	       "    \"separate-options\"\n  ]\n}\n");
 }
 
-static int serve(const struct ferry_options *o)
+/*
+ * A mount inside the shared directory would show itself through itself:
+ * every walk of the share would recurse into the mount and each lookup
+ * there would wait on our own reader threads.
+ */
+static int check_mountpoint(const char *mountpoint, const char *shared_dir)
 {
-	struct passthrough_opts pt_opts = {
-		.shared_dir = o->shared_dir,
-		.cache = o->cache,
-		.timeout = o->timeout,
-		.xattr = o->xattr,
-		.allow_direct_io = o->allow_direct_io,
-		.writeback = o->writeback,
-	};
-	struct fuse_session_opts se_opts = {
+	char *mp = realpath(mountpoint, NULL);
+	char *sd = realpath(shared_dir, NULL);
+	struct stat st;
+	int ret = 0;
+
+	if (!mp || !sd) {
+		ret = -errno;
+		goto out;
+	}
+	if (stat(mp, &st)) {
+		ret = -errno;
+		goto out;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		ret = -ENOTDIR;
+		goto out;
+	}
+	size_t sd_len = strlen(sd);
+	if (!strcmp(sd, "/") || (!strncmp(mp, sd, sd_len) &&
+				 (mp[sd_len] == '\0' || mp[sd_len] == '/')))
+		ret = -ELOOP;
+out:
+	free(mp);
+	free(sd);
+	return ret;
+}
+
+/* Host FUSE mode: the same session and backend behind the host's /dev/fuse. */
+static int serve_mount(const struct ferry_options *o, struct daemon_state *st)
+{
+	struct devfuse_config df_config = {
+		.mountpoint = o->mountpoint,
+		.source = o->shared_dir,
 		.max_write = FERRY_MAX_WRITE,
-		.writeback = o->writeback,
-		.xattr = o->xattr,
-		.readdirplus = o->readdirplus,
-		.posix_lock = o->posix_lock,
-		.flock = o->flock,
-		.reply_later = vu_request_complete,
 	};
+	struct devfuse *df = NULL;
+	int ret;
+
+	ret = check_mountpoint(o->mountpoint, o->shared_dir);
+	if (ret == -ELOOP) {
+		log_err("mount point %s is inside the shared directory %s",
+			o->mountpoint, o->shared_dir);
+		goto out;
+	}
+	if (ret) {
+		log_err("mount point %s: %s", o->mountpoint, strerror(-ret));
+		goto out;
+	}
+	ret = devfuse_new(&df, &df_config, &daemon_mount_ops, st);
+	if (ret) {
+		log_err("host FUSE transport: %s", strerror(-ret));
+		goto out;
+	}
+	ret = devfuse_mount(df);
+	if (ret)
+		goto out_df;
+	if (o->daemonize && daemon(0, 0)) {
+		ret = -errno;
+		log_err("cannot daemonize: %s", strerror(-ret));
+		goto out_df;
+	}
+	running_mount = df;
+	install_stop_signals();
+	log_info("sharing %s on %s", o->shared_dir, o->mountpoint);
+	ret = devfuse_serve(df);
+	if (ret)
+		log_err("host FUSE transport: %s", strerror(-ret));
+	else
+		log_info("%s unmounted; exiting", o->mountpoint);
+	running_mount = NULL;
+out_df:
+	devfuse_free(df);
+out:
+	return ret;
+}
+
+static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *st)
+{
 	struct vu_fs_config vu_config = {
 		.tag = o->tag,
 		/* The config space says one: a frontend that passes it to
@@ -151,38 +253,14 @@ static int serve(const struct ferry_options *o)
 		.num_request_queues = 1,
 		.max_request_queues = FERRY_MAX_REQUEST_QUEUES,
 	};
-	struct daemon_state st = { 0 };
-	struct passthrough *pt = NULL;
 	struct vu_dev *dev = NULL;
 	int listen_fd = -1, conn_fd = -1;
 	int ret;
 
-	ret = check_shared_dir(o->shared_dir);
-	if (ret) {
-		log_err("shared directory %s: %s", o->shared_dir, strerror(-ret));
-		goto out;
-	}
-	ret = raise_nofile_limit(o);
-	if (ret)
-		log_warn("could not set the open-file limit: %s", strerror(-ret));
-	if (o->thread_pool_size_set && o->thread_pool_size > 0)
-		log_info("--thread-pool-size=%u: ferryfsd has no thread pool; each "
-			 "queue's thread runs its requests", o->thread_pool_size);
-
-	ret = passthrough_new(&pt, &pt_opts);
-	if (ret) {
-		log_err("cannot serve %s: %s", o->shared_dir, strerror(-ret));
-		goto out;
-	}
-	ret = fuse_session_new(&st.session, &se_opts, &passthrough_ops, pt);
-	if (ret) {
-		log_err("FUSE session: %s", strerror(-ret));
-		goto out_pt;
-	}
-	ret = vu_dev_new(&dev, &vu_config, &daemon_vu_ops, &st);
+	ret = vu_dev_new(&dev, &vu_config, &daemon_vu_ops, st);
 	if (ret) {
 		log_err("vhost-user device: %s", strerror(-ret));
-		goto out_session;
+		goto out;
 	}
 
 	if (o->listen_fd >= 0) {
@@ -202,11 +280,7 @@ static int serve(const struct ferry_options *o)
 	}
 
 	running_dev = dev;
-	struct sigaction sa = { .sa_handler = on_stop_signal };
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	install_stop_signals();
 
 	log_info("waiting for a vhost-user frontend on %s",
 		 o->socket_path ? o->socket_path : "the inherited socket");
@@ -237,7 +311,62 @@ out_listen:
 		close(listen_fd);
 out_dev:
 	vu_dev_free(dev);
-out_session:
+out:
+	return ret;
+}
+
+static int serve(const struct ferry_options *o)
+{
+	struct passthrough_opts pt_opts = {
+		.shared_dir = o->shared_dir,
+		.cache = o->cache,
+		.timeout = o->timeout,
+		.xattr = o->xattr,
+		.allow_direct_io = o->allow_direct_io,
+		.writeback = o->writeback,
+	};
+	struct fuse_session_opts se_opts = {
+		.max_write = FERRY_MAX_WRITE,
+		.writeback = o->writeback,
+		.xattr = o->xattr,
+		.readdirplus = o->readdirplus,
+		.posix_lock = o->posix_lock,
+		.flock = o->flock,
+		/* Each transport delivers replies given later its own way. */
+		.reply_later = o->mountpoint ? devfuse_request_complete : vu_request_complete,
+	};
+	struct daemon_state st = { 0 };
+	struct passthrough *pt = NULL;
+	int ret;
+
+	ret = check_shared_dir(o->shared_dir);
+	if (ret) {
+		log_err("shared directory %s: %s", o->shared_dir, strerror(-ret));
+		goto out;
+	}
+	ret = raise_nofile_limit(o);
+	if (ret)
+		log_warn("could not set the open-file limit: %s", strerror(-ret));
+	if (o->thread_pool_size_set && o->thread_pool_size > 0)
+		log_info("--thread-pool-size=%u: ferryfsd has no thread pool; each "
+			 "queue's thread runs its requests", o->thread_pool_size);
+
+	ret = passthrough_new(&pt, &pt_opts);
+	if (ret) {
+		log_err("cannot serve %s: %s", o->shared_dir, strerror(-ret));
+		goto out;
+	}
+	ret = fuse_session_new(&st.session, &se_opts, &passthrough_ops, pt);
+	if (ret) {
+		log_err("FUSE session: %s", strerror(-ret));
+		goto out_pt;
+	}
+
+	if (o->mountpoint)
+		ret = serve_mount(o, &st);
+	else
+		ret = serve_vhost_user(o, &st);
+
 	fuse_session_free(st.session);
 out_pt:
 	passthrough_free(pt);

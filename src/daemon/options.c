@@ -153,6 +153,7 @@ enum long_opt_id {
 	OPT_ALLOW_DIRECT_IO, OPT_NO_READDIRPLUS, OPT_LOG_LEVEL, OPT_SYSLOG,
 	OPT_RLIMIT_NOFILE, OPT_DAEMONIZE, OPT_PRINT_CAPS, OPT_HELP, OPT_VERSION,
 	OPT_NO_KILLPRIV_V2, OPT_NO_ANNOUNCE_SUBMOUNTS, OPT_POSIX_LOCK, OPT_FLOCK,
+	OPT_MOUNT,
 };
 
 static const struct long_opt {
@@ -182,6 +183,7 @@ static const struct long_opt {
 	{ "no-announce-submounts", false, OPT_NO_ANNOUNCE_SUBMOUNTS },
 	{ "posix-lock", false, OPT_POSIX_LOCK },
 	{ "flock", false, OPT_FLOCK },
+	{ "mount", true, OPT_MOUNT },
 };
 
 static int apply_long(struct ferry_options *o, const struct long_opt *lo,
@@ -267,6 +269,11 @@ static int apply_long(struct ferry_options *o, const struct long_opt *lo,
 		break;
 	case OPT_VERSION:
 		o->action = ACTION_VERSION;
+		break;
+	case OPT_MOUNT:
+		if (!*val)
+			return bad_value(err, "--mount", val);
+		o->mountpoint = val;
 		break;
 	case OPT_NO_KILLPRIV_V2:
 	case OPT_NO_ANNOUNCE_SUBMOUNTS:
@@ -386,9 +393,16 @@ next:
 			"or -o source=DIR\n");
 		return -EINVAL;
 	}
-	if (!o->socket_path && o->listen_fd < 0) {
+	if (o->mountpoint) {
+		/* Host FUSE mode has no VMM: the vhost-user options mean nothing. */
+		if (o->socket_path || o->listen_fd >= 0 || o->socket_group || o->tag) {
+			fprintf(err, "ferryfsd: --mount excludes --socket-path, --fd, "
+				"--socket-group and --tag\n");
+			return -EINVAL;
+		}
+	} else if (!o->socket_path && o->listen_fd < 0) {
 		fprintf(err, "ferryfsd: no vhost-user socket: give --socket-path=PATH "
-			"or --fd=N\n");
+			"or --fd=N (or --mount=DIR for host FUSE mode)\n");
 		return -EINVAL;
 	}
 	if (o->socket_path && o->listen_fd >= 0) {
@@ -411,6 +425,7 @@ void ferry_options_usage(FILE *out)
 	fputs(
 "usage: ferryfsd --socket-path=PATH --shared-dir=DIR [options]\n"
 "       ferryfsd --socket-path=PATH -o source=DIR[,opt...] [options]\n"
+"       ferryfsd --mount=MOUNTPOINT --shared-dir=DIR [options]\n"
 "\n"
 "A vhost-user-fs backend: shares DIR with a virtual machine over virtio-fs.\n"
 "\n"
@@ -418,6 +433,8 @@ void ferry_options_usage(FILE *out)
 "  --socket-path=PATH        listen for the VMM on this unix socket\n"
 "  --socket-group=GROUP      make the socket accessible to GROUP (mode 0660)\n"
 "  --fd=N                    use the inherited listening socket N instead\n"
+"  --mount=MOUNTPOINT        host FUSE mode: no VMM; mount DIR on MOUNTPOINT\n"
+"                            through the host's /dev/fuse (as root)\n"
 "  --shared-dir=DIR          the directory to share\n"
 "  --tag=TAG                 the tag in the device's config space (<= 36 bytes)\n"
 "  --cache=auto|always|never|metadata\n"

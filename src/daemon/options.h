@@ -15,6 +15,7 @@ struct ferry_options {
 	const char *socket_path;
 	const char *socket_group;
 	int listen_fd;                /* --fd; -1 when not given */
+	const char *mountpoint;       /* --mount: serve through host /dev/fuse */
 	const char *shared_dir;
 	const char *tag;
 	enum cache_mode cache;

@@ -131,6 +131,20 @@ int main(void)
 	ret = parse(&o, err, sizeof(err), "--socket-path", NULL);
 	CHECK(ret != 0 && strstr(err, "needs a value"), "value missing: %s", err);
 
+	ret = parse(&o, err, sizeof(err), "--mount=/mnt/x", "--shared-dir=/d", NULL);
+	CHECK(ret == 0 && !strcmp(o.mountpoint, "/mnt/x") && !o.socket_path &&
+	      o.listen_fd < 0, "--mount needs no vhost-user socket");
+
+	ret = parse(&o, err, sizeof(err), "--mount", "/mnt/x", "--shared-dir=/d",
+		    "--socket-path=/s", NULL);
+	CHECK(ret != 0 && strstr(err, "--mount excludes"), "--mount with --socket-path: %s", err);
+
+	ret = parse(&o, err, sizeof(err), "--mount=/mnt/x", "--shared-dir=/d", "--tag=t", NULL);
+	CHECK(ret != 0 && strstr(err, "--tag"), "--mount with --tag: %s", err);
+
+	ret = parse(&o, err, sizeof(err), "--mount=", "--shared-dir=/d", NULL);
+	CHECK(ret != 0 && strstr(err, "--mount"), "empty --mount: %s", err);
+
 	ret = parse(&o, err, sizeof(err), "--print-capabilities", NULL);
 	CHECK(ret == 0 && o.action == ACTION_PRINT_CAPS, "--print-capabilities needs no socket");
 
