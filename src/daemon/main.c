@@ -13,6 +13,7 @@
 #include "backend/passthrough.h"
 #include "common/log.h"
 #include "daemon/options.h"
+#include "daemon/stats.h"
 #include "ferryfs_config.h"
 #include "protocol/fuse_server.h"
 #include "transport/devfuse.h"
@@ -194,9 +195,39 @@ out:
 	return ret;
 }
 
-/* Host FUSE mode: the same session and backend behind the host's /dev/fuse. */
-static int serve_mount(const struct ferry_options *o, struct daemon_state *st)
+/*
+ * Starts the --stats-socket server once the transport exists and the
+ * process is in its final form (daemon() forks, and threads do not follow).
+ */
+static int stats_begin(const char *stats_path, const struct stats_sources *src,
+		       struct stats_server **srv)
 {
+	int ret;
+
+	*srv = NULL;
+	if (!stats_path)
+		return 0;
+	ret = stats_server_start(srv, stats_path, src);
+	if (ret)
+		log_err("--stats-socket=%s: %s", stats_path, strerror(-ret));
+	else
+		log_info("statistics on %s (ferryfsd --stats=%s)", stats_path, stats_path);
+	return ret;
+}
+
+/* The report at exit, with --log-level=info or more. */
+static void stats_end(const struct stats_sources *src, struct stats_server *srv)
+{
+	stats_server_stop(srv);
+	stats_log_table(src);
+}
+
+/* Host FUSE mode: the same session and backend behind the host's /dev/fuse. */
+static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
+		       const char *stats_path)
+{
+	struct stats_sources stats_src = { .session = st->session };
+	struct stats_server *stats_srv = NULL;
 	struct devfuse_config df_config = {
 		.mountpoint = o->mountpoint,
 		.source = o->shared_dir,
@@ -228,6 +259,10 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st)
 		log_err("cannot daemonize: %s", strerror(-ret));
 		goto out_df;
 	}
+	stats_src.devfuse = df;
+	ret = stats_begin(stats_path, &stats_src, &stats_srv);
+	if (ret)
+		goto out_df;
 	running_mount = df;
 	install_stop_signals();
 	log_info("sharing %s on %s", o->shared_dir, o->mountpoint);
@@ -237,14 +272,18 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st)
 	else
 		log_info("%s unmounted; exiting", o->mountpoint);
 	running_mount = NULL;
+	stats_end(&stats_src, stats_srv);
 out_df:
 	devfuse_free(df);
 out:
 	return ret;
 }
 
-static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *st)
+static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *st,
+			    const char *stats_path)
 {
+	struct stats_sources stats_src = { .session = st->session };
+	struct stats_server *stats_srv = NULL;
 	struct vu_fs_config vu_config = {
 		.tag = o->tag,
 		/* The config space says one: a frontend that passes it to
@@ -278,6 +317,10 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 		log_err("cannot daemonize: %s", strerror(-ret));
 		goto out_listen;
 	}
+	stats_src.vu_dev = dev;
+	ret = stats_begin(stats_path, &stats_src, &stats_srv);
+	if (ret)
+		goto out_listen;
 
 	running_dev = dev;
 	install_stop_signals();
@@ -290,7 +333,7 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 			ret = 0;
 		else
 			log_err("accept: %s", strerror(-ret));
-		goto out_listen;
+		goto out_stats;
 	}
 	/* One frontend at a time, as virtiofsd: later ones are refused. */
 	close(listen_fd);
@@ -303,6 +346,8 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 	else
 		log_info("frontend gone; exiting");
 
+out_stats:
+	stats_end(&stats_src, stats_srv);
 out_listen:
 	running_dev = NULL;
 	if (conn_fd >= 0)
@@ -312,6 +357,30 @@ out_listen:
 out_dev:
 	vu_dev_free(dev);
 out:
+	return ret;
+}
+
+/* *out = path made absolute (NULL for NULL); the caller frees it. */
+static int absolute_path(const char *path, char **out)
+{
+	char *cwd;
+	int ret = 0;
+
+	*out = NULL;
+	if (!path)
+		return 0;
+	if (path[0] == '/') {
+		*out = strdup(path);
+		return *out ? 0 : -ENOMEM;
+	}
+	cwd = getcwd(NULL, 0);
+	if (!cwd)
+		return -errno;
+	if (asprintf(out, "%s/%s", cwd, path) < 0) {
+		*out = NULL;
+		ret = -ENOMEM;
+	}
+	free(cwd);
 	return ret;
 }
 
@@ -337,6 +406,7 @@ static int serve(const struct ferry_options *o)
 	};
 	struct daemon_state st = { 0 };
 	struct passthrough *pt = NULL;
+	char *stats_path = NULL;
 	int ret;
 
 	ret = check_shared_dir(o->shared_dir);
@@ -351,6 +421,12 @@ static int serve(const struct ferry_options *o)
 		log_info("--thread-pool-size=%u: ferryfsd has no thread pool; each "
 			 "queue's thread runs its requests", o->thread_pool_size);
 
+	/* Absolute now: --daemonize changes the working directory. */
+	ret = absolute_path(o->stats_socket, &stats_path);
+	if (ret) {
+		log_err("--stats-socket: %s", strerror(-ret));
+		goto out;
+	}
 	ret = passthrough_new(&pt, &pt_opts);
 	if (ret) {
 		log_err("cannot serve %s: %s", o->shared_dir, strerror(-ret));
@@ -363,14 +439,15 @@ static int serve(const struct ferry_options *o)
 	}
 
 	if (o->mountpoint)
-		ret = serve_mount(o, &st);
+		ret = serve_mount(o, &st, stats_path);
 	else
-		ret = serve_vhost_user(o, &st);
+		ret = serve_vhost_user(o, &st, stats_path);
 
 	fuse_session_free(st.session);
 out_pt:
 	passthrough_free(pt);
 out:
+	free(stats_path);
 	return ret;
 }
 
@@ -390,6 +467,8 @@ int main(int argc, char **argv)
 	case ACTION_PRINT_CAPS:
 		print_capabilities();
 		return 0;
+	case ACTION_STATS:
+		return stats_query(opts.stats_query, opts.stats_json, stdout, stderr) ? 1 : 0;
 	case ACTION_SERVE:
 		break;
 	}

@@ -154,6 +154,7 @@ enum long_opt_id {
 	OPT_RLIMIT_NOFILE, OPT_DAEMONIZE, OPT_PRINT_CAPS, OPT_HELP, OPT_VERSION,
 	OPT_NO_KILLPRIV_V2, OPT_NO_ANNOUNCE_SUBMOUNTS, OPT_POSIX_LOCK, OPT_FLOCK,
 	OPT_MOUNT,
+	OPT_STATS_SOCKET, OPT_STATS, OPT_JSON,
 };
 
 static const struct long_opt {
@@ -184,6 +185,9 @@ static const struct long_opt {
 	{ "posix-lock", false, OPT_POSIX_LOCK },
 	{ "flock", false, OPT_FLOCK },
 	{ "mount", true, OPT_MOUNT },
+	{ "stats-socket", true, OPT_STATS_SOCKET },
+	{ "stats", true, OPT_STATS },
+	{ "json", false, OPT_JSON },
 };
 
 static int apply_long(struct ferry_options *o, const struct long_opt *lo,
@@ -274,6 +278,20 @@ static int apply_long(struct ferry_options *o, const struct long_opt *lo,
 		if (!*val)
 			return bad_value(err, "--mount", val);
 		o->mountpoint = val;
+		break;
+	case OPT_STATS_SOCKET:
+		if (!*val)
+			return bad_value(err, "--stats-socket", val);
+		o->stats_socket = val;
+		break;
+	case OPT_STATS:
+		if (!*val)
+			return bad_value(err, "--stats", val);
+		o->stats_query = val;
+		o->action = ACTION_STATS;
+		break;
+	case OPT_JSON:
+		o->stats_json = true;
 		break;
 	case OPT_NO_KILLPRIV_V2:
 	case OPT_NO_ANNOUNCE_SUBMOUNTS:
@@ -386,6 +404,10 @@ next:
 		;
 	}
 
+	if (o->stats_json && o->action != ACTION_STATS) {
+		fprintf(err, "ferryfsd: --json only goes with --stats=PATH\n");
+		return -EINVAL;
+	}
 	if (o->action != ACTION_SERVE)
 		return 0;
 	if (!o->shared_dir) {
@@ -426,6 +448,7 @@ void ferry_options_usage(FILE *out)
 "usage: ferryfsd --socket-path=PATH --shared-dir=DIR [options]\n"
 "       ferryfsd --socket-path=PATH -o source=DIR[,opt...] [options]\n"
 "       ferryfsd --mount=MOUNTPOINT --shared-dir=DIR [options]\n"
+"       ferryfsd --stats=STATS_SOCKET [--json]\n"
 "\n"
 "A vhost-user-fs backend: shares DIR with a virtual machine over virtio-fs.\n"
 "\n"
@@ -455,6 +478,9 @@ void ferry_options_usage(FILE *out)
 "  --sandbox=none, --seccomp=none\n"
 "                            the only values supported so far\n"
 "  --print-capabilities      print the vhost-user backend description (JSON)\n"
+"  --stats-socket=PATH       answer statistics queries on this unix socket\n"
+"  --stats=PATH [--json]     print a running daemon's statistics (per-opcode\n"
+"                            counts, errors, latencies, queue depths) and exit\n"
 "  -h, --help                this text;  -V, --version  the version\n"
 "\n"
 "QEMU's C virtiofsd dialect:\n"

@@ -8,7 +8,8 @@
 #include "backend/passthrough.h"
 #include "common/log.h"
 
-enum run_action { ACTION_SERVE, ACTION_HELP, ACTION_VERSION, ACTION_PRINT_CAPS };
+enum run_action { ACTION_SERVE, ACTION_HELP, ACTION_VERSION, ACTION_PRINT_CAPS,
+		  ACTION_STATS };
 
 struct ferry_options {
 	enum run_action action;
@@ -16,6 +17,9 @@ struct ferry_options {
 	const char *socket_group;
 	int listen_fd;                /* --fd; -1 when not given */
 	const char *mountpoint;       /* --mount: serve through host /dev/fuse */
+	const char *stats_socket;     /* --stats-socket: serve statistics there */
+	const char *stats_query;      /* --stats: ask the daemon at this socket */
+	bool stats_json;              /* --json: with --stats, JSON instead of a table */
 	const char *shared_dir;
 	const char *tag;
 	enum cache_mode cache;

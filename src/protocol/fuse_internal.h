@@ -75,6 +75,8 @@ struct fuse_session {
 	/* Only ops that wait, their completion and INTERRUPT take this. */
 	pthread_mutex_t async_lock;
 	struct fuse_async async[FERRY_MAX_ASYNC];
+	/* Counts of freed workers, under workers_lock, so totals only grow. */
+	struct fuse_stats retired_stats;
 };
 
 struct fuse_worker {
@@ -87,6 +89,9 @@ struct fuse_worker {
 	char *arg_buf;                /* FERRY_ARG_BUF_SIZE */
 	char *out_buf;                /* FERRY_OUT_BUF_SIZE */
 	struct iovec iov[FERRY_MAX_IOV];
+	/* Written by this worker's thread alone; a cache line of its own so
+	 * the stats reader's loads do not share a line with hot fields. */
+	struct fuse_stats stats __attribute__((aligned(64)));
 };
 
 union fuse_reply_args {

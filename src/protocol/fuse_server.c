@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/log.h"
 
@@ -88,6 +89,55 @@ err_free:
 	return -ENOMEM;
 }
 
+static void stats_accumulate(struct fuse_stats *dst, const struct fuse_stats *src)
+{
+	for (unsigned i = 0; i < FUSE_STATS_SLOTS; i++) {
+		dst->op[i].count += ferry_count_read(&src->op[i].count);
+		dst->op[i].errors += ferry_count_read(&src->op[i].errors);
+		ferry_hist_accumulate(&dst->op[i].latency_us, &src->op[i].latency_us);
+	}
+}
+
+void fuse_session_stats(struct fuse_session *se, struct fuse_stats *out)
+{
+	pthread_mutex_lock(&se->workers_lock);
+	*out = se->retired_stats;
+	for (struct fuse_worker *w = se->workers; w; w = w->next)
+		stats_accumulate(out, &w->stats);
+	pthread_mutex_unlock(&se->workers_lock);
+}
+
+const char *fuse_stats_slot_name(unsigned slot)
+{
+	const struct fuse_op_desc *desc;
+
+	if (slot == 0)
+		return "other";
+	desc = slot < FUSE_STATS_SLOTS ? fuse_op_lookup(slot) : NULL;
+	if (!desc || !desc->name)
+		return NULL;
+	return strncmp(desc->name, "FUSE_", 5) ? desc->name : desc->name + 5;
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Plain single-writer increments: no lock, no locked instruction. */
+static void stats_record(struct fuse_worker *w, uint32_t opcode, int rc, uint64_t start_ns)
+{
+	struct fuse_op_stats *st = &w->stats.op[opcode < FUSE_STATS_SLOTS ? opcode : 0];
+
+	ferry_count(&st->count, 1);
+	if (rc < 0)
+		ferry_count(&st->errors, 1);
+	ferry_hist_add(&st->latency_us, (monotonic_ns() - start_ns) / 1000u);
+}
+
 void fuse_worker_free(struct fuse_worker *w)
 {
 	struct fuse_session *se;
@@ -96,6 +146,7 @@ void fuse_worker_free(struct fuse_worker *w)
 		return;
 	se = w->se;
 	pthread_mutex_lock(&se->workers_lock);
+	stats_accumulate(&se->retired_stats, &w->stats);
 	for (struct fuse_worker **p = &se->workers; *p; p = &(*p)->next) {
 		if (*p == w) {
 			*p = w->next;
@@ -509,6 +560,7 @@ uint32_t fuse_worker_process(struct fuse_worker *w,
 {
 	struct fuse_req req;
 	const struct fuse_op_desc *desc;
+	uint64_t start_ns = monotonic_ns();
 	size_t rd_len;
 	bool no_reply;
 	uint32_t len;
@@ -553,6 +605,8 @@ uint32_t fuse_worker_process(struct fuse_worker *w,
 			log_err("fuse: unique %llu %s: taken for later but returned %d",
 				(unsigned long long)req.in.unique, desc->name, rc);
 		atomic_store(&w->busy, false);
+		/* Counted now; the wait for the lock is not service time. */
+		stats_record(w, req.in.opcode, 0, start_ns);
 		return FUSE_REPLY_DEFERRED;
 	}
 	if (rc < 0 && ferry_log_level >= LOG_LVL_DEBUG)
@@ -561,5 +615,6 @@ uint32_t fuse_worker_process(struct fuse_worker *w,
 
 	atomic_store(&w->busy, false);
 	len = no_reply ? 0 : req_reply(&req, rc);
+	stats_record(w, req.in.opcode, rc, start_ns);
 	return len;
 }

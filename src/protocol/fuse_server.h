@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "common/stats.h"
 #include "protocol/fuse_ops.h"
 
 struct fuse_session_opts {
@@ -58,5 +59,26 @@ uint32_t fuse_worker_process(struct fuse_worker *w,
 /* The worker's queue stops: its requests answered later are cancelled
  * (they finish soon with EINTR through reply_later). */
 void fuse_worker_cancel_deferred(struct fuse_worker *w);
+
+/* Opcodes 1..63 are counted each in their own slot; slot 0 counts every
+ * other opcode (unknown ones, CUSE_INIT). */
+#define FUSE_STATS_SLOTS 64
+
+struct fuse_op_stats {
+	uint64_t count;
+	uint64_t errors;                 /* replies with a negative error */
+	struct ferry_hist latency_us;    /* decode, backend and reply assembly */
+};
+
+struct fuse_stats {
+	struct fuse_op_stats op[FUSE_STATS_SLOTS];
+};
+
+/* Sums the counters of every worker of the session, live or freed. Reads
+ * the live ones racily (see common/stats.h); never stops a request. */
+void fuse_session_stats(struct fuse_session *se, struct fuse_stats *out);
+/* The opcode counted in a slot's name without the FUSE_ prefix ("LOOKUP"),
+ * "other" for slot 0, NULL for a slot no known opcode uses. */
+const char *fuse_stats_slot_name(unsigned slot);
 
 #endif

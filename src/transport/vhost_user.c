@@ -209,6 +209,15 @@ struct vu_queue {
 	unsigned num;             /* from SET_VRING_NUM */
 	bool addr_set;
 	uint64_t desc_uva, avail_uva, used_uva;
+
+	/* Written by the queue thread alone, read racily by stats readers;
+	 * on lines of their own so those reads do not touch the hot fields. */
+	struct {
+		uint64_t requests;
+		uint64_t batches;
+		struct ferry_hist batch_size;
+		struct ferry_hist depth;
+	} __attribute__((aligned(64))) st;
 };
 
 struct vu_dev {
@@ -329,6 +338,8 @@ static bool queue_run_batch(struct vu_queue *q)
 
 		if (virtq_pop(vq, &elem) <= 0)
 			break;
+		if (done == 0)
+			ferry_hist_add(&q->st.depth, virtq_unpopped(vq) + 1u);
 		/* Set before handle(): the completion may come from another
 		 * thread before handle() even returns. */
 		q->later[elem.head].head = elem.head;
@@ -346,6 +357,11 @@ static bool queue_run_batch(struct vu_queue *q)
 			more = true;
 			break;
 		}
+	}
+	if (done > 0) {
+		ferry_count(&q->st.requests, done);
+		ferry_count(&q->st.batches, 1);
+		ferry_hist_add(&q->st.batch_size, done);
 	}
 publish:
 	if (pushed > 0 && virtq_ready(vq) && !vq->broken)
@@ -1391,6 +1407,22 @@ err_stop_fd:
 err_dev:
 	free(dev);
 	return ret;
+}
+
+unsigned vu_dev_stats_snapshot(const struct vu_dev *dev, struct vu_queue_stats *out,
+			       unsigned max)
+{
+	for (unsigned i = 0; i < dev->nqueues && i < max; i++) {
+		const struct vu_queue *q = &dev->queues[i];
+
+		memset(&out[i], 0, sizeof(out[i]));
+		out[i].index = q->index;
+		out[i].requests = ferry_count_read(&q->st.requests);
+		out[i].batches = ferry_count_read(&q->st.batches);
+		ferry_hist_accumulate(&out[i].batch_size, &q->st.batch_size);
+		ferry_hist_accumulate(&out[i].depth, &q->st.depth);
+	}
+	return dev->nqueues;
 }
 
 int vu_dev_serve(struct vu_dev *dev, int conn_fd)

@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "common/stats.h"
+
 /*
  * One request as the device sees it: the chain's device-readable buffers
  * (the FUSE request) and its device-writable buffers (room for the reply).
@@ -83,6 +85,20 @@ int vu_dev_serve(struct vu_dev *dev, int conn_fd);
 /* Async-signal-safe: asks vu_dev_serve() to drain and return. */
 void vu_dev_stop(struct vu_dev *dev);
 void vu_dev_free(struct vu_dev *dev);
+
+/* Read-only view of one queue's counters; they live as long as the device,
+ * across queue restarts and reconnections. */
+struct vu_queue_stats {
+	unsigned index;                 /* 0 is hiprio */
+	uint64_t requests;
+	uint64_t batches;               /* passes that handled at least one */
+	struct ferry_hist batch_size;   /* requests handled per pass */
+	struct ferry_hist depth;        /* requests queued when a pass began */
+};
+/* Fills out[0..max) with the queues' counters, read racily while the
+ * queues run; returns the number of queues the device has. */
+unsigned vu_dev_stats_snapshot(const struct vu_dev *dev, struct vu_queue_stats *out,
+			       unsigned max);
 
 /* Creates a listening unix socket at path (a stale socket is removed), mode
  * 0600, or 0660 with the given group name. */

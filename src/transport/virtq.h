@@ -95,6 +95,13 @@ void virtq_disable_notify(struct virtq *vq);
  * kicked, so the caller must process them instead of sleeping). */
 bool virtq_enable_notify(struct virtq *vq);
 
+/* Chains the driver had made available, as of the last look at avail->idx,
+ * that are not popped yet. */
+static inline unsigned virtq_unpopped(const struct virtq *vq)
+{
+	return (uint16_t)(vq->shadow_avail_idx - vq->last_avail_idx);
+}
+
 /* Marks the queue broken, logging reason once. */
 void virtq_mark_broken(struct virtq *vq, const char *reason);
 

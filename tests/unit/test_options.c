@@ -145,6 +145,18 @@ int main(void)
 	ret = parse(&o, err, sizeof(err), "--mount=", "--shared-dir=/d", NULL);
 	CHECK(ret != 0 && strstr(err, "--mount"), "empty --mount: %s", err);
 
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--stats-socket=/run/x.stats", NULL);
+	CHECK(ret == 0 && o.action == ACTION_SERVE && !strcmp(o.stats_socket, "/run/x.stats"),
+	      "--stats-socket while serving");
+
+	ret = parse(&o, err, sizeof(err), "--stats", "/run/x.stats", "--json", NULL);
+	CHECK(ret == 0 && o.action == ACTION_STATS && !strcmp(o.stats_query, "/run/x.stats") &&
+	      o.stats_json, "--stats client needs no shared dir or socket");
+
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d", "--json", NULL);
+	CHECK(ret != 0 && strstr(err, "--json only goes with --stats"), "--json alone: %s", err);
+
 	ret = parse(&o, err, sizeof(err), "--print-capabilities", NULL);
 	CHECK(ret == 0 && o.action == ACTION_PRINT_CAPS, "--print-capabilities needs no socket");
 

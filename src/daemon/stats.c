@@ -1,0 +1,410 @@
+/* Run-time statistics: the table/JSON report, the --stats-socket server thread and the --stats client. */
+#include "daemon/stats.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "protocol/fuse_server.h"
+#include "transport/devfuse.h"
+#include "transport/vhost_user.h"
+
+/* hiprio plus request queues; more than ferryfsd ever creates. */
+#define STATS_MAX_QUEUES 16
+/* A client that connects and says nothing is dropped after this. */
+#define STATS_REQUEST_TIMEOUT_MS 2000
+
+/* What one report needs, gathered once so table and JSON agree. */
+struct stats_snapshot {
+	struct fuse_stats fuse;
+	unsigned nqueues;
+	struct vu_queue_stats queues[STATS_MAX_QUEUES];
+	bool has_devfuse;
+	struct devfuse_stats devfuse;
+};
+
+static int snapshot_take(const struct stats_sources *src, struct stats_snapshot **out)
+{
+	struct stats_snapshot *snap = calloc(1, sizeof(*snap));
+
+	if (!snap)
+		return -ENOMEM;
+	fuse_session_stats(src->session, &snap->fuse);
+	if (src->vu_dev) {
+		snap->nqueues = vu_dev_stats_snapshot(src->vu_dev, snap->queues, STATS_MAX_QUEUES);
+		if (snap->nqueues > STATS_MAX_QUEUES)
+			snap->nqueues = STATS_MAX_QUEUES;
+	}
+	if (src->devfuse) {
+		snap->has_devfuse = true;
+		devfuse_stats_snapshot(src->devfuse, &snap->devfuse);
+	}
+	*out = snap;
+	return 0;
+}
+
+static void json_hist(FILE *out, const struct ferry_hist *h)
+{
+	bool first = true;
+
+	/* Only non-empty buckets, as [floor, count] pairs. */
+	fputc('[', out);
+	for (unsigned b = 0; b < FERRY_HIST_BUCKETS; b++) {
+		if (!h->bucket[b])
+			continue;
+		fprintf(out, "%s[%llu,%llu]", first ? "" : ",",
+			(unsigned long long)ferry_hist_bucket_floor(b),
+			(unsigned long long)h->bucket[b]);
+		first = false;
+	}
+	fputc(']', out);
+}
+
+static void report_json(const struct stats_snapshot *s, FILE *out)
+{
+	uint64_t total = 0, errors = 0;
+	bool first = true;
+
+	fputs("{\"ops\":[", out);
+	for (unsigned i = 0; i < FUSE_STATS_SLOTS; i++) {
+		const struct fuse_op_stats *op = &s->fuse.op[i];
+		const char *name = fuse_stats_slot_name(i);
+
+		if (!op->count || !name)
+			continue;
+		total += op->count;
+		errors += op->errors;
+		fprintf(out, "%s{\"op\":\"%s\",\"opcode\":%u,\"count\":%llu,\"errors\":%llu,"
+			"\"latency_us\":{\"p50\":%llu,\"p99\":%llu,\"buckets\":",
+			first ? "" : ",", name, i, (unsigned long long)op->count,
+			(unsigned long long)op->errors,
+			(unsigned long long)ferry_hist_quantile_floor(&op->latency_us, 0.5),
+			(unsigned long long)ferry_hist_quantile_floor(&op->latency_us, 0.99));
+		json_hist(out, &op->latency_us);
+		fputs("}}", out);
+		first = false;
+	}
+	fprintf(out, "],\"requests\":%llu,\"errors\":%llu", (unsigned long long)total,
+		(unsigned long long)errors);
+	if (s->nqueues) {
+		fputs(",\"transport\":\"vhost-user\",\"queues\":[", out);
+		for (unsigned i = 0; i < s->nqueues; i++) {
+			const struct vu_queue_stats *q = &s->queues[i];
+
+			fprintf(out, "%s{\"index\":%u,\"requests\":%llu,\"batches\":%llu,"
+				"\"batch_size\":", i ? "," : "", q->index,
+				(unsigned long long)q->requests, (unsigned long long)q->batches);
+			json_hist(out, &q->batch_size);
+			fputs(",\"depth\":", out);
+			json_hist(out, &q->depth);
+			fputc('}', out);
+		}
+		fputc(']', out);
+	}
+	if (s->has_devfuse) {
+		fprintf(out, ",\"transport\":\"devfuse\",\"devfuse\":{\"threads\":%u,"
+			"\"requests\":%llu,\"replies_lost\":%llu,\"in_flight\":",
+			s->devfuse.threads, (unsigned long long)s->devfuse.requests,
+			(unsigned long long)s->devfuse.replies_lost);
+		json_hist(out, &s->devfuse.in_flight);
+		fputc('}', out);
+	}
+	fputs("}\n", out);
+}
+
+static void report_table(const struct stats_snapshot *s, FILE *out)
+{
+	uint64_t total = 0, errors = 0;
+
+	/* Latencies are log2 bucket floors: "16" means 16 to 31 us. */
+	fprintf(out, "%-16s %12s %10s %9s %9s %9s\n", "op", "count", "errors",
+		"p50 us", "p99 us", "max us");
+	for (unsigned i = 0; i < FUSE_STATS_SLOTS; i++) {
+		const struct fuse_op_stats *op = &s->fuse.op[i];
+		const char *name = fuse_stats_slot_name(i);
+
+		if (!op->count || !name)
+			continue;
+		total += op->count;
+		errors += op->errors;
+		fprintf(out, "%-16s %12llu %10llu %9llu %9llu %9llu\n", name,
+			(unsigned long long)op->count, (unsigned long long)op->errors,
+			(unsigned long long)ferry_hist_quantile_floor(&op->latency_us, 0.5),
+			(unsigned long long)ferry_hist_quantile_floor(&op->latency_us, 0.99),
+			(unsigned long long)ferry_hist_quantile_floor(&op->latency_us, 1.0));
+	}
+	fprintf(out, "%-16s %12llu %10llu\n", "total", (unsigned long long)total,
+		(unsigned long long)errors);
+	for (unsigned i = 0; i < s->nqueues; i++) {
+		const struct vu_queue_stats *q = &s->queues[i];
+
+		fprintf(out, "queue %u: %llu requests in %llu batches; batch size p50 %llu "
+			"max %llu; depth p50 %llu max %llu\n", q->index,
+			(unsigned long long)q->requests, (unsigned long long)q->batches,
+			(unsigned long long)ferry_hist_quantile_floor(&q->batch_size, 0.5),
+			(unsigned long long)ferry_hist_quantile_floor(&q->batch_size, 1.0),
+			(unsigned long long)ferry_hist_quantile_floor(&q->depth, 0.5),
+			(unsigned long long)ferry_hist_quantile_floor(&q->depth, 1.0));
+	}
+	if (s->has_devfuse)
+		fprintf(out, "devfuse: %u threads, %llu requests, %llu replies lost; "
+			"in flight p50 %llu max %llu\n", s->devfuse.threads,
+			(unsigned long long)s->devfuse.requests,
+			(unsigned long long)s->devfuse.replies_lost,
+			(unsigned long long)ferry_hist_quantile_floor(&s->devfuse.in_flight, 0.5),
+			(unsigned long long)ferry_hist_quantile_floor(&s->devfuse.in_flight, 1.0));
+}
+
+int stats_report(const struct stats_sources *src, bool json, FILE *out)
+{
+	struct stats_snapshot *snap;
+	int ret = snapshot_take(src, &snap);
+
+	if (ret)
+		return ret;
+	if (json)
+		report_json(snap, out);
+	else
+		report_table(snap, out);
+	free(snap);
+	return ferror(out) ? -EIO : 0;
+}
+
+void stats_log_table(const struct stats_sources *src)
+{
+	char *text = NULL, *save = NULL;
+	size_t len = 0;
+	FILE *mem;
+
+	if (ferry_log_level < LOG_LVL_INFO)
+		return;
+	mem = open_memstream(&text, &len);
+	if (!mem)
+		return;
+	if (stats_report(src, false, mem) == 0 && fflush(mem) == 0) {
+		log_info("statistics:");
+		for (char *line = strtok_r(text, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save))
+			log_info("  %s", line);
+	}
+	fclose(mem);
+	free(text);
+}
+
+/* ------------------------------------------------------------ server */
+
+struct stats_server {
+	struct stats_sources src;
+	char *path;
+	int listen_fd;
+	int stop_fd;
+	pthread_t thread;
+};
+
+/* send() with MSG_NOSIGNAL: a peer that hangs up early must not SIGPIPE us. */
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* One query: read the request line, answer, close. */
+static void serve_client(struct stats_server *srv, int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	char request[16] = "";
+	char *text = NULL;
+	size_t len = 0, got = 0;
+	FILE *mem;
+	bool json;
+
+	while (got < sizeof(request) - 1 && !memchr(request, '\n', got)) {
+		ssize_t n;
+
+		if (poll(&pfd, 1, STATS_REQUEST_TIMEOUT_MS) <= 0)
+			goto out;
+		n = read(fd, request + got, sizeof(request) - 1 - got);
+		if (n <= 0)
+			goto out;
+		got += (size_t)n;
+	}
+	request[got] = '\0';
+	if (!strcmp(request, "json\n")) {
+		json = true;
+	} else if (!strcmp(request, "table\n")) {
+		json = false;
+	} else {
+		static const char bad[] = "error: send \"table\\n\" or \"json\\n\"\n";
+
+		write_all(fd, bad, sizeof(bad) - 1);
+		goto out;
+	}
+	mem = open_memstream(&text, &len);
+	if (!mem)
+		goto out;
+	if (stats_report(&srv->src, json, mem) == 0 && fflush(mem) == 0)
+		write_all(fd, text, len);
+	fclose(mem);
+	free(text);
+out:
+	close(fd);
+}
+
+static void *server_thread(void *arg)
+{
+	struct stats_server *srv = arg;
+
+	for (;;) {
+		struct pollfd pfd[2] = {
+			{ .fd = srv->listen_fd, .events = POLLIN },
+			{ .fd = srv->stop_fd, .events = POLLIN },
+		};
+		int fd;
+
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			log_err("stats socket: poll: %s", strerror(errno));
+			break;
+		}
+		if (pfd[1].revents)
+			break;
+		if (!(pfd[0].revents & POLLIN))
+			continue;
+		fd = accept4(srv->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		serve_client(srv, fd);
+	}
+	return NULL;
+}
+
+int stats_server_start(struct stats_server **out, const char *path,
+		       const struct stats_sources *src)
+{
+	struct stats_server *srv = calloc(1, sizeof(*srv));
+	int ret;
+
+	if (!srv)
+		return -ENOMEM;
+	srv->src = *src;
+	srv->listen_fd = srv->stop_fd = -1;
+	srv->path = strdup(path);
+	if (!srv->path) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	srv->stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (srv->stop_fd < 0) {
+		ret = -errno;
+		goto err;
+	}
+	/* The same listener the vhost-user socket uses: stale socket
+	 * removed, mode 0600 fixed before listen(). */
+	ret = vu_listen_unix(path, NULL, &srv->listen_fd);
+	if (ret)
+		goto err;
+	ret = -pthread_create(&srv->thread, NULL, server_thread, srv);
+	if (ret)
+		goto err_unlink;
+	*out = srv;
+	return 0;
+
+err_unlink:
+	unlink(path);
+err:
+	if (srv->listen_fd >= 0)
+		close(srv->listen_fd);
+	if (srv->stop_fd >= 0)
+		close(srv->stop_fd);
+	free(srv->path);
+	free(srv);
+	return ret;
+}
+
+void stats_server_stop(struct stats_server *srv)
+{
+	uint64_t one = 1;
+
+	if (!srv)
+		return;
+	if (write(srv->stop_fd, &one, sizeof(one)) == sizeof(one))
+		pthread_join(srv->thread, NULL);
+	else
+		log_err("stats socket: cannot stop its thread; leaving it");
+	unlink(srv->path);
+	close(srv->listen_fd);
+	close(srv->stop_fd);
+	free(srv->path);
+	free(srv);
+}
+
+/* ------------------------------------------------------------ client */
+
+int stats_query(const char *path, bool json, FILE *out, FILE *err)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	const char *request = json ? "json\n" : "table\n";
+	char buf[4096];
+	size_t received = 0;
+	int fd, ret;
+
+	if (strlen(path) >= sizeof(addr.sun_path)) {
+		fprintf(err, "ferryfsd: --stats: socket path too long\n");
+		return -ENAMETOOLONG;
+	}
+	memcpy(addr.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (const struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		ret = -errno;
+		fprintf(err, "ferryfsd: --stats: cannot connect to %s: %s (is ferryfsd "
+			"running with --stats-socket=%s?)\n", path, strerror(errno), path);
+		goto out;
+	}
+	ret = write_all(fd, request, strlen(request));
+	if (ret) {
+		fprintf(err, "ferryfsd: --stats: %s\n", strerror(-ret));
+		goto out;
+	}
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			fprintf(err, "ferryfsd: --stats: %s\n", strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		fwrite(buf, 1, (size_t)n, out);
+		received += (size_t)n;
+	}
+	if (received == 0) {
+		fprintf(err, "ferryfsd: --stats: %s sent no report\n", path);
+		ret = -EPROTO;
+	}
+out:
+	close(fd);
+	return ret;
+}

@@ -1,0 +1,38 @@
+/* Run-time statistics: the table/JSON report, the --stats-socket server thread and the --stats client. */
+#ifndef FERRY_DAEMON_STATS_H
+#define FERRY_DAEMON_STATS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+struct fuse_session;
+struct vu_dev;
+struct devfuse;
+
+/* Where the counters come from: the session and exactly one transport. */
+struct stats_sources {
+	struct fuse_session *session;
+	struct vu_dev *vu_dev;
+	struct devfuse *devfuse;
+};
+
+/* Writes the report as an aligned text table or as one JSON object. */
+int stats_report(const struct stats_sources *src, bool json, FILE *out);
+/* Logs the table line by line at info level (the report at exit). */
+void stats_log_table(const struct stats_sources *src);
+
+struct stats_server;
+
+/* Listens on a unix socket at path (a stale socket is removed; mode 0600)
+ * and answers each connection from a thread of its own: the client sends
+ * "table\n" or "json\n" and gets the report, then the connection closes. */
+int stats_server_start(struct stats_server **out, const char *path,
+		       const struct stats_sources *src);
+/* Stops the thread, removes the socket. NULL is fine. */
+void stats_server_stop(struct stats_server *srv);
+
+/* The --stats client: asks the daemon at path and copies the report to
+ * out. Returns 0 or -errno (with a message on err). */
+int stats_query(const char *path, bool json, FILE *out, FILE *err);
+
+#endif
