@@ -72,11 +72,14 @@ static int send_req_on(struct fuse_worker *w, uint32_t opcode, uint64_t nodeid,
 	};
 	size_t len = sizeof(h);
 
-	memcpy(buf + len, arg, arg_len);
+	if (arg_len)
+		memcpy(buf + len, arg, arg_len);
 	len += arg_len;
-	memcpy(buf + len, n1, n1_len);
+	if (n1_len)
+		memcpy(buf + len, n1, n1_len);
 	len += n1_len;
-	memcpy(buf + len, n2, n2_len);
+	if (n2_len)
+		memcpy(buf + len, n2, n2_len);
 	len += n2_len;
 	h.len = (uint32_t)len;
 	memcpy(buf, &h, sizeof(h));
