@@ -454,10 +454,15 @@ static void *queue_thread(void *arg)
 			log_err("queue %u: poll: %s", q->index, strerror(errno));
 			break;
 		}
-		if (__atomic_load_n(&q->stop_requested, __ATOMIC_ACQUIRE))
-			break;
+		/* Drain first, then look at the flag: queue_stop_thread sets
+		 * the flag before it signals, so a stop whose signal this
+		 * drain swallows is seen below. Looking first lost a stop that
+		 * landed between the two, and the thread slept on while the
+		 * control thread waited for it (found by fuzz_vhost_user). */
 		if (pfd[1].revents & POLLIN)
 			eventfd_drain(q->ctl_fd);
+		if (__atomic_load_n(&q->stop_requested, __ATOMIC_ACQUIRE))
+			break;
 		/* Drained before the batch: a kick arriving during it is kept
 		 * and costs at most one empty pass. */
 		if (pfd[0].revents & POLLIN)
