@@ -17,7 +17,7 @@
 #include "transport/vhost_user.h"
 
 /* hiprio plus request queues; more than ferryfsd ever creates. */
-#define STATS_MAX_QUEUES 16
+#define STATS_MAX_QUEUES 64
 /* A client that connects and says nothing is dropped after this. */
 #define STATS_REQUEST_TIMEOUT_MS 2000
 
@@ -94,17 +94,25 @@ static void report_json(const struct stats_snapshot *s, FILE *out)
 	fprintf(out, "],\"requests\":%llu,\"errors\":%llu", (unsigned long long)total,
 		(unsigned long long)errors);
 	if (s->nqueues) {
-		fputs(",\"transport\":\"vhost-user\",\"queues\":[", out);
+		bool first_q = true;
+
+		/* Only queues that served: the device offers many more than a
+		 * frontend usually starts. */
+		fprintf(out, ",\"transport\":\"vhost-user\",\"queue_count\":%u,\"queues\":[",
+			s->nqueues);
 		for (unsigned i = 0; i < s->nqueues; i++) {
 			const struct vu_queue_stats *q = &s->queues[i];
 
+			if (!q->requests)
+				continue;
 			fprintf(out, "%s{\"index\":%u,\"requests\":%llu,\"batches\":%llu,"
-				"\"batch_size\":", i ? "," : "", q->index,
+				"\"batch_size\":", first_q ? "" : ",", q->index,
 				(unsigned long long)q->requests, (unsigned long long)q->batches);
 			json_hist(out, &q->batch_size);
 			fputs(",\"depth\":", out);
 			json_hist(out, &q->depth);
 			fputc('}', out);
+			first_q = false;
 		}
 		fputc(']', out);
 	}
@@ -122,6 +130,7 @@ static void report_json(const struct stats_snapshot *s, FILE *out)
 static void report_table(const struct stats_snapshot *s, FILE *out)
 {
 	uint64_t total = 0, errors = 0;
+	unsigned idle = 0;
 
 	/* Latencies are log2 bucket floors: "16" means 16 to 31 us. */
 	fprintf(out, "%-16s %12s %10s %9s %9s %9s\n", "op", "count", "errors",
@@ -145,6 +154,10 @@ static void report_table(const struct stats_snapshot *s, FILE *out)
 	for (unsigned i = 0; i < s->nqueues; i++) {
 		const struct vu_queue_stats *q = &s->queues[i];
 
+		if (!q->requests) {
+			idle++;
+			continue;
+		}
 		fprintf(out, "queue %u: %llu requests in %llu batches; batch size p50 %llu "
 			"max %llu; depth p50 %llu max %llu\n", q->index,
 			(unsigned long long)q->requests, (unsigned long long)q->batches,
@@ -153,6 +166,8 @@ static void report_table(const struct stats_snapshot *s, FILE *out)
 			(unsigned long long)ferry_hist_quantile_floor(&q->depth, 0.5),
 			(unsigned long long)ferry_hist_quantile_floor(&q->depth, 1.0));
 	}
+	if (idle)
+		fprintf(out, "%u other queue(s) idle\n", idle);
 	if (s->has_devfuse)
 		fprintf(out, "devfuse: %u threads, %llu requests, %llu replies lost; "
 			"in flight p50 %llu max %llu\n", s->devfuse.threads,

@@ -15,6 +15,7 @@ say() { echo "fusemode-test: $*"; }
 [[ $(id -u) == 0 ]] || { say "SKIP: needs root (mount(2), setuid checks)"; exit 77; }
 [[ -c /dev/fuse ]] || { say "SKIP: no /dev/fuse"; exit 77; }
 command -v gcc >/dev/null || { say "SKIP: no gcc for the fsops helper (run scripts/deps.sh)"; exit 77; }
+command -v jq >/dev/null || { say "SKIP: no jq (run scripts/deps.sh)"; exit 77; }
 [[ -x "$ferryfsd" ]] || { say "FAIL: $ferryfsd not built"; exit 1; }
 
 tmp="$(mktemp -d /tmp/ferryfs-fusemode.XXXXXX)"
@@ -59,7 +60,7 @@ printf 'hello from the host\n' >"$share/host/hello.txt"
 
 # Starts ferryfsd on $mnt; 0 once mounted, 1 if the daemon died, 77 if the kernel refuses FUSE mounts here.
 start_daemon() { # LOG
-    "$ferryfsd" --mount="$mnt" --shared-dir="$share" --xattr >"$1" 2>&1 &
+    "$ferryfsd" --mount="$mnt" --shared-dir="$share" --xattr --stats-socket="$tmp/stats" >"$1" 2>&1 &
     daemon_pid=$!
     local i
     for ((i = 0; i < 100; i++)); do
@@ -138,6 +139,17 @@ else
     while read -r c; do
         grep -q "^fsops:$c"$'\t' "$res" || printf 'fsops:%s\tFAIL not run\n' "$c" >>"$res"
     done < <("$fsops" --list)
+
+    # The statistics see the host mount's transport and what fsops did through it.
+    if "$ferryfsd" --stats="$tmp/stats" --json >"$tmp/stats.json" 2>&1 &&
+        jq -e '.transport == "devfuse" and .devfuse.requests > 0 and
+            .devfuse.requests == ([.devfuse.in_flight[][1]] | add) and
+            ([.ops[] | select(.op == "WRITE" or .op == "LOOKUP") | .count] | length) == 2' \
+            "$tmp/stats.json" >/dev/null; then
+        pass stats_devfuse
+    else
+        fail stats_devfuse "$(head -c 120 "$tmp/stats.json")"
+    fi
 
     # SIGTERM unmounts and exits 0 even while a process still sits in the mount.
     (cd "$mnt" && exec sleep 60) &
