@@ -739,9 +739,9 @@ static void test_broken_queue_isolated(void)
 		     sizeof(struct mem_single), &memfd, 1), "ADD_MEM_REG of zero size refused");
 	CHECK(acked_ok(s.fd, 5, &mt, 8 + 32, &memfd, 1), "SET_MEM_TABLE");
 	v = 200;
-	CHECK(nacked(s.fd, 12, &v, 8, &kick1, 1), "SET_VRING_KICK for queue 200 of 5 refused");
+	CHECK(nacked(s.fd, 12, &v, 8, &kick1, 1), "SET_VRING_KICK for queue 200 of 3 refused");
 	CHECK(nacked(s.fd, 18, &(struct vring_state){ 5, 1 }, sizeof(struct vring_state), NULL, 0),
-	      "SET_VRING_ENABLE for queue 5 of 5 refused");
+	      "SET_VRING_ENABLE for queue 5 of 3 refused");
 	CHECK(queue_setup(s.fd, 1, 0, kick1, call1, err1), "queue 1 started");
 	CHECK(queue_setup(s.fd, 2, off2, kick2, call2, err2), "queue 2 started");
 
@@ -766,7 +766,7 @@ static void test_broken_queue_isolated(void)
 	eventfd_write(kick2, 1);
 	CHECK(wait_readable(call2, 2000) && wait_handled(base_handled + 2) && r2.used->idx == 2 &&
 	      r1.used->idx == 0, "queue 2 answers again; broken queue 1 stays untouched");
-	CHECK(get_u64(s.fd, 17) == 5, "the connection still answers (GET_QUEUE_NUM)");
+	CHECK(get_u64(s.fd, 1) & BIT(VIRTIO_F_VERSION_1), "the connection still answers (GET_FEATURES)");
 	CHECK(session_end(&s) == 0, "frontend leaves: orderly end");
 	vu_dev_free(dev);
 	munmap(base, MEM_SIZE);
