@@ -28,7 +28,16 @@ struct stats_snapshot {
 	struct vu_queue_stats queues[STATS_MAX_QUEUES];
 	bool has_devfuse;
 	struct devfuse_stats devfuse;
+	uint64_t requests, errors;   /* over all opcodes */
 };
+
+/* The opcode slot i if it has anything to report, with its name. */
+static const struct fuse_op_stats *snapshot_op(const struct stats_snapshot *s, unsigned i,
+					       const char **name)
+{
+	*name = fuse_stats_slot_name(i);
+	return s->fuse.op[i].count && *name ? &s->fuse.op[i] : NULL;
+}
 
 static int snapshot_take(const struct stats_sources *src, struct stats_snapshot **out)
 {
@@ -37,6 +46,10 @@ static int snapshot_take(const struct stats_sources *src, struct stats_snapshot 
 	if (!snap)
 		return -ENOMEM;
 	fuse_session_stats(src->session, &snap->fuse);
+	for (unsigned i = 0; i < FUSE_STATS_SLOTS; i++) {
+		snap->requests += snap->fuse.op[i].count;
+		snap->errors += snap->fuse.op[i].errors;
+	}
 	if (src->vu_dev) {
 		snap->nqueues = vu_dev_stats_snapshot(src->vu_dev, snap->queues, STATS_MAX_QUEUES);
 		if (snap->nqueues > STATS_MAX_QUEUES)
@@ -69,18 +82,15 @@ static void json_hist(FILE *out, const struct ferry_hist *h)
 
 static void report_json(const struct stats_snapshot *s, FILE *out)
 {
-	uint64_t total = 0, errors = 0;
 	bool first = true;
 
 	fputs("{\"ops\":[", out);
 	for (unsigned i = 0; i < FUSE_STATS_SLOTS; i++) {
-		const struct fuse_op_stats *op = &s->fuse.op[i];
-		const char *name = fuse_stats_slot_name(i);
+		const char *name;
+		const struct fuse_op_stats *op = snapshot_op(s, i, &name);
 
-		if (!op->count || !name)
+		if (!op)
 			continue;
-		total += op->count;
-		errors += op->errors;
 		fprintf(out, "%s{\"op\":\"%s\",\"opcode\":%u,\"count\":%llu,\"errors\":%llu,"
 			"\"latency_us\":{\"p50\":%llu,\"p99\":%llu,\"buckets\":",
 			first ? "" : ",", name, i, (unsigned long long)op->count,
@@ -91,8 +101,8 @@ static void report_json(const struct stats_snapshot *s, FILE *out)
 		fputs("}}", out);
 		first = false;
 	}
-	fprintf(out, "],\"requests\":%llu,\"errors\":%llu", (unsigned long long)total,
-		(unsigned long long)errors);
+	fprintf(out, "],\"requests\":%llu,\"errors\":%llu", (unsigned long long)s->requests,
+		(unsigned long long)s->errors);
 	if (s->nqueues) {
 		bool first_q = true;
 
@@ -129,28 +139,25 @@ static void report_json(const struct stats_snapshot *s, FILE *out)
 
 static void report_table(const struct stats_snapshot *s, FILE *out)
 {
-	uint64_t total = 0, errors = 0;
 	unsigned idle = 0;
 
 	/* Latencies are log2 bucket floors: "16" means 16 to 31 us. */
 	fprintf(out, "%-16s %12s %10s %9s %9s %9s\n", "op", "count", "errors",
 		"p50 us", "p99 us", "max us");
 	for (unsigned i = 0; i < FUSE_STATS_SLOTS; i++) {
-		const struct fuse_op_stats *op = &s->fuse.op[i];
-		const char *name = fuse_stats_slot_name(i);
+		const char *name;
+		const struct fuse_op_stats *op = snapshot_op(s, i, &name);
 
-		if (!op->count || !name)
+		if (!op)
 			continue;
-		total += op->count;
-		errors += op->errors;
 		fprintf(out, "%-16s %12llu %10llu %9llu %9llu %9llu\n", name,
 			(unsigned long long)op->count, (unsigned long long)op->errors,
 			(unsigned long long)ferry_hist_quantile_floor(&op->latency_us, 0.5),
 			(unsigned long long)ferry_hist_quantile_floor(&op->latency_us, 0.99),
 			(unsigned long long)ferry_hist_quantile_floor(&op->latency_us, 1.0));
 	}
-	fprintf(out, "%-16s %12llu %10llu\n", "total", (unsigned long long)total,
-		(unsigned long long)errors);
+	fprintf(out, "%-16s %12llu %10llu\n", "total", (unsigned long long)s->requests,
+		(unsigned long long)s->errors);
 	for (unsigned i = 0; i < s->nqueues; i++) {
 		const struct vu_queue_stats *q = &s->queues[i];
 

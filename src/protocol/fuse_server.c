@@ -128,9 +128,11 @@ static uint64_t monotonic_ns(void)
 }
 
 /* Plain single-writer increments: no lock, no locked instruction. */
-static void stats_record(struct fuse_worker *w, uint32_t opcode, int rc, uint64_t start_ns)
+static void stats_record(struct fuse_worker *w, const struct fuse_op_desc *desc,
+			 uint32_t opcode, int rc, uint64_t start_ns)
 {
-	struct fuse_op_stats *st = &w->stats.op[opcode < FUSE_STATS_SLOTS ? opcode : 0];
+	/* Unknown opcodes share slot 0, so every request has a named row. */
+	struct fuse_op_stats *st = &w->stats.op[desc && opcode < FUSE_STATS_SLOTS ? opcode : 0];
 
 	ferry_count(&st->count, 1);
 	if (rc < 0)
@@ -606,7 +608,7 @@ uint32_t fuse_worker_process(struct fuse_worker *w,
 				(unsigned long long)req.in.unique, desc->name, rc);
 		atomic_store(&w->busy, false);
 		/* Counted now; the wait for the lock is not service time. */
-		stats_record(w, req.in.opcode, 0, start_ns);
+		stats_record(w, desc, req.in.opcode, 0, start_ns);
 		return FUSE_REPLY_DEFERRED;
 	}
 	if (rc < 0 && ferry_log_level >= LOG_LVL_DEBUG)
@@ -615,6 +617,6 @@ uint32_t fuse_worker_process(struct fuse_worker *w,
 
 	atomic_store(&w->busy, false);
 	len = no_reply ? 0 : req_reply(&req, rc);
-	stats_record(w, req.in.opcode, rc, start_ns);
+	stats_record(w, desc, req.in.opcode, rc, start_ns);
 	return len;
 }
