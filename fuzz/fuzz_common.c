@@ -3,7 +3,6 @@
 
 #include "common/log.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,21 +27,6 @@ void fuzz_write_seed(const char *dir, const char *name, const void *buf, size_t 
 		perror(path);
 		exit(1);
 	}
-}
-
-int fuzz_count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		fuzz_fail("cannot open /proc/self/fd");
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1; /* the directory's own fd */
 }
 
 void fuzz_init_log(void)

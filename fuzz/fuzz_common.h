@@ -15,9 +15,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 const char *fuzz_seed_dir(void);
 void fuzz_write_seed(const char *dir, const char *name, const void *buf, size_t len);
 
-/* Open descriptors of this process; a leak shows up as growth across runs. */
-int fuzz_count_fds(void);
-
 /* Daemon log at error level and silenced, or at debug level on stderr when
  * FERRY_FUZZ_DEBUG is set (to replay one input). */
 void fuzz_init_log(void);

@@ -21,6 +21,7 @@
 #include "backend/passthrough.h"
 #include "common/log.h"
 #include "../tests/common/canary.h"
+#include "../tests/common/fd_count.h"
 #include "fuzz_common.h"
 #include "protocol/fuse_server.h"
 
@@ -354,7 +355,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* Counted per run: between runs libFuzzer opens fds of its own (the
 	 * symbolizer's pipes). */
-	fd_baseline = fuzz_count_fds();
+	fd_baseline = fd_count();
 	if (size < 1)
 		return 0;
 	pt_opts.xattr = se_opts.xattr = data[0] & 2;
@@ -408,7 +409,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuse_session_free(se);
 	passthrough_free(pt);
 
-	fds = fuzz_count_fds();
+	fds = fd_count();
 	FUZZ_ASSERT(fds == fd_baseline, "%d fds open after the run, %d before", fds, fd_baseline);
 	FUZZ_ASSERT(canary_snapshot(&cy, now, sizeof(now)) == 0 &&
 		    strcmp(now, canary_before) == 0,

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "../tests/common/fd_count.h"
 #include "fuzz_common.h"
 #include "transport/vhost_user.h"
 
@@ -147,7 +148,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* Counted per run: between runs libFuzzer opens fds of its own (the
 	 * symbolizer's pipes). */
-	fd_baseline = fuzz_count_fds();
+	fd_baseline = fd_count();
 	memset(guest, 0, MEM_SIZE);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		fuzz_fail("socketpair: %s", strerror(errno));
@@ -191,7 +192,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	close(sv[0]);
 	if (read(kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		fuzz_fail("eventfd read");
-	fds = fuzz_count_fds();
+	fds = fd_count();
 	FUZZ_ASSERT(fds == fd_baseline, "%d fds open after the connection, %d before",
 		    fds, fd_baseline);
 	return 0;
