@@ -91,11 +91,21 @@ static void queue_cancel(void *queue_ctx, unsigned queue_index)
 	fuse_worker_cancel_deferred(queue_ctx);
 }
 
+/* The guest rebooted (or its frontend went away) without unmounting: what
+ * the old kernel held open is released, and the next INIT starts afresh. */
+static void device_reset(void *opaque)
+{
+	struct daemon_state *st = opaque;
+
+	fuse_session_reset(st->session);
+}
+
 static const struct vu_fs_ops daemon_vu_ops = {
 	.queue_start = queue_start,
 	.queue_stop = queue_stop,
 	.handle = queue_handle,
 	.queue_cancel = queue_cancel,
+	.device_reset = device_reset,
 };
 
 static uint32_t mount_handle(void *thread_ctx, const struct iovec *rd, unsigned rd_cnt,

@@ -399,23 +399,17 @@ out_not_ready:
 }
 
 /*
- * DESTROY ends the session: new requests see a state other than READY and
- * get EIO, and we wait for requests other workers already admitted, so the
- * backend's destroy never runs under a live op. The client only sends
- * DESTROY once idle; a guest that keeps a SETLKW blocked stalls only its own
- * queue here.
+ * Ends a session the caller moved to SESSION_DESTROYING: new requests see a
+ * state other than READY and get EIO, and we wait for requests other
+ * workers already admitted (self is the caller's own worker, or NULL), so
+ * the backend's destroy never runs under a live op. A guest that keeps a
+ * SETLKW blocked stalls only its own queue here.
  */
-int fuse_do_destroy(struct fuse_req *req)
+static void session_end(struct fuse_session *se, const struct fuse_worker *self)
 {
-	struct fuse_session *se = req->se;
-	int expected = SESSION_READY;
-
-	if (!atomic_compare_exchange_strong(&se->state, &expected, SESSION_DESTROYING))
-		return -EIO;
-
 	pthread_mutex_lock(&se->workers_lock);
 	for (struct fuse_worker *w = se->workers; w; w = w->next) {
-		if (w == req->w)
+		if (w == self)
 			continue;
 		while (atomic_load(&w->busy))
 			sched_yield();
@@ -430,7 +424,28 @@ int fuse_do_destroy(struct fuse_req *req)
 	if (se->ops->destroy)
 		se->ops->destroy(se->fs);
 	atomic_store_explicit(&se->state, SESSION_NEW, memory_order_release);
+}
+
+/* DESTROY: the client unmounted; it only sends this once idle. */
+int fuse_do_destroy(struct fuse_req *req)
+{
+	struct fuse_session *se = req->se;
+	int expected = SESSION_READY;
+
+	if (!atomic_compare_exchange_strong(&se->state, &expected, SESSION_DESTROYING))
+		return -EIO;
+	session_end(se, req->w);
 	return 0;
+}
+
+void fuse_session_reset(struct fuse_session *se)
+{
+	int expected = SESSION_READY;
+
+	/* NEW: nothing to release (never initialised, or already reset). */
+	if (!atomic_compare_exchange_strong(&se->state, &expected, SESSION_DESTROYING))
+		return;
+	session_end(se, NULL);
 }
 
 /* --------------------------------------------------------- request path */

@@ -37,6 +37,14 @@ int fuse_session_new(struct fuse_session **out,
 		     const struct fuse_session_opts *opts,
 		     const struct fs_ops *ops, void *fs);
 void fuse_session_free(struct fuse_session *se);
+/*
+ * Ends the session as a DESTROY would, for a client that went away without
+ * one (its transport was reset, e.g. a guest reboot): waits for requests in
+ * flight, calls the backend's destroy, and leaves the session waiting for
+ * a new INIT. No-op on a session that was never initialised. Must not race
+ * an INIT; the transport calls it with its queues stopped.
+ */
+void fuse_session_reset(struct fuse_session *se);
 
 /* A worker holds one thread's scratch buffers, so requests need no malloc.
  * Each queue thread owns one; workers of one session run concurrently. */

@@ -207,6 +207,10 @@ struct vu_queue {
 	int ctl_fd;               /* wakes the thread: stop or re-check */
 	bool stop_requested;      /* atomic */
 	unsigned num;             /* from SET_VRING_NUM */
+	/* GET_VRING_BASE stopped the ring at vq.last_avail_idx; the next
+	 * SET_VRING_BASE tells a resume from a device reset. */
+	bool stop_pos_valid;
+	bool restart_after_reset;
 	bool addr_set;
 	uint64_t desc_uva, avail_uva, used_uva;
 
@@ -233,6 +237,9 @@ struct vu_dev {
 	int backend_req_fd;
 	unsigned nqueues;
 	struct vu_queue *queues;
+	/* A queue thread ran since the last device_reset: a driver may have
+	 * state in the user. Control thread only. */
+	bool driver_active;
 };
 
 static void close_fd(int *fd)
@@ -569,6 +576,7 @@ static int queue_maybe_start(struct vu_queue *q)
 		return ret;
 	}
 	q->thread_running = true;
+	dev->driver_active = true;
 	log_debug("queue %u started (num %u)", q->index, q->num);
 	return 0;
 }
@@ -602,6 +610,36 @@ static void remap_all_queues(struct vu_dev *dev)
 	}
 }
 
+/*
+ * Tells the user that the driver which used the queues is gone, once per
+ * driver. Queue threads the new driver already started are stopped around
+ * the call, so the user never sees a request during it.
+ */
+static void dev_driver_gone(struct vu_dev *dev, const char *why)
+{
+	if (!dev->driver_active)
+		return;
+	for (unsigned i = 0; i < dev->nqueues; i++) {
+		struct vu_queue *q = &dev->queues[i];
+
+		q->restart_after_reset = q->thread_running;
+		queue_stop_thread(q);
+		/* Positions the old driver left say nothing about the new one. */
+		q->stop_pos_valid = false;
+	}
+	dev->driver_active = false;
+	log_info("vhost-user: device reset (%s)", why);
+	if (dev->ops->device_reset)
+		dev->ops->device_reset(dev->opaque);
+	for (unsigned i = 0; i < dev->nqueues; i++) {
+		struct vu_queue *q = &dev->queues[i];
+
+		if (q->restart_after_reset)
+			queue_maybe_start(q);
+		q->restart_after_reset = false;
+	}
+}
+
 /* Back to the state of a fresh connection: threads stopped, fds closed,
  * memory unmapped. */
 static void dev_reset(struct vu_dev *dev)
@@ -617,9 +655,11 @@ static void dev_reset(struct vu_dev *dev)
 		q->err_signalled = false;
 		q->num = 0;
 		q->addr_set = false;
+		q->stop_pos_valid = false;
 		virtq_init(&q->vq, i);
 		virtq_set_mem(&q->vq, dev->mem);
 	}
+	dev_driver_gone(dev, "frontend disconnected");
 	guest_mem_clear(dev->mem);
 	close_fd(&dev->backend_req_fd);
 	dev->features = 0;
@@ -1079,6 +1119,20 @@ static int h_set_vring_base(struct vu_dev *dev, struct vu_msg *m, struct vu_repl
 	/* Split rings: a 16-bit index. Higher bits belong to packed rings. */
 	if (m->p.state.num > UINT16_MAX)
 		return -EINVAL;
+	/*
+	 * QEMU stops all rings (GET_VRING_BASE) both when the VM pauses and
+	 * when the guest resets the device (reboot). Only the restart tells
+	 * them apart: a resumed ring continues where it stopped, a reset one
+	 * starts again at 0. A request ring that stopped exactly at a wrap to
+	 * 0 (1 reboot in 65536) is taken for resumed: the new driver's INIT is
+	 * then refused with EIO and its mount fails, the daemon goes on.
+	 */
+	if (q->stop_pos_valid && m->p.state.num != q->vq.last_avail_idx) {
+		log_debug("queue %u restarts at %u, stopped at %u", q->index,
+			  m->p.state.num, q->vq.last_avail_idx);
+		dev_driver_gone(dev, "rings restart from a new position");
+	}
+	q->stop_pos_valid = false;
 	virtq_set_base(&q->vq, (uint16_t)m->p.state.num);
 	q->err_signalled = false;
 	return 0;
@@ -1095,6 +1149,7 @@ static int h_get_vring_base(struct vu_dev *dev, struct vu_msg *m, struct vu_repl
 	queue_stop_thread(q);
 	close_fd(&q->kick_fd);
 	close_fd(&q->call_fd);
+	q->stop_pos_valid = true;
 	r->p.state.index = q->index;
 	r->p.state.num = q->vq.last_avail_idx;
 	r->size = sizeof(r->p.state);

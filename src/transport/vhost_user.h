@@ -55,6 +55,12 @@ struct vu_fs_ops {
 	 * soon (the thread waits for that before queue_stop). May be NULL if
 	 * handle() never defers. */
 	void (*queue_cancel)(void *queue_ctx, unsigned queue_index);
+	/* Optional. The driver that used the device is gone: the frontend
+	 * disconnected, or reset the device (a guest reboot) and now sets the
+	 * rings up again from scratch. Called on the control thread while no
+	 * queue thread runs, before any request of a new driver is handled;
+	 * state the old driver built up (e.g. a FUSE session) must go. */
+	void (*device_reset)(void *opaque);
 };
 
 struct vu_fs_config {
