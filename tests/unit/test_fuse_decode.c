@@ -735,6 +735,24 @@ static void test_before_init_and_init(void)
 	run(w);
 	EXPECT_ERR(EIO);
 
+	/* A guest reboot: the transport resets the session without DESTROY;
+	 * the backend is told once and the new kernel's INIT is accepted. */
+	send_init(w, 7, 38, ALL_FLAGS, 0);
+	EXPECT_OK(sizeof(out));
+	rec_reset();
+	fuse_session_reset(se);
+	CHECK(rec.calls[C_DESTROY] == 1);
+	fuse_session_reset(se);
+	CHECK(rec.calls[C_DESTROY] == 1);
+	rq_start(FUSE_GETATTR, 5);
+	rq_add(&ga, sizeof(ga));
+	run(w);
+	EXPECT_ERR(EIO);
+	send_init(w, 7, 38, ALL_FLAGS, 0);
+	EXPECT_OK(sizeof(out));
+	CHECK(rec.calls[C_INIT] == 1);
+	rec_reset();
+
 	fuse_worker_free(w);
 	fuse_session_free(se);
 	CHECK(rec.calls[C_DESTROY] == 1);

@@ -82,8 +82,16 @@ static uint32_t t_handle(void *ctx, unsigned idx, const struct vu_request *req)
 	return sizeof(reply);
 }
 
+static int device_resets;
+
+static void t_device_reset(void *opaque)
+{
+	__atomic_add_fetch(&device_resets, 1, __ATOMIC_SEQ_CST);
+}
+
 static const struct vu_fs_ops ops = {
 	.queue_start = t_queue_start, .queue_stop = t_queue_stop, .handle = t_handle,
+	.device_reset = t_device_reset,
 };
 
 /* ---- Frontend helpers ---- */
@@ -529,11 +537,22 @@ static void test_live_queue(struct vu_dev *dev)
 	      st.num == 2 && __atomic_load_n(&stopped_queues, __ATOMIC_SEQ_CST) == 1,
 	      "GET_VRING_BASE stops the queue (queue_stop called), reports avail index 2");
 
-	/* Restart the ring from the frontend's view and stop via vu_dev_stop. */
+	/* A VM pause: the ring resumes where it stopped; the driver is the same. */
+	st = (struct vring_state){ 1, 2 };
+	CHECK(acked_ok(s.fd, 10, &st, sizeof(st), NULL, 0) &&
+	      __atomic_load_n(&device_resets, __ATOMIC_SEQ_CST) == 0,
+	      "SET_VRING_BASE at the stop position (resume): no device reset");
+	send_msg(s.fd, 11, 0, &(struct vring_state){ 1, 0 }, 8, NULL, 0);
+	CHECK(recv_reply(s.fd, &h, &st, sizeof(st)) == 0 && st.num == 2,
+	      "GET_VRING_BASE on the stopped ring reports 2 again");
+
+	/* A guest reboot: the ring restarts at 0 for a new driver. */
 	memset(r.base + DESC, 0, 0x3000);
 	r.avail_idx = 0;
 	st = (struct vring_state){ 1, 0 };
-	CHECK(acked_ok(s.fd, 10, &st, sizeof(st), NULL, 0), "SET_VRING_BASE after stop");
+	CHECK(acked_ok(s.fd, 10, &st, sizeof(st), NULL, 0) &&
+	      __atomic_load_n(&device_resets, __ATOMIC_SEQ_CST) == 1,
+	      "SET_VRING_BASE at a new position after stop: device_reset called once");
 	close(kick);
 	kick = eventfd(0, EFD_CLOEXEC);
 	v = 1;
@@ -548,6 +567,8 @@ static void test_live_queue(struct vu_dev *dev)
 	pthread_join(s.thread, NULL);
 	CHECK(s.ret == 0 && __atomic_load_n(&stopped_queues, __ATOMIC_SEQ_CST) == 2,
 	      "vu_dev_stop: serve returns 0 after the queue thread stopped");
+	CHECK(__atomic_load_n(&device_resets, __ATOMIC_SEQ_CST) == 2,
+	      "the end of the connection resets the device the new driver used");
 	{
 		char b;
 
