@@ -335,26 +335,37 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 	running_dev = dev;
 	install_stop_signals();
 
-	log_info("waiting for a vhost-user frontend on %s",
-		 o->socket_path ? o->socket_path : "the inherited socket");
-	ret = vu_accept(listen_fd, &conn_fd);
-	if (ret) {
-		if (stop_requested)
-			ret = 0;
-		else
-			log_err("accept: %s", strerror(-ret));
-		goto out_stats;
+	for (;;) {
+		log_info("waiting for a vhost-user frontend on %s",
+			 o->socket_path ? o->socket_path : "the inherited socket");
+		ret = vu_accept(listen_fd, &conn_fd);
+		if (ret) {
+			if (stop_requested)
+				ret = 0;
+			else
+				log_err("accept: %s", strerror(-ret));
+			goto out_stats;
+		}
+		/* One frontend at a time, as virtiofsd: later ones are
+		 * refused, or with --keep-listening wait in the backlog. */
+		if (!o->keep_listening) {
+			close(listen_fd);
+			listen_fd = -1;
+		}
+		log_info("frontend connected; sharing %s", o->shared_dir);
+		ret = vu_dev_serve(dev, conn_fd);
+		conn_fd = -1;   /* vu_dev_serve owns and closes it */
+		if (ret) {
+			log_err("vhost-user connection failed: %s", strerror(-ret));
+			goto out_stats;
+		}
+		/* The session was reset through device_reset: the next
+		 * frontend's guest starts with a fresh INIT. */
+		if (!o->keep_listening || stop_requested)
+			break;
+		log_info("frontend gone; --keep-listening: waiting for the next one");
 	}
-	/* One frontend at a time, as virtiofsd: later ones are refused. */
-	close(listen_fd);
-	listen_fd = -1;
-	log_info("frontend connected; sharing %s", o->shared_dir);
-	ret = vu_dev_serve(dev, conn_fd);
-	conn_fd = -1;   /* vu_dev_serve owns and closes it */
-	if (ret)
-		log_err("vhost-user connection failed: %s", strerror(-ret));
-	else
-		log_info("frontend gone; exiting");
+	log_info("frontend gone; exiting");
 
 out_stats:
 	stats_end(&stats_src, stats_srv);

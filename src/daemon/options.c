@@ -154,7 +154,7 @@ enum long_opt_id {
 	OPT_RLIMIT_NOFILE, OPT_DAEMONIZE, OPT_PRINT_CAPS, OPT_HELP, OPT_VERSION,
 	OPT_NO_KILLPRIV_V2, OPT_NO_ANNOUNCE_SUBMOUNTS, OPT_POSIX_LOCK, OPT_FLOCK,
 	OPT_MOUNT,
-	OPT_STATS_SOCKET, OPT_STATS, OPT_JSON,
+	OPT_STATS_SOCKET, OPT_STATS, OPT_JSON, OPT_KEEP_LISTENING,
 };
 
 static const struct long_opt {
@@ -188,6 +188,7 @@ static const struct long_opt {
 	{ "stats-socket", true, OPT_STATS_SOCKET },
 	{ "stats", true, OPT_STATS },
 	{ "json", false, OPT_JSON },
+	{ "keep-listening", false, OPT_KEEP_LISTENING },
 };
 
 static int apply_long(struct ferry_options *o, const struct long_opt *lo,
@@ -264,6 +265,9 @@ static int apply_long(struct ferry_options *o, const struct long_opt *lo,
 		break;
 	case OPT_DAEMONIZE:
 		o->daemonize = true;
+		break;
+	case OPT_KEEP_LISTENING:
+		o->keep_listening = true;
 		break;
 	case OPT_PRINT_CAPS:
 		o->action = ACTION_PRINT_CAPS;
@@ -475,6 +479,8 @@ void ferry_options_usage(FILE *out)
 "  --log-level=error|warn|info|debug\n"
 "  --syslog                  log to syslog instead of stderr\n"
 "  --daemonize               run in the background once listening\n"
+"  --keep-listening          when the VMM disconnects, wait for the next one\n"
+"                            (e.g. a restarted QEMU) instead of exiting\n"
 "  --sandbox=none, --seccomp=none\n"
 "                            the only values supported so far\n"
 "  --print-capabilities      print the vhost-user backend description (JSON)\n"

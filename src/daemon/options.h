@@ -33,6 +33,7 @@ struct ferry_options {
 	bool flock;                   /* host-backed flock locks (off: guest-local) */
 	bool syslog;
 	bool daemonize;
+	bool keep_listening;          /* serve frontend after frontend */
 	unsigned long rlimit_nofile;  /* 0: leave the limit as it is */
 	bool rlimit_nofile_set;
 	unsigned thread_pool_size;

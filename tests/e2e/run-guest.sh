@@ -16,6 +16,7 @@
 #   --mem SIZE        guest RAM (default 1G); --smp N (default 2)
 #   --append STR      extra kernel command line
 #   --watch-pid PID   stop QEMU if process PID (the daemon) dies while the guest runs
+#   --allow-reboot    a guest reboot restarts the guest (default: QEMU exits, -no-reboot)
 #   -- ARGS           extra QEMU arguments
 # Exit: 0 guest command succeeded; 1 guest command failed; 3 no boot/mount or no finish marker;
 #       4 the --watch-pid process died mid-run; 124 timeout.
@@ -23,7 +24,7 @@ set -euo pipefail
 
 guest="${FERRYFS_CACHE:-/var/cache/ferryfs}/guest"
 kernel="" initrd="" sock="" p9dir="" tag="ferryfs" cmd="fsops" args="" mntopts="" logf=""
-quiet=0 watch_pid="" timeout_s=300 mem="1G" smp=2 append="" extra=()
+quiet=0 watch_pid="" timeout_s=300 no_reboot=(-no-reboot) mem="1G" smp=2 append="" extra=()
 
 while (($#)); do
     case "$1" in
@@ -43,6 +44,7 @@ while (($#)); do
         --smp) smp="$2"; shift 2 ;;
         --append) append="$2"; shift 2 ;;
         --watch-pid) watch_pid="$2"; shift 2 ;;
+        --allow-reboot) no_reboot=(); shift ;;
         --) shift; extra=("$@"); break ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | grep '^#'; exit 0 ;;
         *) echo "run-guest.sh: unknown option $1" >&2; exit 2 ;;
@@ -64,7 +66,7 @@ cmdline="console=ttyS0 quiet loglevel=3 panic=-1 ferryfs.cmd=$cmd ferryfs.tag=$t
 [[ -n "$mntopts" ]] && cmdline+=" ferryfs.mntopts=$mntopts"
 [[ -n "$append" ]] && cmdline+=" $append"
 
-qemu=(qemu-system-x86_64 -accel tcg -m "$mem" -smp "$smp" -nographic -no-reboot
+qemu=(qemu-system-x86_64 -accel tcg -m "$mem" -smp "$smp" -nographic "${no_reboot[@]}"
       -kernel "$kernel" -initrd "$initrd")
 if [[ -n "$sock" ]]; then
     # vhost-user needs the guest RAM in a shareable memfd the daemon can map.

@@ -47,8 +47,8 @@ int main(void)
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/tmp/s", "--shared-dir",
 		    "/srv", "--cache", "never", "--xattr", "--tag=myfs",
-		    "--thread-pool-size=64", "--log-level=debug", NULL);
-	CHECK(ret == 0 && !strcmp(o.socket_path, "/tmp/s") &&
+		    "--thread-pool-size=64", "--log-level=debug", "--keep-listening", NULL);
+	CHECK(ret == 0 && !strcmp(o.socket_path, "/tmp/s") && o.keep_listening &&
 	      !strcmp(o.shared_dir, "/srv") && o.cache == CACHE_NEVER && o.xattr &&
 	      !strcmp(o.tag, "myfs") && o.thread_pool_size == 64 &&
 	      o.log_level == LOG_LVL_DEBUG,

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Fault test (make check): one ferryfsd serves one QEMU guest that reboots 20 times without
+# unmounting; every boot mounts, checks the journal of the earlier boots and appends to it.
+# Passes when all boots mount, the files are intact on the host, and the daemon's fd count and
+# anonymous RSS at boot 20 are within a small bound of boot 2 (the reset released the old
+# kernel's state). VmRSS is reported too but not bounded: it includes the guest RAM pages the
+# daemon touched (RssShmem), which grow as each new kernel places its buffers elsewhere.
+# Env: FERRYFS_REBOOTS (default 20), FERRYFS_E2E_KEEP=1 keeps the tmp dir.
+set -euo pipefail
+name=reboot-loop
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+boots="${FERRYFS_REBOOTS:-20}"
+fd_slack=4
+rss_slack_kb=2048
+
+mkdir -p "$share/tree"
+for i in $(seq 1 50); do echo "$i" >"$share/tree/f$i"; done
+start_daemon --log-level=info
+start=$(date +%s)
+start_guest loop reboot-loop "$boots" --allow-reboot --timeout $((boots * 60)) --watch-pid "$daemon_pid"
+
+declare -A fds anon
+for n in $(seq 1 "$boots"); do
+    wait_console loop "REBOOT-LOOP boot=$n (ready|FAIL)" 120
+    tr -d '\r' <"$tmp/console-loop.log" | grep -aq "REBOOT-LOOP boot=$n FAIL" &&
+        fail "$(tr -d '\r' <"$tmp/console-loop.log" | grep -a "REBOOT-LOOP boot=$n FAIL")"
+    fds[$n]=$(fd_count "$daemon_pid")
+    anon[$n]=$(status_kb "$daemon_pid" RssAnon)
+    say "boot $n: daemon fds ${fds[$n]}, RssAnon ${anon[$n]} kB, VmRSS $(status_kb "$daemon_pid" VmRSS) kB, RssShmem $(status_kb "$daemon_pid" RssShmem) kB"
+    touch "$share/ack-$n"
+done
+wait_console loop "FERRYFS-GUEST-DONE rc=" 120
+rc=0
+wait "${guest_pids[0]}" || rc=$?
+elapsed=$(($(date +%s) - start))
+((rc == 0)) || fail "guest run ended with $rc: $(cat "$tmp/run-guest-loop.out")"
+
+mounts=$(tr -d '\r' <"$tmp/console-loop.log" | grep -ac 'FERRYFS-GUEST-MOUNTED')
+((mounts == boots)) || fail "$mounts mounts in the console log, want $boots"
+[[ "$(cat "$share/boots")" == "$boots" ]] || fail "boots file says '$(cat "$share/boots")'"
+diff <(seq -f 'boot %g' 1 "$boots") "$share/journal" >/dev/null || fail "journal on the host differs"
+for i in $(seq 1 50); do [[ "$(cat "$share/tree/f$i")" == "$i" ]] || fail "tree/f$i changed"; done
+resets=$(grep -c 'device reset (rings restart' "$tmp/daemon.log" || true)
+((resets == boots - 1)) || fail "$resets device resets logged, want $((boots - 1))"
+
+first=2
+((boots >= 2)) || first=1
+((fds[$boots] <= fds[$first] + fd_slack)) ||
+    fail "fd count grew from ${fds[$first]} (boot $first) to ${fds[$boots]} (boot $boots)"
+((anon[$boots] <= anon[$first] + rss_slack_kb)) ||
+    fail "RssAnon grew from ${anon[$first]} kB (boot $first) to ${anon[$boots]} kB (boot $boots)"
+drc=0
+wait "$daemon_pid" || drc=$?
+((drc == 0)) || fail "ferryfsd exited with $drc after the guest powered off"
+say "PASS: $boots boots in ${elapsed} s, fds ${fds[$first]} -> ${fds[$boots]}, RssAnon ${anon[$first]} -> ${anon[$boots]} kB, $resets session resets"
+failed_run=0
