@@ -70,7 +70,7 @@ start_guest() {
 wait_console() {
     local f="$tmp/console-$1.log" t=0
     while ((t < $3 * 10)); do
-        tr -d '\r' <"$f" 2>/dev/null | grep -aqE "$2" && return 0
+        [[ -f "$f" ]] && tr -d '\r' <"$f" | grep -aqE "$2" && return 0
         sleep 0.1
         t=$((t + 1))
     done

@@ -17,11 +17,11 @@ mkdir -p "$share/tree"
 for i in $(seq 1 50); do echo "$i" >"$share/tree/f$i"; done
 start_daemon --log-level=info
 start=$(date +%s)
-start_guest loop reboot-loop "$boots" --allow-reboot --timeout $((boots * 60)) --watch-pid "$daemon_pid"
+start_guest loop reboot-loop "$boots" --allow-reboot --timeout $((boots * 120)) --watch-pid "$daemon_pid"
 
 declare -A fds anon
 for n in $(seq 1 "$boots"); do
-    wait_console loop "REBOOT-LOOP boot=$n (ready|FAIL)" 120
+    wait_console loop "REBOOT-LOOP boot=$n (ready|FAIL)" 300
     tr -d '\r' <"$tmp/console-loop.log" | grep -aq "REBOOT-LOOP boot=$n FAIL" &&
         fail "$(tr -d '\r' <"$tmp/console-loop.log" | grep -a "REBOOT-LOOP boot=$n FAIL")"
     fds[$n]=$(fd_count "$daemon_pid")
