@@ -16,8 +16,12 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: ferryfs-load --socket PATH --workload W [options]\n"
+"       ferryfs-load --host-pread DIR --workload read|randread [options]\n"
 "Plays a virtio-fs guest against a vhost-user-fs backend and measures it.\n"
 "  --socket PATH        the backend's vhost-user socket\n"
+"  --host-pread DIR     no backend: pread(2) a --file-size file in DIR in one\n"
+"                       thread, the host's own bandwidth (--queue-depth does\n"
+"                       not apply; cpu per op is this process's)\n"
 "  --workload W         read randread write randwrite getattr lookup\n"
 "                       create-unlink readdirplus mixed\n"
 "  --block-size BYTES   I/O size, 4k..1m, multiple of 512 (default 4k)\n"
@@ -80,13 +84,14 @@ static int parse_secs(const char *s, double *out)
 	return (*end || *out < 0 || *out > 86400) ? -EINVAL : 0;
 }
 
-enum { O_SOCKET = 256, O_WORKLOAD, O_BS, O_QD, O_QUEUES, O_SECONDS, O_WARMUP,
+enum { O_SOCKET = 256, O_HOST, O_WORKLOAD, O_BS, O_QD, O_QUEUES, O_SECONDS, O_WARMUP,
        O_FSIZE, O_DIRENT, O_PID, O_EIDX, O_POLL, O_SEED, O_JSON, O_HELP };
 
 static int parse_args(int argc, char **argv, struct load_cfg *c)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, O_SOCKET },
+		{ "host-pread", required_argument, NULL, O_HOST },
 		{ "workload", required_argument, NULL, O_WORKLOAD },
 		{ "block-size", required_argument, NULL, O_BS },
 		{ "queue-depth", required_argument, NULL, O_QD },
@@ -109,6 +114,7 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (o) {
 		case O_SOCKET: c->socket = optarg; break;
+		case O_HOST: c->host_dir = optarg; break;
 		case O_WORKLOAD: c->workload = optarg; break;
 		case O_BS: bad |= parse_u32(optarg, 512, 1u << 20, &c->block_size); break;
 		case O_QD: bad |= parse_u32(optarg, 1, 1024, &c->queue_depth); break;
@@ -137,8 +143,8 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 			return -EINVAL;
 		}
 	}
-	if (optind != argc || !c->socket || !c->workload) {
-		fprintf(stderr, "ferryfs-load: --socket and --workload are required\n");
+	if (optind != argc || !c->socket == !c->host_dir || !c->workload) {
+		fprintf(stderr, "ferryfs-load: --workload and one of --socket, --host-pread are required\n");
 		return -EINVAL;
 	}
 	if (!load_workload_valid(c->workload)) {
@@ -177,7 +183,7 @@ int main(int argc, char **argv)
 	}
 	/* A backend that goes away mid-run must not kill us before we report. */
 	signal(SIGPIPE, SIG_IGN);
-	ret = load_run(&c, &res);
+	ret = c.host_dir ? host_pread_run(&c, &res) : load_run(&c, &res);
 	if (ret && !res.errors) {
 		fprintf(stderr, "ferryfs-load: run failed: %s\n", strerror(-ret));
 		return 2;
@@ -191,9 +197,12 @@ int main(int argc, char **argv)
 	printf("workload %s: block size %u, queue depth %u x %u queue(s), %.1f s (warmup %.1f s), file %llu bytes\n",
 	       c.workload, c.block_size, c.queue_depth, c.queues, c.seconds, c.warmup,
 	       (unsigned long long)c.file_size);
-	printf("backend: FUSE 7.%u, max_write %u, max_pages %u, event_idx %s, indirect %s, queues %llu\n",
-	       res.proto_minor, res.max_write, res.max_pages, res.event_idx ? "on" : "off",
-	       res.indirect ? "on" : "off", (unsigned long long)res.queue_num_max);
+	if (c.host_dir)
+		printf("backend: none, pread(2) in %s\n", c.host_dir);
+	else
+		printf("backend: FUSE 7.%u, max_write %u, max_pages %u, event_idx %s, indirect %s, queues %llu\n",
+		       res.proto_minor, res.max_write, res.max_pages, res.event_idx ? "on" : "off",
+		       res.indirect ? "on" : "off", (unsigned long long)res.queue_num_max);
 	printf("ops %" PRIu64 " in %.3f s: %.0f ops/s, %.1f MiB/s", res.ops, el, ops_s, mib_s);
 	if (res.cycles)
 		printf(", %" PRIu64 " cycles", res.cycles);

@@ -85,7 +85,7 @@ bool load_workload_valid(const char *name)
 	return false;
 }
 
-static uint64_t now_ns(void)
+uint64_t load_now_ns(void)
 {
 	struct timespec ts;
 
@@ -172,7 +172,7 @@ static int64_t proc_cpu_us(pid_t pid)
 	return sum;
 }
 
-static double self_cpu_us(void)
+double load_self_cpu_us(void)
 {
 	struct rusage ru;
 
@@ -224,7 +224,7 @@ static int kick(struct lq *q)
 		return 0;
 	/* Latency counts from the notification, not from when we built the
 	 * request: building a batch of large writes takes a while. */
-	t = now_ns();
+	t = load_now_ns();
 	for (i = 0; i < q->npend; i++)
 		q->slots[q->pend[i]].t_submit = t;
 	q->npend = 0;
@@ -361,7 +361,7 @@ static void measure_start(struct run *r, uint64_t now)
 	r->ops = r->bytes = r->entries = r->cycles = 0;
 	r->nlat = 0;
 	r->cpu0_us = (uint64_t)proc_cpu_us(r->cfg->daemon_pid);
-	r->self0_us = self_cpu_us();
+	r->self0_us = load_self_cpu_us();
 }
 
 static void measure_stop(struct run *r, uint64_t now)
@@ -370,7 +370,7 @@ static void measure_stop(struct run *r, uint64_t now)
 	r->stopping = true;
 	r->t_end = now;
 	r->cpu1_us = (uint64_t)proc_cpu_us(r->cfg->daemon_pid);
-	r->self1_us = self_cpu_us();
+	r->self1_us = load_self_cpu_us();
 }
 
 /* Sleeps until some queue with requests in flight is called, or timeout. */
@@ -419,7 +419,7 @@ disarm:
 static int engine(struct run *r, const struct phase *ph, uint64_t win_start,
 		  uint64_t win_end)
 {
-	uint64_t last = now_ns();
+	uint64_t last = load_now_ns();
 	unsigned i, j;
 	int ret = 0;
 
@@ -437,7 +437,7 @@ static int engine(struct run *r, const struct phase *ph, uint64_t win_start,
 			goto out;
 	}
 	for (;;) {
-		uint64_t now = now_ns();
+		uint64_t now = load_now_ns();
 		unsigned progress = 0, busy = 0;
 		int timeout = 100;
 
@@ -497,7 +497,7 @@ static int engine(struct run *r, const struct phase *ph, uint64_t win_start,
 	}
 out:
 	if (r->measuring)
-		measure_stop(r, now_ns());
+		measure_stop(r, load_now_ns());
 	return ret;
 }
 
@@ -981,7 +981,7 @@ static const struct phase wl_phase = { "workload", wl_next, wl_done };
 static int sync_call(struct run *r, struct fc_slot *s)
 {
 	struct lq *q = &r->q[1];
-	uint64_t start = now_ns();
+	uint64_t start = load_now_ns();
 	char why[256];
 	uint16_t idx;
 	uint32_t len;
@@ -993,7 +993,7 @@ static int sync_call(struct run *r, struct fc_slot *s)
 	if (ret)
 		return ret;
 	while ((got = vu_queue_get_used(q->vq, &idx, &len)) == 0) {
-		if (now_ns() - start > STALL_NS) {
+		if (load_now_ns() - start > STALL_NS) {
 			fprintf(stderr, "ferryfs-load: %s: no reply in 30 s\n", fc_opname(s->opcode));
 			return -ETIMEDOUT;
 		}
@@ -1270,12 +1270,25 @@ static void free_run(struct run *r)
 	vu_close(&r->dev);
 }
 
+void load_latency_summary(uint32_t *lat, size_t n, struct load_result *res)
+{
+	double sum = 0;
+
+	qsort(lat, n, sizeof(*lat), cmp_u32);
+	for (size_t i = 0; i < n; i++)
+		sum += lat[i];
+	res->lat_mean_us = n ? sum / (double)n / 1000.0 : 0;
+	res->lat_p50_us = pct(lat, n, 0.5);
+	res->lat_p99_us = pct(lat, n, 0.99);
+	res->lat_p999_us = pct(lat, n, 0.999);
+	res->lat_max_us = n ? lat[n - 1] / 1000.0 : 0;
+}
+
 int load_run(const struct load_cfg *cfg, struct load_result *res)
 {
 	struct run r = { .cfg = cfg, .rng = cfg->seed | 1 };
 	uint64_t t0, ws;
 	size_t i;
-	double sum = 0;
 	int ret;
 
 	memset(res, 0, sizeof(*res));
@@ -1286,7 +1299,7 @@ int load_run(const struct load_cfg *cfg, struct load_result *res)
 			r.kind = (enum kind)i;
 	r.nblocks = cfg->file_size / cfg->block_size;
 
-	t0 = now_ns();
+	t0 = load_now_ns();
 	ret = vu_connect(&r.dev, cfg->socket);
 	if (ret) {
 		fprintf(stderr, "ferryfs-load: connect %s: %s\n", cfg->socket, strerror(-ret));
@@ -1317,9 +1330,9 @@ int load_run(const struct load_cfg *cfg, struct load_result *res)
 		fprintf(stderr, "ferryfs-load: setup got wrong replies; not measuring\n");
 		goto teardown;
 	}
-	res->setup_s = (double)(now_ns() - t0) / 1e9;
+	res->setup_s = (double)(load_now_ns() - t0) / 1e9;
 	r.cursor = 0;
-	ws = now_ns() + (uint64_t)(cfg->warmup * 1e9);
+	ws = load_now_ns() + (uint64_t)(cfg->warmup * 1e9);
 	ret = engine(&r, &wl_phase, ws, ws + (uint64_t)(cfg->seconds * 1e9));
 	if (ret)
 		goto out;
@@ -1332,14 +1345,7 @@ out:
 	res->bytes = r.bytes;
 	res->entries = r.entries;
 	res->cycles = r.cycles;
-	qsort(r.lat, r.nlat, sizeof(*r.lat), cmp_u32);
-	for (i = 0; i < r.nlat; i++)
-		sum += r.lat[i];
-	res->lat_mean_us = r.nlat ? sum / (double)r.nlat / 1000.0 : 0;
-	res->lat_p50_us = pct(r.lat, r.nlat, 0.5);
-	res->lat_p99_us = pct(r.lat, r.nlat, 0.99);
-	res->lat_p999_us = pct(r.lat, r.nlat, 0.999);
-	res->lat_max_us = r.nlat ? r.lat[r.nlat - 1] / 1000.0 : 0;
+	load_latency_summary(r.lat, r.nlat, res);
 	res->daemon_cpu_us = (cfg->daemon_pid > 0 && (int64_t)r.cpu0_us >= 0 &&
 			      (int64_t)r.cpu1_us >= 0) ?
 			     (double)r.cpu1_us - (double)r.cpu0_us : -1;

@@ -13,6 +13,7 @@
 
 struct load_cfg {
 	const char *socket;
+	const char *host_dir;    /* --host-pread: no backend, pread(2) here */
 	const char *workload;
 	uint32_t block_size;
 	uint32_t queue_depth;
@@ -44,9 +45,18 @@ struct load_result {
 };
 
 bool load_workload_valid(const char *name);
+uint64_t load_now_ns(void);
+/* CPU time of this process so far (user + system). */
+double load_self_cpu_us(void);
+/* Sorts lat (ns) and fills the latency fields of res. */
+void load_latency_summary(uint32_t *lat, size_t n, struct load_result *res);
 /* Connects, sets up, runs the workload and tears down. Returns 0 when the
  * run completed (res->errors may still be non-zero), -errno when it could
  * not run at all. */
 int load_run(const struct load_cfg *cfg, struct load_result *res);
+/* The same read/randread workload with pread(2) on a file in cfg->host_dir:
+ * the host's own bandwidth, the bound for any daemon serving that file.
+ * Same return convention as load_run; the CPU figure is this process's. */
+int host_pread_run(const struct load_cfg *cfg, struct load_result *res);
 
 #endif
