@@ -285,6 +285,32 @@ void inode_put(struct inode_table *t, struct inode *inode)
 		inode_destroy(t, inode);
 }
 
+/* With the shard lock held: the guest is about to be told about inode. */
+static void take_lookup(struct inode_table *t, struct inode *inode)
+{
+	if (inode != &t->root) {
+		inode->nlookup++;
+		inode->refs++;
+	}
+}
+
+int inode_find_key(struct inode_table *t, const struct inode_key *key,
+		   struct inode **out)
+{
+	struct shard *s = &t->shards[key_hash(key) & (SHARD_COUNT - 1)];
+	struct inode *inode;
+
+	pthread_mutex_lock(&s->lock);
+	inode = shard_find_key(s, key);
+	if (inode)
+		take_lookup(t, inode);
+	pthread_mutex_unlock(&s->lock);
+	if (!inode)
+		return -ENOENT;
+	*out = inode;
+	return 0;
+}
+
 int inode_lookup_add(struct inode_table *t, int fd, const struct inode_key *key,
 		     mode_t type, struct inode **out)
 {
@@ -297,10 +323,7 @@ int inode_lookup_add(struct inode_table *t, int fd, const struct inode_key *key,
 	pthread_mutex_lock(&s->lock);
 	inode = shard_find_key(s, key);
 	if (inode) {
-		if (inode != &t->root) {
-			inode->nlookup++;
-			inode->refs++;
-		}
+		take_lookup(t, inode);
 		pthread_mutex_unlock(&s->lock);
 		free(fresh);
 		close(fd);

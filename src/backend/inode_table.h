@@ -59,6 +59,10 @@ void inode_put(struct inode_table *t, struct inode *inode);
  */
 int inode_lookup_add(struct inode_table *t, int fd, const struct inode_key *key,
 		     mode_t type, struct inode **out);
+/* The inode with this key if the table has one, with one more nlookup and
+ * one request reference; -ENOENT if none. */
+int inode_find_key(struct inode_table *t, const struct inode_key *key,
+		   struct inode **out);
 /* One more guest lookup on an inode the caller holds ("." and ".."). */
 void inode_add_lookup(struct inode_table *t, struct inode *inode);
 /* Undoes inode_add_lookup / inode_lookup_add when the entry was not sent. */

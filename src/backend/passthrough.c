@@ -235,6 +235,18 @@ static int lookup_inode(struct passthrough *pt, struct inode *dir,
 		*out = dir;
 		return 0;
 	}
+	/* Most names the guest looks up are inodes it already knows (other
+	 * names, READDIRPLUS, a lookup after its entry timed out). A stat of
+	 * the name finds them without opening and closing a duplicate fd:
+	 * the table's fd keeps that inode alive, so its key cannot have been
+	 * reused by another file. Only unknown inodes are opened. */
+	ret = errno_or(statx(dir->fd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
+			     STATX_BASIC_STATS | STATX_MNT_ID, stx));
+	if (ret < 0)
+		goto out;
+	key_from_statx(stx, &key);
+	if (inode_find_key(pt->inodes, &key, out) == 0)
+		return 0;
 	ret = fd_budget_take(&pt->fds);
 	if (ret < 0)
 		goto out;

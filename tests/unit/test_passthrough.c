@@ -356,6 +356,33 @@ static void test_readdir_resume(void)
 	ops->forget(pt, e.nodeid, 1);
 }
 
+/* A lookup of a known inode opens nothing; a name that now names another
+ * file (the old one unlinked but still known) gets a new nodeid. */
+static void test_lookup_known_and_replaced(void)
+{
+	uint64_t fh, id, again, fresh;
+	int fds;
+
+	id = create(&root_ctx, FUSE_ROOT_ID, "lk", 0644, &fh);
+	CHECK(id > FUSE_ROOT_ID);
+	CHECK_EQ(release(id, fh), 0);
+	fds = count_open_fds();
+	for (int i = 0; i < 10; i++)
+		CHECK_EQ(lookup(FUSE_ROOT_ID, "lk", NULL), id);
+	CHECK_EQ(count_open_fds(), fds);
+	CHECK_EQ(lookup(FUSE_ROOT_ID, "lk-missing", NULL), 0);
+
+	CHECK_EQ(ops->unlink(pt, &root_ctx, FUSE_ROOT_ID, "lk"), 0);
+	fresh = create(&root_ctx, FUSE_ROOT_ID, "lk", 0600, &fh);
+	CHECK_EQ(release(fresh, fh), 0);
+	CHECK(fresh != id && fresh > FUSE_ROOT_ID);
+	again = lookup(FUSE_ROOT_ID, "lk", NULL);
+	CHECK_EQ(again, fresh);
+	ops->forget(pt, id, 11);
+	ops->forget(pt, fresh, 2);
+	CHECK_EQ(ops->unlink(pt, &root_ctx, FUSE_ROOT_ID, "lk"), 0);
+}
+
 static void test_rename_link_unlink(void)
 {
 	struct fuse_getattr_in gin = { 0 };
@@ -859,6 +886,7 @@ int main(void)
 	test_root_and_dots();
 	test_create_write_read();
 	test_readdir();
+	test_lookup_known_and_replaced();
 	test_readdir_resume();
 	test_rename_link_unlink();
 	test_forget_while_in_use();
