@@ -26,14 +26,16 @@
 #include "protocol/fuse_server.h"
 
 /*
- * Layout: BASE/share is served, BASE/canary sits next to it and must never
- * change, and BASE holds nothing else. BASE is a private 64 MiB tmpfs when
- * we may mount one (root), so FALLOCATE and big WRITEs cannot fill the host
- * disk; otherwise RLIMIT_FSIZE bounds them.
+ * Layout (tests/common/canary.c): BASE/share is served, BASE/canary sits
+ * next to it and must never change, and BASE holds nothing else. BASE lies
+ * on a private 64 MiB tmpfs when we may mount one (root, in our own mount
+ * namespace), so FALLOCATE and big WRITEs cannot fill the host disk;
+ * otherwise RLIMIT_FSIZE bounds them.
  *
  * Input: byte 0 picks the session (bit 0: send a valid INIT first, bit 1
  * xattr, bit 2 readdirplus, bit 3 writeback, bit 4 security labels, bit 5
- * locks, bit 6 killpriv_v2, bit 7 read-only share). Then records:
+ * locks, bit 6 killpriv_v2, bit 7 read-only share; bits 1-2 also pick the
+ * cache mode). Then records:
  *   ctl, wrcode, len (u16 le), len bytes of request
  * ctl bits 0-2: the request is split into 1-8 readable iovecs; bits 3-4:
  * the reply room into 1-4 writable iovecs; bit 5: an empty iovec leads
