@@ -81,10 +81,12 @@ static void proc_fd_name(char buf[PROC_FD_NAME_MAX], int fd)
 	snprintf(buf, PROC_FD_NAME_MAX, "%d", fd);
 }
 
-/* Absolute path for the xattr calls, which have no *at() form. */
+/* Path for the xattr calls, which have no *at() form: relative to the
+ * working directory, which passthrough_new() made /proc/self/fd because a
+ * sandbox leaves no absolute path to /proc. */
 static void proc_fd_path(char buf[PROC_FD_PATH_MAX], int fd)
 {
-	snprintf(buf, PROC_FD_PATH_MAX, "/proc/self/fd/%d", fd);
+	snprintf(buf, PROC_FD_PATH_MAX, "%d", fd);
 }
 
 /* Turns an O_PATH fd into a usable one through its /proc/self/fd link. The
@@ -1742,7 +1744,10 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 		}
 	}
 
-	pt->proc_self_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (opts->proc_self_fd_given)
+		pt->proc_self_fd = opts->proc_self_fd;
+	else
+		pt->proc_self_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (pt->proc_self_fd < 0) {
 		ret = -errno;
 		log_err("cannot open /proc/self/fd: %s", strerror(errno));
@@ -1758,6 +1763,13 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 	ret = stat_fd(root_fd, &stx);
 	if (ret < 0)
 		goto err_root;
+	/* After the shared dir is open: its path may be relative. Threads
+	 * that unshare(CLONE_FS) for their umask keep this cwd. */
+	if (fchdir(pt->proc_self_fd) < 0) {
+		ret = -errno;
+		log_err("cannot enter /proc/self/fd: %s", strerror(errno));
+		goto err_root;
+	}
 	key_from_statx(&stx, &root_key);
 	ret = inode_table_new(&pt->inodes, &pt->fds, root_fd, &root_key);
 	if (ret < 0)

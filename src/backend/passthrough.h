@@ -8,6 +8,10 @@
 
 enum cache_mode { CACHE_AUTO, CACHE_ALWAYS, CACHE_NEVER, CACHE_METADATA };
 
+/* How an inode keeps its host file: an O_PATH fd for its whole life, or a
+ * file handle reopened only while requests use it. */
+enum inode_file_handles { FILE_HANDLES_NEVER, FILE_HANDLES_PREFER, FILE_HANDLES_MANDATORY };
+
 struct passthrough_opts {
 	const char *shared_dir;
 	enum cache_mode cache;
@@ -17,12 +21,19 @@ struct passthrough_opts {
 	bool writeback;
 	bool readonly;
 	bool announce_submounts;
+	enum inode_file_handles file_handles;
+	/* A sandbox hides /proc: it opens /proc/self/fd first and hands it
+	 * over (passthrough owns it then). Otherwise passthrough opens it. */
+	bool proc_self_fd_given;
+	int proc_self_fd;
 };
 
 struct passthrough;
 
 extern const struct fs_ops passthrough_ops;
 
+/* Also makes /proc/self/fd the process's working directory (the xattr
+ * calls name inodes relative to it). On success it owns opts->proc_self_fd. */
 int passthrough_new(struct passthrough **out, const struct passthrough_opts *opts);
 void passthrough_free(struct passthrough *pt);
 

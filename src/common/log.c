@@ -16,12 +16,13 @@ static const char *const level_names[] = {
 	[LOG_LVL_INFO] = "info", [LOG_LVL_DEBUG] = "debug",
 };
 
+/* LOG_NDELAY: connect to /dev/log now, before a sandbox hides it. */
 void ferry_log_init(enum log_level level, bool use_syslog)
 {
 	ferry_log_level = level;
 	log_to_syslog = use_syslog;
 	if (use_syslog)
-		openlog("ferryfsd", LOG_PID, LOG_DAEMON);
+		openlog("ferryfsd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }
 
 int ferry_log_level_parse(const char *name, enum log_level *level)

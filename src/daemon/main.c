@@ -13,6 +13,7 @@
 #include "backend/passthrough.h"
 #include "common/log.h"
 #include "daemon/options.h"
+#include "daemon/sandbox.h"
 #include "daemon/stats.h"
 #include "ferryfs_config.h"
 #include "protocol/fuse_server.h"
@@ -289,8 +290,9 @@ out:
 	return ret;
 }
 
+/* listen_fd: listening since before the sandbox; closed here. */
 static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *st,
-			    const char *stats_path)
+			    const char *stats_path, int listen_fd)
 {
 	struct stats_sources stats_src = { .session = st->session };
 	struct stats_server *stats_srv = NULL;
@@ -303,28 +305,23 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 		.max_request_queues = FERRY_MAX_REQUEST_QUEUES,
 	};
 	struct vu_dev *dev = NULL;
-	int listen_fd = -1, conn_fd = -1;
+	int conn_fd = -1;
 	int ret;
 
 	ret = vu_dev_new(&dev, &vu_config, &daemon_vu_ops, st);
 	if (ret) {
 		log_err("vhost-user device: %s", strerror(-ret));
-		goto out;
+		goto out_listen;
 	}
-
-	if (o->listen_fd >= 0) {
-		listen_fd = o->listen_fd;
-	} else {
-		ret = vu_listen_unix(o->socket_path, o->socket_group, &listen_fd);
-		if (ret) {
-			log_err("cannot listen on %s: %s", o->socket_path, strerror(-ret));
-			goto out_dev;
-		}
+	/* Last, once nothing but serving is left to do. */
+	ret = caps_limit(o->modcaps, o->inode_file_handles != FILE_HANDLES_NEVER);
+	if (ret) {
+		log_err("cannot limit capabilities: %s", strerror(-ret));
+		goto out_listen;
 	}
-
-	if (o->daemonize && daemon(0, 0)) {
-		ret = -errno;
-		log_err("cannot daemonize: %s", strerror(-ret));
+	ret = seccomp_install(o->seccomp);
+	if (ret) {
+		log_err("cannot install the seccomp filter: %s", strerror(-ret));
 		goto out_listen;
 	}
 	stats_src.vu_dev = dev;
@@ -375,10 +372,33 @@ out_listen:
 		close(conn_fd);
 	if (listen_fd >= 0 && listen_fd != o->listen_fd)
 		close(listen_fd);
-out_dev:
 	vu_dev_free(dev);
-out:
 	return ret;
+}
+
+/* The vhost-user socket is set up before the sandbox hides host paths,
+ * and daemon() forks before it, so the sandbox's fork comes last. */
+static int listen_vhost_user(const struct ferry_options *o, int *listen_fd)
+{
+	int ret;
+
+	if (o->listen_fd >= 0) {
+		*listen_fd = o->listen_fd;
+	} else {
+		ret = vu_listen_unix(o->socket_path, o->socket_group, listen_fd);
+		if (ret) {
+			log_err("cannot listen on %s: %s", o->socket_path, strerror(-ret));
+			return ret;
+		}
+	}
+	if (o->daemonize && daemon(0, 0)) {
+		ret = -errno;
+		log_err("cannot daemonize: %s", strerror(-ret));
+		if (*listen_fd != o->listen_fd)
+			close(*listen_fd);
+		return ret;
+	}
+	return 0;
 }
 
 /* *out = path made absolute (NULL for NULL); the caller frees it. */
@@ -409,6 +429,7 @@ static int serve(const struct ferry_options *o)
 {
 	struct passthrough_opts pt_opts = {
 		.shared_dir = o->shared_dir,
+		.file_handles = o->inode_file_handles,
 		.cache = o->cache,
 		.timeout = o->timeout,
 		.xattr = o->xattr,
@@ -428,6 +449,7 @@ static int serve(const struct ferry_options *o)
 	struct daemon_state st = { 0 };
 	struct passthrough *pt = NULL;
 	char *stats_path = NULL;
+	int listen_fd = -1;
 	int ret;
 
 	ret = check_shared_dir(o->shared_dir);
@@ -448,10 +470,29 @@ static int serve(const struct ferry_options *o)
 		log_err("--stats-socket: %s", strerror(-ret));
 		goto out;
 	}
+	if (!o->mountpoint) {
+		ret = listen_vhost_user(o, &listen_fd);
+		if (ret)
+			goto out;
+	} else {
+		log_info("--mount: no sandbox and no seccomp filter yet "
+			 "(docs/security.md)");
+	}
+	if (o->stats_socket)
+		log_info("--stats-socket: no sandbox and no seccomp filter yet "
+			 "(docs/security.md)");
+	/* Before the sandbox forks: pid 1 of a pid namespace only gets the
+	 * signals it has a handler for. */
+	install_stop_signals();
+	ret = sandbox_enter(o->sandbox, o->shared_dir, &pt_opts.proc_self_fd,
+			    &pt_opts.shared_dir);
+	if (ret)
+		goto out_listen;
+	pt_opts.proc_self_fd_given = pt_opts.proc_self_fd >= 0;
 	ret = passthrough_new(&pt, &pt_opts);
 	if (ret) {
 		log_err("cannot serve %s: %s", o->shared_dir, strerror(-ret));
-		goto out;
+		goto out_listen;
 	}
 	ret = fuse_session_new(&st.session, &se_opts, &passthrough_ops, pt);
 	if (ret) {
@@ -462,11 +503,15 @@ static int serve(const struct ferry_options *o)
 	if (o->mountpoint)
 		ret = serve_mount(o, &st, stats_path);
 	else
-		ret = serve_vhost_user(o, &st, stats_path);
+		ret = serve_vhost_user(o, &st, stats_path, listen_fd);
+	listen_fd = -1;     /* serve_vhost_user closed it */
 
 	fuse_session_free(st.session);
 out_pt:
 	passthrough_free(pt);
+out_listen:
+	if (listen_fd >= 0 && listen_fd != o->listen_fd)
+		close(listen_fd);
 out:
 	free(stats_path);
 	return ret;

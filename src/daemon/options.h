@@ -11,6 +11,10 @@
 enum run_action { ACTION_SERVE, ACTION_HELP, ACTION_VERSION, ACTION_PRINT_CAPS,
 		  ACTION_STATS };
 
+/* Listed in the order of the Rust virtiofsd's names; the first is the default. */
+enum sandbox_mode { SANDBOX_NAMESPACE, SANDBOX_CHROOT, SANDBOX_NONE };
+enum seccomp_mode { SECCOMP_KILL, SECCOMP_LOG, SECCOMP_TRAP, SECCOMP_NONE };
+
 struct ferry_options {
 	enum run_action action;
 	const char *socket_path;
@@ -39,6 +43,12 @@ struct ferry_options {
 	unsigned thread_pool_size;
 	bool thread_pool_size_set;
 	enum log_level log_level;
+	enum sandbox_mode sandbox;
+	bool sandbox_set;
+	enum seccomp_mode seccomp;
+	bool seccomp_set;             /* else sanitizer builds default to log */
+	const char *modcaps;          /* "+cap:-cap..." checked here, applied by caps.c */
+	enum inode_file_handles inode_file_handles;
 };
 
 /*
@@ -49,5 +59,13 @@ struct ferry_options {
 int ferry_options_parse(struct ferry_options *opts, int argc, char **argv,
 			FILE *err);
 void ferry_options_usage(FILE *out);
+
+/*
+ * Walks a --modcaps list ("+sys_admin:-chown", also ',' separated, names
+ * with or without "cap_", any case). Calls each(cap, add, opaque) per item;
+ * returns -EINVAL on the first bad item without calling each for it.
+ */
+int ferry_modcaps_walk(const char *list, int (*each)(int cap, bool add, void *opaque),
+		       void *opaque);
 
 #endif

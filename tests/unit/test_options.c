@@ -89,13 +89,58 @@ int main(void)
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o", "source=/d,flock=1", NULL);
 	CHECK(ret != 0 && strstr(err, "flock=1"), "-o flock takes no value: %s", err);
 
-	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
-		    "--sandbox=namespace", NULL);
-	CHECK(ret != 0 && strstr(err, "--sandbox=namespace"), "sandbox=namespace refused: %s", err);
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d", NULL);
+	CHECK(ret == 0 && o.sandbox == SANDBOX_NAMESPACE && !o.seccomp_set &&
+	      o.seccomp == SECCOMP_KILL && !o.modcaps &&
+	      o.inode_file_handles == FILE_HANDLES_NEVER,
+	      "defaults: namespace sandbox, seccomp kill, no file handles");
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--sandbox", "none", "--seccomp=none", NULL);
-	CHECK(ret == 0, "--sandbox none and --seccomp=none accepted");
+	CHECK(ret == 0 && o.sandbox == SANDBOX_NONE && o.seccomp == SECCOMP_NONE &&
+	      o.seccomp_set, "--sandbox none and --seccomp=none");
+
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--sandbox=chroot", "--seccomp", "trap", "--modcaps=+sys_admin:-CAP_CHOWN",
+		    "--inode-file-handles=mandatory", NULL);
+	CHECK(ret == 0 && o.sandbox == SANDBOX_CHROOT && o.seccomp == SECCOMP_TRAP &&
+	      !strcmp(o.modcaps, "+sys_admin:-CAP_CHOWN") &&
+	      o.inode_file_handles == FILE_HANDLES_MANDATORY,
+	      "--sandbox=chroot --seccomp trap --modcaps --inode-file-handles");
+
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o",
+		    "source=/d,sandbox=chroot,modcaps=-mknod", NULL);
+	CHECK(ret == 0 && o.sandbox == SANDBOX_CHROOT && !strcmp(o.modcaps, "-mknod"),
+	      "C dialect sandbox= and modcaps=");
+
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--sandbox=jail", NULL);
+	CHECK(ret != 0 && strstr(err, "jail") && strstr(err, "--sandbox"),
+	      "bad sandbox value: %s", err);
+
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o", "source=/d,sandbox=none", NULL);
+	CHECK(ret != 0 && strstr(err, "sandbox"),
+	      "C dialect has no sandbox=none, as QEMU's virtiofsd: %s", err);
+
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--seccomp=strict", NULL);
+	CHECK(ret != 0 && strstr(err, "strict"), "bad seccomp value: %s", err);
+
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--inode-file-handles=always", NULL);
+	CHECK(ret != 0 && strstr(err, "always"), "bad inode-file-handles value: %s", err);
+
+	const char *bad_caps[] = { "+no_such_cap", "sys_admin", "+", "", "+chown:",
+				   "+chown::-mknod", NULL };
+	for (int i = 0; bad_caps[i]; i++) {
+		char arg[64];
+
+		snprintf(arg, sizeof(arg), "--modcaps=%s", bad_caps[i]);
+		ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+			    arg, NULL);
+		CHECK(ret != 0 && strstr(err, "--modcaps"), "bad modcaps '%s': %s",
+		      bad_caps[i], err);
+	}
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--bogus", NULL);

@@ -1,0 +1,147 @@
+/* The seccomp allow-list: the system calls ferryfsd makes while serving, nothing else. */
+#include <errno.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "daemon/sandbox.h"
+
+/*
+ * Found by reading the code and checked by running the e2e suite under
+ * --seccomp=log (see docs/security.md). Grouped by who calls them; glibc's
+ * wrappers pick the syscall (faccessat -> faccessat2, fstatvfs -> fstatfs).
+ * Setup calls (mount, pivot_root, bind, listen, socket...) are missing on
+ * purpose: the filter is loaded after setup.
+ */
+static const char *const allowed_syscalls[] = {
+	/* transport: vhost-user socket, guest memory, queue threads */
+	"accept4", "poll", "ppoll", "read", "write", "readv", "writev",
+	"recvmsg", "sendmsg", "mmap", "munmap", "mprotect", "madvise",
+	"eventfd2", "close", "fstat", "newfstatat",
+	/* threads and glibc internals (malloc, pthread, stdio, exit) */
+	"brk", "clone", "clone3", "futex", "set_robust_list", "rseq",
+	"rt_sigprocmask", "rt_sigaction", "rt_sigreturn", "sigaltstack",
+	"sched_yield", "gettid", "getpid", "tgkill", "exit", "exit_group",
+	"restart_syscall", "clock_gettime", "clock_nanosleep", "nanosleep",
+	"getrandom", "prlimit64", "mremap",
+	/* syslog: connected before the filter (LOG_NDELAY), sends after */
+	"sendto",
+	/* backend: credentials and per-thread umask (creds.c) */
+	"setresuid", "setresgid", "capget", "capset", "unshare", "umask",
+	/* backend: names and metadata */
+	"openat", "openat2", "statx", "fstatfs", "statfs", "faccessat",
+	"faccessat2", "readlinkat", "renameat2", "renameat", "linkat",
+	"symlinkat", "mknodat", "mkdirat", "unlinkat", "fchmodat", "fchmod",
+	"fchownat", "fchown", "utimensat", "getdents64", "lseek", "fcntl", "dup",
+	/* backend: file handles (--inode-file-handles) */
+	"name_to_handle_at", "open_by_handle_at",
+	/* backend: data */
+	"preadv2", "pwritev2", "pread64", "pwrite64", "preadv", "pwritev",
+	"ftruncate", "fallocate", "copy_file_range", "fsync", "fdatasync",
+	"syncfs",
+	/* backend: extended attributes, through /proc/self/fd paths */
+	"getxattr", "setxattr", "listxattr", "removexattr",
+	"fgetxattr", "fsetxattr", "flistxattr", "fremovexattr",
+};
+
+static uint32_t libseccomp_action(enum seccomp_mode action)
+{
+	switch (action) {
+	case SECCOMP_LOG:
+		return SCMP_ACT_LOG;
+	case SECCOMP_TRAP:
+		return SCMP_ACT_TRAP;
+	case SECCOMP_KILL:
+	case SECCOMP_NONE:
+	default:
+		/* The whole process: a queue thread dying alone would leave
+		 * the guest waiting forever. */
+		return SCMP_ACT_KILL_PROCESS;
+	}
+}
+
+int seccomp_filter_build(enum seccomp_mode action, scmp_filter_ctx *out)
+{
+	scmp_filter_ctx ctx;
+	int ret;
+
+	if (action == SECCOMP_NONE)
+		return -EINVAL;
+	ctx = seccomp_init(libseccomp_action(action));
+	if (!ctx)
+		return -ENOMEM;
+	for (size_t i = 0; i < sizeof(allowed_syscalls) / sizeof(*allowed_syscalls); i++) {
+		int nr = seccomp_syscall_resolve_name(allowed_syscalls[i]);
+
+		/* A name this architecture lacks (e.g. a newer call) is simply
+		 * not needed here. */
+		if (nr == __NR_SCMP_ERROR)
+			continue;
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
+		if (ret < 0)
+			goto err;
+	}
+	/* glibc's syslog() reconnects after an error; failing that quietly
+	 * beats dying for a log line. Nothing else makes sockets. */
+	ret = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 0);
+	if (ret < 0)
+		goto err;
+	ret = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(connect), 0);
+	if (ret < 0)
+		goto err;
+	/* Every thread gets the filter, whenever it was started. */
+	ret = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+	if (ret < 0)
+		goto err;
+	*out = ctx;
+	return 0;
+
+err:
+	seccomp_release(ctx);
+	return ret;
+}
+
+/* --seccomp=trap: name the call before dying, so the list can be fixed. */
+static void on_sigsys(int sig, siginfo_t *info, void *uctx)
+{
+	static const char prefix[] = "ferryfsd: system call not allowed by seccomp: ";
+	char num[16];
+	int len = 0;
+	unsigned nr = (unsigned)info->si_syscall;
+
+	(void)uctx;
+	do {
+		num[sizeof(num) - 1 - len++] = (char)('0' + nr % 10);
+		nr /= 10;
+	} while (nr && len < (int)sizeof(num) - 1);
+	/* Nothing but write() and _exit(): this is a signal handler. */
+	if (write(STDERR_FILENO, prefix, sizeof(prefix) - 1) < 0 ||
+	    write(STDERR_FILENO, num + sizeof(num) - len, len) < 0 ||
+	    write(STDERR_FILENO, "\n", 1) < 0)
+		_exit(128 + sig);
+	_exit(128 + sig);
+}
+
+int seccomp_install(enum seccomp_mode action)
+{
+	scmp_filter_ctx ctx;
+	int ret;
+
+	if (action == SECCOMP_NONE)
+		return 0;
+	if (action == SECCOMP_TRAP) {
+		struct sigaction sa = { .sa_sigaction = on_sigsys, .sa_flags = SA_SIGINFO };
+
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGSYS, &sa, NULL) < 0)
+			return -errno;
+	}
+	ret = seccomp_filter_build(action, &ctx);
+	if (ret < 0)
+		return ret;
+	ret = seccomp_load(ctx);
+	seccomp_release(ctx);
+	return ret;
+}
