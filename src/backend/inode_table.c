@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -144,12 +145,44 @@ static bool unused(const struct inode *inode)
 	return inode->nlookup == 0 && inode->refs == 0;
 }
 
+static void close_inode_fd(struct inode_table *t, int fd)
+{
+	if (fd < 0)
+		return;
+	close(fd);
+	fd_budget_give_back(t->fds);
+}
+
 /* Called with the shard lock dropped: closing can be slow (NFS, FUSE). */
 static void inode_destroy(struct inode_table *t, struct inode *inode)
 {
-	close(inode->fd);
-	fd_budget_give_back(t->fds);
-	free(inode);
+	close_inode_fd(t, inode->fd);
+	free(inode);        /* the handle shares the allocation */
+}
+
+/* A request took the first reference on a handle inode: give it its fd.
+ * Two requests may race here; the loser closes its own copy. */
+static int inode_reopen(struct inode_table *t, struct shard *s, struct inode *inode)
+{
+	int fd, ret = fd_budget_take(t->fds);
+
+	if (ret < 0)
+		return ret;
+	fd = open_by_handle_at(inode->handle->mount_fd, &inode->handle->fh,
+			       O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		fd_budget_give_back(t->fds);
+		return ret;
+	}
+	pthread_mutex_lock(&s->lock);
+	if (inode->fd < 0) {
+		inode->fd = fd;
+		fd = -1;
+	}
+	pthread_mutex_unlock(&s->lock);
+	close_inode_fd(t, fd);
+	return 0;
 }
 
 int inode_table_new(struct inode_table **out, struct fd_budget *fds,
@@ -239,6 +272,7 @@ int inode_get(struct inode_table *t, uint64_t nodeid, struct inode **out)
 {
 	struct shard *s;
 	struct inode *inode;
+	bool need_fd;
 
 	if (nodeid == FUSE_ROOT_ID) {
 		*out = &t->root;
@@ -249,9 +283,18 @@ int inode_get(struct inode_table *t, uint64_t nodeid, struct inode **out)
 	inode = shard_find_id(s, nodeid);
 	if (inode)
 		inode->refs++;
+	need_fd = inode && inode->fd < 0;
 	pthread_mutex_unlock(&s->lock);
 	if (!inode)
 		return -EBADF;
+	if (need_fd) {
+		int ret = inode_reopen(t, s, inode);
+
+		if (ret < 0) {
+			inode_put(t, inode);
+			return ret;
+		}
+	}
 	*out = inode;
 	return 0;
 }
@@ -271,6 +314,7 @@ void inode_put(struct inode_table *t, struct inode *inode)
 {
 	struct shard *s;
 	bool last;
+	int idle_fd = -1;
 
 	if (!inode || inode == &t->root)
 		return;
@@ -278,11 +322,17 @@ void inode_put(struct inode_table *t, struct inode *inode)
 	pthread_mutex_lock(&s->lock);
 	inode->refs--;
 	last = unused(inode);
-	if (last)
+	if (last) {
 		shard_unlink(s, inode);
+	} else if (inode->handle && inode->refs == 0) {
+		/* The guest still knows it; its handle will reopen it. */
+		idle_fd = inode->fd;
+		inode->fd = -1;
+	}
 	pthread_mutex_unlock(&s->lock);
 	if (last)
 		inode_destroy(t, inode);
+	close_inode_fd(t, idle_fd);
 }
 
 /* With the shard lock held: the guest is about to be told about inode. */
@@ -302,6 +352,10 @@ int inode_find_key(struct inode_table *t, const struct inode_key *key,
 
 	pthread_mutex_lock(&s->lock);
 	inode = shard_find_key(s, key);
+	/* Only an inode holding its fd pins the key: an idle handle inode's
+	 * file may be gone and its number reused. The caller opens the name. */
+	if (inode && inode->handle && inode->fd < 0)
+		inode = NULL;
 	if (inode)
 		take_lookup(t, inode);
 	pthread_mutex_unlock(&s->lock);
@@ -312,22 +366,29 @@ int inode_find_key(struct inode_table *t, const struct inode_key *key,
 }
 
 int inode_lookup_add(struct inode_table *t, int fd, const struct inode_key *key,
-		     mode_t type, struct inode **out)
+		     mode_t type, const struct inode_handle *handle,
+		     struct inode **out)
 {
 	unsigned shard = key_hash(key) & (SHARD_COUNT - 1);
 	struct shard *s = &t->shards[shard];
+	size_t handle_size = handle ? sizeof(*handle) + handle->fh.handle_bytes : 0;
 	struct inode *inode, *fresh;
 
-	/* Allocated before locking so the lock is never held across malloc. */
-	fresh = calloc(1, sizeof(*fresh));
+	/* Allocated before locking so the lock is never held across malloc;
+	 * one allocation holds the inode and its handle. */
+	fresh = calloc(1, sizeof(*fresh) + handle_size);
 	pthread_mutex_lock(&s->lock);
 	inode = shard_find_key(s, key);
 	if (inode) {
 		take_lookup(t, inode);
+		/* An idle handle inode takes the fd just opened. */
+		if (inode != &t->root && inode->fd < 0) {
+			inode->fd = fd;
+			fd = -1;
+		}
 		pthread_mutex_unlock(&s->lock);
 		free(fresh);
-		close(fd);
-		fd_budget_give_back(t->fds);
+		close_inode_fd(t, fd);
 		*out = inode;
 		return 0;
 	}
@@ -340,6 +401,10 @@ int inode_lookup_add(struct inode_table *t, int fd, const struct inode_key *key,
 	fresh->nodeid = (s->next_seq++ << SHARD_BITS) | shard;
 	fresh->key = *key;
 	fresh->fd = fd;
+	if (handle) {
+		fresh->handle = (struct inode_handle *)(fresh + 1);
+		memcpy(fresh->handle, handle, handle_size);
+	}
 	fresh->type = type & S_IFMT;
 	fresh->shard = shard;
 	fresh->nlookup = 1;

@@ -2,6 +2,7 @@
 #ifndef FERRY_INODE_TABLE_H
 #define FERRY_INODE_TABLE_H
 
+#include <fcntl.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -24,10 +25,25 @@ struct inode_key {
  *    frees it. So a wrong FORGET cannot free memory in use.
  * Both are guarded by the lock of the inode's shard.
  */
+/*
+ * Where an inode's fd comes from. Without a file handle the O_PATH fd is
+ * held for the inode's whole life. With one (--inode-file-handles) the fd
+ * is opened with open_by_handle_at() when a request takes the first
+ * reference and closed when the last one goes, so a guest holding a huge
+ * tree pins no fds. Either way a request holding a reference sees a valid
+ * fd; the fd only changes under the shard lock while no request holds one.
+ */
+struct inode_handle {
+	int mount_fd;           /* borrowed: any fd on the inode's mount */
+	struct file_handle fh;  /* f_handle bytes follow in the allocation */
+};
+
 struct inode {
 	uint64_t nodeid;
 	struct inode_key key;
-	int fd;                 /* O_PATH|O_NOFOLLOW: never readable nor writable */
+	int fd;                 /* O_PATH|O_NOFOLLOW: never readable nor writable;
+				 * -1 while a handle inode is unused */
+	struct inode_handle *handle;    /* NULL: fd is held for life */
 	mode_t type;            /* S_IFMT bits; an inode never changes type */
 	unsigned shard;
 	uint64_t nlookup;
@@ -46,7 +62,9 @@ void inode_table_free(struct inode_table *t);
 /* The root is never freed, so using it needs no reference. */
 struct inode *inode_table_root(struct inode_table *t);
 
-/* Takes a request reference on a guest-supplied nodeid; -EBADF if unknown. */
+/* Takes a request reference on a guest-supplied nodeid; -EBADF if unknown.
+ * A handle inode gets its fd reopened (-ESTALE if the file is gone, -ENFILE
+ * over the budget). */
 int inode_get(struct inode_table *t, uint64_t nodeid, struct inode **out);
 /* Adds a request reference to an inode already held. */
 void inode_get_again(struct inode_table *t, struct inode *inode);
@@ -54,13 +72,14 @@ void inode_put(struct inode_table *t, struct inode *inode);
 
 /*
  * Finds the inode with this key or adds one owning fd (an fd taken from the
- * budget). Either way fd is consumed. The result has one more nlookup (the
+ * budget), keeping a copy of handle if given. Either way fd is consumed. The result has one more nlookup (the
  * guest is about to be told its nodeid) and one request reference.
  */
 int inode_lookup_add(struct inode_table *t, int fd, const struct inode_key *key,
-		     mode_t type, struct inode **out);
+		     mode_t type, const struct inode_handle *handle,
+		     struct inode **out);
 /* The inode with this key if the table has one, with one more nlookup and
- * one request reference; -ENOENT if none. */
+ * one request reference; -ENOENT if none (or an idle handle inode). */
 int inode_find_key(struct inode_table *t, const struct inode_key *key,
 		   struct inode **out);
 /* One more guest lookup on an inode the caller holds ("." and ".."). */

@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/fuse.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,9 @@
 #define FD_RESERVE 128
 #define PROC_FD_NAME_MAX 16
 #define PROC_FD_PATH_MAX 40
+/* Mounts below the share that file handles can reach; beyond that the
+ * inodes keep their fds (prefer) or fail (mandatory). */
+#define MOUNT_FDS_MAX 64
 
 struct passthrough {
 	struct passthrough_opts opts;
@@ -37,6 +42,9 @@ struct passthrough {
 	struct inode_table *inodes;
 	struct handle_table *handles;
 	struct lock_table *locks;
+	pthread_mutex_t mounts_lock;
+	struct { int mnt_id; int fd; } mounts[MOUNT_FDS_MAX];
+	atomic_uint nmounts;
 	uint64_t timeout_sec;
 	uint32_t timeout_nsec;
 	bool switch_creds;      /* only root can take on the guest's ids */
@@ -183,35 +191,114 @@ static int begin_create(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 	return as_guest(pt, ctx);
 }
 
+/* Any fd on a mount serves open_by_handle_at() as its mount_fd. Only
+ * directories are kept (a mount is entered through its root directory), so
+ * a deleted file's blocks are never pinned. Found without a lock; the
+ * mutex only orders the rare additions. */
+static int mount_fd_for(struct passthrough *pt, int mnt_id, int fd, bool is_dir)
+{
+	unsigned n = atomic_load_explicit(&pt->nmounts, memory_order_acquire);
+	int ret = -EOPNOTSUPP;
+
+	for (unsigned i = 0; i < n; i++)
+		if (pt->mounts[i].mnt_id == mnt_id)
+			return pt->mounts[i].fd;
+	if (!is_dir)
+		return ret;
+	pthread_mutex_lock(&pt->mounts_lock);
+	n = atomic_load_explicit(&pt->nmounts, memory_order_relaxed);
+	for (unsigned i = 0; i < n; i++) {
+		if (pt->mounts[i].mnt_id == mnt_id) {
+			ret = pt->mounts[i].fd;
+			goto out;
+		}
+	}
+	if (n == MOUNT_FDS_MAX)
+		goto out;
+	/* open_by_handle_at() refuses an O_PATH mount_fd (EBADF). */
+	ret = reopen(pt, fd, O_RDONLY | O_DIRECTORY);
+	if (ret < 0)
+		goto out;
+	pt->mounts[n].mnt_id = mnt_id;
+	pt->mounts[n].fd = ret;
+	atomic_store_explicit(&pt->nmounts, n + 1, memory_order_release);
+out:
+	pthread_mutex_unlock(&pt->mounts_lock);
+	return ret;
+}
+
+struct handle_buf {
+	struct inode_handle h;
+	unsigned char bytes[MAX_HANDLE_SZ];
+};
+
+/*
+ * The file handle a new inode keeps instead of its fd, or NULL in *out to
+ * keep the fd: never with --inode-file-handles=never, and when the file
+ * system has none (EOPNOTSUPP) with prefer; mandatory fails instead.
+ */
+static int handle_for_inode(struct passthrough *pt, int fd, mode_t type,
+			    struct handle_buf *hb, const struct inode_handle **out)
+{
+	int mnt_id, ret;
+
+	*out = NULL;
+	if (pt->opts.file_handles == FILE_HANDLES_NEVER)
+		return 0;
+	hb->h.fh.handle_bytes = MAX_HANDLE_SZ;
+	if (name_to_handle_at(fd, "", &hb->h.fh, &mnt_id, AT_EMPTY_PATH) < 0)
+		ret = -errno;
+	else
+		ret = mount_fd_for(pt, mnt_id, fd, S_ISDIR(type));
+	if (ret >= 0) {
+		hb->h.mount_fd = ret;
+		*out = &hb->h;
+		return 0;
+	}
+	return pt->opts.file_handles == FILE_HANDLES_MANDATORY ? ret : 0;
+}
+
+/* Shared tail of the lookups: identifies the file behind fd (an fd taken
+ * from the budget) and finds or adds its inode. Consumes fd and its budget
+ * on every path. */
+static int add_inode(struct passthrough *pt, int fd, struct inode **out,
+		     struct statx *stx)
+{
+	const struct inode_handle *handle;
+	struct handle_buf hb;
+	struct inode_key key;
+	int ret = stat_fd(fd, stx);
+
+	if (ret < 0)
+		goto close_fd;
+	ret = handle_for_inode(pt, fd, stx->stx_mode, &hb, &handle);
+	if (ret < 0)
+		goto close_fd;
+	key_from_statx(stx, &key);
+	/* ".." that lands on the shared dir maps to nodeid 1 via the key. */
+	return inode_lookup_add(pt->inodes, fd, &key, stx->stx_mode, handle, out);
+
+close_fd:
+	close(fd);
+	fd_budget_give_back(&pt->fds);
+	return ret;
+}
+
 /* Gives the guest the inode behind an fd of ours (O_PATH or not); takes
  * one lookup and one request ref on the result. */
 static int inode_from_fd(struct passthrough *pt, int fd, struct inode **inode,
 			 struct statx *stx)
 {
-	struct inode_key key;
-	int path_fd, ret;
+	int path_fd, ret = fd_budget_take(&pt->fds);
 
-	ret = fd_budget_take(&pt->fds);
 	if (ret < 0)
-		goto out;
+		return ret;
 	path_fd = reopen(pt, fd, O_PATH);
 	if (path_fd < 0) {
-		ret = path_fd;
-		goto give_back;
+		fd_budget_give_back(&pt->fds);
+		return path_fd;
 	}
-	ret = stat_fd(path_fd, stx);
-	if (ret < 0)
-		goto close_fd;
-	key_from_statx(stx, &key);
-	/* consumes path_fd and its budget either way */
-	return inode_lookup_add(pt->inodes, path_fd, &key, stx->stx_mode, inode);
-
-close_fd:
-	close(path_fd);
-give_back:
-	fd_budget_give_back(&pt->fds);
-out:
-	return ret;
+	return add_inode(pt, path_fd, inode, stx);
 }
 
 /*
@@ -225,13 +312,12 @@ static int lookup_inode(struct passthrough *pt, struct inode *dir,
 			const char *name, struct inode **out, struct statx *stx)
 {
 	struct inode *root = inode_table_root(pt->inodes);
-	struct inode_key key;
 	int fd, ret;
 
 	if (!strcmp(name, ".") || (!strcmp(name, "..") && dir == root)) {
 		ret = stat_fd(dir->fd, stx);
 		if (ret < 0)
-			goto out;
+			return ret;
 		inode_get_again(pt->inodes, dir);
 		inode_add_lookup(pt->inodes, dir);
 		*out = dir;
@@ -251,25 +337,14 @@ static int lookup_inode(struct passthrough *pt, struct inode *dir,
 		return 0;
 	ret = fd_budget_take(&pt->fds);
 	if (ret < 0)
-		goto out;
+		return ret;
 	fd = openat(dir->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
-		goto give_back;
+		fd_budget_give_back(&pt->fds);
+		return ret;
 	}
-	ret = stat_fd(fd, stx);
-	if (ret < 0)
-		goto close_fd;
-	key_from_statx(stx, &key);
-	/* ".." that lands on the shared dir maps to nodeid 1 via the key. */
-	return inode_lookup_add(pt->inodes, fd, &key, stx->stx_mode, out);
-
-close_fd:
-	close(fd);
-give_back:
-	fd_budget_give_back(&pt->fds);
-out:
-	return ret;
+	return add_inode(pt, fd, out, stx);
 }
 
 static int lookup_entry(struct passthrough *pt, struct inode *dir,
@@ -1699,6 +1774,13 @@ static void set_timeout(struct passthrough *pt)
 	pt->timeout_nsec = (uint32_t)((t - (double)pt->timeout_sec) * 1e9);
 }
 
+static void close_mount_fds(struct passthrough *pt)
+{
+	for (unsigned i = 0; i < pt->nmounts; i++)
+		close(pt->mounts[i].fd);
+	pthread_mutex_destroy(&pt->mounts_lock);
+}
+
 static long guest_fd_limit(void)
 {
 	struct rlimit rl;
@@ -1708,6 +1790,39 @@ static long guest_fd_limit(void)
 	if (rl.rlim_cur > 2 * FD_RESERVE)
 		return rl.rlim_cur - FD_RESERVE;
 	return rl.rlim_cur / 2;
+}
+
+/* File handles need the file system's support and CAP_DAC_READ_SEARCH:
+ * find out once, on the root, rather than on the guest's first lookup. */
+static int check_file_handles(struct passthrough *pt, int root_fd)
+{
+	const struct inode_handle *handle;
+	struct handle_buf hb;
+	int fd, ret;
+
+	if (pt->opts.file_handles == FILE_HANDLES_NEVER)
+		return 0;
+	ret = handle_for_inode(pt, root_fd, S_IFDIR, &hb, &handle);
+	if (ret == 0 && handle) {
+		fd = open_by_handle_at(handle->mount_fd, (struct file_handle *)&handle->fh,
+				       O_PATH | O_CLOEXEC);
+		if (fd >= 0) {
+			close(fd);
+			return 0;
+		}
+		ret = -errno;
+	} else if (ret == 0) {
+		ret = -EOPNOTSUPP;
+	}
+	if (pt->opts.file_handles == FILE_HANDLES_MANDATORY) {
+		log_err("--inode-file-handles=mandatory: no usable file handles on %s: %s",
+			pt->shared_dir, strerror(-ret));
+		return ret;
+	}
+	log_warn("--inode-file-handles=prefer: no usable file handles on %s (%s); "
+		 "inodes keep O_PATH fds", pt->shared_dir, strerror(-ret));
+	pt->opts.file_handles = FILE_HANDLES_NEVER;
+	return 0;
 }
 
 int passthrough_new(struct passthrough **out, const struct passthrough_opts *opts)
@@ -1731,6 +1846,7 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 		goto err_free;
 	}
 	pt->opts.shared_dir = pt->shared_dir;
+	pthread_mutex_init(&pt->mounts_lock, NULL);
 	pt->writeback = opts->writeback;
 	set_timeout(pt);
 	pt->fds.limit = guest_fd_limit();
@@ -1770,6 +1886,9 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 		log_err("cannot enter /proc/self/fd: %s", strerror(errno));
 		goto err_root;
 	}
+	ret = check_file_handles(pt, root_fd);
+	if (ret < 0)
+		goto err_root;
 	key_from_statx(&stx, &root_key);
 	ret = inode_table_new(&pt->inodes, &pt->fds, root_fd, &root_key);
 	if (ret < 0)
@@ -1793,6 +1912,7 @@ err_root:
 err_proc:
 	close(pt->proc_self_fd);
 err_dir:
+	close_mount_fds(pt);
 	free(pt->shared_dir);
 err_free:
 	free(pt);
@@ -1808,6 +1928,7 @@ void passthrough_free(struct passthrough *pt)
 	handle_table_free(pt->handles);
 	inode_table_free(pt->inodes);
 	close(pt->proc_self_fd);
+	close_mount_fds(pt);
 	free(pt->shared_dir);
 	free(pt);
 }

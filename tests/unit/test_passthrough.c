@@ -817,6 +817,70 @@ static void test_many_inodes(void)
 	ops->forget(pt, dir.nodeid, 1);
 }
 
+/* --inode-file-handles=mandatory: inodes the guest holds pin no fds, yet
+ * work; a file deleted behind the guest's back gives an error, not a crash. */
+static void test_file_handles(void)
+{
+	struct passthrough_opts opts = {
+		.shared_dir = scratch, .timeout = -1,
+		.file_handles = FILE_HANDLES_MANDATORY,
+	};
+	struct passthrough *saved = pt;
+	struct fuse_mknod_in in = { .mode = S_IFREG | 0644 };
+	struct fuse_mkdir_in min = { .mode = 0755 };
+	struct fuse_getattr_in gin = { 0 };
+	struct fuse_attr_out aout;
+	struct fuse_entry_out dir, e;
+	static uint64_t ids[1000];
+	int before, made = 0;
+	uint64_t data, fh;
+	char name[16];
+
+	if (!is_root) {
+		fprintf(stderr, "file handles: need CAP_DAC_READ_SEARCH, skipped\n");
+		return;
+	}
+	if (passthrough_new(&pt, &opts) < 0) {
+		CHECK(!"passthrough_new with mandatory file handles");
+		pt = saved;
+		return;
+	}
+	before = count_open_fds();
+	CHECK_EQ(ops->mkdir(pt, &root_ctx, FUSE_ROOT_ID, "handles", &min, &dir), 0);
+	for (int i = 0; i < 1000; i++) {
+		snprintf(name, sizeof(name), "h%d", i);
+		if (ops->mknod(pt, &root_ctx, dir.nodeid, name, &in, &e) < 0)
+			break;
+		ids[made++] = e.nodeid;
+	}
+	CHECK_EQ(made, 1000);
+	CHECK_EQ(count_open_fds(), before);
+	for (int i = 0; i < made; i++)
+		CHECK_EQ(ops->getattr(pt, &root_ctx, ids[i], &gin, &aout), 0);
+	CHECK_EQ(count_open_fds(), before);
+	CHECK_EQ(lookup(dir.nodeid, "h5", NULL), ids[5]);
+	ops->forget(pt, ids[5], 1);
+
+	data = create(&root_ctx, dir.nodeid, "data", 0644, &fh);
+	CHECK(data != 0);
+	CHECK_EQ(write_str(data, fh, 0, "by handle"), 9);
+	CHECK_EQ(release(data, fh), 0);
+	CHECK_EQ(ops->getattr(pt, &root_ctx, data, &gin, &aout), 0);
+	CHECK_EQ(aout.attr.size, 9);
+
+	char path[64];
+
+	snprintf(path, sizeof(path), "%s/handles/h7", scratch);
+	CHECK_EQ(unlink(path), 0);
+	CHECK(ops->getattr(pt, &root_ctx, ids[7], &gin, &aout) < 0);
+
+	for (int i = 0; i < made; i++)
+		ops->forget(pt, ids[i], 1);
+	ops->destroy(pt);
+	passthrough_free(pt);
+	pt = saved;
+}
+
 /* A guest holding many inodes gets ENFILE, and the daemon keeps serving. */
 static void test_fd_limit(void)
 {
@@ -899,6 +963,7 @@ int main(void)
 	test_creds();
 	test_forget_race();
 	test_many_inodes();
+	test_file_handles();
 	test_fd_limit();
 
 	ops->destroy(pt);
