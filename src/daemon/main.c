@@ -319,7 +319,7 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 		log_err("cannot limit capabilities: %s", strerror(-ret));
 		goto out_listen;
 	}
-	ret = seccomp_install(o->seccomp);
+	ret = seccomp_install(o->seccomp_set ? o->seccomp : seccomp_default());
 	if (ret) {
 		log_err("cannot install the seccomp filter: %s", strerror(-ret));
 		goto out_listen;

@@ -31,6 +31,8 @@ int caps_limit(const char *modcaps, bool file_handles);
  * Tests load the same filter to check it.
  */
 int seccomp_filter_build(enum seccomp_mode action, scmp_filter_ctx *out);
+/* kill, but log in sanitizer builds (their runtimes make calls of their own). */
+enum seccomp_mode seccomp_default(void);
 /* Builds and loads it on every thread of the process. */
 int seccomp_install(enum seccomp_mode action);
 

@@ -71,8 +71,8 @@ int main(void)
 	CHECK(ret != 0 && strstr(err, "'--posix-acl'") && strstr(err, "not supported"),
 	      "unsupported Rust option refused by name: %s", err);
 
-	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o", "source=/d,sandbox", NULL);
-	CHECK(ret != 0 && strstr(err, "'sandbox'"), "unsupported C option refused by name: %s", err);
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o", "source=/d,posix_acl", NULL);
+	CHECK(ret != 0 && strstr(err, "'posix_acl'"), "unsupported C option refused by name: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d", NULL);
 	CHECK(ret == 0 && !o.posix_lock && !o.flock,
