@@ -37,6 +37,8 @@ static const char *const allowed_syscalls[] = {
 	"fchownat", "utimensat", "getdents64", "lseek", "fcntl", "dup",
 	/* backend: POSIX locks are fcntl(F_OFD_*), flock locks flock(2) */
 	"flock",
+	/* backend: a SETLKW waiter re-checks on a POSIX timer's signal */
+	"timer_create", "timer_settime", "timer_delete",
 	/* backend: file handles (--inode-file-handles) */
 	"name_to_handle_at", "open_by_handle_at",
 	/* backend: data */
