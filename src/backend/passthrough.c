@@ -312,6 +312,7 @@ static int lookup_inode(struct passthrough *pt, struct inode *dir,
 			const char *name, struct inode **out, struct statx *stx)
 {
 	struct inode *root = inode_table_root(pt->inodes);
+	struct inode_key key;
 	int fd, ret;
 
 	if (!strcmp(name, ".") || (!strcmp(name, "..") && dir == root)) {
@@ -331,7 +332,7 @@ static int lookup_inode(struct passthrough *pt, struct inode *dir,
 	ret = errno_or(statx(dir->fd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
 			     STATX_BASIC_STATS | STATX_MNT_ID, stx));
 	if (ret < 0)
-		goto out;
+		return ret;
 	key_from_statx(stx, &key);
 	if (inode_find_key(pt->inodes, &key, out) == 0)
 		return 0;

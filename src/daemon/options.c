@@ -265,7 +265,10 @@ static const struct long_opt {
 	{ "stats", true, OPT_STATS },
 	{ "json", false, OPT_JSON },
 	{ "keep-listening", false, OPT_KEEP_LISTENING },
-	OPT_SANDBOX, OPT_SECCOMP, OPT_MODCAPS, OPT_INODE_FILE_HANDLES,
+	{ "sandbox", true, OPT_SANDBOX },
+	{ "seccomp", true, OPT_SECCOMP },
+	{ "modcaps", true, OPT_MODCAPS },
+	{ "inode-file-handles", true, OPT_INODE_FILE_HANDLES },
 };
 
 static int apply_long(struct ferry_options *o, const struct long_opt *lo,
