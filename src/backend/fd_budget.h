@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /*
@@ -25,6 +26,14 @@ static inline int fd_budget_take(struct fd_budget *b)
 		return -ENFILE;
 	}
 	return 0;
+}
+
+/* Whether less than a quarter of the budget is left: optional work (such
+ * as READDIRPLUS prefetching) stops there. */
+static inline bool fd_budget_low(struct fd_budget *b)
+{
+	return atomic_load_explicit(&b->used, memory_order_relaxed) >=
+	       b->limit - b->limit / 4;
 }
 
 static inline void fd_budget_give_back(struct fd_budget *b)

@@ -1294,15 +1294,14 @@ static int add_plus_entry(struct passthrough *pt, struct handle *h,
 
 	if (!fuse_dirbuf_fits_plus(db, namelen))
 		return -ENOSPC;
-	if (is_dot_or_dotdot(de->d_name)) {
-		/* nodeid 0: the guest caches nothing, takes no lookup */
-		memset(&entry, 0, sizeof(entry));
-		entry.attr.ino = de->d_ino;
-		entry.attr.mode = DTTOIF(de->d_type);
-		return fuse_dirbuf_add_plus(db, de->d_name, namelen, &entry,
-					    type, de->d_off);
-	}
+	/* READDIRPLUS lookups are the client prefetching: once the fd budget
+	 * runs low they would starve the lookups and opens the guest asks for
+	 * by name, so the entry goes out without attributes instead. */
+	if (is_dot_or_dotdot(de->d_name) || fd_budget_low(&pt->fds))
+		goto without_lookup;
 	ret = lookup_entry(pt, h->inode, de->d_name, &entry);
+	if (ret == -ENFILE)
+		goto without_lookup;
 	if (ret < 0)
 		return ret;
 	type = (entry.attr.mode & S_IFMT) >> 12;
@@ -1311,6 +1310,14 @@ static int add_plus_entry(struct passthrough *pt, struct handle *h,
 	if (ret < 0)
 		inode_forget(pt->inodes, entry.nodeid, 1);
 	return ret;
+
+without_lookup:
+	/* nodeid 0: the guest lists the name, caches nothing, takes no lookup */
+	memset(&entry, 0, sizeof(entry));
+	entry.attr.ino = de->d_ino;
+	entry.attr.mode = DTTOIF(de->d_type);
+	return fuse_dirbuf_add_plus(db, de->d_name, namelen, &entry, type,
+				    de->d_off);
 }
 
 static int pt_readdir(void *fs, const struct fuse_req_ctx *ctx,
