@@ -502,3 +502,18 @@ void inode_forget_all(struct inode_table *t)
 		}
 	}
 }
+
+void inode_table_foreach(struct inode_table *t,
+			 void (*fn)(struct inode *inode, void *arg), void *arg)
+{
+	for (unsigned i = 0; i < SHARD_COUNT; i++) {
+		struct shard *s = &t->shards[i];
+
+		pthread_mutex_lock(&s->lock);
+		for (size_t b = 0; b < s->nbuckets; b++)
+			for (struct inode *inode = s->by_id[b]; inode;
+			     inode = inode->next_by_id)
+				fn(inode, arg);
+		pthread_mutex_unlock(&s->lock);
+	}
+}

@@ -92,4 +92,9 @@ void inode_forget(struct inode_table *t, uint64_t nodeid, uint64_t n);
 /* The guest went away (DESTROY): it names no inode any more. */
 void inode_forget_all(struct inode_table *t);
 
+/* Calls fn for every inode with its shard locked: fn must be quick and must
+ * not call back into the table. Inodes added meanwhile may be missed. */
+void inode_table_foreach(struct inode_table *t,
+			 void (*fn)(struct inode *inode, void *arg), void *arg);
+
 #endif

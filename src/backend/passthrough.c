@@ -51,6 +51,7 @@ struct passthrough {
 	/* Settled by INIT. */
 	bool writeback;
 	bool dont_mask;         /* the guest left umask to us (POSIX ACLs) */
+	bool submounts;         /* the guest makes host mounts its submounts */
 	bool posix_acl;
 };
 
@@ -129,7 +130,8 @@ static uint32_t encode_dev(uint32_t major, uint32_t minor)
 	return (minor & 0xff) | ((major & 0xfff) << 8) | ((minor & ~0xffu) << 12);
 }
 
-static void attr_from_statx(const struct statx *stx, struct fuse_attr *attr)
+static void attr_from_statx(const struct passthrough *pt, const struct statx *stx,
+			    struct fuse_attr *attr)
 {
 	memset(attr, 0, sizeof(*attr));
 	attr->ino = stx->stx_ino;
@@ -143,8 +145,8 @@ static void attr_from_statx(const struct statx *stx, struct fuse_attr *attr)
 	attr->ctimensec = stx->stx_ctime.tv_nsec;
 	attr->mode = stx->stx_mode;
 	attr->nlink = stx->stx_nlink;
-	attr->uid = stx->stx_uid;
-	attr->gid = stx->stx_gid;
+	attr->uid = idmap_to_guest(&pt->opts.uid_map, stx->stx_uid);
+	attr->gid = idmap_to_guest(&pt->opts.gid_map, stx->stx_gid);
 	attr->rdev = encode_dev(stx->stx_rdev_major, stx->stx_rdev_minor);
 	attr->blksize = stx->stx_blksize;
 }
@@ -158,18 +160,34 @@ static void fill_entry(struct passthrough *pt, const struct inode *parent,
 	out->generation = 0;    /* nodeids are never reused */
 	out->entry_valid = out->attr_valid = pt->timeout_sec;
 	out->entry_valid_nsec = out->attr_valid_nsec = pt->timeout_nsec;
-	attr_from_statx(stx, &out->attr);
+	attr_from_statx(pt, stx, &out->attr);
 	/* A directory on another mount: the guest makes it a submount so its
 	 * st_dev differs and inode numbers cannot collide. */
-	if (pt->opts.announce_submounts && parent && S_ISDIR(stx->stx_mode) &&
+	if (pt->submounts && parent && S_ISDIR(stx->stx_mode) &&
 	    (inode->key.mnt_id != parent->key.mnt_id ||
 	     inode->key.dev != parent->key.dev))
 		out->attr.flags |= FUSE_ATTR_SUBMOUNT;
 }
 
+/* The host ids a guest request runs as; -EPERM for a forbidden guest id. */
+static int host_ids(const struct passthrough *pt, const struct fuse_req_ctx *ctx,
+		    uint32_t *uid, uint32_t *gid)
+{
+	int ret = idmap_to_host(&pt->opts.uid_map, ctx->uid, uid);
+
+	if (ret == 0)
+		ret = idmap_to_host(&pt->opts.gid_map, ctx->gid, gid);
+	return ret;
+}
+
 static int as_guest(struct passthrough *pt, const struct fuse_req_ctx *ctx)
 {
-	return pt->switch_creds ? creds_switch(ctx->uid, ctx->gid) : 0;
+	uint32_t uid, gid;
+	int ret = host_ids(pt, ctx, &uid, &gid);
+
+	if (ret < 0 || !pt->switch_creds)
+		return ret;
+	return creds_switch(uid, gid);
 }
 
 static void as_daemon(struct passthrough *pt)
@@ -373,6 +391,10 @@ static int host_open_flags(struct passthrough *pt, uint32_t guest_flags)
 
 	if (!pt->opts.allow_direct_io)
 		flags &= ~O_DIRECT;
+	/* As virtiofsd: dropped unless asked for, since on the host it needs
+	 * the file's owner or CAP_FOWNER. */
+	if (!pt->opts.preserve_noatime)
+		flags &= ~O_NOATIME;
 	if (pt->writeback) {
 		/* The guest's page cache reads around partial writes even
 		 * through write-only files, and it places appends itself. */
@@ -451,6 +473,7 @@ static int pt_init(void *fs, const struct fuse_conn_info *conn)
 	pt->writeback = conn->flags & FUSE_WRITEBACK_CACHE;
 	pt->dont_mask = conn->flags & FUSE_DONT_MASK;
 	pt->posix_acl = conn->flags & FUSE_POSIX_ACL;
+	pt->submounts = pt->opts.announce_submounts && (conn->flags & FUSE_SUBMOUNTS);
 	return 0;
 }
 
@@ -505,7 +528,7 @@ static int pt_getattr(void *fs, const struct fuse_req_ctx *ctx,
 		memset(out, 0, sizeof(*out));
 		out->attr_valid = pt->timeout_sec;
 		out->attr_valid_nsec = pt->timeout_nsec;
-		attr_from_statx(&stx, &out->attr);
+		attr_from_statx(pt, &stx, &out->attr);
 	}
 	inode_put(pt->inodes, inode);
 	return ret;
@@ -619,9 +642,14 @@ static int pt_setattr(void *fs, const struct fuse_req_ctx *ctx,
 			goto restore;
 	}
 	if (valid & (FATTR_UID | FATTR_GID)) {
-		uid_t uid = (valid & FATTR_UID) ? in->uid : (uid_t)-1;
-		gid_t gid = (valid & FATTR_GID) ? in->gid : (gid_t)-1;
+		uint32_t uid = (uint32_t)-1, gid = (uint32_t)-1;
 
+		if (valid & FATTR_UID)
+			ret = idmap_to_host(&pt->opts.uid_map, in->uid, &uid);
+		if (ret == 0 && (valid & FATTR_GID))
+			ret = idmap_to_host(&pt->opts.gid_map, in->gid, &gid);
+		if (ret < 0)
+			goto restore;
 		ret = errno_or(fchownat(inode->fd, "", uid, gid,
 					AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
 		if (ret < 0)
@@ -657,7 +685,7 @@ restore:
 		memset(out, 0, sizeof(*out));
 		out->attr_valid = pt->timeout_sec;
 		out->attr_valid_nsec = pt->timeout_nsec;
-		attr_from_statx(&stx, &out->attr);
+		attr_from_statx(pt, &stx, &out->attr);
 	}
 put_handle:
 	if (h)
@@ -922,20 +950,30 @@ static int open_as_guest(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 	bool widened = (guest_flags & O_ACCMODE) == O_WRONLY &&
 		       (flags & O_ACCMODE) == O_RDWR;
 	bool dropped_fsetid = false;
+	uint32_t uid, gid;
 	int fd = -1, ret;
 
+	ret = host_ids(pt, ctx, &uid, &gid);
+	if (ret < 0)
+		goto out;
 	ret = as_guest(pt, ctx);
 	if (ret < 0)
 		goto out;
 	/* O_TRUNC as the guest asked: kill suid/sgid like a local open would
 	 * for a caller without CAP_FSETID (non-root ids lost it already). */
-	if (kill_priv && pt->switch_creds && ctx->uid == 0) {
+	if (kill_priv && pt->switch_creds && uid == 0) {
 		ret = creds_drop_fsetid();
 		if (ret < 0)
 			goto restore;
 		dropped_fsetid = true;
 	}
 	fd = reopen(pt, inode->fd, flags);
+	/* O_NOATIME needs ownership on the host too; the guest's kernel
+	 * checked its own side, so a refusal here only costs the atime. */
+	if (fd == -EPERM && (flags & O_NOATIME)) {
+		flags &= ~O_NOATIME;
+		fd = reopen(pt, inode->fd, flags);
+	}
 	if (fd == -EACCES && widened) {
 		ret = errno_or(faccessat(inode->fd, "", W_OK,
 					 AT_EACCESS | AT_EMPTY_PATH));
@@ -1650,22 +1688,17 @@ out:
 	return ret;
 }
 
-static int pt_syncfs(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid)
+/* syncfs() of the file system behind an O_PATH fd (which syncfs refuses):
+ * a special file is never opened, so the share's root stands in for it. */
+static int sync_fs_of(struct passthrough *pt, int path_fd, mode_t type)
 {
-	struct passthrough *pt = fs;
-	struct inode *inode;
 	int fd, ret;
 
-	ret = inode_get(pt->inodes, nodeid, &inode);
-	if (ret < 0)
-		goto out;
 	ret = fd_budget_take(&pt->fds);
 	if (ret < 0)
-		goto put;
-	/* syncfs() refuses O_PATH fds; a special file is never opened, its
-	 * file system is synced through the share's root instead. */
-	if (openable_type(inode->type))
-		fd = reopen(pt, inode->fd, O_RDONLY | O_NONBLOCK);
+		goto out;
+	if (openable_type(type))
+		fd = reopen(pt, path_fd, O_RDONLY | O_NONBLOCK);
 	else
 		fd = reopen(pt, inode_table_root(pt->inodes)->fd,
 			    O_RDONLY | O_DIRECTORY);
@@ -1677,9 +1710,92 @@ static int pt_syncfs(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid)
 	close(fd);
 give_back:
 	fd_budget_give_back(&pt->fds);
-put:
-	inode_put(pt->inodes, inode);
 out:
+	return ret;
+}
+
+/* The host mounts other than the root's that the guest has inodes on. */
+#define SYNC_MOUNTS_MAX 64
+
+struct mount_scan {
+	uint64_t root_dev, root_mnt_id;
+	struct { uint64_t dev, mnt_id; int fd; mode_t type; } mounts[SYNC_MOUNTS_MAX];
+	unsigned count;
+	bool overflow;
+};
+
+/* Runs under a shard lock: only compares and dups, no I/O. */
+static void note_mount(struct inode *inode, void *arg)
+{
+	struct mount_scan *scan = arg;
+	unsigned i;
+
+	if (!openable_type(inode->type) ||
+	    (inode->key.dev == scan->root_dev && inode->key.mnt_id == scan->root_mnt_id))
+		return;
+	for (i = 0; i < scan->count; i++)
+		if (scan->mounts[i].dev == inode->key.dev &&
+		    scan->mounts[i].mnt_id == inode->key.mnt_id)
+			return;
+	if (i == SYNC_MOUNTS_MAX) {
+		scan->overflow = true;
+		return;
+	}
+	/* A dup keeps the inode's file open after the shard lock is gone;
+	 * at most SYNC_MOUNTS_MAX of them live at once, within FD_RESERVE. */
+	scan->mounts[i].fd = fcntl(inode->fd, F_DUPFD_CLOEXEC, 0);
+	if (scan->mounts[i].fd < 0) {
+		scan->overflow = true;
+		return;
+	}
+	scan->mounts[i].dev = inode->key.dev;
+	scan->mounts[i].mnt_id = inode->key.mnt_id;
+	scan->mounts[i].type = inode->type;
+	scan->count++;
+}
+
+/*
+ * Without announced submounts the guest has one superblock and sends one
+ * SYNCFS, for the root; every host mount below it the guest has touched
+ * must be synced too, or data written there is not on disk when the guest
+ * thinks it is.
+ */
+static int sync_other_mounts(struct passthrough *pt)
+{
+	struct inode *root = inode_table_root(pt->inodes);
+	/* ~2 KiB on the stack: SYNCFS allocates nothing. */
+	struct mount_scan scan = {
+		.root_dev = root->key.dev, .root_mnt_id = root->key.mnt_id,
+	};
+	int ret = 0;
+
+	inode_table_foreach(pt->inodes, note_mount, &scan);
+	for (unsigned i = 0; i < scan.count; i++) {
+		int r = sync_fs_of(pt, scan.mounts[i].fd, scan.mounts[i].type);
+
+		if (r < 0 && ret == 0)
+			ret = r;
+		close(scan.mounts[i].fd);
+	}
+	/* More mounts than we track (or no fd to spare): sync them all. */
+	if (scan.overflow)
+		sync();
+	return ret;
+}
+
+static int pt_syncfs(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid)
+{
+	struct passthrough *pt = fs;
+	struct inode *inode;
+	int ret;
+
+	ret = inode_get(pt->inodes, nodeid, &inode);
+	if (ret < 0)
+		return ret;
+	ret = sync_fs_of(pt, inode->fd, inode->type);
+	if (ret == 0 && !pt->submounts && inode == inode_table_root(pt->inodes))
+		ret = sync_other_mounts(pt);
+	inode_put(pt->inodes, inode);
 	return ret;
 }
 

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 
+#include "backend/idmap.h"
 #include "protocol/fuse_ops.h"
 
 enum cache_mode { CACHE_AUTO, CACHE_ALWAYS, CACHE_NEVER, CACHE_METADATA };
@@ -26,6 +27,9 @@ struct passthrough_opts {
 	 * over (passthrough owns it then). Otherwise passthrough opens it. */
 	bool proc_self_fd_given;
 	int proc_self_fd;
+	bool preserve_noatime;       /* keep the guest's O_NOATIME */
+	struct idmap uid_map;        /* guest <-> host uids */
+	struct idmap gid_map;        /* guest <-> host gids */
 };
 
 struct passthrough;

@@ -435,6 +435,11 @@ static int serve(const struct ferry_options *o)
 		.xattr = o->xattr,
 		.allow_direct_io = o->allow_direct_io,
 		.writeback = o->writeback,
+		.readonly = o->readonly,
+		.announce_submounts = o->announce_submounts,
+		.preserve_noatime = o->preserve_noatime,
+		.uid_map = o->uid_map,
+		.gid_map = o->gid_map,
 	};
 	struct fuse_session_opts se_opts = {
 		.max_write = FERRY_MAX_WRITE,
@@ -443,6 +448,9 @@ static int serve(const struct ferry_options *o)
 		.readdirplus = o->readdirplus,
 		.posix_lock = o->posix_lock,
 		.flock = o->flock,
+		.killpriv_v2 = o->killpriv_v2,
+		.announce_submounts = o->announce_submounts,
+		.allow_mmap = o->allow_mmap,
 		/* Each transport delivers replies given later its own way. */
 		.reply_later = o->mountpoint ? devfuse_request_complete : vu_request_complete,
 	};

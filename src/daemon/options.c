@@ -11,16 +11,14 @@
 /* Options of either anchor that ferryfsd knows but does not implement yet:
  * refusing them by name beats accepting a setting we would not honour. */
 static const char *const refused_long[] = {
-	"allow-mmap", "preserve-noatime", "posix-acl", "xattrmap",
-	"security-label", "announce-submounts", "killpriv-v2", "readonly",
-	"uid-map", "gid-map", "translate-uid", "translate-gid",
+	"posix-acl", "xattrmap", "security-label",
 	"migration-mode", "migration-on-error", "migration-verify-handles",
 	"migration-confirm-paths", "shared-dir-fd",
 };
 
 static const char *const refused_c_opts[] = {
 	"xattrmap", "posix_acl", "security_label",
-	"killpriv_v2", "announce_submounts", "allow_root",
+	"allow_root",
 };
 
 static int refuse(FILE *err, const char *what)
@@ -133,6 +131,17 @@ int ferry_modcaps_walk(const char *list, int (*each)(int cap, bool add, void *op
 	return 0;
 }
 
+static int bad_idmap(FILE *err, const char *opt, const char *val)
+{
+	fprintf(err, "ferryfsd: invalid value '%s' for option '%s': expected "
+		"TYPE:FROM:TO:COUNT (guest, host, squash-guest, squash-host, map), "
+		"forbid-guest:FROM:COUNT or, for --uid-map/--gid-map, "
+		":GUEST:HOST:COUNT:, with ranges inside 32 bits that do not "
+		"overlap others of the same direction (at most %d)\n",
+		val, opt, IDMAP_MAX_RULES);
+	return -EINVAL;
+}
+
 /* One item of the C dialect's -o list: "key" or "key=value". */
 static int parse_c_opt(struct ferry_options *o, char *item, FILE *err)
 {
@@ -184,7 +193,13 @@ static int parse_c_opt(struct ferry_options *o, char *item, FILE *err)
 		o->posix_lock = true;
 	} else if (!strcmp(item, "no_posix_lock") && !val) {
 		o->posix_lock = false;
-	} else if ((!strcmp(item, "no_killpriv_v2") || !strcmp(item, "no_posix_acl") ||
+	} else if (!strcmp(item, "killpriv_v2") && !val) {
+		o->killpriv_v2 = true;
+	} else if (!strcmp(item, "no_killpriv_v2") && !val) {
+		o->killpriv_v2 = false;
+	} else if (!strcmp(item, "announce_submounts") && !val) {
+		o->announce_submounts = true;
+	} else if ((!strcmp(item, "no_posix_acl") ||
 		    !strcmp(item, "no_security_label")) && !val) {
 		/* These name the behaviour ferryfsd already has. */
 	} else if (!strcmp(item, "debug") && !val) {
@@ -231,6 +246,9 @@ enum long_opt_id {
 	OPT_MOUNT,
 	OPT_STATS_SOCKET, OPT_STATS, OPT_JSON, OPT_KEEP_LISTENING,
 	OPT_SANDBOX, OPT_SECCOMP, OPT_MODCAPS, OPT_INODE_FILE_HANDLES,
+	OPT_KILLPRIV_V2, OPT_ANNOUNCE_SUBMOUNTS, OPT_READONLY, OPT_PRESERVE_NOATIME,
+	OPT_ALLOW_MMAP, OPT_TRANSLATE_UID, OPT_TRANSLATE_GID, OPT_UID_MAP,
+	OPT_GID_MAP,
 };
 
 static const struct long_opt {
@@ -269,6 +287,15 @@ static const struct long_opt {
 	{ "seccomp", true, OPT_SECCOMP },
 	{ "modcaps", true, OPT_MODCAPS },
 	{ "inode-file-handles", true, OPT_INODE_FILE_HANDLES },
+	{ "killpriv-v2", false, OPT_KILLPRIV_V2 },
+	{ "announce-submounts", false, OPT_ANNOUNCE_SUBMOUNTS },
+	{ "readonly", false, OPT_READONLY },
+	{ "preserve-noatime", false, OPT_PRESERVE_NOATIME },
+	{ "allow-mmap", false, OPT_ALLOW_MMAP },
+	{ "translate-uid", true, OPT_TRANSLATE_UID },
+	{ "translate-gid", true, OPT_TRANSLATE_GID },
+	{ "uid-map", true, OPT_UID_MAP },
+	{ "gid-map", true, OPT_GID_MAP },
 };
 
 static int apply_long(struct ferry_options *o, const struct long_opt *lo,
@@ -379,8 +406,41 @@ static int apply_long(struct ferry_options *o, const struct long_opt *lo,
 		o->stats_json = true;
 		break;
 	case OPT_NO_KILLPRIV_V2:
+		o->killpriv_v2 = false;
+		break;
+	case OPT_KILLPRIV_V2:
+		o->killpriv_v2 = true;
+		break;
 	case OPT_NO_ANNOUNCE_SUBMOUNTS:
-		/* Both name ferryfsd's present behaviour. */
+		o->announce_submounts = false;
+		break;
+	case OPT_ANNOUNCE_SUBMOUNTS:
+		o->announce_submounts = true;
+		break;
+	case OPT_READONLY:
+		o->readonly = true;
+		break;
+	case OPT_PRESERVE_NOATIME:
+		o->preserve_noatime = true;
+		break;
+	case OPT_ALLOW_MMAP:
+		o->allow_mmap = true;
+		break;
+	case OPT_TRANSLATE_UID:
+		if (idmap_add_translate(&o->uid_map, val))
+			return bad_idmap(err, "--translate-uid", val);
+		break;
+	case OPT_TRANSLATE_GID:
+		if (idmap_add_translate(&o->gid_map, val))
+			return bad_idmap(err, "--translate-gid", val);
+		break;
+	case OPT_UID_MAP:
+		if (idmap_add_namespace_range(&o->uid_map, val))
+			return bad_idmap(err, "--uid-map", val);
+		break;
+	case OPT_GID_MAP:
+		if (idmap_add_namespace_range(&o->gid_map, val))
+			return bad_idmap(err, "--gid-map", val);
 		break;
 	case OPT_SANDBOX:
 		if (parse_sandbox(o, val))
@@ -414,6 +474,7 @@ static void set_defaults(struct ferry_options *o)
 	o->cache = CACHE_AUTO;
 	o->timeout = -1;
 	o->readdirplus = true;
+	o->announce_submounts = true;
 	o->log_level = LOG_LVL_INFO;
 }
 
@@ -566,11 +627,28 @@ void ferry_options_usage(FILE *out)
 "  --shared-dir=DIR          the directory to share\n"
 "  --tag=TAG                 the tag in the device's config space (<= 36 bytes)\n"
 "  --cache=auto|always|never|metadata\n"
-"                            guest caching (default auto)\n"
+"                            guest caching (default auto): entry/attr\n"
+"                            timeouts 1 s, 1 day, 0, 1 day; never and\n"
+"                            metadata bypass the guest's page cache\n"
 "  --xattr                   serve extended attributes\n"
 "  --writeback               let the guest cache writes (writeback cache)\n"
 "  --allow-direct-io         keep the guest's O_DIRECT on host files\n"
 "  --no-readdirplus          list directories without attributes\n"
+"  --allow-mmap              offer shared mmap of DIRECT_IO files (cache=never,\n"
+"                            metadata); guests before Linux 6.6 ignore it\n"
+"  --readonly                refuse every change with EROFS\n"
+"  --preserve-noatime        keep the guest's O_NOATIME (default: dropped)\n"
+"  --announce-submounts      show host mount points as guest submounts\n"
+"                            (default; --no-announce-submounts turns it off)\n"
+"  --killpriv-v2             the daemon clears suid/sgid/capabilities on\n"
+"                            write, truncate and chown (default off;\n"
+"                            --no-killpriv-v2)\n"
+"  --translate-uid=TYPE:FROM:TO:COUNT, --translate-gid=...\n"
+"                            map ids: guest, host, squash-guest, squash-host,\n"
+"                            map; forbid-guest:FROM:COUNT (repeatable)\n"
+"  --uid-map=:GUEST:HOST:COUNT:, --gid-map=...\n"
+"                            a user-namespace-like map: ids outside it are\n"
+"                            refused (guest) or shown as 65534 (host)\n"
 "  --posix-lock              POSIX (fcntl) locks held on the host, seen by\n"
 "                            host processes (default: guest-local locks)\n"
 "  --flock                   the same for flock() locks\n"
@@ -603,6 +681,7 @@ void ferry_options_usage(FILE *out)
 "  -o source=DIR,cache=auto|always|none,timeout=SECONDS,xattr,no_xattr,\n"
 "     writeback,no_writeback,readdirplus,no_readdirplus,allow_direct_io,\n"
 "     no_allow_direct_io,posix_lock,no_posix_lock,flock,no_flock,\n"
+"     killpriv_v2,no_killpriv_v2,announce_submounts,\n"
 "     log_level=LEVEL,debug,max_idle_threads=N,\n"
 "     sandbox=namespace|chroot,modcaps=+CAP:-CAP\n"
 "  -f (foreground, the default)   -d (debug logging)\n"

@@ -35,6 +35,13 @@ struct ferry_options {
 	bool readdirplus_set;         /* the user chose; else it follows cache */
 	bool posix_lock;              /* host-backed POSIX locks (off: guest-local) */
 	bool flock;                   /* host-backed flock locks (off: guest-local) */
+	bool readonly;
+	bool announce_submounts;      /* default on, as the Rust virtiofsd */
+	bool killpriv_v2;             /* default off, as both virtiofsds */
+	bool preserve_noatime;
+	bool allow_mmap;
+	struct idmap uid_map;         /* --translate-uid, --uid-map */
+	struct idmap gid_map;         /* --translate-gid, --gid-map */
 	bool syslog;
 	bool daemonize;
 	bool keep_listening;          /* serve frontend after frontend */

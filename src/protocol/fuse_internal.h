@@ -20,6 +20,13 @@
 #define FERRY_FUSE_MINOR 38
 #define FERRY_FUSE_MIN_MINOR 31
 
+/* Protocol 7.39 (Linux 6.6); the installed uapi header (7.38) predates it.
+ * Offering a bit an older client does not know is harmless: INIT agrees
+ * only on bits the client offered. */
+#ifndef FUSE_DIRECT_IO_ALLOW_MMAP
+#define FUSE_DIRECT_IO_ALLOW_MMAP (1ULL << 36)
+#endif
+
 #define FERRY_DEFAULT_MAX_WRITE (1024u * 1024u)
 #define FERRY_PAGE_SIZE 4096u
 

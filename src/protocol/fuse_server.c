@@ -302,6 +302,11 @@ static uint64_t init_offered_flags(const struct fuse_session *se)
 		f |= FUSE_POSIX_LOCKS;
 	if (o->cache_symlinks)
 		f |= FUSE_CACHE_SYMLINKS;
+	/* Only clients that know the flag (7.39, Linux 6.6) offer it; older
+	 * ones never agree, so their shared mmap of DIRECT_IO files stays
+	 * refused (ENODEV). */
+	if (o->allow_mmap)
+		f |= FUSE_DIRECT_IO_ALLOW_MMAP;
 	return f;
 }
 

@@ -21,6 +21,7 @@ struct fuse_session_opts {
 	bool flock;                  /* FUSE_FLOCK_LOCKS */
 	bool posix_lock;             /* FUSE_POSIX_LOCKS */
 	bool cache_symlinks;         /* FUSE_CACHE_SYMLINKS */
+	bool allow_mmap;             /* FUSE_DIRECT_IO_ALLOW_MMAP (7.39) */
 	/* How a reply given later reaches the transport: called from any
 	 * thread with the token fuse_worker_process() got. NULL: no request
 	 * is ever answered later (ops that would wait fail with ENOLCK). */

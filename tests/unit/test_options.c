@@ -201,6 +201,64 @@ int main(void)
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d", "--json", NULL);
 	CHECK(ret != 0 && strstr(err, "--json only goes with --stats"), "--json alone: %s", err);
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d", NULL);
+	CHECK(ret == 0 && o.announce_submounts && !o.killpriv_v2 && !o.readonly &&
+	      !o.preserve_noatime && !o.allow_mmap && idmap_empty(&o.uid_map) &&
+	      idmap_empty(&o.gid_map),
+	      "defaults: submounts announced (as the Rust virtiofsd), killpriv_v2 off");
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--no-announce-submounts", "--killpriv-v2", "--readonly",
+		    "--preserve-noatime", "--allow-mmap", "--cache=never", NULL);
+	CHECK(ret == 0 && !o.announce_submounts && o.killpriv_v2 && o.readonly &&
+	      o.preserve_noatime && o.allow_mmap, "semantics flags (Rust dialect)");
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--killpriv-v2", "--no-killpriv-v2", NULL);
+	CHECK(ret == 0 && !o.killpriv_v2, "--no-killpriv-v2 after --killpriv-v2 wins");
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o",
+		    "source=/d,killpriv_v2,announce_submounts,timeout=2.5", NULL);
+	CHECK(ret == 0 && o.killpriv_v2 && o.announce_submounts && o.timeout == 2.5,
+	      "-o killpriv_v2,announce_submounts,timeout=2.5");
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o",
+		    "source=/d,killpriv_v2,no_killpriv_v2", NULL);
+	CHECK(ret == 0 && !o.killpriv_v2, "-o no_killpriv_v2");
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o", "source=/d,cache=metadata", NULL);
+	CHECK(ret != 0 && strstr(err, "metadata"), "-o cache=metadata is not C dialect: %s", err);
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o", "source=/d,timeout=-1", NULL);
+	CHECK(ret != 0 && strstr(err, "timeout"), "negative timeout refused: %s", err);
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--cache", "metadata", NULL);
+	CHECK(ret == 0 && o.cache == CACHE_METADATA && o.readdirplus,
+	      "--cache metadata keeps readdirplus");
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o", "source=/d,cache=none,readdirplus", NULL);
+	CHECK(ret == 0 && o.cache == CACHE_NEVER && o.readdirplus,
+	      "readdirplus asked for with cache=none stays on");
+
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--translate-uid", "map:1000:5000:10", "--translate-uid=squash-guest:2000:7000:5",
+		    "--translate-gid=host:8000:3000:2", "--translate-uid=forbid-guest:4000:10", NULL);
+	CHECK(ret == 0 && o.uid_map.nrules == 4 && o.gid_map.nrules == 1 && !o.uid_map.strict,
+	      "--translate-uid/gid rules: %s", err);
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--translate-uid=guest:0:100:10", "--translate-uid=squash-guest:5:1:2", NULL);
+	CHECK(ret != 0 && strstr(err, "squash-guest:5:1:2"), "overlapping guest ranges refused: %s", err);
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--translate-uid=guest:4294967295:0:2", NULL);
+	CHECK(ret != 0 && strstr(err, "--translate-uid"), "range past 2^32 refused: %s", err);
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--translate-gid=sideways:1:2:3", NULL);
+	CHECK(ret != 0 && strstr(err, "sideways"), "unknown map type refused: %s", err);
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--translate-uid=guest:1:2:0", NULL);
+	CHECK(ret != 0, "count 0 refused: %s", err);
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--translate-uid=forbid-guest:1:2:3", NULL);
+	CHECK(ret != 0, "forbid-guest takes FROM:COUNT only: %s", err);
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--uid-map=:0:100000:65536:", "--gid-map=:0:100000:65536:", NULL);
+	CHECK(ret == 0 && o.uid_map.strict && o.gid_map.strict, "--uid-map/--gid-map: %s", err);
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--uid-map=0:100000:65536", NULL);
+	CHECK(ret != 0 && strstr(err, "--uid-map"), "--uid-map needs the colons: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--print-capabilities", NULL);
 	CHECK(ret == 0 && o.action == ACTION_PRINT_CAPS, "--print-capabilities needs no socket");
