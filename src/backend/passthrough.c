@@ -556,6 +556,21 @@ static int kill_suidgid(struct passthrough *pt, struct inode *inode)
 	return errno_or(fchmodat(pt->proc_self_fd, name, mode, 0));
 }
 
+/* Whether new_mode is the file's mode with suid and/or sgid taken away. */
+static bool only_clears_setid(struct inode *inode, uint32_t new_mode)
+{
+	const mode_t setid = S_ISUID | S_ISGID;
+	struct statx stx;
+	mode_t old;
+
+	if (inode->type != S_IFREG || stat_fd(inode->fd, &stx) < 0)
+		return false;
+	old = stx.stx_mode & 07777;
+	new_mode &= 07777;
+	return new_mode != old && !(new_mode & ~old) &&
+	       (new_mode & ~setid) == (old & ~setid);
+}
+
 static int truncate_inode(struct passthrough *pt, struct inode *inode,
 			  int fh_fd, uint64_t size)
 {
@@ -629,6 +644,15 @@ static int pt_setattr(void *fs, const struct fuse_req_ctx *ctx,
 	}
 	proc_fd_name(name, inode->fd);
 
+	/* Clearing suid/sgid grants nothing, and the guest's kernel asks for
+	 * it on behalf of writers who do not own the file (ATTR_FORCE), so
+	 * it must not fail the owner check the guest's ids would. */
+	if ((valid & FATTR_MODE) && only_clears_setid(inode, in->mode)) {
+		ret = errno_or(fchmodat(pt->proc_self_fd, name, in->mode & 07777, 0));
+		if (ret < 0)
+			goto put_handle;
+		valid &= ~FATTR_MODE;
+	}
 	ret = as_guest(pt, ctx);
 	if (ret < 0)
 		goto put_handle;
@@ -1172,7 +1196,9 @@ static ssize_t pt_write(void *fs, const struct fuse_req_ctx *ctx,
 	struct passthrough *pt = fs;
 	bool kill_priv = (in->write_flags & FUSE_WRITE_KILL_SUIDGID) &&
 			 pt->switch_creds;
+	bool as_writer = false, dropped_fsetid = false;
 	struct handle *h;
+	struct stat st;
 	ssize_t ret;
 
 	if (pt->opts.readonly)
@@ -1180,16 +1206,35 @@ static ssize_t pt_write(void *fs, const struct fuse_req_ctx *ctx,
 	ret = get_file_handle(pt, nodeid, in->fh, &h);
 	if (ret < 0)
 		goto out;
-	/* Without CAP_FSETID the host kernel clears suid/sgid on write
-	 * itself, as the guest's kernel asked (killpriv v2). */
-	if (kill_priv) {
-		ret = creds_drop_fsetid();
+	/*
+	 * killpriv v2: the host kernel clears suid/sgid on write the way the
+	 * guest's would, if the write runs as the guest's writer: a non-root
+	 * id has no CAP_FSETID, and its group decides whether a sgid bit
+	 * without group execute stays. Only a file with a bit to lose pays for
+	 * the switch; security.capability goes with any write anyway.
+	 */
+	if (kill_priv && fstat(h->fd, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID))) {
+		uint32_t uid, gid;
+
+		ret = host_ids(pt, ctx, &uid, &gid);
+		if (ret == 0)
+			ret = as_guest(pt, ctx);
 		if (ret < 0)
 			goto put;
+		as_writer = true;
+		if (uid == 0) {
+			ret = creds_drop_fsetid();
+			if (ret < 0)
+				goto restore;
+			dropped_fsetid = true;
+		}
 	}
 	ret = iov_transfer(true, h->fd, src, src_cnt, in->size, in->offset, 0);
-	if (kill_priv)
+	if (dropped_fsetid)
 		creds_restore_fsetid();
+restore:
+	if (as_writer)
+		as_daemon(pt);
 put:
 	handle_put(pt->handles, h);
 out:
@@ -1583,6 +1628,14 @@ static int pt_removexattr(void *fs, const struct fuse_req_ctx *ctx,
 	if (ret < 0)
 		goto out;
 	proc_fd_path(path, inode->fd);
+	/* The guest's kernel removes file capabilities itself when a writer
+	 * changes the file (security_inode_killpriv), without a permission
+	 * check; an explicit removal it has already checked for CAP_SETFCAP.
+	 * Either way the writer's ids would be refused here. */
+	if (!strcmp(name, "security.capability")) {
+		ret = errno_or(removexattr(path, name));
+		goto put;
+	}
 	ret = as_guest(pt, ctx);
 	if (ret < 0)
 		goto put;

@@ -1,0 +1,112 @@
+# Shared by the tests/semantics/*-test.sh scripts (sourced): several ferryfsd instances, one guest boot.
+# A test calls sem_init NAME, sem_daemon TAG SHARE ARGS... for each share (the first is mounted on
+# /mnt and holds the guest's programs), writes "$sem_main/guest.sh", then sem_boot; CHECK lines of
+# the guest end up in "$sem_out". Each further TAG is mounted by guest.sh itself (see sem_mount_line).
+
+sem_here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+sem_repo="$(cd "$sem_here/../.." && pwd)"
+sem_ferryfsd="${FERRYFSD:-$sem_repo/build/ferryfsd}"
+sem_guest_dir="${FERRYFS_GUEST_DIR:-${FERRYFS_CACHE:-/var/cache/ferryfs}/guest}"
+sem_pids=()
+sem_qemu_extra=()
+sem_tags=()
+sem_fail=0
+
+sem_say() { echo "$sem_name: $*"; }
+
+sem_cleanup() {
+    for p in "${sem_pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+    for m in "${sem_umounts[@]}"; do umount -l "$m" 2>/dev/null || true; done
+    rm -rf "$sem_tmp"
+}
+
+# sem_init NAME: skips (77) without QEMU or a guest image; builds the guest program.
+sem_init() {
+    sem_name="$1"
+    sem_umounts=()
+    command -v qemu-system-x86_64 >/dev/null || { sem_say "SKIP: no qemu-system-x86_64"; exit 77; }
+    "$sem_repo/tests/e2e/build-guest.sh" "$sem_guest_dir" >/dev/null || { sem_say "SKIP: no guest image"; exit 77; }
+    [[ -x "$sem_ferryfsd" ]] || { sem_say "FAIL: $sem_ferryfsd not built"; exit 1; }
+    sem_tmp="$(mktemp -d "/tmp/ferryfs-$sem_name.XXXXXX")"
+    chmod 755 "$sem_tmp"
+    trap sem_cleanup EXIT
+    sem_main=""
+    gcc -static -O2 -Wall -Werror -o "$sem_tmp/gsem" "$sem_here/guest-semantics.c"
+}
+
+# sem_daemon TAG SHARE [ferryfsd args...]: starts ferryfsd for SHARE; the guest sees it as TAG.
+sem_daemon() {
+    local tag="$1" share="$2"; shift 2
+    local sock="$sem_tmp/$tag.sock"
+    "$sem_ferryfsd" --socket-path="$sock" --shared-dir="$share" "$@" >"$sem_tmp/$tag.log" 2>&1 &
+    local pid=$!
+    sem_pids+=("$pid")
+    printf -v "sem_pid_${tag}" '%s' "$pid"
+    for _ in $(seq 100); do [[ -S "$sock" ]] && break; sleep 0.1; done
+    if [[ -z "$sem_main" ]]; then
+        sem_main="$share" sem_main_tag="$tag" sem_main_pid="$pid"
+        cp "$sem_tmp/gsem" "$share/gsem"
+    else
+        sem_qemu_extra+=(-chardev "socket,id=c_$tag,path=$sock"
+                         -device "vhost-user-fs-pci,chardev=c_$tag,tag=$tag")
+        sem_tags+=("$tag")
+    fi
+}
+
+# The guest.sh line that mounts every extra tag on /TAG.
+sem_mount_line() {
+    local t
+    for t in "${sem_tags[@]}"; do
+        printf 'mkdir -p /%s && mount -t virtiofs %s /%s || echo "CHECK mount-%s FAIL"\n' "$t" "$t" "$t" "$t"
+    done
+}
+
+# sem_boot TIMEOUT: runs /mnt/guest.sh; sets sem_out (CHECK lines), checks every daemon exits 0.
+sem_boot() {
+    local rc=0
+    "$sem_repo/tests/e2e/run-guest.sh" --sock "$sem_tmp/$sem_main_tag.sock" --tag "$sem_main_tag" \
+        --cmd /mnt/guest.sh --log "$sem_tmp/console.log" --quiet --timeout "$1" \
+        --watch-pid "$sem_main_pid" -- "${sem_qemu_extra[@]}" || rc=$?
+    ((rc == 0)) || { sem_say "FAIL: guest run exited $rc"; sem_fail=1; }
+    sem_out="$(tr -d '\r' <"$sem_tmp/console.log" | grep -a '^CHECK ' || true)"
+    local p drc
+    for p in "${sem_pids[@]}"; do
+        drc=0
+        for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+        wait "$p" 2>/dev/null || drc=$?
+        ((drc == 0)) || { sem_say "FAIL: daemon $p exited $drc"; sem_fail=1; }
+    done
+}
+
+# sem_expect NAME...: each guest check must have passed.
+sem_expect() {
+    local c
+    for c in "$@"; do
+        grep -qx "CHECK $c PASS" <<<"$sem_out" || { sem_say "FAIL: $c: $(grep -a "^CHECK $c " <<<"$sem_out" || echo missing)"; sem_fail=1; }
+    done
+}
+
+# sem_host NAME OK DETAIL: a host-side check.
+sem_host() {
+    if [[ "$2" == 1 ]]; then echo "HOST $1 PASS"; else echo "HOST $1 FAIL $3"; sem_fail=1; fi
+}
+
+# The INIT flags a daemon logged ("fuse: session 7.x, flags 0x...").
+sem_init_flags() {
+    local f
+    f="$(grep -ao 'flags 0x[0-9a-f]*' "$sem_tmp/$1.log" | tail -1 | sed 's/flags //')"
+    echo "${f:-0x0}"
+}
+
+# Any failed guest check fails the test, listed or not.
+sem_finish() {
+    if grep -a '^CHECK .* FAIL' <<<"$sem_out" | sed "s/^/$sem_name: /"; then
+        sem_fail=1
+    fi
+    if ((sem_fail)); then
+        for t in "$sem_tmp"/*.log; do cp "$t" "/tmp/$sem_name-$(basename "$t")" 2>/dev/null || true; done
+        sem_say "FAIL (console and daemon logs copied to /tmp/$sem_name-*.log)"
+        exit 1
+    fi
+    sem_say "PASS"
+}
