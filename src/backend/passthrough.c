@@ -1795,8 +1795,9 @@ static void note_mount(struct inode *inode, void *arg)
 		return;
 	}
 	/* A dup keeps the inode's file open after the shard lock is gone;
-	 * at most SYNC_MOUNTS_MAX of them live at once, within FD_RESERVE. */
-	scan->mounts[i].fd = fcntl(inode->fd, F_DUPFD_CLOEXEC, 0);
+	 * at most SYNC_MOUNTS_MAX of them live at once, within FD_RESERVE.
+	 * An idle file-handle inode has no fd: then sync() must do. */
+	scan->mounts[i].fd = inode->fd < 0 ? -1 : fcntl(inode->fd, F_DUPFD_CLOEXEC, 0);
 	if (scan->mounts[i].fd < 0) {
 		scan->overflow = true;
 		return;

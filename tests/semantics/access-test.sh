@@ -24,8 +24,10 @@ printf secret >"$xl/h5003"; chown 5003:5003 "$xl/h5003"; chmod 600 "$xl/h5003"
 ro_state() { (cd "$ro" && find . -printf '%p %m %s %u %g %T@\n' | sort && cat file) | sha256sum; }
 ro_before="$(ro_state)"
 
-sem_daemon ferryfs "$main" --allow-direct-io --preserve-noatime
-sem_daemon nosub "$main" --no-announce-submounts
+# These two are looked at from outside (strace, /proc/PID/fd): without a sandbox their pid is
+# the serving process and their fds show host paths. The others run in the default sandbox.
+sem_daemon ferryfs "$main" --allow-direct-io --preserve-noatime --sandbox=none
+sem_daemon nosub "$main" --no-announce-submounts --sandbox=none
 sem_daemon ro "$ro" --readonly
 sem_daemon xl "$xl" --translate-uid map:1000:5000:10 --translate-gid map:1000:5000:10 \
     --translate-uid squash-guest:2000:7000:5 --translate-gid squash-guest:2000:7000:5 \
