@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Fault test (make check): ferryfsd --rlimit-nofile=200 while the guest opens 1000 files and keeps
 # them open. The guest must see EMFILE/ENFILE for the ones over the limit, the daemon must keep
-# serving, and once the guest lets go (and drops its caches) everything works again.
+# serving, and once the guest lets go (and drops its caches) everything works again. The listing
+# is counted with a glob, not ls: ls stats every entry, and with one O_PATH fd per inode the guest
+# cannot keep 1000 inodes cached under a limit of 200 (--inode-file-handles is the cure for that).
 set -euo pipefail
 name=rlimit-nofile
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 mkdir -p "$share/many"
 for i in $(seq -w 0 999); do echo "$i" >"$share/many/f$i"; done
-guest='cd /mnt/many; tail -f f* >/dev/null 2>/tmp/err & p=$!; n=0; last=-1; while [ "$n" != "$last" ]; do last=$n; sleep 3; n=$(ls /proc/$p/fd | wc -l); done; echo "MASS-OPEN open=$n errors=$(grep -c . /tmp/err) first=$(head -1 /tmp/err)"; kill $p; wait $p; cd /; echo 3 >/proc/sys/vm/drop_caches; echo after >/mnt/after && echo "AFTER $(cat /mnt/after) $(ls /mnt/many | wc -l) $(cat /mnt/many/f0999)"'
+guest='cd /mnt/many; tail -f f* >/dev/null 2>/tmp/err & p=$!; n=0; last=-1; while [ "$n" != "$last" ]; do last=$n; sleep 3; n=$(ls /proc/$p/fd | wc -l); done; echo "MASS-OPEN open=$n errors=$(grep -c . /tmp/err) first=$(head -1 /tmp/err)"; kill $p; wait $p; cd /; echo 3 >/proc/sys/vm/drop_caches; echo after >/mnt/after && set -- /mnt/many/f* && echo "AFTER $(cat /mnt/after) $# $(cat /mnt/many/f999)"'
 start_daemon --log-level=info --rlimit-nofile=200
 start_guest w run "$guest" --timeout 900 --watch-pid "$daemon_pid"
 rc=0
@@ -21,7 +23,7 @@ open=$(sed -E 's/.*open=([0-9]+).*/\1/' <<<"$line")
 errors=$(sed -E 's/.*errors=([0-9]+).*/\1/' <<<"$line")
 ((open < 1000 && errors > 0)) || fail "expected failed opens: $line"
 grep -qE 'Too many open files' <<<"$line" || fail "errors are not EMFILE/ENFILE: $line"
-grep -aq '^AFTER after 1000 0999' <<<"$log" || fail "share unusable after the mass open: $(grep -a '^AFTER' <<<"$log")"
+grep -aq '^AFTER after 1000 999' <<<"$log" || fail "share unusable after the mass open: $(grep -a '^AFTER' <<<"$log")"
 ((rc == 0)) || fail "run-guest exit $rc"
 kill -0 "$daemon_pid" 2>/dev/null && fail "ferryfsd still running after the guest powered off"
 drc=0
