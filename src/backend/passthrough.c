@@ -571,6 +571,25 @@ static bool only_clears_setid(struct inode *inode, uint32_t new_mode)
 	       (new_mode & ~setid) == (old & ~setid);
 }
 
+/*
+ * The host kernel clears security.capability on write, truncate and chown,
+ * but not the name --xattrmap stores the guest's under; the daemon clears
+ * that one itself (CVE-2021-20263, as QEMU's virtiofsd after its fix).
+ * fd may be O_PATH: the /proc link reaches the inode either way.
+ */
+static int drop_mapped_capability(struct passthrough *pt, int fd)
+{
+	const char *name = pt->opts.xattrmap.capability_name;
+	char path[PROC_FD_PATH_MAX];
+
+	if (!name[0])
+		return 0;
+	proc_fd_path(path, fd);
+	if (removexattr(path, name) < 0 && errno != ENODATA && errno != EOPNOTSUPP)
+		return -errno;
+	return 0;
+}
+
 static int truncate_inode(struct passthrough *pt, struct inode *inode,
 			  int fh_fd, uint64_t size)
 {
@@ -701,6 +720,8 @@ static int pt_setattr(void *fs, const struct fuse_req_ctx *ctx,
 	}
 restore:
 	as_daemon(pt);
+	if (ret == 0 && (valid & (FATTR_UID | FATTR_GID | FATTR_SIZE)))
+		ret = drop_mapped_capability(pt, inode->fd);
 	if (ret == 0 && (valid & FATTR_KILL_SUIDGID) && !(valid & FATTR_MODE))
 		ret = kill_suidgid(pt, inode);
 	if (ret == 0)
@@ -748,10 +769,18 @@ static int apply_secctx(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 {
 	char path[PROC_FD_PATH_MAX];
 
+	char mapped[XATTRMAP_NAME_MAX + 1];
+	const char *name;
+	int ret;
+
 	if (!ctx->secctx_name)
 		return 0;
+	/* The label is an xattr like any other: the map renames it too. */
+	ret = xattrmap_to_host(&pt->opts.xattrmap, ctx->secctx_name, mapped, &name);
+	if (ret < 0)
+		return ret;
 	proc_fd_path(path, inode->fd);
-	return errno_or(setxattr(path, ctx->secctx_name, ctx->secctx_value,
+	return errno_or(setxattr(path, name, ctx->secctx_value,
 				 ctx->secctx_size, 0));
 }
 
@@ -1048,6 +1077,13 @@ static int pt_open(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 		ret = fd;
 		goto give_back;
 	}
+	if (flags & O_TRUNC) {
+		ret = drop_mapped_capability(pt, fd);
+		if (ret < 0) {
+			close(fd);
+			goto give_back;
+		}
+	}
 	/* the handle owns fd, its budget and this inode ref from here on */
 	ret = handle_add(pt->handles, inode, fd, NULL, &fh);
 	if (ret < 0)
@@ -1206,6 +1242,9 @@ static ssize_t pt_write(void *fs, const struct fuse_req_ctx *ctx,
 	ret = get_file_handle(pt, nodeid, in->fh, &h);
 	if (ret < 0)
 		goto out;
+	ret = drop_mapped_capability(pt, h->fd);
+	if (ret < 0)
+		goto put;
 	/*
 	 * killpriv v2: the host kernel clears suid/sgid on write the way the
 	 * guest's would, if the write runs as the guest's writer: a non-root
@@ -1488,6 +1527,16 @@ static bool blocked_xattr(struct passthrough *pt, const char *name)
 	return !pt->posix_acl && !strncmp(name, "system.posix_acl_", 17);
 }
 
+/* The host name for a name the guest sent: -EOPNOTSUPP for blocked ACL
+ * names, the --xattrmap verdict otherwise. */
+static int host_xattr_name(struct passthrough *pt, const char *name,
+			   char buf[XATTRMAP_NAME_MAX + 1], const char **host)
+{
+	if (blocked_xattr(pt, name))
+		return -EOPNOTSUPP;
+	return xattrmap_to_host(&pt->opts.xattrmap, name, buf, host);
+}
+
 /*
  * xattrs go through the /proc/self/fd path so no inode is opened for them
  * (FIFOs and devices stay O_PATH); the path-following calls stop at the
@@ -1499,7 +1548,8 @@ static int pt_setxattr(void *fs, const struct fuse_req_ctx *ctx,
 		       size_t size, uint32_t flags, uint32_t setxattr_flags)
 {
 	struct passthrough *pt = fs;
-	char path[PROC_FD_PATH_MAX];
+	char path[PROC_FD_PATH_MAX], mapped[XATTRMAP_NAME_MAX + 1];
+	const char *host_name;
 	struct inode *inode;
 	int ret;
 
@@ -1507,8 +1557,9 @@ static int pt_setxattr(void *fs, const struct fuse_req_ctx *ctx,
 		return -ENOSYS;
 	if (pt->opts.readonly)
 		return -EROFS;
-	if (blocked_xattr(pt, name))
-		return -EOPNOTSUPP;
+	ret = host_xattr_name(pt, name, mapped, &host_name);
+	if (ret < 0)
+		return ret;
 	ret = inode_get(pt->inodes, nodeid, &inode);
 	if (ret < 0)
 		goto out;
@@ -1516,9 +1567,11 @@ static int pt_setxattr(void *fs, const struct fuse_req_ctx *ctx,
 	ret = as_guest(pt, ctx);
 	if (ret < 0)
 		goto put;
-	ret = errno_or(setxattr(path, name, value, size, flags));
+	ret = errno_or(setxattr(path, host_name, value, size, flags));
 	as_daemon(pt);
-	/* Setting an access ACL the guest's kernel judged to drop sgid. */
+	/* Setting an access ACL the guest's kernel judged to drop sgid. A
+	 * guest id without CAP_FSETID had the host kernel do it already; this
+	 * covers a guest root and an ACL the map stores under another name. */
 	if (ret == 0 && (setxattr_flags & FUSE_SETXATTR_ACL_KILL_SGID) &&
 	    !strcmp(name, "system.posix_acl_access")) {
 		struct statx stx;
@@ -1538,14 +1591,16 @@ static ssize_t pt_getxattr(void *fs, const struct fuse_req_ctx *ctx,
 			   size_t size)
 {
 	struct passthrough *pt = fs;
-	char path[PROC_FD_PATH_MAX];
+	char path[PROC_FD_PATH_MAX], mapped[XATTRMAP_NAME_MAX + 1];
+	const char *host_name;
 	struct inode *inode;
 	ssize_t ret;
 
 	if (!pt->opts.xattr)
 		return -ENOSYS;
-	if (blocked_xattr(pt, name))
-		return -EOPNOTSUPP;
+	ret = host_xattr_name(pt, name, mapped, &host_name);
+	if (ret < 0)
+		return ret;
 	ret = inode_get(pt->inodes, nodeid, &inode);
 	if (ret < 0)
 		goto out;
@@ -1553,7 +1608,7 @@ static ssize_t pt_getxattr(void *fs, const struct fuse_req_ctx *ctx,
 	ret = as_guest(pt, ctx);
 	if (ret < 0)
 		goto put;
-	ret = getxattr(path, name, value, size);
+	ret = getxattr(path, host_name, value, size);
 	if (ret < 0)
 		ret = -errno;
 	as_daemon(pt);
@@ -1563,19 +1618,25 @@ out:
 	return ret;
 }
 
-/* Removes blocked names from a listxattr result in place. */
+/* Turns a host listxattr result into the guest's in place: --xattrmap
+ * hides or shortens names and blocked ACL names go, so nothing grows. */
 static size_t filter_xattr_list(struct passthrough *pt, char *list, size_t len)
 {
 	size_t in = 0, out = 0;
 
 	while (in < len) {
-		size_t n = strnlen(list + in, len - in) + 1;
+		size_t n = strnlen(list + in, len - in);
+		const char *guest;
 
-		if (!blocked_xattr(pt, list + in)) {
-			memmove(list + out, list + in, n);
-			out += n;
+		list[in + n] = '\0';   /* a last name the host left unterminated */
+		if (xattrmap_to_guest(&pt->opts.xattrmap, list + in, &guest) &&
+		    !blocked_xattr(pt, guest)) {
+			size_t g = strlen(guest) + 1;
+
+			memmove(list + out, guest, g);
+			out += g;
 		}
-		in += n;
+		in += n + 1;
 	}
 	return out;
 }
@@ -1601,7 +1662,8 @@ static ssize_t pt_listxattr(void *fs, const struct fuse_req_ctx *ctx,
 	if (ret < 0)
 		ret = -errno;
 	as_daemon(pt);
-	/* A size probe (size 0) may overstate; the guest copes with that. */
+	/* A size probe (size 0) may overstate, as with QEMU's virtiofsd: the
+	 * mapped list is never longer, and the guest copes with that. */
 	if (ret > 0 && size > 0)
 		ret = filter_xattr_list(pt, list, ret);
 put:
@@ -1614,7 +1676,8 @@ static int pt_removexattr(void *fs, const struct fuse_req_ctx *ctx,
 			  uint64_t nodeid, const char *name)
 {
 	struct passthrough *pt = fs;
-	char path[PROC_FD_PATH_MAX];
+	char path[PROC_FD_PATH_MAX], mapped[XATTRMAP_NAME_MAX + 1];
+	const char *host_name;
 	struct inode *inode;
 	int ret;
 
@@ -1622,8 +1685,9 @@ static int pt_removexattr(void *fs, const struct fuse_req_ctx *ctx,
 		return -ENOSYS;
 	if (pt->opts.readonly)
 		return -EROFS;
-	if (blocked_xattr(pt, name))
-		return -EOPNOTSUPP;
+	ret = host_xattr_name(pt, name, mapped, &host_name);
+	if (ret < 0)
+		return ret;
 	ret = inode_get(pt->inodes, nodeid, &inode);
 	if (ret < 0)
 		goto out;
@@ -1639,7 +1703,7 @@ static int pt_removexattr(void *fs, const struct fuse_req_ctx *ctx,
 	ret = as_guest(pt, ctx);
 	if (ret < 0)
 		goto put;
-	ret = errno_or(removexattr(path, name));
+	ret = errno_or(removexattr(path, host_name));
 	as_daemon(pt);
 put:
 	inode_put(pt->inodes, inode);

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 
 #include "backend/idmap.h"
+#include "backend/xattrmap.h"
 #include "protocol/fuse_ops.h"
 
 enum cache_mode { CACHE_AUTO, CACHE_ALWAYS, CACHE_NEVER, CACHE_METADATA };
@@ -30,6 +31,7 @@ struct passthrough_opts {
 	bool preserve_noatime;       /* keep the guest's O_NOATIME */
 	struct idmap uid_map;        /* guest <-> host uids */
 	struct idmap gid_map;        /* guest <-> host gids */
+	struct xattrmap xattrmap;    /* count 0: names pass unchanged */
 };
 
 struct passthrough;

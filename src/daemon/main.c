@@ -440,11 +440,14 @@ static int serve(const struct ferry_options *o)
 		.preserve_noatime = o->preserve_noatime,
 		.uid_map = o->uid_map,
 		.gid_map = o->gid_map,
+		.xattrmap = o->xattrmap,
 	};
 	struct fuse_session_opts se_opts = {
 		.max_write = FERRY_MAX_WRITE,
 		.writeback = o->writeback,
 		.xattr = o->xattr,
+		.posix_acl = o->posix_acl,
+		.security_label = o->security_label,
 		.readdirplus = o->readdirplus,
 		.posix_lock = o->posix_lock,
 		.flock = o->flock,

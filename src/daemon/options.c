@@ -11,13 +11,11 @@
 /* Options of either anchor that ferryfsd knows but does not implement yet:
  * refusing them by name beats accepting a setting we would not honour. */
 static const char *const refused_long[] = {
-	"posix-acl", "xattrmap", "security-label",
 	"migration-mode", "migration-on-error", "migration-verify-handles",
 	"migration-confirm-paths", "shared-dir-fd",
 };
 
 static const char *const refused_c_opts[] = {
-	"xattrmap", "posix_acl", "security_label",
 	"allow_root",
 };
 
@@ -142,6 +140,20 @@ static int bad_idmap(FILE *err, const char *opt, const char *val)
 	return -EINVAL;
 }
 
+static int parse_xattrmap(struct ferry_options *o, const char *opt,
+			  const char *val, FILE *err)
+{
+	char msg[256];
+
+	if (xattrmap_parse(&o->xattrmap, val, msg, sizeof(msg))) {
+		fprintf(err, "ferryfsd: invalid value for option '%s': %s\n", opt, msg);
+		return -EINVAL;
+	}
+	/* Both virtiofsds: a map is pointless without xattrs, so it turns them on. */
+	o->xattr = true;
+	return 0;
+}
+
 /* One item of the C dialect's -o list: "key" or "key=value". */
 static int parse_c_opt(struct ferry_options *o, char *item, FILE *err)
 {
@@ -199,9 +211,17 @@ static int parse_c_opt(struct ferry_options *o, char *item, FILE *err)
 		o->killpriv_v2 = false;
 	} else if (!strcmp(item, "announce_submounts") && !val) {
 		o->announce_submounts = true;
-	} else if ((!strcmp(item, "no_posix_acl") ||
-		    !strcmp(item, "no_security_label")) && !val) {
-		/* These name the behaviour ferryfsd already has. */
+	} else if (!strcmp(item, "xattrmap") && val) {
+		if (parse_xattrmap(o, "-o xattrmap", val, err))
+			return -EINVAL;
+	} else if (!strcmp(item, "posix_acl") && !val) {
+		o->posix_acl = true;
+	} else if (!strcmp(item, "no_posix_acl") && !val) {
+		o->posix_acl = false;
+	} else if (!strcmp(item, "security_label") && !val) {
+		o->security_label = true;
+	} else if (!strcmp(item, "no_security_label") && !val) {
+		o->security_label = false;
 	} else if (!strcmp(item, "debug") && !val) {
 		o->log_level = LOG_LVL_DEBUG;
 	} else if (!strcmp(item, "sandbox") && val) {
@@ -224,15 +244,29 @@ static int parse_c_opt(struct ferry_options *o, char *item, FILE *err)
 	return 0;
 }
 
+/* Splits the -o list on ',' in place. As in libfuse's option parser, a
+ * backslash makes the next character literal, so an xattrmap rule can hold
+ * a ',' written as '\,'. */
 static int parse_c_opts(struct ferry_options *o, char *list, FILE *err)
 {
-	char *save = NULL;
+	char *in = list;
 
-	for (char *item = strtok_r(list, ",", &save); item;
-	     item = strtok_r(NULL, ",", &save)) {
-		int ret = parse_c_opt(o, item, err);
-		if (ret)
-			return ret;
+	while (*in) {
+		char *item = in, *out = in;
+
+		while (*in && *in != ',') {
+			if (*in == '\\' && in[1])
+				in++;
+			*out++ = *in++;
+		}
+		if (*in)
+			in++;
+		*out = '\0';
+		if (*item) {
+			int ret = parse_c_opt(o, item, err);
+			if (ret)
+				return ret;
+		}
 	}
 	return 0;
 }
@@ -249,6 +283,7 @@ enum long_opt_id {
 	OPT_KILLPRIV_V2, OPT_ANNOUNCE_SUBMOUNTS, OPT_READONLY, OPT_PRESERVE_NOATIME,
 	OPT_ALLOW_MMAP, OPT_TRANSLATE_UID, OPT_TRANSLATE_GID, OPT_UID_MAP,
 	OPT_GID_MAP,
+	OPT_XATTRMAP, OPT_POSIX_ACL, OPT_SECURITY_LABEL,
 };
 
 static const struct long_opt {
@@ -296,6 +331,9 @@ static const struct long_opt {
 	{ "translate-gid", true, OPT_TRANSLATE_GID },
 	{ "uid-map", true, OPT_UID_MAP },
 	{ "gid-map", true, OPT_GID_MAP },
+	{ "xattrmap", true, OPT_XATTRMAP },
+	{ "posix-acl", false, OPT_POSIX_ACL },
+	{ "security-label", false, OPT_SECURITY_LABEL },
 };
 
 static int apply_long(struct ferry_options *o, const struct long_opt *lo,
@@ -341,6 +379,14 @@ static int apply_long(struct ferry_options *o, const struct long_opt *lo,
 		break;
 	case OPT_XATTR:
 		o->xattr = true;
+		break;
+	case OPT_XATTRMAP:
+		return parse_xattrmap(o, "--xattrmap", val, err);
+	case OPT_POSIX_ACL:
+		o->posix_acl = true;
+		break;
+	case OPT_SECURITY_LABEL:
+		o->security_label = true;
 		break;
 	case OPT_WRITEBACK:
 		o->writeback = true;
@@ -583,6 +629,12 @@ int ferry_options_parse(struct ferry_options *o, int argc, char **argv,
 		fprintf(err, "ferryfsd: --socket-path and --fd exclude each other\n");
 		return -EINVAL;
 	}
+	/* The guest's kernel reads and writes ACLs as xattrs. */
+	if (o->posix_acl && !o->xattr) {
+		fprintf(err, "ferryfsd: --posix-acl (-o posix_acl) needs --xattr "
+			"(-o xattr)\n");
+		return -EINVAL;
+	}
 	if (o->socket_group && !o->socket_path) {
 		fprintf(err, "ferryfsd: --socket-group needs --socket-path\n");
 		return -EINVAL;
@@ -631,6 +683,13 @@ void ferry_options_usage(FILE *out)
 "                            timeouts 1 s, 1 day, 0, 1 day; never and\n"
 "                            metadata bypass the guest's page cache\n"
 "  --xattr                   serve extended attributes\n"
+"  --xattrmap=RULES          rename, hide or refuse xattr names between guest\n"
+"                            and host (QEMU virtiofsd's rules, e.g.\n"
+"                            ':map::user.virtiofs.:'); implies --xattr\n"
+"  --posix-acl               POSIX ACLs enforced by the guest, stored on the\n"
+"                            host as system.posix_acl_* (needs --xattr)\n"
+"  --security-label          store the label the guest's LSM gives each new\n"
+"                            file (FUSE_SECURITY_CTX)\n"
 "  --writeback               let the guest cache writes (writeback cache)\n"
 "  --allow-direct-io         keep the guest's O_DIRECT on host files\n"
 "  --no-readdirplus          list directories without attributes\n"
@@ -682,6 +741,8 @@ void ferry_options_usage(FILE *out)
 "     writeback,no_writeback,readdirplus,no_readdirplus,allow_direct_io,\n"
 "     no_allow_direct_io,posix_lock,no_posix_lock,flock,no_flock,\n"
 "     killpriv_v2,no_killpriv_v2,announce_submounts,\n"
+"     xattrmap=RULES (a ',' in RULES written '\\,'),posix_acl,no_posix_acl,\n"
+"     security_label,no_security_label,\n"
 "     log_level=LEVEL,debug,max_idle_threads=N,\n"
 "     sandbox=namespace|chroot,modcaps=+CAP:-CAP\n"
 "  -f (foreground, the default)   -d (debug logging)\n"

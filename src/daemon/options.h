@@ -29,6 +29,9 @@ struct ferry_options {
 	enum cache_mode cache;
 	double timeout;               /* <0: follow the cache mode */
 	bool xattr;
+	bool posix_acl;               /* FUSE_POSIX_ACL (needs xattr) */
+	bool security_label;          /* FUSE_SECURITY_CTX */
+	struct xattrmap xattrmap;     /* --xattrmap; count 0 when not given */
 	bool writeback;
 	bool allow_direct_io;
 	bool readdirplus;

@@ -287,9 +287,11 @@ static uint64_t init_offered_flags(const struct fuse_session *se)
 		f |= FUSE_WRITEBACK_CACHE;
 	if (o->xattr)
 		f |= FUSE_SETXATTR_EXT;
-	/* The client's ACL checks read the ACLs through GETXATTR. */
+	/* The client's ACL checks read the ACLs through GETXATTR. DONT_MASK
+	 * with it: the client then leaves the umask to us, and the host
+	 * applies it only where the parent has no default ACL. */
 	if (o->posix_acl && o->xattr)
-		f |= FUSE_POSIX_ACL;
+		f |= FUSE_POSIX_ACL | FUSE_DONT_MASK;
 	if (o->announce_submounts)
 		f |= FUSE_SUBMOUNTS;
 	if (o->security_label)

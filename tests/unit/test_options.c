@@ -67,12 +67,53 @@ int main(void)
 	      o.log_level == LOG_LVL_DEBUG, "--fd, joined -o, -d");
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
-		    "--posix-acl", NULL);
-	CHECK(ret != 0 && strstr(err, "'--posix-acl'") && strstr(err, "not supported"),
+		    "--migration-mode=find-paths", NULL);
+	CHECK(ret != 0 && strstr(err, "'--migration-mode=find-paths'") && strstr(err, "not supported"),
 	      "unsupported Rust option refused by name: %s", err);
 
-	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o", "source=/d,posix_acl", NULL);
-	CHECK(ret != 0 && strstr(err, "'posix_acl'"), "unsupported C option refused by name: %s", err);
+	/* xattrs: --xattrmap, --posix-acl, --security-label and their -o forms */
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--xattrmap=:map::user.virtiofs.:", NULL);
+	CHECK(ret == 0 && o.xattr && o.xattrmap.count == 3 &&
+	      !strcmp(o.xattrmap.capability_name, "user.virtiofs.security.capability"),
+	      "--xattrmap parsed, turns xattrs on, knows where security.capability goes");
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--xattrmap", " :ok:all::: ", NULL);
+	CHECK(ret == 0 && o.xattrmap.count == 2 && !o.xattrmap.capability_name[0],
+	      "--xattrmap RULES as a separate word; an ok rule leaves security.capability alone");
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--xattrmap=:ok:all::: :bogus:all:::", NULL);
+	CHECK(ret != 0 && strstr(err, "'--xattrmap'") && strstr(err, "rule 2") &&
+	      strstr(err, ":bogus:all:::") && strstr(err, "unknown type 'bogus'"),
+	      "a bad rule names the option, the rule and the fault: %s", err);
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o",
+		    "source=/d,xattrmap=/ok/client/a\\,b//  /bad/all///,posix_acl", NULL);
+	CHECK(ret == 0 && o.xattr && o.posix_acl && o.xattrmap.count == 3 &&
+	      !strcmp(o.xattrmap.rules[0].key, "a,b"),
+	      "-o xattrmap= with an escaped ',' in a rule, then more options");
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o",
+		    "source=/d,xattrmap=:prefix:all", NULL);
+	CHECK(ret != 0 && strstr(err, "'-o xattrmap'") && strstr(err, "rule 1") &&
+	      strstr(err, "scope field"), "-o xattrmap= with a cut rule: %s", err);
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--posix-acl", NULL);
+	CHECK(ret != 0 && strstr(err, "--posix-acl") && strstr(err, "needs --xattr"),
+	      "--posix-acl without --xattr: %s", err);
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--posix-acl", "--xattr", "--security-label", NULL);
+	CHECK(ret == 0 && o.posix_acl && o.xattr && o.security_label,
+	      "--posix-acl --xattr --security-label");
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o",
+		    "source=/d,xattr,posix_acl,security_label,no_posix_acl,no_security_label", NULL);
+	CHECK(ret == 0 && !o.posix_acl && !o.security_label,
+	      "-o no_posix_acl,no_security_label: the last word wins");
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o",
+		    "source=/d,xattr,security_label", NULL);
+	CHECK(ret == 0 && o.security_label && o.xattrmap.count == 0,
+	      "-o security_label; no map unless given");
+
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o", "source=/d,allow_root", NULL);
+	CHECK(ret != 0 && strstr(err, "'allow_root'"), "unsupported C option refused by name: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d", NULL);
 	CHECK(ret == 0 && !o.posix_lock && !o.flock,
