@@ -187,11 +187,14 @@ static int send_req(uint32_t opcode, uint64_t nodeid, uint32_t uid,
 	size_t len = sizeof(h);
 	struct iovec rd, wr = { out, sizeof(out) };
 
-	memcpy(in + len, arg, arg_len);
+	if (arg_len)
+		memcpy(in + len, arg, arg_len);
 	len += arg_len;
-	memcpy(in + len, p1, p1_len);
+	if (p1_len)
+		memcpy(in + len, p1, p1_len);
 	len += p1_len;
-	memcpy(in + len, p2, p2_len);
+	if (p2_len)
+		memcpy(in + len, p2, p2_len);
 	len += p2_len;
 	h.len = (uint32_t)len;
 	memcpy(in, &h, sizeof(h));
