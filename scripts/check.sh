@@ -63,7 +63,7 @@ if [ $asan_ok = 1 ]; then
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 run_unit build-asan
 fi
 
-for t in tests/e2e/*-test.sh tests/fusemode/*-test.sh tests/load/*-test.sh tests/security/*-test.sh tests/semantics/*-test.sh tests/faults/*-test.sh; do
+for t in tests/e2e/*-test.sh tests/fusemode/*-test.sh tests/load/*-test.sh tests/security/*-test.sh tests/semantics/*-test.sh tests/faults/*-test.sh tests/install/*-test.sh; do
 	[ -x "$t" ] || continue
 	run_script "$(basename "$t" .sh)" "$t"
 done

@@ -2,11 +2,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -233,9 +236,215 @@ static void stats_end(const struct stats_sources *src, struct stats_server *srv)
 	stats_log_table(src);
 }
 
+/* *out = path made absolute (NULL for NULL); the caller frees it. */
+static int absolute_path(const char *path, char **out)
+{
+	char *cwd;
+	int ret = 0;
+
+	*out = NULL;
+	if (!path)
+		return 0;
+	if (path[0] == '/') {
+		*out = strdup(path);
+		return *out ? 0 : -ENOMEM;
+	}
+	cwd = getcwd(NULL, 0);
+	if (!cwd)
+		return -errno;
+	if (asprintf(out, "%s/%s", cwd, path) < 0) {
+		*out = NULL;
+		ret = -ENOMEM;
+	}
+	free(cwd);
+	return ret;
+}
+
+/*
+ * Locks PID_PATH (the socket path plus ".pid") for the daemon's lifetime, as
+ * the Rust virtiofsd does. It must happen before the socket is touched:
+ * probing a socket another daemon listens on would be taken as its frontend,
+ * and unlinking it would orphan that daemon.
+ */
+static int lock_pid_file(const char *pid_path, const char *socket_path,
+			 int *pid_fd)
+{
+	struct stat held, named;
+	char owner[32] = "";
+	ssize_t n;
+	int fd, ret;
+
+	for (;;) {
+		fd = open(pid_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0) {
+			ret = -errno;
+			log_err("pid file %s: %s", pid_path, strerror(-ret));
+			goto out;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			ret = -errno;
+			if (ret != -EWOULDBLOCK) {
+				log_err("cannot lock pid file %s: %s", pid_path,
+					strerror(-ret));
+				goto out_close;
+			}
+			n = pread(fd, owner, sizeof(owner) - 1, 0);
+			owner[n > 0 ? n : 0] = '\0';
+			owner[strcspn(owner, "\n")] = '\0';
+			log_err("another ferryfsd (pid %s) is serving %s: its pid file "
+				"%s is locked; not touching the socket",
+				owner[0] ? owner : "unknown", socket_path, pid_path);
+			ret = -EADDRINUSE;
+			goto out_close;
+		}
+		/* A daemon that exits unlinks the file while holding the lock;
+		 * a lock won on that unlinked inode guards nothing. */
+		if (fstat(fd, &held) == 0 && stat(pid_path, &named) == 0 &&
+		    held.st_dev == named.st_dev && held.st_ino == named.st_ino)
+			break;
+		close(fd);
+	}
+	*pid_fd = fd;
+	return 0;
+
+out_close:
+	close(fd);
+out:
+	return ret;
+}
+
+static int write_pid(int pid_fd)
+{
+	char buf[32];
+	int len = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+
+	if (ftruncate(pid_fd, 0) < 0 || pwrite(pid_fd, buf, len, 0) != len)
+		return -errno;
+	return 0;
+}
+
+/* An inherited fd must already be a listening stream socket: accepting on
+ * anything else would fail later with a message that hides the cause. */
+static int check_inherited_socket(int fd)
+{
+	int type = 0, listening = 0;
+	socklen_t len = sizeof(type);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
+		return -errno;
+	len = sizeof(listening);
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0)
+		return -errno;
+	if (type != SOCK_STREAM || !listening)
+		return -EINVAL;
+	/* Inherited without CLOEXEC; nothing we start should keep it. */
+	if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+		return -errno;
+	return 0;
+}
+
+/*
+ * --daemonize: forks; the parent waits until the child calls daemon_ready()
+ * (it listens or is mounted), then exits 0, or 1 if the child failed first,
+ * so whatever is started after the parent returns can connect. Runs before
+ * the backend is set up: threads do not follow fork, and the backend's
+ * /proc/self/fd handle would stay the parent's (the guest then saw an empty
+ * share once the parent exited).
+ */
+static int daemonize(int *ready_fd)
+{
+	int pipe_fds[2];
+	pid_t pid;
+	char status;
+
+	if (pipe2(pipe_fds, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		close(pipe_fds[0]);
+		close(pipe_fds[1]);
+		return -errno;
+	}
+	if (pid > 0) {
+		close(pipe_fds[1]);
+		if (read(pipe_fds[0], &status, 1) == 1 && status == 0)
+			_exit(0);
+		fprintf(stderr, "ferryfsd: the background daemon failed to start "
+			"(its messages are above, or in syslog with --syslog)\n");
+		_exit(1);
+	}
+	close(pipe_fds[0]);
+	setsid();
+	*ready_fd = pipe_fds[1];
+	return 0;
+}
+
+/* Before the sandbox: its relay process outside keeps whatever stdio it
+ * has, and the caller's output must not stay open for the daemon's life. */
+static void daemon_detach_stdio(void)
+{
+	int null_fd = open("/dev/null", O_RDWR);
+
+	if (null_fd < 0)
+		return;
+	dup2(null_fd, STDIN_FILENO);
+	dup2(null_fd, STDOUT_FILENO);
+	dup2(null_fd, STDERR_FILENO);
+	if (null_fd > STDERR_FILENO)
+		close(null_fd);
+}
+
+/* Leaves the working directory (relative paths are resolved by now) and
+ * lets the waiting parent exit. */
+static void daemon_ready(int ready_fd)
+{
+	char ok = 0;
+
+	if (ready_fd < 0)
+		return;
+	if (chdir("/") < 0)
+		log_warn("chdir /: %s", strerror(errno));
+	if (write(ready_fd, &ok, 1) != 1)
+		log_warn("could not tell the parent we are ready: %s", strerror(errno));
+	close(ready_fd);
+}
+
+/* The vhost-user socket and the pid file locked next to it. */
+struct vu_listener {
+	int fd;
+	bool inherited;
+	char *socket_path;     /* absolute: removed at exit, after a chdir */
+	char *pid_path;
+	int pid_fd;
+	char where[64];
+};
+
+/* Ends what listen_vhost_user began; the socket and pid file are removed
+ * only when this daemon created them and still sees the host's paths (in a
+ * sandbox the same path would name a file in the share). */
+static void unlisten_vhost_user(struct vu_listener *l, bool paths_reachable)
+{
+	if (l->fd >= 0 && !l->inherited)
+		close(l->fd);
+	l->fd = -1;
+	if (paths_reachable && l->socket_path && l->pid_fd >= 0)
+		unlink(l->socket_path);
+	/* Unlinked while still locked, so no other daemon can hold a lock on
+	 * this file's inode meanwhile (see lock_pid_file). */
+	if (l->pid_fd >= 0) {
+		if (paths_reachable)
+			unlink(l->pid_path);
+		close(l->pid_fd);
+		l->pid_fd = -1;
+	}
+	free(l->pid_path);
+	free(l->socket_path);
+	l->pid_path = l->socket_path = NULL;
+}
+
 /* Host FUSE mode: the same session and backend behind the host's /dev/fuse. */
 static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
-		       const char *stats_path)
+		       const char *stats_path, int *ready_fd)
 {
 	struct stats_sources stats_src = { .session = st->session };
 	struct stats_server *stats_srv = NULL;
@@ -265,11 +474,6 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 	ret = devfuse_mount(df);
 	if (ret)
 		goto out_df;
-	if (o->daemonize && daemon(0, 0)) {
-		ret = -errno;
-		log_err("cannot daemonize: %s", strerror(-ret));
-		goto out_df;
-	}
 	stats_src.devfuse = df;
 	ret = stats_begin(stats_path, &stats_src, &stats_srv);
 	if (ret)
@@ -277,6 +481,8 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 	running_mount = df;
 	install_stop_signals();
 	log_info("sharing %s on %s", o->shared_dir, o->mountpoint);
+	daemon_ready(*ready_fd);
+	*ready_fd = -1;
 	ret = devfuse_serve(df);
 	if (ret)
 		log_err("host FUSE transport: %s", strerror(-ret));
@@ -292,7 +498,8 @@ out:
 
 /* listen_fd: listening since before the sandbox; closed here. */
 static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *st,
-			    const char *stats_path, int listen_fd)
+			    const char *stats_path, struct vu_listener *l,
+			    int *ready_fd)
 {
 	struct stats_sources stats_src = { .session = st->session };
 	struct stats_server *stats_srv = NULL;
@@ -334,8 +541,10 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 
 	for (;;) {
 		log_info("waiting for a vhost-user frontend on %s",
-			 o->socket_path ? o->socket_path : "the inherited socket");
-		ret = vu_accept(listen_fd, &conn_fd);
+			 l->socket_path ? l->socket_path : l->where);
+		daemon_ready(*ready_fd);
+		*ready_fd = -1;
+		ret = vu_accept(l->fd, &conn_fd);
 		if (ret) {
 			if (stop_requested)
 				ret = 0;
@@ -345,9 +554,9 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 		}
 		/* One frontend at a time, as virtiofsd: later ones are
 		 * refused, or with --keep-listening wait in the backlog. */
-		if (!o->keep_listening) {
-			close(listen_fd);
-			listen_fd = -1;
+		if (!o->keep_listening && !l->inherited) {
+			close(l->fd);
+			l->fd = -1;
 		}
 		log_info("frontend connected; sharing %s", o->shared_dir);
 		ret = vu_dev_serve(dev, conn_fd);
@@ -370,58 +579,50 @@ out_listen:
 	running_dev = NULL;
 	if (conn_fd >= 0)
 		close(conn_fd);
-	if (listen_fd >= 0 && listen_fd != o->listen_fd)
-		close(listen_fd);
 	vu_dev_free(dev);
 	return ret;
 }
 
-/* The vhost-user socket is set up before the sandbox hides host paths,
- * and daemon() forks before it, so the sandbox's fork comes last. */
-static int listen_vhost_user(const struct ferry_options *o, int *listen_fd)
+/* The vhost-user socket is set up before the sandbox hides host paths. */
+static int listen_vhost_user(const struct ferry_options *o, struct vu_listener *l)
 {
 	int ret;
 
 	if (o->listen_fd >= 0) {
-		*listen_fd = o->listen_fd;
-	} else {
-		ret = vu_listen_unix(o->socket_path, o->socket_group, listen_fd);
-		if (ret) {
-			log_err("cannot listen on %s: %s", o->socket_path, strerror(-ret));
-			return ret;
-		}
-	}
-	if (o->daemonize && daemon(0, 0)) {
-		ret = -errno;
-		log_err("cannot daemonize: %s", strerror(-ret));
-		if (*listen_fd != o->listen_fd)
-			close(*listen_fd);
+		l->fd = o->listen_fd;
+		l->inherited = true;
+		snprintf(l->where, sizeof(l->where), "%s fd %d",
+			 o->socket_activated ? "the socket-activated" : "the inherited",
+			 l->fd);
+		ret = check_inherited_socket(l->fd);
+		if (ret)
+			log_err("%s is not a listening stream socket (%s)", l->where,
+				ret == -EINVAL ? "wrong type or not listening" : strerror(-ret));
 		return ret;
 	}
-	return 0;
-}
-
-/* *out = path made absolute (NULL for NULL); the caller frees it. */
-static int absolute_path(const char *path, char **out)
-{
-	char *cwd;
-	int ret = 0;
-
-	*out = NULL;
-	if (!path)
-		return 0;
-	if (path[0] == '/') {
-		*out = strdup(path);
-		return *out ? 0 : -ENOMEM;
-	}
-	cwd = getcwd(NULL, 0);
-	if (!cwd)
-		return -errno;
-	if (asprintf(out, "%s/%s", cwd, path) < 0) {
-		*out = NULL;
+	ret = absolute_path(o->socket_path, &l->socket_path);
+	if (!ret && asprintf(&l->pid_path, "%s.pid", l->socket_path) < 0) {
+		l->pid_path = NULL;
 		ret = -ENOMEM;
 	}
-	free(cwd);
+	if (ret) {
+		log_err("--socket-path: %s", strerror(-ret));
+		return ret;
+	}
+	ret = lock_pid_file(l->pid_path, l->socket_path, &l->pid_fd);
+	if (ret)
+		return ret;
+	ret = vu_listen_unix(l->socket_path, o->socket_group, &l->fd);
+	if (ret) {
+		log_err("cannot listen on %s: %s", l->socket_path, strerror(-ret));
+		/* The pid file is ours, the socket is not. */
+		free(l->socket_path);
+		l->socket_path = NULL;
+		return ret;
+	}
+	ret = write_pid(l->pid_fd);
+	if (ret)
+		log_err("cannot write pid file %s: %s", l->pid_path, strerror(-ret));
 	return ret;
 }
 
@@ -459,8 +660,9 @@ static int serve(const struct ferry_options *o)
 	};
 	struct daemon_state st = { 0 };
 	struct passthrough *pt = NULL;
+	struct vu_listener listener = { .fd = -1, .pid_fd = -1 };
 	char *stats_path = NULL;
-	int listen_fd = -1;
+	int ready_fd = -1;
 	int ret;
 
 	ret = check_shared_dir(o->shared_dir);
@@ -481,10 +683,20 @@ static int serve(const struct ferry_options *o)
 		log_err("--stats-socket: %s", strerror(-ret));
 		goto out;
 	}
-	if (!o->mountpoint) {
-		ret = listen_vhost_user(o, &listen_fd);
-		if (ret)
+	if (o->daemonize) {
+		if (!o->syslog)
+			log_warn("--daemonize without --syslog: messages after the "
+				 "start go to /dev/null");
+		ret = daemonize(&ready_fd);
+		if (ret) {
+			log_err("cannot daemonize: %s", strerror(-ret));
 			goto out;
+		}
+	}
+	if (!o->mountpoint) {
+		ret = listen_vhost_user(o, &listener);
+		if (ret)
+			goto out_listen;
 	} else {
 		log_info("--mount: no sandbox and no seccomp filter yet "
 			 "(docs/security.md)");
@@ -495,6 +707,8 @@ static int serve(const struct ferry_options *o)
 	/* Before the sandbox forks: pid 1 of a pid namespace only gets the
 	 * signals it has a handler for. */
 	install_stop_signals();
+	if (ready_fd >= 0)
+		daemon_detach_stdio();
 	ret = sandbox_enter(o->sandbox, o->shared_dir, &pt_opts.proc_self_fd,
 			    &pt_opts.shared_dir);
 	if (ret)
@@ -512,18 +726,20 @@ static int serve(const struct ferry_options *o)
 	}
 
 	if (o->mountpoint)
-		ret = serve_mount(o, &st, stats_path);
+		ret = serve_mount(o, &st, stats_path, &ready_fd);
 	else
-		ret = serve_vhost_user(o, &st, stats_path, listen_fd);
-	listen_fd = -1;     /* serve_vhost_user closed it */
+		ret = serve_vhost_user(o, &st, stats_path, &listener, &ready_fd);
 
 	fuse_session_free(st.session);
 out_pt:
 	passthrough_free(pt);
 out_listen:
-	if (listen_fd >= 0 && listen_fd != o->listen_fd)
-		close(listen_fd);
+	/* A sandboxed daemon leaves them; the next start replaces them. */
+	unlisten_vhost_user(&listener, o->sandbox == SANDBOX_NONE);
 out:
+	/* Closed without the ready byte: the waiting parent exits 1. */
+	if (ready_fd >= 0)
+		close(ready_fd);
 	free(stats_path);
 	return ret;
 }
@@ -549,6 +765,11 @@ int main(int argc, char **argv)
 	case ACTION_SERVE:
 		break;
 	}
+	/* As sd_listen_fds(unset_environment=1): nothing we start may take
+	 * the activation as its own. */
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
 	ferry_log_init(opts.log_level, opts.syslog);
 	return serve(&opts) ? 1 : 0;
 }

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Options of either anchor that ferryfsd knows but does not implement yet:
  * refusing them by name beats accepting a setting we would not honour. */
@@ -512,6 +513,30 @@ static int apply_long(struct ferry_options *o, const struct long_opt *lo,
 	return 0;
 }
 
+/*
+ * systemd socket activation (sd_listen_fds(3)): the manager passes the
+ * listening socket as fd 3 and names this process in LISTEN_PID, so a
+ * variable inherited from a parent that was activated is not mistaken for
+ * ours. Returns the fd, -ENOENT when nothing was passed to us, or -EINVAL
+ * (with a message) when the passed sockets are not exactly one.
+ */
+static int systemd_listen_fd(FILE *err)
+{
+	const char *pid_env = getenv("LISTEN_PID");
+	const char *fds_env = getenv("LISTEN_FDS");
+	unsigned long pid, fds;
+
+	if (!pid_env || !fds_env || parse_ulong(pid_env, INT_MAX, &pid) ||
+	    (pid_t)pid != getpid())
+		return -ENOENT;
+	if (parse_ulong(fds_env, INT_MAX, &fds) || fds != 1) {
+		fprintf(err, "ferryfsd: socket activation passed LISTEN_FDS=%s; "
+			"ferryfsd serves exactly one socket\n", fds_env);
+		return -EINVAL;
+	}
+	return FERRY_LISTEN_FDS_START;
+}
+
 static void set_defaults(struct ferry_options *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -621,9 +646,18 @@ int ferry_options_parse(struct ferry_options *o, int argc, char **argv,
 			return -EINVAL;
 		}
 	} else if (!o->socket_path && o->listen_fd < 0) {
-		fprintf(err, "ferryfsd: no vhost-user socket: give --socket-path=PATH "
-			"or --fd=N (or --mount=DIR for host FUSE mode)\n");
-		return -EINVAL;
+		int fd = systemd_listen_fd(err);
+
+		if (fd == -EINVAL)
+			return -EINVAL;
+		if (fd < 0) {
+			fprintf(err, "ferryfsd: no vhost-user socket: give --socket-path=PATH "
+				"or --fd=N, start it by systemd socket activation, or give "
+				"--mount=DIR for host FUSE mode\n");
+			return -EINVAL;
+		}
+		o->listen_fd = fd;
+		o->socket_activated = true;
 	}
 	if (o->socket_path && o->listen_fd >= 0) {
 		fprintf(err, "ferryfsd: --socket-path and --fd exclude each other\n");
@@ -663,17 +697,20 @@ int ferry_options_parse(struct ferry_options *o, int argc, char **argv,
 void ferry_options_usage(FILE *out)
 {
 	fputs(
-"usage: ferryfsd --socket-path=PATH --shared-dir=DIR [options]\n"
-"       ferryfsd --socket-path=PATH -o source=DIR[,opt...] [options]\n"
-"       ferryfsd --mount=MOUNTPOINT --shared-dir=DIR [options]\n"
-"       ferryfsd --stats=STATS_SOCKET [--json]\n"
+"Usage: ferryfsd --socket-path=PATH --shared-dir=DIR [options]\n"
+"  or:  ferryfsd --socket-path=PATH -o source=DIR[,opt...] [options]\n"
+"  or:  ferryfsd --mount=MOUNTPOINT --shared-dir=DIR [options]\n"
+"  or:  ferryfsd --stats=STATS_SOCKET [--json]\n"
 "\n"
 "A vhost-user-fs backend: shares DIR with a virtual machine over virtio-fs.\n"
 "\n"
 "Options (the Rust virtiofsd's dialect):\n"
-"  --socket-path=PATH        listen for the VMM on this unix socket\n"
+"  --socket-path=PATH        listen for the VMM on this unix socket; PATH.pid\n"
+"                            is locked while the daemon runs, so a second\n"
+"                            daemon on PATH fails\n"
 "  --socket-group=GROUP      make the socket accessible to GROUP (mode 0660)\n"
 "  --fd=N                    use the inherited listening socket N instead\n"
+"                            (as libvirt starts it)\n"
 "  --mount=MOUNTPOINT        host FUSE mode: no VMM; mount DIR on MOUNTPOINT\n"
 "                            through the host's /dev/fuse (as root)\n"
 "  --shared-dir=DIR          the directory to share\n"
@@ -715,8 +752,11 @@ void ferry_options_usage(FILE *out)
 "                            request on its queue's own thread, with no pool\n"
 "  --rlimit-nofile=N         set the open-file limit (0 leaves it alone)\n"
 "  --log-level=error|warn|info|debug\n"
-"  --syslog                  log to syslog instead of stderr\n"
-"  --daemonize               run in the background once listening\n"
+"                            the least severe messages logged (default info)\n"
+"  --syslog                  log to syslog (facility daemon) instead of stderr\n"
+"  --daemonize               go to the background; the command returns once\n"
+"                            the socket listens and PATH.pid holds the pid\n"
+"                            (with --mount: once the mount is up)\n"
 "  --keep-listening          when the VMM disconnects, wait for the next one\n"
 "                            (e.g. a restarted QEMU) instead of exiting\n"
 "  --sandbox=namespace|chroot|none\n"
@@ -734,18 +774,41 @@ void ferry_options_usage(FILE *out)
 "  --stats-socket=PATH       answer statistics queries on this unix socket\n"
 "  --stats=PATH [--json]     print a running daemon's statistics (per-opcode\n"
 "                            counts, errors, latencies, queue depths) and exit\n"
-"  -h, --help                this text;  -V, --version  the version\n"
+"  -h, --help                print this text\n"
+"  -V, --version             print the version\n"
 "\n"
-"QEMU's C virtiofsd dialect:\n"
-"  -o source=DIR,cache=auto|always|none,timeout=SECONDS,xattr,no_xattr,\n"
-"     writeback,no_writeback,readdirplus,no_readdirplus,allow_direct_io,\n"
-"     no_allow_direct_io,posix_lock,no_posix_lock,flock,no_flock,\n"
-"     killpriv_v2,no_killpriv_v2,announce_submounts,\n"
-"     xattrmap=RULES (a ',' in RULES written '\\,'),posix_acl,no_posix_acl,\n"
-"     security_label,no_security_label,\n"
-"     log_level=LEVEL,debug,max_idle_threads=N,\n"
-"     sandbox=namespace|chroot,modcaps=+CAP:-CAP\n"
-"  -f (foreground, the default)   -d (debug logging)\n"
+"QEMU's C virtiofsd dialect (items of -o may be joined with commas):\n"
+"  -o source=DIR             the directory to share\n"
+"  -o cache=auto|always|none guest caching (none is never)\n"
+"  -o timeout=SECONDS        how long the guest may cache entries and attributes\n"
+"  -o xattr, -o no_xattr     serve extended attributes, or not\n"
+"  -o writeback, -o no_writeback\n"
+"                            writeback cache, or not\n"
+"  -o readdirplus, -o no_readdirplus\n"
+"                            list directories with attributes, or not\n"
+"  -o allow_direct_io, -o no_allow_direct_io\n"
+"                            keep the guest's O_DIRECT, or not\n"
+"  -o log_level=LEVEL, -o debug\n"
+"                            as --log-level, and --log-level=debug\n"
+"  -o posix_lock, -o no_posix_lock\n"
+"                            as --posix-lock, or not\n"
+"  -o flock, -o no_flock     as --flock, or not\n"
+"  -o max_idle_threads=N     accepted for compatibility (no thread pool)\n"
+"  -o killpriv_v2, -o no_killpriv_v2, -o announce_submounts\n"
+"                            as --killpriv-v2, --no-killpriv-v2,\n"
+"                            --announce-submounts\n"
+"  -o xattrmap=RULES         as --xattrmap (a ',' in RULES written '\\,')\n"
+"  -o posix_acl, -o no_posix_acl\n"
+"                            as --posix-acl, or not\n"
+"  -o security_label, -o no_security_label\n"
+"                            as --security-label, or not\n"
+"  -o sandbox=namespace|chroot, -o modcaps=+CAP:-CAP\n"
+"                            as --sandbox, --modcaps\n"
+"  -f                        stay in the foreground (the default)\n"
+"  -d                        debug logging\n"
+"\n"
+"Without --socket-path or --fd, ferryfsd takes a socket passed by systemd\n"
+"socket activation (LISTEN_PID, LISTEN_FDS=1: fd 3).\n"
 "\n"
 "Options of either virtiofsd that ferryfsd does not implement yet are refused\n"
 "by name; docs/options.md lists them.\n", out);

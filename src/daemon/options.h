@@ -8,6 +8,9 @@
 #include "backend/passthrough.h"
 #include "common/log.h"
 
+/* The first fd a socket-activating manager passes (SD_LISTEN_FDS_START). */
+#define FERRY_LISTEN_FDS_START 3
+
 enum run_action { ACTION_SERVE, ACTION_HELP, ACTION_VERSION, ACTION_PRINT_CAPS,
 		  ACTION_STATS };
 
@@ -19,11 +22,12 @@ struct ferry_options {
 	enum run_action action;
 	const char *socket_path;
 	const char *socket_group;
-	int listen_fd;                /* --fd; -1 when not given */
 	const char *mountpoint;       /* --mount: serve through host /dev/fuse */
 	const char *stats_socket;     /* --stats-socket: serve statistics there */
 	const char *stats_query;      /* --stats: ask the daemon at this socket */
 	bool stats_json;              /* --json: with --stats, JSON instead of a table */
+	int listen_fd;                /* --fd or socket activation; else -1 */
+	bool socket_activated;        /* listen_fd came from LISTEN_FDS */
 	const char *shared_dir;
 	const char *tag;
 	enum cache_mode cache;
@@ -64,7 +68,9 @@ struct ferry_options {
 /*
  * Parses argv into opts. On a bad or not-yet-supported option it writes one
  * message naming the option to err and returns -EINVAL; nothing is ever
- * accepted and then ignored.
+ * accepted and then ignored. Without --socket-path or --fd, a socket passed
+ * by systemd socket activation (LISTEN_PID/LISTEN_FDS) is used; the caller
+ * unsets those variables.
  */
 int ferry_options_parse(struct ferry_options *opts, int argc, char **argv,
 			FILE *err);

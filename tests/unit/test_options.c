@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "daemon/options.h"
 
@@ -300,6 +301,31 @@ int main(void)
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--uid-map=0:100000:65536", NULL);
 	CHECK(ret != 0 && strstr(err, "--uid-map"), "--uid-map needs the colons: %s", err);
+	/* systemd socket activation: fd 3 when LISTEN_PID names this process. */
+	char self[16];
+	snprintf(self, sizeof(self), "%d", (int)getpid());
+	setenv("LISTEN_PID", self, 1);
+	setenv("LISTEN_FDS", "1", 1);
+	ret = parse(&o, err, sizeof(err), "--shared-dir=/d", NULL);
+	CHECK(ret == 0 && o.listen_fd == 3 && o.socket_activated,
+	      "socket activation gives fd 3: %s", err);
+	ret = parse(&o, err, sizeof(err), "--fd=5", "--shared-dir=/d", NULL);
+	CHECK(ret == 0 && o.listen_fd == 5 && !o.socket_activated,
+	      "--fd wins over socket activation");
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d", NULL);
+	CHECK(ret == 0 && o.listen_fd == -1 && !strcmp(o.socket_path, "/s"),
+	      "--socket-path wins over socket activation");
+	setenv("LISTEN_FDS", "2", 1);
+	ret = parse(&o, err, sizeof(err), "--shared-dir=/d", NULL);
+	CHECK(ret != 0 && strstr(err, "LISTEN_FDS=2"), "two activated sockets refused: %s", err);
+	snprintf(self, sizeof(self), "%d", (int)getpid() + 1);
+	setenv("LISTEN_PID", self, 1);
+	setenv("LISTEN_FDS", "1", 1);
+	ret = parse(&o, err, sizeof(err), "--shared-dir=/d", NULL);
+	CHECK(ret != 0 && strstr(err, "no vhost-user socket"),
+	      "activation meant for another process ignored: %s", err);
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
 
 	ret = parse(&o, err, sizeof(err), "--print-capabilities", NULL);
 	CHECK(ret == 0 && o.action == ACTION_PRINT_CAPS, "--print-capabilities needs no socket");

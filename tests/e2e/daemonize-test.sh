@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# make check: ferryfsd --daemonize returns only once it listens, and its locked pid file stops a second daemon on the same socket.
+#
+# Checks: the parent exits 0 with the socket listening and <socket>.pid naming
+# the daemonized child; the daemon's stdio is detached (capturing its output
+# does not hang); a second ferryfsd on the same socket fails with a message
+# naming the first and leaves the first's socket alone; the guest, booted at
+# once, runs the demo; a daemon's leftovers do not stop the next start, and
+# with --sandbox=none it removes them at exit.
+# Exit: 0 pass, 1 fail, 77 skipped (no QEMU or guest image).
+set -euo pipefail
+name=daemonize
+source "$(dirname "${BASH_SOURCE[0]}")/start-lib.sh"
+start_prepare
+
+sock="$tmp/vhost.sock" pidfile="$tmp/vhost.sock.pid"
+rc=0
+# A daemon that kept our stdout would make this substitution wait forever.
+out="$(timeout 30 bash -c 'echo "parent $$"; exec "$@" 2>&1' _ \
+    "$ferryfsd" --socket-path="$sock" --shared-dir="$share" --daemonize --syslog)" || rc=$?
+parent="$(sed -n 's/^parent //p' <<<"$out")"
+pid="$(cat "$pidfile" 2>/dev/null || true)"
+if ((rc == 0)) && [[ -S "$sock" && -n "$pid" && "$pid" != "$parent" ]] &&
+    kill -0 "$pid" 2>/dev/null; then
+    cleanup_pids+=("$pid")
+    pass "--daemonize returned 0 with the socket listening and the child's pid $pid in $pidfile"
+else
+    fail "--daemonize: exit $rc, socket $([[ -S "$sock" ]] && echo present || echo missing), pid file '$pid' (parent $parent); output: $out"
+    start_finish
+fi
+
+inode="$(stat -c %i "$sock")"
+rc=0
+out="$("$ferryfsd" --socket-path="$sock" --shared-dir="$share" 2>&1)" || rc=$?
+if ((rc == 1)) && grep -q "another ferryfsd (pid $pid) is serving $sock" <<<"$out"; then
+    pass "second daemon refused: $(sed 's/^\[[0-9.]*\] //' <<<"$out")"
+else
+    fail "second daemon on the same socket: exit $rc, '$out'"
+fi
+if [[ -S "$sock" && "$(stat -c %i "$sock")" == "$inode" && "$(cat "$pidfile")" == "$pid" ]] &&
+    kill -0 "$pid" 2>/dev/null; then
+    pass "the first daemon's socket, pid file and process are untouched"
+else
+    fail "the second daemon disturbed the first (socket, pid file or process)"
+fi
+
+boot_and_check "$sock" "$pid" daemonize
+# With --sandbox=none the daemon still sees the socket's path and removes
+# both files; a sandboxed one (the default) leaves them to the next start,
+# which the restarts below go through.
+"$ferryfsd" --socket-path="$sock" --shared-dir="$share" --sandbox=none >"$tmp/nosandbox.out" 2>&1 &
+npid=$!
+cleanup_pids+=("$npid")
+if wait_socket "$sock" "$npid" && [[ "$(cat "$pidfile" 2>/dev/null)" == "$npid" ]]; then
+    kill -TERM "$npid"
+    wait "$npid" 2>/dev/null || true
+    if [[ ! -e "$sock" && ! -e "$pidfile" ]]; then
+        pass "--sandbox=none: socket and pid file removed at exit"
+    else
+        fail "--sandbox=none: left behind at exit: $(ls "$tmp" | grep vhost | tr '\n' ' ')"
+    fi
+else
+    fail "--sandbox=none daemon did not start over the previous one's files: $(cat "$tmp/nosandbox.out")"
+fi
+
+# A SIGKILLed daemon leaves both files; the unlocked pid file and the dead
+# socket must not stop the next start.
+"$ferryfsd" --socket-path="$sock" --shared-dir="$share" >"$tmp/killed.out" 2>&1 &
+kpid=$!
+cleanup_pids+=("$kpid")
+wait_socket "$sock" "$kpid" || true
+kill -KILL "$kpid"
+wait "$kpid" 2>/dev/null || true
+"$ferryfsd" --socket-path="$sock" --shared-dir="$share" >"$tmp/restart.out" 2>&1 &
+rpid=$!
+cleanup_pids+=("$rpid")
+for ((i = 0; i < 100; i++)); do
+    [[ "$(cat "$pidfile" 2>/dev/null)" == "$rpid" ]] && break
+    kill -0 "$rpid" 2>/dev/null || break
+    sleep 0.1
+done
+if [[ "$(cat "$pidfile" 2>/dev/null)" == "$rpid" && -S "$sock" ]] && kill -0 "$rpid" 2>/dev/null; then
+    pass "started over a SIGKILLed daemon's socket and pid file"
+else
+    fail "could not start over a SIGKILLed daemon's leftovers: $(cat "$tmp/restart.out")"
+fi
+kill -TERM "$rpid" 2>/dev/null || true
+wait "$rpid" 2>/dev/null || true
+start_finish
