@@ -427,13 +427,14 @@ static void unlisten_vhost_user(struct vu_listener *l, bool paths_reachable)
 	if (l->fd >= 0 && !l->inherited)
 		close(l->fd);
 	l->fd = -1;
+	/* unlinkat: the seccomp filter allows it, not unlink. */
 	if (paths_reachable && l->socket_path && l->pid_fd >= 0)
-		unlink(l->socket_path);
+		unlinkat(AT_FDCWD, l->socket_path, 0);
 	/* Unlinked while still locked, so no other daemon can hold a lock on
 	 * this file's inode meanwhile (see lock_pid_file). */
 	if (l->pid_fd >= 0) {
 		if (paths_reachable)
-			unlink(l->pid_path);
+			unlinkat(AT_FDCWD, l->pid_path, 0);
 		close(l->pid_fd);
 		l->pid_fd = -1;
 	}
@@ -520,6 +521,10 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 		log_err("vhost-user device: %s", strerror(-ret));
 		goto out_listen;
 	}
+	/* Listening, with the device ready: a VMM may connect now. Before
+	 * the seccomp filter, which does not allow chdir. */
+	daemon_ready(*ready_fd);
+	*ready_fd = -1;
 	/* Last, once nothing but serving is left to do. */
 	ret = caps_limit(o->modcaps, o->inode_file_handles != FILE_HANDLES_NEVER);
 	if (ret) {
@@ -542,8 +547,6 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 	for (;;) {
 		log_info("waiting for a vhost-user frontend on %s",
 			 l->socket_path ? l->socket_path : l->where);
-		daemon_ready(*ready_fd);
-		*ready_fd = -1;
 		ret = vu_accept(l->fd, &conn_fd);
 		if (ret) {
 			if (stop_requested)

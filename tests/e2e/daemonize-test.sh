@@ -29,6 +29,17 @@ else
     start_finish
 fi
 
+# Up to 10 s for PID to write the pid file (while it lives).
+wait_pidfile() { # PID
+    local i
+    for ((i = 0; i < 100; i++)); do
+        [[ "$(cat "$pidfile" 2>/dev/null)" == "$1" ]] && return 0
+        kill -0 "$1" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
 inode="$(stat -c %i "$sock")"
 rc=0
 out="$("$ferryfsd" --socket-path="$sock" --shared-dir="$share" 2>&1)" || rc=$?
@@ -51,7 +62,13 @@ boot_and_check "$sock" "$pid" daemonize
 "$ferryfsd" --socket-path="$sock" --shared-dir="$share" --sandbox=none >"$tmp/nosandbox.out" 2>&1 &
 npid=$!
 cleanup_pids+=("$npid")
-if wait_socket "$sock" "$npid" && [[ "$(cat "$pidfile" 2>/dev/null)" == "$npid" ]]; then
+# The sandboxed daemon's socket file is still there: wait for the pid.
+if wait_pidfile "$npid"; then
+    # SIGTERM is handled from the "waiting" line on.
+    for ((i = 0; i < 100; i++)); do
+        grep -q 'waiting for a vhost-user frontend' "$tmp/nosandbox.out" && break
+        sleep 0.1
+    done
     kill -TERM "$npid"
     wait "$npid" 2>/dev/null || true
     if [[ ! -e "$sock" && ! -e "$pidfile" ]]; then
@@ -74,12 +91,7 @@ wait "$kpid" 2>/dev/null || true
 "$ferryfsd" --socket-path="$sock" --shared-dir="$share" >"$tmp/restart.out" 2>&1 &
 rpid=$!
 cleanup_pids+=("$rpid")
-for ((i = 0; i < 100; i++)); do
-    [[ "$(cat "$pidfile" 2>/dev/null)" == "$rpid" ]] && break
-    kill -0 "$rpid" 2>/dev/null || break
-    sleep 0.1
-done
-if [[ "$(cat "$pidfile" 2>/dev/null)" == "$rpid" && -S "$sock" ]] && kill -0 "$rpid" 2>/dev/null; then
+if wait_pidfile "$rpid" && [[ -S "$sock" ]]; then
     pass "started over a SIGKILLed daemon's socket and pid file"
 else
     fail "could not start over a SIGKILLed daemon's leftovers: $(cat "$tmp/restart.out")"
