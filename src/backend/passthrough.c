@@ -1695,9 +1695,10 @@ static int pt_removexattr(void *fs, const struct fuse_req_ctx *ctx,
 	/* The guest's kernel removes file capabilities itself when a writer
 	 * changes the file (security_inode_killpriv), without a permission
 	 * check; an explicit removal it has already checked for CAP_SETFCAP.
-	 * Either way the writer's ids would be refused here. */
+	 * Either way the writer's ids would be refused here. The name is the
+	 * guest's; the host's may differ under --xattrmap. */
 	if (!strcmp(name, "security.capability")) {
-		ret = errno_or(removexattr(path, name));
+		ret = errno_or(removexattr(path, host_name));
 		goto put;
 	}
 	ret = as_guest(pt, ctx);

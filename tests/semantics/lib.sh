@@ -61,11 +61,12 @@ sem_mount_line() {
     done
 }
 
-# sem_boot TIMEOUT: runs /mnt/guest.sh; sets sem_out (CHECK lines), checks every daemon exits 0.
+# sem_boot TIMEOUT: runs /mnt/guest.sh (extra kernel arguments in $sem_append); sets sem_out (CHECK lines), checks every daemon exits 0.
 sem_boot() {
     local rc=0
     "$sem_repo/tests/e2e/run-guest.sh" --sock "$sem_tmp/$sem_main_tag.sock" --tag "$sem_main_tag" \
         --cmd /mnt/guest.sh --log "$sem_tmp/console.log" --quiet --timeout "$1" \
+        ${sem_append:+--append "$sem_append"} \
         --watch-pid "$sem_main_pid" -- "${sem_qemu_extra[@]}" || rc=$?
     ((rc == 0)) || { sem_say "FAIL: guest run exited $rc"; sem_fail=1; }
     sem_out="$(tr -d '\r' <"$sem_tmp/console.log" | grep -a '^CHECK ' || true)"

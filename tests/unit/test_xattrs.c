@@ -451,6 +451,11 @@ static void test_session(void)
 		      send_req(FUSE_SETATTR, file, 0, &sa, sizeof(sa), NULL, 0, NULL, 0) == 0 &&
 		      host_get("d/cap", "user.guest.security.capability", val, sizeof(val)) < 0,
 		      "chown clears it");
+		CHECK(setxattr_req(file, 1000, "security.capability", cap, sizeof(cap)) == 0 &&
+		      send_req(FUSE_REMOVEXATTR, file, 1000, NM("security.capability"), NULL, 0,
+			       NULL, 0) == 0 &&
+		      host_get("d/cap", "user.guest.security.capability", val, sizeof(val)) < 0,
+		      "the guest kernel's own removal on write (any writer) reaches the mapped name");
 		CHECK(setxattr_req(file, 0, "user.keep", "k", 1) == 0 &&
 		      send_req(FUSE_WRITE, file, 0, &wi, sizeof(wi), "more", 4, NULL, 0) == 0 &&
 		      host_get("d/cap", "user.keep", val, sizeof(val)) == 1,

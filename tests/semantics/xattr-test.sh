@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Guest e2e (make check): --xattrmap, --posix-acl, --security-label and trusted.* in a real guest, with the host checking the names, ACLs and labels on disk.
+#
+# One boot with SELinux active in the guest (security=selinux, no policy loaded: it still labels new
+# files, so the kernel sends FUSE_SECURITY_CTX). The share uses --xattrmap=':map:security.:user.guest.:'
+# and --modcaps=+sys_admin (trusted.* needs CAP_SYS_ADMIN on the host). QEMU's virtiofsd runs the same
+# guest program as a reference column; only ferryfsd's results decide.
+# Usage: xattr-test.sh   Env: FERRYFSD, VIRTIOFSD, FERRYFS_GUEST_DIR. Exit: 0 pass, 1 fail, 77 skip.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$here/lib.sh"
+virtiofsd="${VIRTIOFSD:-/usr/lib/qemu/virtiofsd}"
+map=':map:security.:user.guest.:'
+
+sem_init xattr-test
+command -v getfacl >/dev/null || { sem_say "SKIP: getfacl missing (package acl, scripts/deps.sh)"; exit 77; }
+gcc -static -O2 -Wall -Werror -o "$sem_tmp/gx" "$here/guest-xattrs.c"
+
+# What the host sets before the guest looks: a mapped name, a host-only security.* name, a plain one.
+prepare() {
+    mkdir -p "$1/t"
+    cp "$sem_tmp/gx" "$1/gx"
+    : >"$1/t/hostset"
+    setfattr -n user.guest.security.fromhost -v h "$1/t/hostset"
+    setfattr -n security.hostonly -v h "$1/t/hostset"
+    setfattr -n user.hostplain -v h "$1/t/hostset"
+    cat >"$1/guest.sh" <<'GUEST'
+mount -t securityfs none /sys/kernel/security 2>/dev/null
+/mnt/gx /mnt/t
+GUEST
+}
+
+share="$sem_tmp/ferry"
+prepare "$share"
+sem_append="security=selinux"
+sem_daemon ferry "$share" --xattr --posix-acl --security-label --modcaps=+sys_admin "--xattrmap=$map"
+sem_boot 600
+echo "$sem_out" | sed 's/^/  ferryfsd: /'
+grep -a '^GUEST lsm=' "$sem_tmp/console.log" | tr -d '\r' | sed 's/^/  ferryfsd: /' || true
+
+sem_expect xattr-user xattr-security-mapped xattr-trusted xattr-mapped-name-refused \
+    xattr-list-unmapped xattr-list-hidden xattr-list-probe acl-set acl-allows-read acl-denies-write \
+    acl-none-denies acl-default-set acl-default-no-umask acl-default-inherited \
+    umask-without-default-acl acl-sgid-setup acl-sgid-cleared cap-set cap-write cap-cleared-in-guest
+
+flags="$(sem_init_flags ferry)"
+sem_host init-posix-acl-dont-mask $(( (flags & 0x100000) && (flags & 0x40) ? 1 : 0 )) "flags $flags"
+t="$share/t"
+g() { getfattr --absolute-names --only-values -n "$2" "$t/$1" 2>/dev/null || true; }
+sem_host user-name-unchanged "$([[ "$(g x user.plain)" == p ]] && echo 1)" "user.plain missing"
+sem_host security-stored-mapped "$([[ "$(g x user.guest.security.test)" == s && -z "$(g x security.test)" ]] && echo 1)" \
+    "$(getfattr -d -m - --absolute-names "$t/x" 2>&1 | tr '\n' ' ')"
+sem_host trusted-on-host "$([[ "$(g x trusted.t)" == t ]] && echo 1)" "trusted.t missing on the host"
+sem_host acl-on-host "$(getfacl -ncp "$t/aclf" 2>/dev/null | grep -qx 'user:1000:r--' && echo 1)" \
+    "$(getfacl -ncp "$t/aclf" 2>&1 | tr '\n' ' ')"
+sem_host default-acl-on-host "$(getfacl -ncp "$t/dacl/f" 2>/dev/null | grep -q '^user:1000:rwx' && \
+    getfacl -ncpd "$t/dacl/sub" 2>/dev/null | grep -q '^user:1000:rwx' && echo 1)" \
+    "$(getfacl -ncp "$t/dacl/f" 2>&1 | tr '\n' ' ')"
+sem_host sgid-cleared-on-host "$(( ($(stat -c '0%a' "$t/sg") & 02000) == 0 ? 1 : 0 ))" "mode $(stat -c %a "$t/sg")"
+sem_host capability-cleared-on-host "$([[ -z "$(getfattr --absolute-names -n user.guest.security.capability "$t/capf" 2>/dev/null)" ]] && echo 1)" \
+    "user.guest.security.capability still on capf"
+label="$(g labelled user.guest.security.selinux | tr -d '\0')"
+sem_host label-stored-mapped "$([[ -n "$label" ]] && echo 1)" \
+    "no user.guest.security.selinux on a file the guest created: $(getfattr -d -m - --absolute-names "$t/labelled" 2>&1 | tr '\n' ' ')"
+echo "  ferryfsd: host: label of t/labelled is '${label}'"
+
+if [[ -x "$virtiofsd" ]]; then
+    # Reference column: QEMU's virtiofsd with the same map and capabilities.
+    vshare="$sem_tmp/vfs"
+    prepare "$vshare"
+    vlog="$sem_tmp/virtiofsd.log"
+    "$virtiofsd" --socket-path="$sem_tmp/vfs.sock" -o source="$vshare",xattr,posix_acl,security_label \
+        -o modcaps=+sys_admin -o "xattrmap=$map" >"$vlog" 2>&1 &
+    vpid=$!; sem_pids+=("$vpid")
+    for _ in $(seq 100); do [[ -S "$sem_tmp/vfs.sock" ]] && break; sleep 0.1; done
+    "$sem_repo/tests/e2e/run-guest.sh" --sock "$sem_tmp/vfs.sock" --tag vfs --cmd /mnt/guest.sh \
+        --log "$sem_tmp/vfs-console.log" --quiet --timeout 600 --append "$sem_append" \
+        --watch-pid "$vpid" || true
+    tr -d '\r' <"$sem_tmp/vfs-console.log" | grep -a '^CHECK ' | sed 's/^/  virtiofsd (reference): /' || true
+    echo "  virtiofsd (reference): host: trusted.t='$(getfattr --absolute-names --only-values -n trusted.t "$vshare/t/x" 2>/dev/null)'" \
+        "label='$(getfattr --absolute-names --only-values -n user.guest.security.selinux "$vshare/t/labelled" 2>/dev/null | tr -d '\0')'"
+fi
+sem_finish
