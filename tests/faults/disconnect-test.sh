@@ -4,7 +4,7 @@
 # the old guest's fds back, and serve a second QEMU that mounts and works.
 set -euo pipefail
 name=disconnect
-source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../e2e/guest-lib.sh"
 
 writer="echo WRITING; while :; do dd if=/dev/zero of=/mnt/big bs=64k count=64 2>/dev/null; done"
 

@@ -5,7 +5,7 @@
 # (A host power cut is not simulated: ferryfsd's FSYNC is a host fsync(2), see docs/security.md.)
 set -euo pipefail
 name=fsync-durability
-source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../e2e/guest-lib.sh"
 
 writer="yes durable | head -c 4194304 >/tmp/d && dd if=/tmp/d of=/mnt/synced bs=1M conv=fsync 2>/dev/null && echo 'fsync done' && sleep 600"
 start_daemon --log-level=info --writeback

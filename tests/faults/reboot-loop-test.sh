@@ -8,7 +8,7 @@
 # Env: FERRYFS_REBOOTS (default 20), FERRYFS_E2E_KEEP=1 keeps the tmp dir.
 set -euo pipefail
 name=reboot-loop
-source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../e2e/guest-lib.sh"
 boots="${FERRYFS_REBOOTS:-20}"
 fd_slack=4
 rss_slack_kb=2048

@@ -6,7 +6,7 @@
 # cannot keep 1000 inodes cached under a limit of 200 (--inode-file-handles is the cure for that).
 set -euo pipefail
 name=rlimit-nofile
-source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../e2e/guest-lib.sh"
 
 mkdir -p "$share/many"
 for i in $(seq -w 0 999); do echo "$i" >"$share/many/f$i"; done

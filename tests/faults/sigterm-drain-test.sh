@@ -4,7 +4,7 @@
 # host, and no record may be torn (each 64 KiB block is the full pattern or absent/zero).
 set -euo pipefail
 name=sigterm-drain
-source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../e2e/guest-lib.sh"
 
 writer="yes ferryfs | head -c 65536 >/tmp/rec; echo WRITING; i=0; while :; do dd if=/tmp/rec of=/mnt/data bs=65536 seek=\$i count=1 conv=notrunc 2>/dev/null || break; echo ACK \$i; i=\$((i+1)); done; echo WRITER-STOPPED"
 start_daemon --log-level=info

@@ -1,7 +1,7 @@
-# Shared setup for the fault tests (sourced): guest image, one ferryfsd, QEMU guests, cleanup, /proc probes.
+# Shared setup for guest tests of one daemon at a time (sourced by tests/faults and tests/security): guest image, ferryfsd, QEMU guests, cleanup, /proc probes.
 # Each test sets $name before sourcing; exits 77 when QEMU or the guest image is unavailable.
-faults_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo="$(cd "$faults_dir/../.." && pwd)"
+guest_lib_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$guest_lib_dir/../.." && pwd)"
 ferryfsd="${FERRYFSD:-$repo/build/ferryfsd}"
 guest_dir="${FERRYFS_GUEST_DIR:-${FERRYFS_CACHE:-/var/cache/ferryfs}/guest}"
 run_guest="$repo/tests/e2e/run-guest.sh"
@@ -26,7 +26,7 @@ mkdir -p "$share"
 daemon_pid=""
 guest_pids=()
 failed_run=1
-faults_cleanup() {
+guest_lib_cleanup() {
     local p
     for p in "${guest_pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
     for p in "$tmp"/qemu*.pid; do
@@ -40,10 +40,11 @@ faults_cleanup() {
         rm -rf "$tmp"
     fi
 }
-trap faults_cleanup EXIT
+trap guest_lib_cleanup EXIT
 
 # start_daemon [ferryfsd args...]: ferryfsd on $sock sharing $share, log in $tmp/daemon.log.
 start_daemon() {
+    rm -f "$sock"  # a socket left by an earlier daemon would look like this one listening
     "$ferryfsd" --socket-path="$sock" --shared-dir="$share" "$@" >>"$tmp/daemon.log" 2>&1 &
     daemon_pid=$!
     local i
