@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# Fault test (make check): SIGTERM while the guest writes 64 KiB records, each acknowledged on the
-# console once its write returned. ferryfsd must exit 0, every acknowledged record must be on the
-# host, and no record may be torn (each 64 KiB block is the full pattern or absent/zero).
+# Fault test (make check): SIGTERM while four guest writers each write 64 KiB records to their own
+# file and print "ACK K I" once record I's write returned. ferryfsd must exit 0; every acknowledged
+# record must be on the host; no record may be torn (each 64 KiB block is the full pattern or
+# absent/zero); and the WRITEs the daemon counts at exit are exactly the whole records on the host,
+# so a request it had popped when the signal came was carried out, not dropped halfway.
 set -euo pipefail
 name=sigterm-drain
 source "$(dirname "${BASH_SOURCE[0]}")/../e2e/guest-lib.sh"
 
-writer="yes ferryfs | head -c 65536 >/tmp/rec; echo WRITING; i=0; while :; do dd if=/tmp/rec of=/mnt/data bs=65536 seek=\$i count=1 conv=notrunc 2>/dev/null || break; echo ACK \$i; i=\$((i+1)); done; echo WRITER-STOPPED"
+writers=4
+writer="yes ferryfs | head -c 65536 >/tmp/rec; w() { i=0; while dd if=/tmp/rec of=/mnt/data\$1 bs=65536 seek=\$i count=1 conv=notrunc 2>/dev/null; do echo ACK \$1 \$i; i=\$((i+1)); done; }; echo WRITING; for k in $(seq -s ' ' 0 $((writers - 1))); do w \$k & done; wait; echo WRITERS-STOPPED"
 start_daemon --log-level=info
 start_guest w run "$writer" --timeout 900
-wait_console w 'ACK 20$' 600
+wait_console w 'ACK [0-9] 20$' 600
 kill -TERM "$daemon_pid"
 wait_gone "$daemon_pid" 60 || fail "ferryfsd still running 60 s after SIGTERM"
 rc=0
@@ -18,18 +21,32 @@ wait "$daemon_pid" || rc=$?
 sleep 1
 kill -KILL "$(cat "$tmp/qemu-w.pid")" 2>/dev/null || true
 
-acked=$(tr -d '\r' <"$tmp/console-w.log" | grep -aoE '^ACK [0-9]+' | tail -1 | cut -d' ' -f2)
-[[ -n "$acked" ]] || fail "no ACK on the console"
 { yes ferryfs || true; } | head -c 65536 >"$tmp/rec"
-size=$(stat -c %s "$share/data")
-blocks=$(((size + 65535) / 65536))
-((blocks >= acked + 1)) || fail "host file has $blocks records, guest saw $((acked + 1)) acknowledged"
-for ((b = 0; b < blocks; b++)); do
-    dd if="$share/data" of="$tmp/blk" bs=65536 skip=$b count=1 2>/dev/null
-    if ! cmp -s "$tmp/blk" "$tmp/rec"; then
-        ((b > acked)) || fail "acknowledged record $b is not intact on the host"
-        [[ -z "$(tr -d '\0' <"$tmp/blk")" ]] || fail "record $b is torn"
-    fi
+whole=0 report=""
+for ((k = 0; k < writers; k++)); do
+    # The last acknowledged record of writer k (console lines of parallel writers may interleave).
+    acked=$(tr -d '\r' <"$tmp/console-w.log" | grep -aoE "ACK $k [0-9]+" | cut -d' ' -f3 | sort -n | tail -1)
+    [[ -n "$acked" ]] || fail "writer $k: no ACK on the console"
+    f="$share/data$k"
+    size=$(stat -c %s "$f")
+    blocks=$(((size + 65535) / 65536))
+    ((blocks >= acked + 1)) || fail "writer $k: host file has $blocks records, guest saw $((acked + 1)) acknowledged"
+    for ((b = 0; b < blocks; b++)); do
+        dd if="$f" of="$tmp/blk" bs=65536 skip=$b count=1 2>/dev/null
+        if cmp -s "$tmp/blk" "$tmp/rec"; then
+            whole=$((whole + 1))
+        else
+            ((b > acked)) || fail "writer $k: acknowledged record $b is not intact on the host"
+            [[ -z "$(tr -d '\0' <"$tmp/blk")" ]] || fail "writer $k: record $b is torn"
+        fi
+    done
+    report+=" $k:$((acked + 1))/$blocks"
 done
-say "PASS: SIGTERM after ACK $acked: exit 0, $blocks records on the host, all acknowledged ones intact, none torn"
+# The exit statistics: "  WRITE   count errors ...".
+writes=$(awk '$4 == "WRITE" { print $5 }' "$tmp/daemon.log" | tail -1)
+werrs=$(awk '$4 == "WRITE" { print $6 }' "$tmp/daemon.log" | tail -1)
+[[ -n "$writes" ]] || fail "no WRITE line in the exit statistics: $(tail -5 "$tmp/daemon.log")"
+((werrs == 0)) || fail "$werrs WRITEs failed"
+((writes == whole)) || fail "the daemon performed $writes WRITEs, the host holds $whole whole records"
+say "PASS: SIGTERM mid-write: exit 0; acknowledged/host records per writer:$report; $writes WRITEs performed = $whole whole records, none torn"
 failed_run=0
