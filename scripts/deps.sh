@@ -4,7 +4,7 @@ set -euo pipefail
 
 pkgs=(meson ninja-build pkg-config gcc liburing-dev libseccomp-dev libcap-ng-dev
       linux-libc-dev qemu-system-x86 qemu-system-common busybox-static cpio
-      xz-utils zstd fio attr acl jq gnuplot-nox python3 systemd help2man
+      xz-utils zstd fio attr acl libcap2-bin jq gnuplot-nox python3 systemd help2man
       clang libclang-rt-14-dev strace)
 
 # One dpkg-query for all packages keeps the all-present case well under a second.

@@ -631,6 +631,36 @@ static struct timespec guest_time(uint32_t valid, uint32_t set_bit,
 	return ts;
 }
 
+/*
+ * FUSE requests carry no supplementary groups, so the host refuses the
+ * owner moving a file into another group of theirs, which the guest's
+ * kernel (virtio-fs mounts with default_permissions) already allowed.
+ * The owner's chgrp is then done as the daemon: the host kernel still
+ * clears suid/sgid and security.capability as for any chown, and a later
+ * chmod g+s by the owner, outside the group on the host, is dropped.
+ * Called with the guest's credentials in force; returns with them again.
+ */
+static int owner_chgrp(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+		       struct inode *inode, uint32_t gid)
+{
+	uint32_t caller_uid, caller_gid;
+	struct statx stx;
+	int ret, back;
+
+	ret = host_ids(pt, ctx, &caller_uid, &caller_gid);
+	if (ret == 0)
+		ret = stat_fd(inode->fd, &stx);
+	if (ret < 0)
+		return ret;
+	if (caller_uid == 0 || stx.stx_uid != caller_uid)
+		return -EPERM;
+	as_daemon(pt);
+	ret = errno_or(fchownat(inode->fd, "", (uid_t)-1, gid,
+				AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
+	back = as_guest(pt, ctx);
+	return ret < 0 ? ret : back;
+}
+
 static int pt_setattr(void *fs, const struct fuse_req_ctx *ctx,
 		      uint64_t nodeid, const struct fuse_setattr_in *in,
 		      struct fuse_attr_out *out)
@@ -695,6 +725,8 @@ static int pt_setattr(void *fs, const struct fuse_req_ctx *ctx,
 			goto restore;
 		ret = errno_or(fchownat(inode->fd, "", uid, gid,
 					AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
+		if (ret == -EPERM && uid == (uint32_t)-1)
+			ret = owner_chgrp(pt, ctx, inode, gid);
 		if (ret < 0)
 			goto restore;
 	}

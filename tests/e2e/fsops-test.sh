@@ -63,6 +63,7 @@ run_daemon() { # NAME
     : >"$res"
     printf 'hello from the host\n' >"$share/host/hello.txt"
     "$fsops" --expect hostpat >"$share/host/pattern.bin"
+    prepare_cap_files "$share"
 
     local cmd=()
     case "$name" in

@@ -1374,6 +1374,187 @@ static int c_suid_cleared_on_write(void)
     return 0;
 }
 
+/* ---------- privilege bits: what a local kernel clears, and for whom ---------- */
+
+/* Runs fn(path) in a child as uid:gid with no supplementary group, or with `extra` as the only
+ * one; returns 0 when fn returned 0 (fn reports its failure through fail()). */
+static int as_user(uid_t uid, gid_t gid, gid_t extra, int (*fn)(const char *), const char *path)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return fail("fork: %s", en(errno));
+    if (pid == 0) {
+        gid_t groups[1] = {extra};
+        if (setgroups(extra == (gid_t)-1 ? 0 : 1, groups) || setgid(gid) || setuid(uid))
+            _exit(fail("become %u:%u: %s", uid, gid, en(errno)));
+        _exit(fn(path) ? 1 : 0);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : fail("as %u: signal %d", uid, WTERMSIG(status));
+}
+#define NO_GROUP ((gid_t)-1)
+/* A step that already explained its failure through fail(). */
+#define OK(cond)                                                                                   \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            return 1;                                                                              \
+    } while (0)
+
+static int fn_write1(const char *path)
+{
+    int fd = open(path, O_WRONLY);
+    if (fd < 0 || pwrite(fd, "w", 1, 0) != 1)
+        return fail("write %s: %s", path, en(errno));
+    return close(fd);
+}
+static int fn_truncate(const char *path)
+{
+    return truncate(path, 1) ? fail("truncate %s: %s", path, en(errno)) : 0;
+}
+static int fn_open_trunc(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_TRUNC);
+    return fd < 0 ? fail("open O_TRUNC %s: %s", path, en(errno)) : close(fd);
+}
+static int fn_chgrp_2000(const char *path)
+{
+    return chown(path, (uid_t)-1, 2000) ? fail("chgrp %s: %s", path, en(errno)) : 0;
+}
+static int fn_create_sgid(const char *path)
+{
+    int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 02755);
+    return fd < 0 ? fail("create %s: %s", path, en(errno)) : close(fd);
+}
+static int fn_mkdir(const char *path)
+{
+    return mkdir(path, 0755) ? fail("mkdir %s: %s", path, en(errno)) : 0;
+}
+static int fn_chmod_sgid(const char *path)
+{
+    return chmod(path, 02755) ? fail("chmod %s: %s", path, en(errno)) : 0;
+}
+
+/* Mode bits as the daemon reports them now (the guest's caches dropped first). */
+static int mode_of(const char *path)
+{
+    struct stat st;
+    drop_caches();
+    return stat(path, &st) ? -1 : (int)(st.st_mode & 07777);
+}
+
+/* A file owned by uid:gid with the given mode; chmod comes last because chown clears bits. */
+static int make_owned(const char *path, mode_t mode, uid_t uid, gid_t gid)
+{
+    if (put_file(path, "data", 0600) || chown(path, uid, gid) || chmod(path, mode))
+        return fail("make %s: %s", path, en(errno));
+    return 0;
+}
+
+#define EXPECT_MODE(path, want)                                                                    \
+    do {                                                                                           \
+        int m_ = mode_of(path);                                                                    \
+        CK(m_ == (want), "%s: mode %o, want %o", strrchr(path, '/') + 1, m_, want);                \
+    } while (0)
+
+static int c_suid_root_write_kept(void)
+{
+    /* Root holds CAP_FSETID: its write and truncate leave the bits (should_remove_suid). */
+    SYS("mkdir", mkdir(P("privroot"), 0777));
+    OK(!make_owned(P("privroot/w"), 06755, 1000, 1000));
+    OK(!make_owned(P("privroot/t"), 06755, 1000, 1000));
+    OK(!fn_write1(P("privroot/w")));
+    EXPECT_MODE(P("privroot/w"), 06755);
+    OK(!fn_truncate(P("privroot/t")));
+    EXPECT_MODE(P("privroot/t"), 06755);
+    return 0;
+}
+
+static int c_suid_cleared_on_truncate(void)
+{
+    SYS("mkdir", mkdir(P("privtrunc"), 0777));
+    OK(!make_owned(P("privtrunc/t"), 06755, 1000, 1000));
+    OK(!make_owned(P("privtrunc/o"), 06775, 1000, 1000));
+    OK(!as_user(1000, 1000, NO_GROUP, fn_truncate, P("privtrunc/t")));
+    EXPECT_MODE(P("privtrunc/t"), 0755);
+    OK(!as_user(1000, 1000, NO_GROUP, fn_open_trunc, P("privtrunc/o")));
+    EXPECT_MODE(P("privtrunc/o"), 0775);
+    return 0;
+}
+
+static int c_suid_cleared_on_chown(void)
+{
+    /* chown clears S_ISUID, and S_ISGID with group-exec, even for root; S_ISGID without
+     * group-exec (mandatory-locking mark) stays, and directories keep both. */
+    SYS("mkdir", mkdir(P("privchown"), 0777));
+    OK(!make_owned(P("privchown/f"), 06755, 0, 0));
+    OK(!make_owned(P("privchown/nogx"), 02745, 0, 0));
+    OK(!make_owned(P("privchown/byowner"), 06755, 1000, 1000));
+    SYS("mkdir d", mkdir(P("privchown/d"), 0755));
+    SYS("chmod d", chmod(P("privchown/d"), 06755));
+    SYS("chown f", chown(P("privchown/f"), 1000, 1000));
+    EXPECT_MODE(P("privchown/f"), 0755);
+    SYS("chown nogx", chown(P("privchown/nogx"), 1000, 1000));
+    EXPECT_MODE(P("privchown/nogx"), 02745);
+    SYS("chown d", chown(P("privchown/d"), 1000, 1000));
+    EXPECT_MODE(P("privchown/d"), 06755);
+    /* The owner moving the file into a group of theirs. */
+    OK(!as_user(1000, 1000, 2000, fn_chgrp_2000, P("privchown/byowner")));
+    EXPECT_MODE(P("privchown/byowner"), 0755);
+    return 0;
+}
+
+/* The host put security.capability (or its mapped name) on MNT/host/cap_*: every write,
+ * truncate and chown must remove it, whoever does it; the untouched cap_keep keeps it. */
+static int c_cap_cleared_host_set(void)
+{
+    static const char *files[] = {"cap_user", "cap_root", "cap_trunc", "cap_chown", "cap_keep"};
+    char path[5][PATH_MAX], v[64];
+    for (int i = 0; i < 5; i++) {
+        snprintf(path[i], PATH_MAX, "%s/host/%s", MNT, files[i]);
+        ssize_t n = getxattr(path[i], "security.capability", v, sizeof v);
+        CK(n > 0, "%s: the host's capability is not visible: %s", files[i], en(errno));
+    }
+    OK(!as_user(1000, 1000, NO_GROUP, fn_write1, path[0]));
+    OK(!fn_write1(path[1]));
+    OK(!as_user(1000, 1000, NO_GROUP, fn_truncate, path[2]));
+    SYS("chown", chown(path[3], 0, 0));
+    drop_caches();
+    for (int i = 0; i < 4; i++)
+        EXPECT_ERR(files[i], getxattr(path[i], "security.capability", v, sizeof v), ENODATA);
+    CK(getxattr(path[4], "security.capability", v, sizeof v) > 0, "cap_keep lost it: %s", en(errno));
+    return 0;
+}
+
+static int c_sgid_dir_outsider(void)
+{
+    /* User 1000 is not in grp2 (2000), nor in root's group 0 (CVE-2022-0358's setgid-root file):
+     * a new file takes the directory's group but not a requested S_ISGID; a new subdirectory
+     * inherits S_ISGID; a non-member's chmod g+s is dropped. (A member only through a supplementary
+     * group loses a requested S_ISGID: FUSE requests carry no supplementary groups.) */
+    struct stat st;
+    static const gid_t groups[] = {2000, 0};
+    for (int i = 0; i < 2; i++) {
+        const char *d = i ? "sgid0" : "sgid2000";
+        SYS("mkdir", mkdir(P("keep/%s", d), 0777));
+        SYS("chown", chown(P("keep/%s", d), 0, groups[i]));
+        SYS("chmod", chmod(P("keep/%s", d), 02777));
+        OK(!as_user(1000, 1000, NO_GROUP, fn_create_sgid, P("keep/%s/out", d)));
+        EXPECT_MODE(P("keep/%s/out", d), 0755);
+        SYS("stat out", stat(P("keep/%s/out", d), &st));
+        CK(st.st_uid == 1000 && st.st_gid == groups[i], "%s/out owner %u:%u", d, st.st_uid,
+           st.st_gid);
+        OK(!as_user(1000, 1000, NO_GROUP, fn_mkdir, P("keep/%s/outdir", d)));
+        EXPECT_MODE(P("keep/%s/outdir", d), 02755);
+        SYS("stat outdir", stat(P("keep/%s/outdir", d), &st));
+        CK(st.st_gid == groups[i], "%s/outdir gid %u", d, st.st_gid);
+    }
+    OK(!as_user(1000, 1000, NO_GROUP, fn_chmod_sgid, P("keep/sgid2000/out")));
+    EXPECT_MODE(P("keep/sgid2000/out"), 0755);
+    return 0;
+}
+
 static int c_symlink_absolute(void)
 {
     /* An absolute target is just bytes to the daemon: it must never be resolved on the host. */
@@ -1437,6 +1618,11 @@ static const struct check checks[] = {
     {"parallel_io", c_parallel_io},
     {"suid_cleared_on_write", c_suid_cleared_on_write},
     {"symlink_absolute", c_symlink_absolute},
+    {"suid_root_write_kept", c_suid_root_write_kept},
+    {"suid_cleared_on_truncate", c_suid_cleared_on_truncate},
+    {"suid_cleared_on_chown", c_suid_cleared_on_chown},
+    {"cap_cleared_host_set", c_cap_cleared_host_set},
+    {"sgid_dir_outsider", c_sgid_dir_outsider},
 };
 
 static double now(void)

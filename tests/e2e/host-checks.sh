@@ -78,9 +78,44 @@ hc_host_files_intact() {
         eq pattern.bin "$(sha256sum <"$share/host/pattern.bin" | cut -d' ' -f1)" \
             "$("$fsops" --expect hostpat | sha256sum | cut -d' ' -f1)"
 }
+hc_sgid_outsider() {
+    eq "sgid2000/out" "$(stat -c %a:%u:%g "$k/sgid2000/out" 2>&1)" 755:1000:2000 &&
+        eq "sgid2000/outdir" "$(stat -c %a:%g "$k/sgid2000/outdir" 2>&1)" 2755:2000 &&
+        eq "sgid0/out" "$(stat -c %a:%u:%g "$k/sgid0/out" 2>&1)" 755:1000:0 &&
+        eq "sgid0/outdir" "$(stat -c %a:%g "$k/sgid0/outdir" 2>&1)" 2755:0
+}
+
+# Files the host gives a file capability before the guest starts (fsops cap_cleared_host_set).
+# Under --xattrmap, $cap_name is the host name of the guest's security.capability; the files get
+# both, the real one invisible to the guest: a write must not leave either behind.
+cap_files=(cap_user cap_root cap_trunc cap_chown cap_keep)
+prepare_cap_files() { # SHARE
+    local f hex
+    mkdir -p "$1/host"
+    for f in "${cap_files[@]}"; do
+        printf data >"$1/host/$f"
+        chown 1000:1000 "$1/host/$f"
+        chmod 0755 "$1/host/$f"
+        setcap cap_net_raw+ep "$1/host/$f"
+        [[ "${cap_name:-security.capability}" == security.capability ]] && continue
+        hex="$(getfattr --absolute-names -e hex -n security.capability "$1/host/$f" |
+            sed -n 's/^security.capability=//p')"
+        setfattr -n "$cap_name" -v "$hex" "$1/host/$f"
+    done
+}
+has_xattr() { getfattr --absolute-names -n "$2" "$1" >/dev/null 2>&1; }
+hc_caps_cleared() {
+    local f n
+    for f in cap_user cap_root cap_trunc cap_chown; do
+        for n in security.capability ${cap_name:-}; do
+            ! has_xattr "$share/host/$f" "$n" || { echo "$f keeps $n"; return 1; }
+        done
+    done
+    has_xattr "$share/host/cap_keep" "${cap_name:-security.capability}" || { echo "cap_keep lost it"; return 1; }
+}
 host_checks=(big_sha unaligned_sha mmap_sha copy_sha punched_sha owner_1000 mode_owner times_ns
-             symlink hardlinks xattr sparse_5g dir1000 sgid special_files tmpfile exchange
-             host_files_intact)
+             symlink hardlinks xattr sparse_5g dir1000 sgid sgid_outsider special_files tmpfile exchange
+             caps_cleared host_files_intact)
 
 run_host_checks() { # SHARE RESULTS
     share="$1"

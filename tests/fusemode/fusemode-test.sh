@@ -57,6 +57,7 @@ mkdir -p "$share/host" "$mnt"
 : >"$res"
 printf 'hello from the host\n' >"$share/host/hello.txt"
 "$fsops" --expect hostpat >"$share/host/pattern.bin"
+prepare_cap_files "$share"
 
 # Starts ferryfsd on $mnt; 0 once mounted, 1 if the daemon died, 77 if the kernel refuses FUSE mounts here.
 start_daemon() { # LOG

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Guest e2e (make check): submounts, O_DIRECT/O_NOATIME, --readonly, uid/gid translation and suid/sgid/capability clearing with and without --killpriv-v2, each checked in the guest and on the host; one boot, six ferryfsd instances.
+# Guest e2e (make check): submounts, O_DIRECT/O_NOATIME, --readonly, uid/gid translation and suid/sgid/capability clearing with and without --killpriv-v2 and --xattrmap, each checked in the guest and on the host; one boot, eight ferryfsd instances.
 #
 # Usage: access-test.sh   Env: FERRYFSD (default build/ferryfsd), FERRYFS_GUEST_DIR
 # Exit: 0 pass, 1 fail, 77 skipped (no QEMU or guest image).
@@ -9,8 +9,14 @@ sem_init access-test
 command -v strace >/dev/null || { sem_say "SKIP: no strace (scripts/deps.sh installs it)"; exit 77; }
 
 t="$sem_tmp"
-main="$t/main" ro="$t/ro" xl="$t/xl" kp="$t/kp" nokp="$t/nokp"
-mkdir -p "$main/sub" "$ro/dir" "$xl" "$kp" "$nokp"
+main="$t/main" ro="$t/ro" xl="$t/xl" kp="$t/kp" nokp="$t/nokp" kpmap="$t/kpmap" nokpmap="$t/nokpmap"
+mkdir -p "$main/sub" "$ro/dir" "$xl" "$kp" "$nokp" "$kpmap" "$nokpmap"
+# Host-set file capabilities for fsops cap_cleared_host_set (the real name, or the mapped one too).
+source "$sem_repo/tests/e2e/host-checks.sh"
+xmap=':map:security.:user.guest.:'
+prepare_cap_files "$kp"
+cap_name=user.guest.security.capability prepare_cap_files "$kpmap"
+cap_name=user.guest.security.capability prepare_cap_files "$nokpmap"
 # A host mount inside the share: the guest should get it as its own submount.
 mount -t tmpfs -o size=16m ferryfs-sub "$main/sub"
 sem_umounts+=("$main/sub")
@@ -34,6 +40,8 @@ sem_daemon xl "$xl" --translate-uid map:1000:5000:10 --translate-gid map:1000:50
     --translate-uid squash-host:8000:3000:5 --translate-uid forbid-guest:4000:10
 sem_daemon kp "$kp" --xattr --killpriv-v2
 sem_daemon nokp "$nokp" --xattr
+sem_daemon kpmap "$kpmap" --xattr --killpriv-v2 "--xattrmap=$xmap"
+sem_daemon nokpmap "$nokpmap" --xattr "--xattrmap=$xmap"
 
 # syncfs is only visible from the host side of the daemon.
 strace_pids=()
@@ -92,6 +100,11 @@ fi
 # The whole fsops suite on the --killpriv-v2 share, its checks renamed.
 # (host_file_read needs files only fsops-test.sh lays out)
 /bin/fsops /kp $(/bin/fsops --list | grep -vx host_file_read) 2>&1 | sed -n 's/^CHECK /CHECK fsops-kp-/p'
+# The privilege checks under --xattrmap, with and without killpriv v2.
+for m in kpmap nokpmap; do
+    /bin/fsops /$m suid_cleared_on_write suid_root_write_kept suid_cleared_on_truncate \
+        suid_cleared_on_chown cap_cleared_host_set sgid_dir sgid_dir_outsider 2>&1 | sed -n "s/^CHECK /CHECK fsops-$m-/p"
+done
 exit 0
 GUEST
 } >"$main/guest.sh"
@@ -112,6 +125,10 @@ sem_expect submount-dev submount-in-proc-mounts submount-file-dev submount-read 
     kp-setup kp-write-owner kp-write-other kp-write-root-keeps kp-truncate kp-open-trunc kp-chown \
     kp-sgid-without-gx-kept kp-cap-set-root kp-cap-cleared-root kp-cap-set-user kp-cap-cleared-user
 grep -q '^CHECK fsops-kp-' <<<"$sem_out" || { sem_say "FAIL: fsops did not run on the killpriv share"; sem_fail=1; }
+for m in kpmap nokpmap; do
+    sem_expect fsops-$m-suid_cleared_on_write fsops-$m-suid_root_write_kept fsops-$m-suid_cleared_on_truncate \
+        fsops-$m-suid_cleared_on_chown fsops-$m-cap_cleared_host_set fsops-$m-sgid_dir fsops-$m-sgid_dir_outsider
+done
 
 {
     cat "$t/hold.result" 2>/dev/null || sem_host hold-result 0 "host half never ran"
@@ -143,6 +160,14 @@ for f in sys.argv[1:]:
     try: os.getxattr(f, "security.capability"); print(f, "has-cap")
     except OSError: pass' "$dir/cap-root" "$dir/cap-user")"
         sem_host "$d-host-caps-cleared" "$([[ -z "$caps" ]] && echo 1)" "$caps"
+    done
+    # The host-set capabilities (real and mapped) are gone from every file the guest changed.
+    for d in kp kpmap nokpmap; do
+        share="$t/$d" cap_name=$([[ $d == kp ]] || echo user.guest.security.capability)
+        why="$(cap_name=$cap_name hc_caps_cleared 2>&1)" && sem_host "$d-host-caps-host-set" 1 "" ||
+            sem_host "$d-host-caps-host-set" 0 "$why"
+        k="$t/$d/fsops/keep"
+        why="$(hc_sgid_outsider 2>&1)" && sem_host "$d-host-sgid-outsider" 1 "" || sem_host "$d-host-sgid-outsider" 0 "$why"
     done
 } >"$t/host.result" 2>&1
 cat "$t/host.result"
