@@ -64,7 +64,7 @@ sem_mount_line() {
 # sem_boot TIMEOUT: runs /mnt/guest.sh (extra kernel arguments in $sem_append); sets sem_out (CHECK lines), checks every daemon exits 0.
 sem_boot() {
     local rc=0
-    "$sem_repo/tests/e2e/run-guest.sh" --sock "$sem_tmp/$sem_main_tag.sock" --tag "$sem_main_tag" \
+    "$sem_repo/tests/e2e/run-guest.sh" --guest "$sem_guest_dir" --sock "$sem_tmp/$sem_main_tag.sock" --tag "$sem_main_tag" \
         --cmd /mnt/guest.sh --log "$sem_tmp/console.log" --quiet --timeout "$1" \
         ${sem_append:+--append "$sem_append"} \
         --watch-pid "$sem_main_pid" -- "${sem_qemu_extra[@]}" || rc=$?
