@@ -161,6 +161,11 @@ static int fn_truncate(void *p)
 	return truncate(p, 0) < 0 ? -errno : 0;
 }
 
+static int fn_chown_1000(void *p)
+{
+	return chown(p, 1000, -1) < 0 ? -errno : 0;
+}
+
 static int fn_open_trunc(void *p)
 {
 	int fd = open(p, O_WRONLY | O_TRUNC);
@@ -347,27 +352,28 @@ static void cmd_killpriv(const char *dir)
 	      MAKE("sgid-noexec", 02764, 1000) && MAKE("cap-root", 0755, 0) &&
 	      MAKE("cap-user", 0777, 1000), "errno %d", errno);
 
-	r = as_user(1000, 1000, fn_write_x, path(d, "w-owner"));
-	m = mode_of(path(d, "w-owner"));
-	check("kp-write-owner", r == 0 && m == 0755, "r %d mode %o", r, m);
-	r = as_user(1000, 1000, fn_write_x, path(d, "w-other"));
-	m = mode_of(path(d, "w-other"));
-	check("kp-write-other", r == 0 && m == 0777, "r %d mode %o", r, m);
-	r = fn_write_x(path(d, "w-root"));
-	m = mode_of(path(d, "w-root"));
-	check("kp-write-root-keeps", r == 0 && m == 04777, "r %d mode %o", r, m);
-	r = as_user(1000, 1000, fn_truncate, path(d, "trunc"));
-	m = mode_of(path(d, "trunc"));
-	check("kp-truncate", r == 0 && m == 0777, "r %d mode %o", r, m);
-	r = as_user(1000, 1000, fn_open_trunc, path(d, "otrunc"));
-	m = mode_of(path(d, "otrunc"));
-	check("kp-open-trunc", r == 0 && m == 0777, "r %d mode %o", r, m);
-	r = chown(path(d, "chown"), 1000, -1);
-	m = mode_of(path(d, "chown"));
-	check("kp-chown", r == 0 && m == 0755, "r %d mode %o", r, m);
-	r = as_user(1000, 1000, fn_write_x, path(d, "sgid-noexec"));
-	m = mode_of(path(d, "sgid-noexec"));
-	check("kp-sgid-without-gx-kept", r == 0 && m == 02764, "r %d mode %o", r, m);
+	static const struct {
+		const char *check, *file;
+		int (*op)(void *);
+		uid_t uid;              /* 0: as root */
+		int want_mode;
+	} cases[] = {
+		{ "kp-write-owner", "w-owner", fn_write_x, 1000, 0755 },
+		{ "kp-write-other", "w-other", fn_write_x, 1000, 0777 },
+		{ "kp-write-root-keeps", "w-root", fn_write_x, 0, 04777 },
+		{ "kp-truncate", "trunc", fn_truncate, 1000, 0777 },
+		{ "kp-open-trunc", "otrunc", fn_open_trunc, 1000, 0777 },
+		{ "kp-chown", "chown", fn_chown_1000, 0, 0755 },
+		{ "kp-sgid-without-gx-kept", "sgid-noexec", fn_write_x, 1000, 02764 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		char *p = path(d, cases[i].file);
+
+		r = cases[i].uid ? as_user(cases[i].uid, cases[i].uid, cases[i].op, p) :
+				   cases[i].op(p);
+		m = mode_of(p);
+		check(cases[i].check, r == 0 && m == cases[i].want_mode, "r %d mode %o", r, m);
+	}
 
 	for (int i = 0; i < 2; i++) {
 		const char *f = i ? "cap-user" : "cap-root";
