@@ -13,7 +13,7 @@
  * refusing them by name beats accepting a setting we would not honour. */
 static const char *const refused_long[] = {
 	"migration-mode", "migration-on-error", "migration-verify-handles",
-	"migration-confirm-paths", "shared-dir-fd",
+	"migration-confirm-paths",
 };
 
 static const char *const refused_c_opts[] = {
