@@ -19,6 +19,9 @@ struct rule_parser {
 
 /* One line: which rule (number and text) and what is wrong with it. */
 static int rule_error(const struct rule_parser *rp, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int rule_error(const struct rule_parser *rp, const char *fmt, ...)
 {
 	size_t text_len = 0;
 	int n;
