@@ -244,6 +244,7 @@ static int walk_chain(struct virtq *vq, uint16_t head, struct virtq_elem *elem)
 
 	elem->head = head;
 	elem->wr_len = (uint32_t)wr_total;
+	elem->rd_len = (uint32_t)(total - wr_total);
 	elem->req.rd = vq->iov;
 	elem->req.rd_cnt = rd_cnt;
 	elem->req.wr = vq->iov + rd_cnt;

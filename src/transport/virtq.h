@@ -19,6 +19,7 @@
 struct virtq_elem {
 	uint16_t head;         /* descriptor index to report in the used ring */
 	uint32_t wr_len;       /* total size of the writable part */
+	uint32_t rd_len;       /* total size of the readable part */
 	struct vu_request req; /* points into the queue's iovec array */
 };
 

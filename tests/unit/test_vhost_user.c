@@ -699,6 +699,94 @@ static void test_deferred(void)
 	close(call);
 }
 
+/* The used index as each handle() call saw it: a request handled after a
+ * publish sees the earlier replies already in the ring. */
+static struct vring_used *watched_used;
+static int watch_base;
+static uint16_t seen_used_idx[8];
+
+static uint32_t t_handle_watching(void *ctx, unsigned idx, const struct vu_request *req)
+{
+	int n = __atomic_load_n(&handled, __ATOMIC_ACQUIRE) - watch_base;
+
+	if (n >= 0 && n < 8)
+		seen_used_idx[n] = __atomic_load_n(&watched_used->idx, __ATOMIC_ACQUIRE);
+	return t_handle(ctx, idx, req);
+}
+
+static const struct vu_fs_ops watching_ops = {
+	.queue_start = t_queue_start, .queue_stop = t_queue_stop,
+	.handle = t_handle_watching,
+};
+
+static void test_publish_mid_batch(void)
+{
+	struct vu_fs_config cfg = { .tag = "myfs", .num_request_queues = 1 };
+	struct vu_dev *dev;
+	struct session s;
+	struct ring r = { 0 };
+	struct mem_table mt = { 0 };
+	struct vring_state st;
+	struct vring_addr addr;
+	uint64_t v;
+	int memfd = memfd_create("ferry-guest", MFD_CLOEXEC);
+	int kick = eventfd(0, EFD_CLOEXEC), call = eventfd(0, EFD_CLOEXEC);
+
+	printf("-- a batch publishes after 128 KiB of request data, not only at its end\n");
+	watch_base = __atomic_load_n(&handled, __ATOMIC_SEQ_CST);
+	if (memfd < 0 || kick < 0 || call < 0 || ftruncate(memfd, MEM_SIZE) < 0 ||
+	    vu_dev_new(&dev, &cfg, &watching_ops, &cfg) < 0)
+		exit(1);
+	r.base = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (r.base == MAP_FAILED)
+		exit(1);
+	r.desc = (void *)(r.base + DESC);
+	r.avail = (void *)(r.base + AVAIL);
+	r.used = (void *)(r.base + USED);
+	r.buf = BUF;
+	watched_used = r.used;
+
+	session_start(&s, dev);
+	v = BIT(VIRTIO_F_VERSION_1);
+	mt.n = 1;
+	mt.r[0] = (struct mem_region){ GPA, MEM_SIZE, UVA, 0 };
+	st = (struct vring_state){ 1, 8 };
+	addr = (struct vring_addr){ 1, 0, UVA + DESC, UVA + USED, UVA + AVAIL, 0 };
+	CHECK(send_msg(s.fd, 2, 0, &v, 8, NULL, 0) == 0 &&
+	      send_msg(s.fd, 5, 0, &mt, 8 + 32, &memfd, 1) == 0 &&
+	      send_msg(s.fd, 8, 0, &st, sizeof(st), NULL, 0) == 0 &&
+	      send_msg(s.fd, 9, 0, &addr, sizeof(addr), NULL, 0) == 0 &&
+	      send_msg(s.fd, 13, 0, &(uint64_t){ 1 }, 8, &call, 1) == 0,
+	      "queue 1 set up, no kick fd yet: requests wait until all are in the ring");
+
+	/* Head 0: a 128 KiB request (a WRITE's payload, say); heads 2 and 4:
+	 * small ones behind it, all popped in one batch. */
+	ring_request(&r, "big", BUF + 0x1000);
+	r.desc[0].addr = 0x40000;
+	r.desc[0].len = 128 * 1024;
+	memcpy(r.base + 0x40000, "big", 4);
+	ring_request(&r, "ping", BUF + 0x1100);
+	ring_request(&r, "ping", BUF + 0x1200);
+	CHECK(send_msg(s.fd, 12, 0, &(uint64_t){ 1 }, 8, &kick, 1) == 0 &&
+	      eventfd_write(kick, 1) == 0 && wait_readable(call, 2000) &&
+	      wait_handled(watch_base + 3),
+	      "three requests handled");
+	/* The last reply is published after handle() counted it. */
+	for (int i = 0; i < 200 && __atomic_load_n(&r.used->idx, __ATOMIC_ACQUIRE) != 3; i++)
+		usleep(10000);
+	CHECK(r.used->idx == 3, "three replies in the used ring");
+	CHECK(seen_used_idx[0] == 0 && seen_used_idx[1] == 1 && seen_used_idx[2] == 1,
+	      "the big request's reply was published before the next was handled, the "
+	      "small one's was not (used idx seen: %u %u %u)", seen_used_idx[0],
+	      seen_used_idx[1], seen_used_idx[2]);
+	CHECK(session_end(&s) == 0, "orderly end");
+	vu_dev_free(dev);
+	munmap(r.base, MEM_SIZE);
+	close(memfd);
+	close(kick);
+	close(call);
+}
+
 /* Sets queue q up on rings at off (gpa == offset into the memfd) and
  * enables it; true when every step was acked. */
 static bool queue_setup(int fd, uint32_t q, uint64_t off, int kick, int call, int err)
@@ -964,6 +1052,7 @@ int main(void)
 	      fds_before, fds_after);
 	vu_dev_free(dev);
 	test_deferred();
+	test_publish_mid_batch();
 	fds_before = count_fds();
 	test_broken_queue_isolated();
 	test_stop_while_kicked();
