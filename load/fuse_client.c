@@ -187,3 +187,29 @@ int fc_pattern_check(const void *buf, uint64_t off, uint32_t len, uint64_t *bad)
 	}
 	return 0;
 }
+
+void fc_pattern_poison(void *buf, uint64_t off, uint32_t len, uint32_t stride)
+{
+	for (uint32_t i = 0; i + 8 <= len; i += stride) {
+		uint64_t word = ~fc_pattern(off + i);
+
+		memcpy((uint8_t *)buf + i, &word, sizeof(word));
+	}
+}
+
+int fc_pattern_verify(const void *buf, uint64_t off, uint32_t len, bool full,
+		      uint64_t *bad)
+{
+	if (full)
+		return fc_pattern_check(buf, off, len, bad);
+	for (uint32_t i = 0; i + 8 <= len; i += FC_CHECK_STRIDE_SPARSE) {
+		uint64_t word;
+
+		memcpy(&word, (const uint8_t *)buf + i, sizeof(word));
+		if (word != fc_pattern(off + i)) {
+			*bad = off + i;
+			return -EBADMSG;
+		}
+	}
+	return 0;
+}

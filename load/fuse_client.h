@@ -38,6 +38,7 @@ struct fc_slot {
 	uint32_t expect_len;   /* exact out.len on success, 0 = up to out_cap */
 	int32_t allow_err;     /* a negative errno also accepted, or 0 */
 	uint32_t data_len;     /* bytes of data moved (for MiB/s) */
+	bool full_check;       /* READ: check every word (see fc_pattern_verify) */
 
 	/* Workload state. */
 	int kind, state;
@@ -87,5 +88,22 @@ static inline uint64_t fc_pattern(uint64_t off)
 void fc_pattern_fill(void *buf, uint64_t off, uint32_t len);
 /* Returns 0, or -EBADMSG with the first bad offset in *bad. */
 int fc_pattern_check(const void *buf, uint64_t off, uint32_t len, uint64_t *bad);
+
+/*
+ * Reads are checked in two strengths. Warmup: every word, after poisoning
+ * one word per 512 bytes. Measured interval: only one word per 4 KiB page,
+ * poisoned before the read and checked after it, in ferryfs-load and in the
+ * --host-pread baseline alike, so a daemon's bandwidth is compared with
+ * pread's under the same consumer-side work (a full check costs as much
+ * CPU as the copy it checks).
+ */
+#define FC_POISON_STRIDE_FULL 512u
+#define FC_CHECK_STRIDE_SPARSE 4096u
+/* Writes a wrong word every stride bytes of a buffer about to receive the
+ * data at file offset off. */
+void fc_pattern_poison(void *buf, uint64_t off, uint32_t len, uint32_t stride);
+/* Full check, or one word per FC_CHECK_STRIDE_SPARSE; as fc_pattern_check. */
+int fc_pattern_verify(const void *buf, uint64_t off, uint32_t len, bool full,
+		      uint64_t *bad);
 
 #endif

@@ -34,25 +34,6 @@ static int fill_file(int fd, uint64_t size)
 	return ret;
 }
 
-/* While measuring, one word per 4 KiB page is checked: a full check would
- * halve the bandwidth this baseline stands for. Warmup reads check every
- * byte, so the file itself is known right. */
-static int check_block(const char *buf, uint64_t off, uint32_t len, bool full)
-{
-	uint64_t bad;
-
-	if (full)
-		return fc_pattern_check(buf, off, len, &bad);
-	for (uint32_t i = 0; i < len; i += 4096) {
-		uint64_t word;
-
-		memcpy(&word, buf + i, sizeof(word));
-		if (word != fc_pattern(off + i))
-			return -EIO;
-	}
-	return 0;
-}
-
 static uint64_t xorshift(uint64_t *state)
 {
 	*state ^= *state >> 12;
@@ -104,11 +85,17 @@ int host_pread_run(const struct load_cfg *cfg, struct load_result *res)
 	for (now = load_now_ns(); now < t_end;) {
 		uint64_t blk = random ? xorshift(&rng) % nblocks : seq++ % nblocks;
 		uint64_t off = blk * cfg->block_size, t0 = now;
-		ssize_t n = pread(fd, buf, cfg->block_size, (off_t)off);
+		uint64_t bad;
+		ssize_t n;
 
+		/* The same poison and check as ferryfs-load's READs (see
+		 * fc_pattern_verify), so the two do the same work per byte. */
+		fc_pattern_poison(buf, off, cfg->block_size,
+				  measuring ? FC_CHECK_STRIDE_SPARSE : FC_POISON_STRIDE_FULL);
+		n = pread(fd, buf, cfg->block_size, (off_t)off);
 		now = load_now_ns();
 		if (n != (ssize_t)cfg->block_size ||
-		    check_block(buf, off, cfg->block_size, !measuring)) {
+		    fc_pattern_verify(buf, off, cfg->block_size, !measuring, &bad)) {
 			fprintf(stderr, "ferryfs-load: host pread at %llu: %s\n",
 				(unsigned long long)off, n < 0 ? strerror(errno) : "wrong data");
 			res->errors++;
