@@ -619,19 +619,58 @@ static void *complete_from_thread(void *token)
 	return NULL;
 }
 
+/* Maps the memfd as guest memory and points r at its rings. */
+static void ring_map(struct ring *r, int memfd)
+{
+	r->base = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (r->base == MAP_FAILED)
+		exit(1);
+	r->desc = (void *)(r->base + DESC);
+	r->avail = (void *)(r->base + AVAIL);
+	r->used = (void *)(r->base + USED);
+	r->buf = BUF;
+}
+
+/* Features, memory table, ring size, addresses and call fd for queue 1,
+ * without protocol features (no acks); the kick fd, sent next, starts it. */
+static bool queue1_prepare(int fd, int memfd, int call)
+{
+	struct mem_table mt = { .n = 1 };
+	struct vring_state st = { 1, 8 };
+	struct vring_addr addr = { 1, 0, UVA + DESC, UVA + USED, UVA + AVAIL, 0 };
+	uint64_t v = BIT(VIRTIO_F_VERSION_1);
+
+	mt.r[0] = (struct mem_region){ GPA, MEM_SIZE, UVA, 0 };
+	return send_msg(fd, 2, 0, &v, 8, NULL, 0) == 0 &&
+	       send_msg(fd, 5, 0, &mt, 8 + 32, &memfd, 1) == 0 &&
+	       send_msg(fd, 8, 0, &st, sizeof(st), NULL, 0) == 0 &&
+	       send_msg(fd, 9, 0, &addr, sizeof(addr), NULL, 0) == 0 &&
+	       send_msg(fd, 13, 0, &(uint64_t){ 1 }, 8, &call, 1) == 0;
+}
+
+/* Ends a test that used ring_map and one queue: the frontend leaves in
+ * order and everything is released. */
+static void single_queue_end(struct session *s, struct vu_dev *dev, struct ring *r,
+			     int memfd, int kick, int call)
+{
+	CHECK(session_end(s) == 0, "orderly end");
+	vu_dev_free(dev);
+	munmap(r->base, MEM_SIZE);
+	close(memfd);
+	close(kick);
+	close(call);
+}
+
 static void test_deferred(void)
 {
 	struct vu_fs_config cfg = { .tag = "myfs", .num_request_queues = 1 };
 	struct vu_dev *dev;
 	struct session s;
 	struct ring r = { 0 };
-	struct mem_table mt = { 0 };
 	struct vring_state st;
-	struct vring_addr addr;
 	struct hdr h;
 	pthread_t completer;
 	void *token;
-	uint64_t v;
 	int memfd = memfd_create("ferry-guest", MFD_CLOEXEC);
 	int kick = eventfd(0, EFD_CLOEXEC), call = eventfd(0, EFD_CLOEXEC);
 	int handled_before = __atomic_load_n(&handled, __ATOMIC_SEQ_CST);
@@ -641,25 +680,10 @@ static void test_deferred(void)
 	if (memfd < 0 || kick < 0 || call < 0 || ftruncate(memfd, MEM_SIZE) < 0 ||
 	    vu_dev_new(&dev, &cfg, &deferring_ops, &cfg) < 0)
 		exit(1);
-	r.base = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
-	if (r.base == MAP_FAILED)
-		exit(1);
-	r.desc = (void *)(r.base + DESC);
-	r.avail = (void *)(r.base + AVAIL);
-	r.used = (void *)(r.base + USED);
-	r.buf = BUF;
+	ring_map(&r, memfd);
 
 	session_start(&s, dev);
-	v = BIT(VIRTIO_F_VERSION_1);
-	mt.n = 1;
-	mt.r[0] = (struct mem_region){ GPA, MEM_SIZE, UVA, 0 };
-	st = (struct vring_state){ 1, 8 };
-	addr = (struct vring_addr){ 1, 0, UVA + DESC, UVA + USED, UVA + AVAIL, 0 };
-	CHECK(send_msg(s.fd, 2, 0, &v, 8, NULL, 0) == 0 &&
-	      send_msg(s.fd, 5, 0, &mt, 8 + 32, &memfd, 1) == 0 &&
-	      send_msg(s.fd, 8, 0, &st, sizeof(st), NULL, 0) == 0 &&
-	      send_msg(s.fd, 9, 0, &addr, sizeof(addr), NULL, 0) == 0 &&
-	      send_msg(s.fd, 13, 0, &(uint64_t){ 1 }, 8, &call, 1) == 0 &&
+	CHECK(queue1_prepare(s.fd, memfd, call) &&
 	      send_msg(s.fd, 12, 0, &(uint64_t){ 1 }, 8, &kick, 1) == 0,
 	      "queue 1 set up without protocol features (enabled at start)");
 
@@ -691,12 +715,7 @@ static void test_deferred(void)
 	      strcmp((char *)r.base + BUF + 0x1200, "intr") == 0 &&
 	      __atomic_load_n(&stopped_queues, __ATOMIC_SEQ_CST) == stopped_before + 1,
 	      "GET_VRING_BASE cancels the deferred request and pushes its reply first");
-	CHECK(session_end(&s) == 0, "orderly end");
-	vu_dev_free(dev);
-	munmap(r.base, MEM_SIZE);
-	close(memfd);
-	close(kick);
-	close(call);
+	single_queue_end(&s, dev, &r, memfd, kick, call);
 }
 
 /* The used index as each handle() call saw it: a request handled after a
@@ -725,10 +744,6 @@ static void test_publish_mid_batch(void)
 	struct vu_dev *dev;
 	struct session s;
 	struct ring r = { 0 };
-	struct mem_table mt = { 0 };
-	struct vring_state st;
-	struct vring_addr addr;
-	uint64_t v;
 	int memfd = memfd_create("ferry-guest", MFD_CLOEXEC);
 	int kick = eventfd(0, EFD_CLOEXEC), call = eventfd(0, EFD_CLOEXEC);
 
@@ -737,26 +752,11 @@ static void test_publish_mid_batch(void)
 	if (memfd < 0 || kick < 0 || call < 0 || ftruncate(memfd, MEM_SIZE) < 0 ||
 	    vu_dev_new(&dev, &cfg, &watching_ops, &cfg) < 0)
 		exit(1);
-	r.base = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
-	if (r.base == MAP_FAILED)
-		exit(1);
-	r.desc = (void *)(r.base + DESC);
-	r.avail = (void *)(r.base + AVAIL);
-	r.used = (void *)(r.base + USED);
-	r.buf = BUF;
+	ring_map(&r, memfd);
 	watched_used = r.used;
 
 	session_start(&s, dev);
-	v = BIT(VIRTIO_F_VERSION_1);
-	mt.n = 1;
-	mt.r[0] = (struct mem_region){ GPA, MEM_SIZE, UVA, 0 };
-	st = (struct vring_state){ 1, 8 };
-	addr = (struct vring_addr){ 1, 0, UVA + DESC, UVA + USED, UVA + AVAIL, 0 };
-	CHECK(send_msg(s.fd, 2, 0, &v, 8, NULL, 0) == 0 &&
-	      send_msg(s.fd, 5, 0, &mt, 8 + 32, &memfd, 1) == 0 &&
-	      send_msg(s.fd, 8, 0, &st, sizeof(st), NULL, 0) == 0 &&
-	      send_msg(s.fd, 9, 0, &addr, sizeof(addr), NULL, 0) == 0 &&
-	      send_msg(s.fd, 13, 0, &(uint64_t){ 1 }, 8, &call, 1) == 0,
+	CHECK(queue1_prepare(s.fd, memfd, call),
 	      "queue 1 set up, no kick fd yet: requests wait until all are in the ring");
 
 	/* Head 0: a 128 KiB request (a WRITE's payload, say); heads 2 and 4:
@@ -779,12 +779,7 @@ static void test_publish_mid_batch(void)
 	      "the big request's reply was published before the next was handled, the "
 	      "small one's was not (used idx seen: %u %u %u)", seen_used_idx[0],
 	      seen_used_idx[1], seen_used_idx[2]);
-	CHECK(session_end(&s) == 0, "orderly end");
-	vu_dev_free(dev);
-	munmap(r.base, MEM_SIZE);
-	close(memfd);
-	close(kick);
-	close(call);
+	single_queue_end(&s, dev, &r, memfd, kick, call);
 }
 
 /* Sets queue q up on rings at off (gpa == offset into the memfd) and
