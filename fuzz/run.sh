@@ -9,6 +9,8 @@ shift || true
 targets=("$@")
 ((${#targets[@]})) || targets=(virtq fuse vhost_user)
 build=${FUZZ_BUILD:-build-fuzz}
+build_abs=$build
+[[ $build_abs == /* ]] || build_abs=$PWD/$build
 
 if [ ! -f "$build/build.ninja" ]; then
 	CC=clang meson setup "$build" -Dfuzzing=true -Db_sanitize=address,undefined \
@@ -29,8 +31,11 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 failed=0
 for t in "${targets[@]}"; do
 	bin=$build/fuzz/fuzz_$t
-	work=$build/corpus/$t          # what this machine found; the seeds stay clean
-	crashes=$build/crashes/$t
+	# Absolute: the FUSE target's backend changes the working directory
+	# (into /proc/self/fd), and libFuzzer re-reads the corpus directories
+	# by the paths it was given.
+	work=$build_abs/corpus/$t      # what this machine found; the seeds stay clean
+	crashes=$build_abs/crashes/$t
 	log=$build/fuzz-$t.log
 	[ -x "$bin" ] || { echo "fuzz: no target $t"; failed=1; continue; }
 	mkdir -p "$work" "$crashes"
@@ -42,7 +47,7 @@ for t in "${targets[@]}"; do
 	# finding too.
 	"$bin" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 \
 		-print_final_stats=1 \
-		-artifact_prefix="$crashes/" "$work" "fuzz/corpus/$t" >"$log" 2>&1
+		-artifact_prefix="$crashes/" "$work" "$PWD/fuzz/corpus/$t" >"$log" 2>&1
 	rc=$?
 	rm -rf "$TMPDIR"
 	grep -E 'DONE|stat::number_of_executed_units' "$log" | tr -s ' \t\n' ' '
