@@ -1217,36 +1217,41 @@ static int h_set_vring_kick(struct vu_dev *dev, struct vu_msg *m, struct vu_repl
 	return queue_maybe_start(q);
 }
 
+/* Replaces one of a running queue's notification fds under its lock, so
+ * its thread never signals a closed fd. */
+static void swap_queue_fd(struct vu_queue *q, int *slot, int fd)
+{
+	int old;
+
+	pthread_mutex_lock(&q->lock);
+	old = *slot;
+	*slot = fd;
+	pthread_mutex_unlock(&q->lock);
+	close_fd(&old);
+}
+
 static int h_set_vring_call(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
 {
 	struct vu_queue *q;
-	int fd, old, ret;
+	int fd, ret;
 
 	ret = vring_fd_msg(dev, m, &q, &fd);
 	if (ret < 0)
 		return ret;
 	/* QEMU swaps call fds on running rings (irqfd vs. masked). */
-	pthread_mutex_lock(&q->lock);
-	old = q->call_fd;
-	q->call_fd = fd;
-	pthread_mutex_unlock(&q->lock);
-	close_fd(&old);
+	swap_queue_fd(q, &q->call_fd, fd);
 	return 0;
 }
 
 static int h_set_vring_err(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
 {
 	struct vu_queue *q;
-	int fd, old, ret;
+	int fd, ret;
 
 	ret = vring_fd_msg(dev, m, &q, &fd);
 	if (ret < 0)
 		return ret;
-	pthread_mutex_lock(&q->lock);
-	old = q->err_fd;
-	q->err_fd = fd;
-	pthread_mutex_unlock(&q->lock);
-	close_fd(&old);
+	swap_queue_fd(q, &q->err_fd, fd);
 	return 0;
 }
 
