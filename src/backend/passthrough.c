@@ -1577,6 +1577,33 @@ static int host_xattr_name(struct passthrough *pt, const char *name,
 }
 
 /*
+ * The common start of the xattr ops that take a name: whether xattrs are
+ * served (and writable), the host's name for the guest's under --xattrmap,
+ * and the inode, with a request ref for the caller to put, as a
+ * /proc/self/fd path.
+ */
+static int xattr_begin(struct passthrough *pt, uint64_t nodeid,
+		       const char *name, bool modifies,
+		       char mapped[XATTRMAP_NAME_MAX + 1], const char **host_name,
+		       struct inode **inode, char path[PROC_FD_PATH_MAX])
+{
+	int ret;
+
+	if (!pt->opts.xattr)
+		return -ENOSYS;
+	if (modifies && pt->opts.readonly)
+		return -EROFS;
+	ret = host_xattr_name(pt, name, mapped, host_name);
+	if (ret < 0)
+		return ret;
+	ret = inode_get(pt->inodes, nodeid, inode);
+	if (ret < 0)
+		return ret;
+	proc_fd_path(path, (*inode)->fd);
+	return 0;
+}
+
+/*
  * xattrs go through the /proc/self/fd path so no inode is opened for them
  * (FIFOs and devices stay O_PATH); the path-following calls stop at the
  * inode the magic link names, symlinks included. They run as the guest so
@@ -1592,17 +1619,10 @@ static int pt_setxattr(void *fs, const struct fuse_req_ctx *ctx,
 	struct inode *inode;
 	int ret;
 
-	if (!pt->opts.xattr)
-		return -ENOSYS;
-	if (pt->opts.readonly)
-		return -EROFS;
-	ret = host_xattr_name(pt, name, mapped, &host_name);
-	if (ret < 0)
-		return ret;
-	ret = inode_get(pt->inodes, nodeid, &inode);
+	ret = xattr_begin(pt, nodeid, name, true, mapped, &host_name, &inode,
+			  path);
 	if (ret < 0)
 		goto out;
-	proc_fd_path(path, inode->fd);
 	ret = as_guest(pt, ctx);
 	if (ret < 0)
 		goto put;
@@ -1635,15 +1655,10 @@ static ssize_t pt_getxattr(void *fs, const struct fuse_req_ctx *ctx,
 	struct inode *inode;
 	ssize_t ret;
 
-	if (!pt->opts.xattr)
-		return -ENOSYS;
-	ret = host_xattr_name(pt, name, mapped, &host_name);
-	if (ret < 0)
-		return ret;
-	ret = inode_get(pt->inodes, nodeid, &inode);
+	ret = xattr_begin(pt, nodeid, name, false, mapped, &host_name, &inode,
+			  path);
 	if (ret < 0)
 		goto out;
-	proc_fd_path(path, inode->fd);
 	ret = as_guest(pt, ctx);
 	if (ret < 0)
 		goto put;
@@ -1720,17 +1735,10 @@ static int pt_removexattr(void *fs, const struct fuse_req_ctx *ctx,
 	struct inode *inode;
 	int ret;
 
-	if (!pt->opts.xattr)
-		return -ENOSYS;
-	if (pt->opts.readonly)
-		return -EROFS;
-	ret = host_xattr_name(pt, name, mapped, &host_name);
-	if (ret < 0)
-		return ret;
-	ret = inode_get(pt->inodes, nodeid, &inode);
+	ret = xattr_begin(pt, nodeid, name, true, mapped, &host_name, &inode,
+			  path);
 	if (ret < 0)
 		goto out;
-	proc_fd_path(path, inode->fd);
 	/* The guest's kernel removes file capabilities itself when a writer
 	 * changes the file (security_inode_killpriv), without a permission
 	 * check; an explicit removal it has already checked for CAP_SETFCAP.
