@@ -88,6 +88,14 @@ cleanup_pids+=("$kpid")
 wait_socket "$sock" "$kpid" || true
 kill -KILL "$kpid"
 wait "$kpid" 2>/dev/null || true
+# Under the namespace sandbox the serving child outlives the killed parent
+# until its PR_SET_PDEATHSIG SIGTERM has run its exit path, and it holds the
+# pid file's lock until then: wait for that, as a service manager that
+# kills only the main pid would have to.
+for _ in $(seq 100); do
+    flock -n "$sock.pid" true 2>/dev/null && break
+    sleep 0.1
+done
 "$ferryfsd" --socket-path="$sock" --shared-dir="$share" >"$tmp/restart.out" 2>&1 &
 rpid=$!
 cleanup_pids+=("$rpid")
