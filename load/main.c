@@ -29,6 +29,8 @@ static void usage(FILE *f)
 "  --queues N           request queues besides hiprio (default 1)\n"
 "  --seconds S          measured interval (default 5)\n"
 "  --warmup S           unmeasured interval before it (default 1)\n"
+"  --idle S             then stay connected with nothing in flight for S s and\n"
+"                       report the daemon's CPU meanwhile (with --daemon-pid)\n"
 "  --file-size BYTES    data file size (default 64m)\n"
 "  --dir-entries N      readdirplus directory size (default 10000)\n"
 "  --daemon-pid PID     read this process's CPU time from /proc\n"
@@ -85,7 +87,7 @@ static int parse_secs(const char *s, double *out)
 }
 
 enum { O_SOCKET = 256, O_HOST, O_WORKLOAD, O_BS, O_QD, O_QUEUES, O_SECONDS, O_WARMUP,
-       O_FSIZE, O_DIRENT, O_PID, O_EIDX, O_POLL, O_SEED, O_JSON, O_HELP };
+       O_IDLE, O_FSIZE, O_DIRENT, O_PID, O_EIDX, O_POLL, O_SEED, O_JSON, O_HELP };
 
 static int parse_args(int argc, char **argv, struct load_cfg *c)
 {
@@ -98,6 +100,7 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 		{ "queues", required_argument, NULL, O_QUEUES },
 		{ "seconds", required_argument, NULL, O_SECONDS },
 		{ "warmup", required_argument, NULL, O_WARMUP },
+		{ "idle", required_argument, NULL, O_IDLE },
 		{ "file-size", required_argument, NULL, O_FSIZE },
 		{ "dir-entries", required_argument, NULL, O_DIRENT },
 		{ "daemon-pid", required_argument, NULL, O_PID },
@@ -121,6 +124,7 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 		case O_QUEUES: bad |= parse_u32(optarg, 1, LOAD_MAX_QUEUES, &c->queues); break;
 		case O_SECONDS: bad |= parse_secs(optarg, &c->seconds); break;
 		case O_WARMUP: bad |= parse_secs(optarg, &c->warmup); break;
+		case O_IDLE: bad |= parse_secs(optarg, &c->idle); break;
 		case O_FSIZE: bad |= parse_size(optarg, &c->file_size); break;
 		case O_DIRENT: bad |= parse_u32(optarg, 1, 1000000, &c->dir_entries); break;
 		case O_PID: bad |= parse_u32(optarg, 1, INT_MAX, &v); c->daemon_pid = (pid_t)v; break;
@@ -174,7 +178,7 @@ int main(int argc, char **argv)
 		.event_idx = -1,
 	};
 	struct load_result res;
-	double el, ops_s, mib_s, cpu_op, self_op;
+	double el, ops_s, mib_s, cpu_op, self_op, idle_pct;
 	int ret;
 
 	if (parse_args(argc, argv, &c)) {
@@ -217,6 +221,10 @@ int main(int argc, char **argv)
 		printf("daemon cpu: unknown (no --daemon-pid)\n");
 	printf("load cpu: %.2f us/op; kicks %" PRIu64 ", calls %" PRIu64 "\n", self_op,
 	       res.kicks, res.calls);
+	idle_pct = res.idle_daemon_cpu_us >= 0 && c.idle > 0 ?
+		   res.idle_daemon_cpu_us / c.idle / 1e4 : -1;
+	if (idle_pct >= 0)
+		printf("idle %.1f s: daemon cpu %.1f%% of one cpu\n", c.idle, idle_pct);
 	printf("errors: %" PRIu64 "%s\n", res.errors, ret ? " (run aborted)" : "");
 	if (c.json)
 		printf("{\"workload\":\"%s\",\"block_size\":%u,\"queue_depth\":%u,\"queues\":%u,"
@@ -227,13 +235,13 @@ int main(int argc, char **argv)
 		       "\"lat_p999_us\":%.2f,\"lat_mean_us\":%.2f,\"lat_max_us\":%.2f,"
 		       "\"daemon_cpu_us_per_op\":%.3f,\"load_cpu_us_per_op\":%.3f,"
 		       "\"kicks\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"fuse_minor\":%u,"
-		       "\"errors\":%" PRIu64 ",\"aborted\":%s}\n",
+		       "\"idle_daemon_cpu_pct\":%.2f,\"errors\":%" PRIu64 ",\"aborted\":%s}\n",
 		       c.workload, c.block_size, c.queue_depth, c.queues, c.seconds, c.warmup,
 		       (unsigned long long)c.file_size, res.event_idx ? "true" : "false",
 		       c.poll ? "true" : "false", el, res.ops, res.cycles, res.entries, res.bytes,
 		       ops_s, mib_s, res.lat_p50_us, res.lat_p99_us, res.lat_p999_us,
 		       res.lat_mean_us, res.lat_max_us, cpu_op, self_op, res.kicks, res.calls,
-		       res.proto_minor, res.errors, ret ? "true" : "false");
+		       res.proto_minor, idle_pct, res.errors, ret ? "true" : "false");
 	if (res.errors)
 		return 1;
 	return ret ? 2 : 0;

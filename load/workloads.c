@@ -1287,6 +1287,21 @@ void load_latency_summary(uint32_t *lat, size_t n, struct load_result *res)
 	res->lat_max_us = n ? lat[n - 1] / 1000.0 : 0;
 }
 
+/* A guest that stops sending but keeps its rings: what the daemon burns
+ * while nothing is in flight (a queue thread that never stopped polling
+ * would show a whole CPU). Returns the daemon's CPU us, or -1. */
+static double idle_interval(struct run *r, double seconds)
+{
+	int64_t c0 = proc_cpu_us(r->cfg->daemon_pid), c1;
+	struct timespec ts = { .tv_sec = (time_t)seconds,
+			       .tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9) };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+	c1 = proc_cpu_us(r->cfg->daemon_pid);
+	return (r->cfg->daemon_pid > 0 && c0 >= 0 && c1 >= 0) ? (double)(c1 - c0) : -1;
+}
+
 int load_run(const struct load_cfg *cfg, struct load_result *res)
 {
 	struct run r = { .cfg = cfg, .rng = cfg->seed | 1 };
@@ -1295,6 +1310,7 @@ int load_run(const struct load_cfg *cfg, struct load_result *res)
 	int ret;
 
 	memset(res, 0, sizeof(*res));
+	res->idle_daemon_cpu_us = -1;
 	r.dev.sock = -1;
 	r.dev.memfd = -1;
 	for (i = 0; i < sizeof(kind_names) / sizeof(kind_names[0]); i++)
@@ -1339,6 +1355,8 @@ int load_run(const struct load_cfg *cfg, struct load_result *res)
 	ret = engine(&r, &wl_phase, ws, ws + (uint64_t)(cfg->seconds * 1e9));
 	if (ret)
 		goto out;
+	if (cfg->idle > 0)
+		res->idle_daemon_cpu_us = idle_interval(&r, cfg->idle);
 teardown:
 	ret = teardown(&r);
 out:

@@ -20,6 +20,7 @@ struct load_cfg {
 	uint32_t queues;
 	double seconds;
 	double warmup;
+	double idle;             /* --idle: connected, nothing in flight, after */
 	uint64_t file_size;
 	pid_t daemon_pid;
 	bool json;
@@ -36,6 +37,7 @@ struct load_result {
 	uint64_t errors;
 	double lat_p50_us, lat_p99_us, lat_p999_us, lat_mean_us, lat_max_us;
 	double daemon_cpu_us;      /* < 0 when unknown */
+	double idle_daemon_cpu_us; /* during --idle; < 0 when unknown or none */
 	double load_cpu_us;
 	uint64_t kicks, calls;
 	uint32_t proto_minor, max_write, max_pages;

@@ -511,6 +511,7 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 		 * QEMU and cloud-hypervisor announce their own count. */
 		.num_request_queues = 1,
 		.max_request_queues = FERRY_MAX_REQUEST_QUEUES,
+		.poll_max_us = o->poll_max_us,
 	};
 	struct vu_dev *dev = NULL;
 	int conn_fd = -1;

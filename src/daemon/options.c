@@ -276,7 +276,7 @@ enum long_opt_id {
 	OPT_SOCKET_PATH, OPT_SOCKET_GROUP, OPT_FD, OPT_SHARED_DIR, OPT_TAG,
 	OPT_CACHE, OPT_THREAD_POOL_SIZE, OPT_XATTR, OPT_WRITEBACK,
 	OPT_ALLOW_DIRECT_IO, OPT_NO_READDIRPLUS, OPT_LOG_LEVEL, OPT_SYSLOG,
-	OPT_RLIMIT_NOFILE, OPT_DAEMONIZE, OPT_PRINT_CAPS, OPT_HELP, OPT_VERSION,
+	OPT_RLIMIT_NOFILE, OPT_POLL_MAX_US, OPT_DAEMONIZE, OPT_PRINT_CAPS, OPT_HELP, OPT_VERSION,
 	OPT_NO_KILLPRIV_V2, OPT_NO_ANNOUNCE_SUBMOUNTS, OPT_POSIX_LOCK, OPT_FLOCK,
 	OPT_MOUNT,
 	OPT_STATS_SOCKET, OPT_STATS, OPT_JSON, OPT_KEEP_LISTENING,
@@ -306,6 +306,7 @@ static const struct long_opt {
 	{ "log-level", true, OPT_LOG_LEVEL },
 	{ "syslog", false, OPT_SYSLOG },
 	{ "rlimit-nofile", true, OPT_RLIMIT_NOFILE },
+	{ "poll-max-us", true, OPT_POLL_MAX_US },
 	{ "daemonize", false, OPT_DAEMONIZE },
 	{ "print-capabilities", false, OPT_PRINT_CAPS },
 	{ "help", false, OPT_HELP },
@@ -417,6 +418,12 @@ static int apply_long(struct ferry_options *o, const struct long_opt *lo,
 			return bad_value(err, "--rlimit-nofile", val);
 		o->rlimit_nofile = n;
 		o->rlimit_nofile_set = true;
+		break;
+	case OPT_POLL_MAX_US:
+		/* Above a second it is no longer a short spin. */
+		if (parse_ulong(val, 1000000, &n))
+			return bad_value(err, "--poll-max-us", val);
+		o->poll_max_us = (unsigned)n;
 		break;
 	case OPT_DAEMONIZE:
 		o->daemonize = true;
@@ -547,6 +554,7 @@ static void set_defaults(struct ferry_options *o)
 	o->readdirplus = true;
 	o->announce_submounts = true;
 	o->log_level = LOG_LVL_INFO;
+	o->poll_max_us = FERRY_POLL_MAX_US_DEFAULT;
 }
 
 int ferry_options_parse(struct ferry_options *o, int argc, char **argv,
@@ -751,6 +759,9 @@ void ferry_options_usage(FILE *out)
 "  --thread-pool-size=N      accepted for compatibility: ferryfsd runs each\n"
 "                            request on its queue's own thread, with no pool\n"
 "  --rlimit-nofile=N         set the open-file limit (0 leaves it alone)\n"
+"  --poll-max-us=N           longest a queue thread spins on its ring before\n"
+"                            sleeping (default 50; it adapts below that to\n"
+"                            the guest's pace; 0 never spins)\n"
 "  --log-level=error|warn|info|debug\n"
 "                            the least severe messages logged (default info)\n"
 "  --syslog                  log to syslog (facility daemon) instead of stderr\n"

@@ -11,6 +11,10 @@
 /* The first fd a socket-activating manager passes (SD_LISTEN_FDS_START). */
 #define FERRY_LISTEN_FDS_START 3
 
+/* --poll-max-us when not given: past ~50 us a spin costs more than the
+ * wake-up it saves (docs/benchmarks.md, "Busy-polling"). */
+#define FERRY_POLL_MAX_US_DEFAULT 50
+
 enum run_action { ACTION_SERVE, ACTION_HELP, ACTION_VERSION, ACTION_PRINT_CAPS,
 		  ACTION_STATS };
 
@@ -54,6 +58,7 @@ struct ferry_options {
 	bool keep_listening;          /* serve frontend after frontend */
 	unsigned long rlimit_nofile;  /* 0: leave the limit as it is */
 	bool rlimit_nofile_set;
+	unsigned poll_max_us;         /* queue busy-poll ceiling; 0: never */
 	unsigned thread_pool_size;
 	bool thread_pool_size_set;
 	enum log_level log_level;

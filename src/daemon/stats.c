@@ -116,8 +116,10 @@ static void report_json(const struct stats_snapshot *s, FILE *out)
 			if (!q->requests)
 				continue;
 			fprintf(out, "%s{\"index\":%u,\"requests\":%llu,\"batches\":%llu,"
-				"\"batch_size\":", first_q ? "" : ",", q->index,
-				(unsigned long long)q->requests, (unsigned long long)q->batches);
+				"\"poll_hits\":%llu,\"sleeps\":%llu,\"batch_size\":",
+				first_q ? "" : ",", q->index,
+				(unsigned long long)q->requests, (unsigned long long)q->batches,
+				(unsigned long long)q->poll_hits, (unsigned long long)q->sleeps);
 			json_hist(out, &q->batch_size);
 			fputs(",\"depth\":", out);
 			json_hist(out, &q->depth);
@@ -166,12 +168,14 @@ static void report_table(const struct stats_snapshot *s, FILE *out)
 			continue;
 		}
 		fprintf(out, "queue %u: %llu requests in %llu batches; batch size p50 %llu "
-			"max %llu; depth p50 %llu max %llu\n", q->index,
+			"max %llu; depth p50 %llu max %llu; waits %llu polled, %llu slept\n",
+			q->index,
 			(unsigned long long)q->requests, (unsigned long long)q->batches,
 			(unsigned long long)ferry_hist_quantile_floor(&q->batch_size, 0.5),
 			(unsigned long long)ferry_hist_quantile_floor(&q->batch_size, 1.0),
 			(unsigned long long)ferry_hist_quantile_floor(&q->depth, 0.5),
-			(unsigned long long)ferry_hist_quantile_floor(&q->depth, 1.0));
+			(unsigned long long)ferry_hist_quantile_floor(&q->depth, 1.0),
+			(unsigned long long)q->poll_hits, (unsigned long long)q->sleeps);
 	}
 	if (idle)
 		fprintf(out, "%u other queue(s) idle\n", idle);

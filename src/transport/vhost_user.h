@@ -74,6 +74,10 @@ struct vu_fs_config {
 	 * start up to this many, each on its own thread. 0 means the same as
 	 * num_request_queues; never less than it. */
 	unsigned max_request_queues;
+	/* Longest a request queue's thread busy-polls its ring before it
+	 * sleeps on the kick fd, in microseconds; it adapts below this to how
+	 * long the driver actually leaves it idle. 0: never poll. */
+	unsigned poll_max_us;
 };
 
 struct vu_dev;
@@ -100,6 +104,8 @@ struct vu_queue_stats {
 	uint64_t batches;               /* passes that handled at least one */
 	struct ferry_hist batch_size;   /* requests handled per pass */
 	struct ferry_hist depth;        /* requests queued when a pass began */
+	uint64_t poll_hits;             /* waits that polling ended */
+	uint64_t sleeps;                /* waits that slept on the kick fd */
 };
 /* Fills out[0..max) with the queues' counters, read racily while the
  * queues run; returns the number of queues the device has. */

@@ -341,6 +341,15 @@ bool virtq_should_notify(struct virtq *vq)
 	return virtq_need_event(event, new_idx, old_idx);
 }
 
+bool virtq_avail_pending(struct virtq *vq)
+{
+	if (vq->broken || !virtq_ready(vq))
+		return false;
+	if (vq->shadow_avail_idx != vq->last_avail_idx)
+		return true;
+	return refresh_avail(vq) != 0;
+}
+
 static uint16_t *avail_event_ptr(struct virtq *vq)
 {
 	/* used->ring[num], right after the used ring; 4-byte aligned. */

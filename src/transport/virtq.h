@@ -95,6 +95,10 @@ void virtq_disable_notify(struct virtq *vq);
  * arrived meanwhile (the driver may have seen notifications off and not
  * kicked, so the caller must process them instead of sleeping). */
 bool virtq_enable_notify(struct virtq *vq);
+/* Re-reads avail->idx: true if the driver made buffers available that are
+ * not popped yet (or moved the index so far that the queue broke, which
+ * the next pop reports). For busy-polling with notifications off. */
+bool virtq_avail_pending(struct virtq *vq);
 
 /* Chains the driver had made available, as of the last look at avail->idx,
  * that are not popped yet. */

@@ -199,6 +199,20 @@ int main(void)
 		    "--thread-pool-size=-1", NULL);
 	CHECK(ret != 0, "negative thread pool size refused: %s", err);
 
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d", NULL);
+	CHECK(ret == 0 && o.poll_max_us == FERRY_POLL_MAX_US_DEFAULT,
+	      "queue threads poll by default (%u us)", o.poll_max_us);
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--poll-max-us=0", NULL);
+	CHECK(ret == 0 && o.poll_max_us == 0, "--poll-max-us=0 turns polling off");
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--poll-max-us", "1000000", NULL);
+	CHECK(ret == 0 && o.poll_max_us == 1000000, "--poll-max-us up to a second");
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--poll-max-us=1000001", NULL);
+	CHECK(ret != 0 && strstr(err, "--poll-max-us"), "--poll-max-us over a second refused: %s",
+	      err);
+
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--tag=0123456789012345678901234567890123456", NULL);
 	CHECK(ret != 0 && strstr(err, "--tag"), "37-byte tag refused: %s", err);

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# make check: queue threads busy-poll only while the driver keeps them busy: an idle daemon sleeps, --poll-max-us=0 never spins.
+# Exit 0 pass, 1 fail, 77 skip. Usage: poll-test.sh [BUILD_DIR]   (default: ./build)
+# Checks CPU use and counters, never speed: a queue thread that kept spinning after
+# the load stopped would use a whole CPU while idle, which shows on any host.
+set -uo pipefail
+
+build=${1:-${MESON_BUILD_ROOT:-build}}
+daemon=$build/ferryfsd
+load=$build/ferryfs-load
+
+if [[ ! -x $daemon ]]; then echo "SKIP: $daemon not built"; exit 77; fi
+if [[ ! -x $load ]]; then echo "SKIP: ferryfs-load not built in $build"; exit 77; fi
+if ! command -v jq >/dev/null; then echo "SKIP: jq missing (scripts/deps.sh installs it)"; exit 77; fi
+
+tmp=$(mktemp -d /tmp/ferryfs-poll.XXXXXX)
+pid=
+cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+fail=0
+check() { # check DESCRIPTION CONDITION...
+    local what=$1; shift
+    if "$@"; then echo "  ok   $what"; else echo "  FAIL $what"; fail=1; fi
+}
+
+start_daemon() { # start_daemon NAME EXTRA_OPTS...
+    local name=$1; shift
+    sock=$tmp/$name.sock stats=$tmp/$name.stats share=$tmp/share-$name
+    mkdir -p "$share"
+    "$daemon" --socket-path="$sock" --shared-dir="$share" --cache never \
+        --stats-socket="$stats" --sandbox=none --seccomp=none "$@" >"$tmp/$name.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 100); do [[ -S $sock && -S $stats ]] && break; sleep 0.05; done
+}
+
+# --idle keeps the rings set up with nothing in flight after the load, and
+# the stats are read then, while the frontend is still connected.
+run_load() { # run_load QUEUES
+    timeout 60 "$load" --socket "$sock" --workload getattr --seconds 1 --warmup 0.2 \
+        --idle 2 --queue-depth 16 --queues "$1" --daemon-pid "$pid" --json \
+        >"$tmp/load.out" 2>"$tmp/load.err" &
+    local lp=$! rc
+    sleep 2.5
+    "$daemon" --stats="$stats" --json >"$tmp/stats.json" 2>"$tmp/stats.err"
+    wait "$lp"; rc=$?
+    check "ferryfs-load exit status 0 (got $rc)" test "$rc" -eq 0
+    check "no wrong replies" test "$(tail -n 1 "$tmp/load.out" | jq -r .errors)" = 0
+}
+
+echo "default polling, 2 request queues: served, then the idle daemon sleeps"
+start_daemon default
+run_load 2
+check "stats report each request queue's waits" jq -e >/dev/null \
+    '[.queues[] | select(.index >= 1) | (.poll_hits | type) == "number" and .sleeps >= 1] | length == 2 and all' \
+    "$tmp/stats.json"
+idle=$(tail -n 1 "$tmp/load.out" | jq -r '.idle_daemon_cpu_pct | floor')
+check "idle daemon uses < 10% of a CPU (got ${idle}%)" test "$idle" -ge 0 -a "$idle" -lt 10
+kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
+
+echo "--poll-max-us=0: queue threads never spin"
+start_daemon nopoll --poll-max-us=0
+run_load 1
+check "no wait ended by polling" jq -e >/dev/null \
+    '[.queues[] | select(.index >= 1) | .poll_hits == 0 and .sleeps >= 1] | length == 1 and all' \
+    "$tmp/stats.json"
+kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
+
+echo "bad values are refused before anything starts"
+for bad in -1 abc 1000001 ""; do
+    out=$("$daemon" --socket-path="$tmp/bad.sock" --shared-dir="$tmp" --poll-max-us="$bad" 2>&1)
+    rc=$?
+    check "--poll-max-us='$bad' exits 1 with a message (rc $rc)" \
+        bash -c '[[ $1 -ne 0 && $2 == *poll-max-us* ]]' _ "$rc" "$out"
+    check "--poll-max-us='$bad' created no socket" test ! -e "$tmp/bad.sock"
+done
+
+if [[ $fail -eq 0 ]]; then echo "PASS"; exit 0; fi
+echo "FAIL"; exit 1
