@@ -839,10 +839,6 @@ static int make_node(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 	ret = check_name(name);
 	if (ret < 0)
 		goto out;
-	if (pt->opts.readonly) {
-		ret = -EROFS;
-		goto out;
-	}
 	ret = inode_get(pt->inodes, parent, &dir);
 	if (ret < 0)
 		goto out;
@@ -917,10 +913,6 @@ static int remove_name(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 	ret = check_name(name);
 	if (ret < 0)
 		goto out;
-	if (pt->opts.readonly) {
-		ret = -EROFS;
-		goto out;
-	}
 	ret = inode_get(pt->inodes, parent, &dir);
 	if (ret < 0)
 		goto out;
@@ -960,10 +952,6 @@ static int pt_rename(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
 		ret = -EINVAL;
 		goto out;
 	}
-	if (pt->opts.readonly) {
-		ret = -EROFS;
-		goto out;
-	}
 	ret = inode_get(pt->inodes, parent, &olddir);
 	if (ret < 0)
 		goto out;
@@ -996,10 +984,6 @@ static int pt_link(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	ret = check_name(newname);
 	if (ret < 0)
 		goto out;
-	if (pt->opts.readonly) {
-		ret = -EROFS;
-		goto out;
-	}
 	ret = inode_get(pt->inodes, nodeid, &inode);
 	if (ret < 0)
 		goto out;
@@ -1153,10 +1137,6 @@ static int create_common(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 	uint64_t fh;
 	int flags, fd, ret;
 
-	if (pt->opts.readonly) {
-		ret = -EROFS;
-		goto out;
-	}
 	flags = host_open_flags(pt, in->flags) | O_CLOEXEC;
 	if (name) {
 		/* O_EXCL always: without it O_CREAT would open whatever the
@@ -1276,8 +1256,6 @@ static ssize_t pt_write(void *fs, const struct fuse_req_ctx *ctx,
 	struct stat st;
 	ssize_t ret;
 
-	if (pt->opts.readonly)
-		return -EROFS;
 	ret = get_file_handle(pt, nodeid, in->fh, &h);
 	if (ret < 0)
 		goto out;
@@ -1578,21 +1556,18 @@ static int host_xattr_name(struct passthrough *pt, const char *name,
 
 /*
  * The common start of the xattr ops that take a name: whether xattrs are
- * served (and writable), the host's name for the guest's under --xattrmap,
+ * served, the host's name for the guest's under --xattrmap,
  * and the inode, with a request ref for the caller to put, as a
  * /proc/self/fd path.
  */
 static int xattr_begin(struct passthrough *pt, uint64_t nodeid,
-		       const char *name, bool modifies,
-		       char mapped[XATTRMAP_NAME_MAX + 1], const char **host_name,
+		       const char *name, char mapped[XATTRMAP_NAME_MAX + 1], const char **host_name,
 		       struct inode **inode, char path[PROC_FD_PATH_MAX])
 {
 	int ret;
 
 	if (!pt->opts.xattr)
 		return -ENOSYS;
-	if (modifies && pt->opts.readonly)
-		return -EROFS;
 	ret = host_xattr_name(pt, name, mapped, host_name);
 	if (ret < 0)
 		return ret;
@@ -1619,7 +1594,7 @@ static int pt_setxattr(void *fs, const struct fuse_req_ctx *ctx,
 	struct inode *inode;
 	int ret;
 
-	ret = xattr_begin(pt, nodeid, name, true, mapped, &host_name, &inode,
+	ret = xattr_begin(pt, nodeid, name, mapped, &host_name, &inode,
 			  path);
 	if (ret < 0)
 		goto out;
@@ -1655,7 +1630,7 @@ static ssize_t pt_getxattr(void *fs, const struct fuse_req_ctx *ctx,
 	struct inode *inode;
 	ssize_t ret;
 
-	ret = xattr_begin(pt, nodeid, name, false, mapped, &host_name, &inode,
+	ret = xattr_begin(pt, nodeid, name, mapped, &host_name, &inode,
 			  path);
 	if (ret < 0)
 		goto out;
@@ -1735,7 +1710,7 @@ static int pt_removexattr(void *fs, const struct fuse_req_ctx *ctx,
 	struct inode *inode;
 	int ret;
 
-	ret = xattr_begin(pt, nodeid, name, true, mapped, &host_name, &inode,
+	ret = xattr_begin(pt, nodeid, name, mapped, &host_name, &inode,
 			  path);
 	if (ret < 0)
 		goto out;
@@ -1791,8 +1766,6 @@ static int pt_fallocate(void *fs, const struct fuse_req_ctx *ctx,
 	struct handle *h;
 	int ret;
 
-	if (pt->opts.readonly)
-		return -EROFS;
 	ret = get_file_handle(pt, nodeid, in->fh, &h);
 	if (ret < 0)
 		return ret;
@@ -1834,8 +1807,6 @@ static ssize_t pt_copy_file_range(void *fs, const struct fuse_req_ctx *ctx,
 	loff_t off_in = in->off_in, off_out = in->off_out;
 	ssize_t ret;
 
-	if (pt->opts.readonly)
-		return -EROFS;
 	ret = get_file_handle(pt, nodeid, in->fh_in, &src);
 	if (ret < 0)
 		goto out;

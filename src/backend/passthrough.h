@@ -21,6 +21,9 @@ struct passthrough_opts {
 	bool xattr;
 	bool allow_direct_io;        /* keep the guest's O_DIRECT */
 	bool writeback;
+	/* EROFS for the ops that change something only with some arguments
+	 * (SETATTR, OPEN for writing, ACCESS W_OK); the session refuses the
+	 * ops that always change something before they get here. */
 	bool readonly;
 	bool announce_submounts;
 	enum inode_file_handles file_handles;

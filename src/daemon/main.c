@@ -659,6 +659,7 @@ static int serve(const struct ferry_options *o)
 		.killpriv_v2 = o->killpriv_v2,
 		.announce_submounts = o->announce_submounts,
 		.allow_mmap = o->allow_mmap,
+		.readonly = o->readonly,
 		/* Each transport delivers replies given later its own way. */
 		.reply_later = o->mountpoint ? devfuse_request_complete : vu_request_complete,
 	};

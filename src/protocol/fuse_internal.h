@@ -154,6 +154,7 @@ struct fuse_op_desc {
 #define FUSE_OP_NO_REPLY   (1u << 0)  /* FORGET, BATCH_FORGET, INTERRUPT */
 #define FUSE_OP_XATTR      (1u << 1)  /* served only with opts->xattr */
 #define FUSE_OP_HEAD_ONLY  (1u << 2)  /* copy only min_arg: payload stays in rd */
+#define FUSE_OP_MODIFIES   (1u << 3)  /* always a change: EROFS with opts->readonly */
 
 /* NULL for opcodes we do not know at all. */
 const struct fuse_op_desc *fuse_op_lookup(uint32_t opcode);

@@ -515,6 +515,8 @@ static int req_prepare(struct fuse_req *req, const struct fuse_op_desc *desc,
 		return -ENOSYS;
 	if ((desc->flags & FUSE_OP_XATTR) && !se->opts.xattr)
 		return -ENOSYS;
+	if ((desc->flags & FUSE_OP_MODIFIES) && se->opts.readonly)
+		return -EROFS;
 	if (req->arg_len < desc->min_arg) {
 		log_debug("fuse: %s: %zu argument bytes, need %u",
 			  desc->name, req->arg_len, desc->min_arg);

@@ -22,6 +22,10 @@ struct fuse_session_opts {
 	bool posix_lock;             /* FUSE_POSIX_LOCKS */
 	bool cache_symlinks;         /* FUSE_CACHE_SYMLINKS */
 	bool allow_mmap;             /* FUSE_DIRECT_IO_ALLOW_MMAP (7.39) */
+	/* Every opcode that always changes something gets EROFS before the
+	 * backend sees it. The backend still judges the ops that change
+	 * something only with some arguments (SETATTR, OPEN). */
+	bool readonly;
 	/* How a reply given later reaches the transport: called from any
 	 * thread with the token fuse_worker_process() got. NULL: no request
 	 * is ever answered later (ops that would wait fail with ENOLCK). */

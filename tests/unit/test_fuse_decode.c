@@ -1616,6 +1616,52 @@ static void test_missing_ops(void)
 	CHECK(rec.calls[C_DESTROY] == 1);
 }
 
+/* --readonly: every opcode that always changes something is refused with
+ * EROFS before the backend is called; the rest still reach it (the backend
+ * judges SETATTR and OPEN by their arguments). */
+static void test_readonly(void)
+{
+	static const uint32_t modifying[] = {
+		FUSE_SYMLINK, FUSE_MKNOD, FUSE_MKDIR, FUSE_UNLINK, FUSE_RMDIR,
+		FUSE_RENAME, FUSE_RENAME2, FUSE_LINK, FUSE_WRITE, FUSE_SETXATTR,
+		FUSE_REMOVEXATTR, FUSE_CREATE, FUSE_FALLOCATE, FUSE_COPY_FILE_RANGE,
+		FUSE_TMPFILE,
+	};
+	struct fuse_session_opts opts = default_opts();
+	struct fuse_getattr_in ga = { 0 };
+	struct fuse_setattr_in sa = { 0 };
+	struct fuse_open_in oi = { .flags = 2 }; /* O_RDWR */
+	struct fuse_session *se;
+	struct fuse_worker *w;
+
+	opts.readonly = true;
+	open_session(&se, &w, &opts);
+	for (size_t i = 0; i < sizeof(modifying) / sizeof(modifying[0]); i++) {
+		/* Room for any of their fixed parts, then two names. */
+		rq_start(modifying[i], 2);
+		rq_fill(0, 128);
+		rq_str("a");
+		rq_str("b");
+		run(w);
+		EXPECT_ERR(EROFS);
+	}
+	EXPECT_NO_CALLS();
+
+	rq_start(FUSE_GETATTR, 2);
+	rq_add(&ga, sizeof(ga));
+	run(w);
+	EXPECT_OK(sizeof(struct fuse_attr_out));
+	rq_start(FUSE_SETATTR, 2);
+	rq_add(&sa, sizeof(sa));
+	run(w);
+	rq_start(FUSE_OPEN, 2);
+	rq_add(&oi, sizeof(oi));
+	run(w);
+	CHECK(rec.calls[C_GETATTR] == 1 && rec.calls[C_SETATTR] == 1 && rec.calls[C_OPEN] == 1);
+	fuse_worker_free(w);
+	fuse_session_free(se);
+}
+
 /* Appends a security context block: header, one fuse_secctx, name, value,
  * padded to 8 bytes as the client does for extensions. */
 static void rq_secctx(const char *name, const char *value, uint32_t hdr_type_or_nr)
@@ -2024,6 +2070,7 @@ int main(void)
 	test_before_init_and_init();
 	test_old_init_and_defaults();
 	test_missing_ops();
+	test_readonly();
 	test_concurrency();
 	test_secctx();
 	test_reply_later();
