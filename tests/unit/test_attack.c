@@ -17,6 +17,7 @@
 
 #include "../common/canary.h"
 #include "../common/fd_count.h"
+#include "../common/raw_req.h"
 #include "backend/passthrough.h"
 #include "common/log.h"
 #include "protocol/fuse_server.h"
@@ -35,28 +36,12 @@ static struct fuse_session *se;
 static struct fuse_worker *wk;
 static uint64_t next_unique = 1;
 
-/* The last reply: header and up to 64 KiB of arguments. */
-static struct {
-	uint32_t used;
-	struct fuse_out_header h;
-	uint8_t arg[65536];
-} rep;
+static struct raw_reply rep;
 
 /* Sends buf as one readable iovec, with room bytes of reply room. */
 static uint32_t send_raw_on(struct fuse_worker *w, const void *buf, size_t len, size_t room)
 {
-	static uint8_t out[sizeof(struct fuse_out_header) + sizeof(rep.arg)];
-	struct iovec rd = { (void *)buf, len };
-	struct iovec wr = { out, room < sizeof(out) ? room : sizeof(out) };
-
-	memset(out, 0xa5, sizeof(out));
-	rep.used = fuse_worker_process(w, &rd, 1, &wr, 1, NULL);
-	memset(&rep.h, 0, sizeof(rep.h));
-	if (rep.used >= sizeof(rep.h)) {
-		memcpy(&rep.h, out, sizeof(rep.h));
-		memcpy(rep.arg, out + sizeof(rep.h), rep.used - sizeof(rep.h));
-	}
-	return rep.used;
+	return raw_req_run(w, buf, len, room, &rep);
 }
 
 /* Builds header + arg + up to two names (each as given, with its own

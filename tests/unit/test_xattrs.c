@@ -12,6 +12,7 @@
 #include "backend/passthrough.h"
 #include "backend/xattrmap.h"
 #include "protocol/fuse_server.h"
+#include "../common/raw_req.h"
 
 static int failures;
 
@@ -169,11 +170,7 @@ static char scratch[] = "/tmp/ferry-xattrs-XXXXXX";
 static struct fuse_session *se;
 static struct fuse_worker *wk;
 static uint64_t next_unique = 1;
-static struct {
-	uint32_t used;
-	struct fuse_out_header h;
-	uint8_t arg[65536];
-} rep;
+static struct raw_reply rep;
 
 /* Header, a fixed argument and up to two more pieces; the reply's error. */
 static int send_req(uint32_t opcode, uint64_t nodeid, uint32_t uid,
@@ -181,11 +178,9 @@ static int send_req(uint32_t opcode, uint64_t nodeid, uint32_t uid,
 		    const void *p2, size_t p2_len)
 {
 	static uint8_t in[sizeof(struct fuse_in_header) + 3 * 4096];
-	static uint8_t out[sizeof(struct fuse_out_header) + sizeof(rep.arg)];
 	struct fuse_in_header h = { .opcode = opcode, .nodeid = nodeid,
 				    .unique = next_unique++, .uid = uid, .gid = uid };
 	size_t len = sizeof(h);
-	struct iovec rd, wr = { out, sizeof(out) };
 
 	if (arg_len)
 		memcpy(in + len, arg, arg_len);
@@ -198,12 +193,8 @@ static int send_req(uint32_t opcode, uint64_t nodeid, uint32_t uid,
 	len += p2_len;
 	h.len = (uint32_t)len;
 	memcpy(in, &h, sizeof(h));
-	rd = (struct iovec){ in, len };
-	rep.used = fuse_worker_process(wk, &rd, 1, &wr, 1, NULL);
-	if (rep.used < sizeof(rep.h))
+	if (raw_req_run(wk, in, len, sizeof(rep.h) + sizeof(rep.arg), &rep) < sizeof(rep.h))
 		return 1;
-	memcpy(&rep.h, out, sizeof(rep.h));
-	memcpy(rep.arg, out + sizeof(rep.h), rep.used - sizeof(rep.h));
 	return rep.h.error;
 }
 

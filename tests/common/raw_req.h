@@ -1,0 +1,26 @@
+/* Unit tests: sends one raw FUSE request through a fuse_worker and keeps the reply apart. */
+#ifndef FERRY_TEST_RAW_REQ_H
+#define FERRY_TEST_RAW_REQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/fuse.h>
+
+#include "protocol/fuse_server.h"
+
+/* The last reply: its header and up to 64 KiB of arguments after it. */
+struct raw_reply {
+	uint32_t used;                  /* bytes the worker wrote; 0: no reply */
+	struct fuse_out_header h;       /* zero when used < sizeof(h) */
+	uint8_t arg[65536];
+};
+
+/*
+ * Runs len bytes of buf as one readable iovec through w, with room bytes
+ * (at most sizeof(h) + sizeof(arg)) of writable reply buffer that starts
+ * poisoned, and copies what came back into r. Returns r->used.
+ */
+uint32_t raw_req_run(struct fuse_worker *w, const void *buf, size_t len, size_t room,
+		     struct raw_reply *r);
+
+#endif
