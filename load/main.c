@@ -23,7 +23,7 @@ static void usage(FILE *f)
 "                       thread, the host's own bandwidth (--queue-depth does\n"
 "                       not apply; cpu per op is this process's)\n"
 "  --workload W         read randread write randwrite getattr lookup\n"
-"                       create-unlink readdirplus mixed\n"
+"                       create-unlink readdirplus mixed write-fsync\n"
 "  --block-size BYTES   I/O size, 4k..1m, multiple of 512 (default 4k)\n"
 "  --queue-depth N      requests in flight per request queue (default 16)\n"
 "  --queues N           request queues besides hiprio (default 1)\n"

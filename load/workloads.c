@@ -21,11 +21,11 @@
 #define MAX_REPORTED  20
 
 enum kind { K_READ, K_RANDREAD, K_WRITE, K_RANDWRITE, K_GETATTR, K_LOOKUP,
-	    K_CREATE_UNLINK, K_READDIRPLUS, K_MIXED };
+	    K_CREATE_UNLINK, K_READDIRPLUS, K_MIXED, K_WRITE_FSYNC };
 
 static const char *const kind_names[] = {
 	"read", "randread", "write", "randwrite", "getattr", "lookup",
-	"create-unlink", "readdirplus", "mixed",
+	"create-unlink", "readdirplus", "mixed", "write-fsync",
 };
 
 struct lq {
@@ -592,6 +592,19 @@ static int b_release(struct run *r, struct fc_slot *s, uint32_t opcode,
 	return ret;
 }
 
+static int b_fsync(struct run *r, struct fc_slot *s)
+{
+	struct fuse_fsync_in in = { .fh = r->file_fh };
+	int ret;
+
+	fc_begin(s, FUSE_FSYNC, r->file_nodeid, next_unique(r));
+	ret = fc_arg(s, &in, sizeof(in));
+	if (!ret)
+		ret = fc_reply(s, 0);
+	s->expect_len = sizeof(struct fuse_out_header);
+	return ret;
+}
+
 static int b_getattr(struct run *r, struct fc_slot *s, uint64_t nodeid)
 {
 	struct fuse_getattr_in in = { 0 };
@@ -753,6 +766,7 @@ static const struct phase rmfiles_phase = { "rmfiles", rmfiles_next, rmfiles_don
 
 enum { CU_CREATE, CU_RELEASE, CU_UNLINK };
 enum { RD_OPENDIR, RD_READ, RD_RELEASEDIR };
+enum { WF_WRITE, WF_FSYNC };
 
 static enum kind pick_mixed(struct run *r)
 {
@@ -775,12 +789,17 @@ static int wl_next(struct run *r, struct fc_slot *s)
 {
 	uint64_t bs = r->cfg->block_size;
 	bool chain_start = !(s->kind == K_CREATE_UNLINK && s->state != CU_CREATE) &&
-			   !(s->kind == K_READDIRPLUS && s->state != RD_OPENDIR);
+			   !(s->kind == K_READDIRPLUS && s->state != RD_OPENDIR) &&
+			   !(s->kind == K_WRITE_FSYNC && s->state != WF_WRITE);
 
 	if (chain_start && r->stopping)
 		return 1;
 	if (chain_start && r->kind == K_MIXED)
 		s->kind = pick_mixed(r);
+	/* One slot per queue writes and syncs, as a database's log writer
+	 * would; the others keep asking for attributes behind it. */
+	if (chain_start && r->kind == K_WRITE_FSYNC)
+		s->kind = s->index ? K_GETATTR : K_WRITE_FSYNC;
 	switch (s->kind) {
 	case K_READ:
 		return b_read(r, s, (r->cursor++ % r->nblocks) * bs);
@@ -815,6 +834,10 @@ static int wl_next(struct run *r, struct fc_slot *s)
 		default:
 			return b_name(r, s, FUSE_UNLINK, r->workdir, s->name, NULL, 0, 0);
 		}
+	case K_WRITE_FSYNC:
+		if (s->state == WF_WRITE)
+			return b_write(r, s, (r->cursor++ % r->nblocks) * bs);
+		return b_fsync(r, s);
 	case K_READDIRPLUS:
 		switch (s->state) {
 		case RD_OPENDIR:
@@ -900,6 +923,14 @@ static int wl_done(struct run *r, struct fc_slot *s, char *why, size_t whylen)
 	case K_WRITE:
 	case K_RANDWRITE:
 		return check_data_file(r, s, why, whylen);
+	case K_WRITE_FSYNC:
+		if (s->state == WF_WRITE) {
+			s->state = WF_FSYNC;
+			return check_data_file(r, s, why, whylen);
+		}
+		s->state = WF_WRITE;
+		r->cycles += r->measuring;
+		return 0;
 	case K_GETATTR: {
 		const struct fuse_attr_out *a = fc_out_args(s);
 

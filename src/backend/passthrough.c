@@ -23,6 +23,7 @@
 #include "backend/handles.h"
 #include "backend/inode_table.h"
 #include "backend/locks.h"
+#include "backend/sync.h"
 #include "common/log.h"
 
 /* fds the daemon keeps for itself (sockets, eventfds, logs) beyond the
@@ -42,6 +43,7 @@ struct passthrough {
 	struct inode_table *inodes;
 	struct handle_table *handles;
 	struct lock_table *locks;
+	struct sync_runner *syncs;
 	pthread_mutex_t mounts_lock;
 	struct { int mnt_id; int fd; } mounts[MOUNT_FDS_MAX];
 	atomic_uint nmounts;
@@ -1346,12 +1348,7 @@ static int pt_fsync(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	ret = handle_get(pt->handles, in->fh, nodeid, &h);
 	if (ret < 0)
 		return ret;
-	if (in->fsync_flags & FUSE_FSYNC_FDATASYNC)
-		ret = errno_or(fdatasync(h->fd));
-	else
-		ret = errno_or(fsync(h->fd));
-	handle_put(pt->handles, h);
-	return ret;
+	return sync_handle(pt->syncs, ctx, h, in->fsync_flags & FUSE_FSYNC_FDATASYNC);
 }
 
 /* Closing any fd of a file drops the process's POSIX locks on it, which is
@@ -2160,9 +2157,14 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 	ret = lock_table_new(&pt->locks, pt->handles, &pt->fds, pt->proc_self_fd);
 	if (ret < 0)
 		goto err_handles;
+	ret = sync_runner_new(&pt->syncs, pt->handles, opts->defer_every_sync);
+	if (ret < 0)
+		goto err_locks;
 	*out = pt;
 	return 0;
 
+err_locks:
+	lock_table_free(pt->locks);
 err_handles:
 	handle_table_free(pt->handles);
 err_inodes:
@@ -2185,6 +2187,7 @@ void passthrough_free(struct passthrough *pt)
 {
 	if (!pt)
 		return;
+	sync_runner_free(pt->syncs);
 	lock_table_free(pt->locks);
 	handle_table_free(pt->handles);
 	inode_table_free(pt->inodes);

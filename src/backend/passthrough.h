@@ -25,6 +25,9 @@ struct passthrough_opts {
 	 * (SETATTR, OPEN for writing, ACCESS W_OK); the session refuses the
 	 * ops that always change something before they get here. */
 	bool readonly;
+	/* Tests: every FSYNC is answered from a thread of its own, as on a
+	 * file system where syncs have been slow. */
+	bool defer_every_sync;
 	bool announce_submounts;
 	enum inode_file_handles file_handles;
 	/* A sandbox hides /proc: it opens /proc/self/fd first and hands it

@@ -84,6 +84,7 @@ static uint32_t queue_handle(void *queue_ctx, unsigned queue_index,
 	uint32_t len;
 
 	(void)queue_index;
+	fuse_worker_set_queued_behind(queue_ctx, req->queued_behind);
 	len = fuse_worker_process(queue_ctx, req->rd, req->rd_cnt,
 				  req->wr, req->wr_cnt, req->token);
 	return len == FUSE_REPLY_DEFERRED ? VU_DEFERRED : len;

@@ -595,18 +595,30 @@ static int do_fsync(struct fuse_req *req)
 {
 	const struct fuse_fsync_in *in = arg_fixed(req, sizeof(*in));
 
+	int rc;
+
 	if (!OPS(req)->fsync)
 		return -ENOSYS;
-	return OPS(req)->fsync(FS(req), &req->ctx, req->in.nodeid, in);
+	rc = OPS(req)->fsync(FS(req), &req->ctx, req->in.nodeid, in);
+	/* As for SETLKW: answering later without having taken the request
+	 * would leave the guest waiting forever. */
+	if (rc == FUSE_REPLY_LATER && !req->deferred)
+		return -EIO;
+	return rc;
 }
 
 static int do_fsyncdir(struct fuse_req *req)
 {
 	const struct fuse_fsync_in *in = arg_fixed(req, sizeof(*in));
 
+	int rc;
+
 	if (!OPS(req)->fsyncdir)
 		return -ENOSYS;
-	return OPS(req)->fsyncdir(FS(req), &req->ctx, req->in.nodeid, in);
+	rc = OPS(req)->fsyncdir(FS(req), &req->ctx, req->in.nodeid, in);
+	if (rc == FUSE_REPLY_LATER && !req->deferred)
+		return -EIO;
+	return rc;
 }
 
 static int do_flush(struct fuse_req *req)

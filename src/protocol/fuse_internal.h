@@ -93,6 +93,7 @@ struct fuse_worker {
 	 * for in-flight requests without a shared counter. */
 	_Atomic bool busy;
 	void *later_token;            /* the current request's, for fuse_async */
+	unsigned queued_behind;       /* for the next request only */
 	char *arg_buf;                /* FERRY_ARG_BUF_SIZE */
 	char *out_buf;                /* FERRY_OUT_BUF_SIZE */
 	struct iovec iov[FERRY_MAX_IOV];

@@ -20,6 +20,14 @@ struct fuse_req_ctx {
 	uint32_t uid;
 	uint32_t gid;
 	uint32_t pid;
+	/* Set by the protocol for a request it can answer later: only then may
+	 * an op call fuse_async_begin() (a backend called directly, as unit
+	 * tests do, gets -ENOLCK there and does the work at once). */
+	bool can_answer_later;
+	/* Requests waiting behind this one on its queue, as the transport saw
+	 * them (0 when it does not say): work a slow op done inline would hold
+	 * up. */
+	unsigned queued_behind;
 	/* The new inode's security label, for CREATE, MKNOD, MKDIR, SYMLINK
 	 * and TMPFILE once FUSE_SECURITY_CTX was agreed: an xattr name such
 	 * as "security.selinux" and its value. NULL name when none was sent. */

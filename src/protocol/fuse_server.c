@@ -161,6 +161,11 @@ void fuse_worker_free(struct fuse_worker *w)
 	free(w);
 }
 
+void fuse_worker_set_queued_behind(struct fuse_worker *w, unsigned n)
+{
+	w->queued_behind = n;
+}
+
 /* ------------------------------------------------ answering later */
 
 int fuse_async_begin(const struct fuse_req_ctx *ctx, fuse_async_cancel_fn cancel,
@@ -171,7 +176,8 @@ int fuse_async_begin(const struct fuse_req_ctx *ctx, fuse_async_cancel_fn cancel
 	struct fuse_session *se = req->se;
 	struct fuse_async *a = NULL;
 
-	if (!se->opts.reply_later || !req->w->later_token || req->deferred)
+	if (!ctx->can_answer_later || !se->opts.reply_later || !req->w->later_token ||
+	    req->deferred)
 		return -ENOLCK;
 	pthread_mutex_lock(&se->async_lock);
 	for (unsigned i = 0; i < FERRY_MAX_ASYNC; i++) {
@@ -611,6 +617,9 @@ uint32_t fuse_worker_process(struct fuse_worker *w,
 	req.ctx.uid = req.in.uid;
 	req.ctx.gid = req.in.gid;
 	req.ctx.pid = req.in.pid;
+	req.ctx.can_answer_later = later_token != NULL;
+	req.ctx.queued_behind = w->queued_behind;
+	w->queued_behind = 0;
 
 	desc = fuse_op_lookup(req.in.opcode);
 	no_reply = desc && (desc->flags & FUSE_OP_NO_REPLY);

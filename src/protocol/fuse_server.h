@@ -65,6 +65,9 @@ void fuse_worker_free(struct fuse_worker *w);
  * or FUSE_REPLY_DEFERRED: the reply goes to reply_later(later_token) once
  * the op finishes; wr must not be used for it any more.
  */
+/* For the next request fuse_worker_process() runs on w only: how many more
+ * wait behind it on its queue (fuse_req_ctx.queued_behind). */
+void fuse_worker_set_queued_behind(struct fuse_worker *w, unsigned n);
 uint32_t fuse_worker_process(struct fuse_worker *w,
 			     const struct iovec *rd, unsigned rd_cnt,
 			     const struct iovec *wr, unsigned wr_cnt,

@@ -382,6 +382,7 @@ static bool queue_run_batch(struct vu_queue *q)
 		 * thread before handle() even returns. */
 		q->later[elem.head].head = elem.head;
 		elem.req.token = &q->later[elem.head];
+		elem.req.queued_behind = virtq_unpopped(vq);
 		len = dev->ops->handle(q->ctx, q->index, &elem.req);
 		if (len == VU_DEFERRED) {
 			q->later_outstanding++;

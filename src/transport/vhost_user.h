@@ -21,6 +21,9 @@ struct vu_request {
 	unsigned wr_cnt;
 	/* Names the request to vu_request_complete() if handle() defers it. */
 	void *token;
+	/* Requests the driver had queued behind this one when it was taken
+	 * (as of the last look at the ring): what a slow request would hold up. */
+	unsigned queued_behind;
 };
 
 /* handle() returns this to answer the request later, through

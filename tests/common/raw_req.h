@@ -18,9 +18,11 @@ struct raw_reply {
 /*
  * Runs len bytes of buf as one readable iovec through w, with room bytes
  * (at most sizeof(h) + sizeof(arg)) of writable reply buffer that starts
- * poisoned, and copies what came back into r. Returns r->used.
+ * poisoned, and copies what came back into r. later_token goes to the
+ * worker as is (NULL: the request cannot be answered later). Returns
+ * r->used, FUSE_REPLY_DEFERRED (then nothing is copied) included.
  */
 uint32_t raw_req_run(struct fuse_worker *w, const void *buf, size_t len, size_t room,
-		     struct raw_reply *r);
+		     void *later_token, struct raw_reply *r);
 
 #endif

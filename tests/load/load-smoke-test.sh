@@ -26,7 +26,7 @@ check() { # check DESCRIPTION CONDITION...
 # WORKLOAD[:QUEUES]: the multi-queue runs start several request queue threads
 # in the daemon, sharing its inode and handle tables.
 for run in read randread write randwrite getattr lookup create-unlink readdirplus mixed \
-    mixed:4 create-unlink:2; do
+    write-fsync mixed:4 create-unlink:2; do
     wl=${run%%:*} queues=1
     [[ $run == *:* ]] && queues=${run#*:}
     share=$tmp/share-$run sock=$tmp/$run.sock
@@ -55,6 +55,10 @@ for run in read randread write randwrite getattr lookup create-unlink readdirplu
         create-unlink)
             cyc=$(jq -r .cycles <<<"$json")
             check "create-release-unlink cycles > 0 (got $cyc)" test "$cyc" -gt 0 ;;
+        write-fsync)
+            cyc=$(jq -r .cycles <<<"$json") bytes=$(jq -r .bytes <<<"$json")
+            check "write+fsync cycles > 0 (got $cyc)" test "$cyc" -gt 0
+            check "bytes written > 0 (got $bytes)" test "$bytes" -gt 0 ;;
         readdirplus)
             ent=$(jq -r .entries <<<"$json")
             check "directory entries listed > 0 (got $ent)" test "$ent" -gt 0 ;;

@@ -41,7 +41,7 @@ static struct raw_reply rep;
 /* Sends buf as one readable iovec, with room bytes of reply room. */
 static uint32_t send_raw_on(struct fuse_worker *w, const void *buf, size_t len, size_t room)
 {
-	return raw_req_run(w, buf, len, room, &rep);
+	return raw_req_run(w, buf, len, room, NULL, &rep);
 }
 
 /* Builds header + arg + up to two names (each as given, with its own

@@ -193,7 +193,8 @@ static int send_req(uint32_t opcode, uint64_t nodeid, uint32_t uid,
 	len += p2_len;
 	h.len = (uint32_t)len;
 	memcpy(in, &h, sizeof(h));
-	if (raw_req_run(wk, in, len, sizeof(rep.h) + sizeof(rep.arg), &rep) < sizeof(rep.h))
+	if (raw_req_run(wk, in, len, sizeof(rep.h) + sizeof(rep.arg), NULL, &rep) <
+	    sizeof(rep.h))
 		return 1;
 	return rep.h.error;
 }

@@ -1,0 +1,192 @@
+/* fsync and fdatasync: inline where they are quick, on a thread of their own where they have been slow. */
+#include "backend/sync.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+
+/*
+ * A sync that took longer than this marks its file system slow. A thread
+ * costs tens of microseconds to start, which a tmpfs or page-cache-only
+ * fsync (well under a microsecond) would pay many times over; a disk's
+ * journal commit takes milliseconds, during which every request queued
+ * behind it on the same virtqueue would wait.
+ */
+#define SLOW_SYNC_NS (1000u * 1000u)
+
+/* File systems remembered as slow; beyond that, the oldest is replaced. */
+#define SLOW_DEVS 8
+
+struct sync_runner {
+	struct handle_table *handles;
+	bool defer_all;
+	/* dev + 1 of slow file systems; 0 is an empty slot. */
+	_Atomic uint64_t slow_devs[SLOW_DEVS];
+	atomic_uint next_slot;
+	pthread_mutex_t lock;
+	pthread_cond_t idle;
+	unsigned running;         /* under lock: threads not yet finished */
+};
+
+struct sync_job {
+	struct sync_runner *r;
+	struct handle *h;
+	bool datasync;
+	struct fuse_async *async;
+};
+
+int sync_runner_new(struct sync_runner **out, struct handle_table *handles,
+		    bool defer_all)
+{
+	struct sync_runner *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r->handles = handles;
+	r->defer_all = defer_all;
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->idle, NULL);
+	*out = r;
+	return 0;
+}
+
+void sync_runner_free(struct sync_runner *r)
+{
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->lock);
+	while (r->running)
+		pthread_cond_wait(&r->idle, &r->lock);
+	pthread_mutex_unlock(&r->lock);
+	pthread_cond_destroy(&r->idle);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static bool dev_is_slow(struct sync_runner *r, uint64_t dev)
+{
+	for (unsigned i = 0; i < SLOW_DEVS; i++)
+		if (atomic_load_explicit(&r->slow_devs[i], memory_order_relaxed) == dev + 1)
+			return true;
+	return false;
+}
+
+static void dev_mark_slow(struct sync_runner *r, uint64_t dev)
+{
+	unsigned slot;
+
+	if (dev_is_slow(r, dev))
+		return;
+	slot = atomic_fetch_add_explicit(&r->next_slot, 1, memory_order_relaxed) % SLOW_DEVS;
+	atomic_store_explicit(&r->slow_devs[slot], dev + 1, memory_order_relaxed);
+	log_debug("sync: file system %llu:%llu is slow to sync; its syncs run on threads",
+		  (unsigned long long)(dev >> 32), (unsigned long long)(dev & 0xffffffffu));
+}
+
+static int do_sync(int fd, bool datasync)
+{
+	int ret = datasync ? fdatasync(fd) : fsync(fd);
+
+	return ret < 0 ? -errno : 0;
+}
+
+static void job_done(struct sync_job *job, int ret)
+{
+	struct sync_runner *r = job->r;
+
+	fuse_async_finish(job->async, ret);
+	handle_put(r->handles, job->h);
+	free(job);
+	pthread_mutex_lock(&r->lock);
+	if (--r->running == 0)
+		pthread_cond_broadcast(&r->idle);
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void *sync_thread(void *arg)
+{
+	struct sync_job *job = arg;
+
+	job_done(job, do_sync(job->h->fd, job->datasync));
+	return NULL;
+}
+
+/* Runs under the protocol's lock; see fuse_async_cancel_fn. A sync cannot
+ * be cut short: it ends on its own, and the queue waits for it. */
+static void sync_cancel(void *arg)
+{
+	(void)arg;
+}
+
+/* FUSE_REPLY_LATER once the request is taken for later (answered even if
+ * no thread starts); -errno when it cannot be, to sync inline instead. */
+static int sync_start_thread(struct sync_runner *r, const struct fuse_req_ctx *ctx,
+			     struct handle *h, bool datasync)
+{
+	struct sync_job *job = calloc(1, sizeof(*job));
+	pthread_attr_t attr;
+	pthread_t thread;
+	int ret;
+
+	if (!job)
+		return -ENOMEM;
+	job->r = r;
+	job->h = h;
+	job->datasync = datasync;
+	ret = fuse_async_begin(ctx, sync_cancel, job, &job->async);
+	if (ret < 0) {
+		free(job);
+		return ret;
+	}
+	pthread_mutex_lock(&r->lock);
+	r->running++;
+	pthread_mutex_unlock(&r->lock);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	ret = -pthread_create(&thread, &attr, sync_thread, job);
+	pthread_attr_destroy(&attr);
+	if (ret < 0) {
+		/* Already taken for later: answer that way, after syncing here. */
+		log_warn("sync: no thread for a slow sync (%s); it runs on the queue",
+			 strerror(-ret));
+		job_done(job, do_sync(h->fd, datasync));
+	}
+	return FUSE_REPLY_LATER;
+}
+
+int sync_handle(struct sync_runner *r, const struct fuse_req_ctx *ctx,
+		struct handle *h, bool datasync)
+{
+	uint64_t dev = h->inode->key.dev, start;
+	int ret;
+
+	/* A thread only pays when something waits behind the sync; alone on
+	 * its queue, the sync is quicker done here (no thread to start, no
+	 * reply to hand back). */
+	if (r->defer_all || (ctx->queued_behind && dev_is_slow(r, dev))) {
+		ret = sync_start_thread(r, ctx, h, datasync);
+		if (ret == FUSE_REPLY_LATER)
+			return ret;
+	}
+	start = mono_ns();
+	ret = do_sync(h->fd, datasync);
+	if (mono_ns() - start > SLOW_SYNC_NS)
+		dev_mark_slow(r, dev);
+	handle_put(r->handles, h);
+	return ret;
+}

@@ -1,0 +1,28 @@
+/* fsync and fdatasync: inline where they are quick, on a thread of their own where they have been slow. */
+#ifndef FERRY_SYNC_H
+#define FERRY_SYNC_H
+
+#include <stdbool.h>
+
+#include "backend/handles.h"
+#include "protocol/fuse_ops.h"
+
+struct sync_runner;
+
+/* defer_all: every sync goes to a thread, as on a slow file system (tests). */
+int sync_runner_new(struct sync_runner **out, struct handle_table *handles,
+		    bool defer_all);
+/* Waits for the syncs still running on their threads. */
+void sync_runner_free(struct sync_runner *r);
+
+/*
+ * fsync(2) (fdatasync(2) with datasync) of h->fd, taking over the caller's
+ * ref on h. Returns 0 or -errno when done here, or FUSE_REPLY_LATER when a
+ * thread of its own answers: when requests are queued behind it
+ * (ctx->queued_behind) on a file system where a sync took longer than a
+ * millisecond before, so that it does not hold them up.
+ */
+int sync_handle(struct sync_runner *r, const struct fuse_req_ctx *ctx,
+		struct handle *h, bool datasync);
+
+#endif
