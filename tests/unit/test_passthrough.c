@@ -15,6 +15,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "../common/scratch.h"
 #include "backend/passthrough.h"
 
 static int failures;
@@ -923,7 +924,6 @@ int main(void)
 		.cache = CACHE_AUTO, .timeout = -1, .xattr = true,
 	};
 	struct fuse_conn_info conn = { .proto_minor = 38 };
-	char cmd[64];
 
 	is_root = geteuid() == 0;
 	{
@@ -968,12 +968,5 @@ int main(void)
 
 	ops->destroy(pt);
 	passthrough_free(pt);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", scratch);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	if (failures) {
-		fprintf(stderr, "%d check(s) failed\n", failures);
-		return 1;
-	}
-	return 0;
+	return scratch_finish(scratch, failures);
 }

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "../common/raw_req.h"
+#include "../common/scratch.h"
 #include "backend/passthrough.h"
 #include "common/log.h"
 #include "protocol/fuse_server.h"
@@ -218,8 +219,6 @@ static void test_quick_sync_inline(void)
 
 int main(void)
 {
-	char cmd[64];
-
 	ferry_log_init(LOG_LVL_WARN, false);
 	if (!mkdtemp(scratch)) {
 		perror("mkdtemp");
@@ -227,12 +226,5 @@ int main(void)
 	}
 	test_slow_sync_answered_later();
 	test_quick_sync_inline();
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", scratch);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	if (failures) {
-		fprintf(stderr, "%d check(s) failed\n", failures);
-		return 1;
-	}
-	return 0;
+	return scratch_finish(scratch, failures);
 }

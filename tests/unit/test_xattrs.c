@@ -13,6 +13,7 @@
 #include "backend/xattrmap.h"
 #include "protocol/fuse_server.h"
 #include "../common/raw_req.h"
+#include "../common/scratch.h"
 
 static int failures;
 
@@ -462,7 +463,6 @@ int main(void)
 		.max_write = MAX_WRITE, .xattr = true, .posix_acl = true, .security_label = true,
 	};
 	struct passthrough *pt = NULL;
-	char cmd[64];
 
 	test_parser();
 
@@ -487,12 +487,5 @@ int main(void)
 	fuse_worker_free(wk);
 	fuse_session_free(se);
 	passthrough_free(pt);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", scratch);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", scratch);
-	if (failures) {
-		fprintf(stderr, "%d check(s) failed\n", failures);
-		return 1;
-	}
-	return 0;
+	return scratch_finish(scratch, failures);
 }
