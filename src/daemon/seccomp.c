@@ -24,7 +24,7 @@ static const char *const allowed_syscalls[] = {
 	"brk", "clone", "clone3", "futex", "set_robust_list", "rseq",
 	"rt_sigprocmask", "rt_sigaction", "rt_sigreturn",
 	"sched_yield", "gettid", "getpid", "tgkill", "exit", "exit_group",
-	"restart_syscall", "clock_gettime",
+	"restart_syscall", "clock_gettime", "getrusage",
 	"getrandom", "prlimit64", "mremap",
 	/* syslog: connected before the filter (LOG_NDELAY), sends after */
 	"sendto",

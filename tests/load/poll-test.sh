@@ -52,7 +52,9 @@ echo "default polling, 2 request queues: served, then the idle daemon sleeps"
 start_daemon default
 run_load 2
 check "stats report each request queue's waits" jq -e >/dev/null \
-    '[.queues[] | select(.index >= 1) | (.poll_hits | type) == "number" and .sleeps >= 1] | length == 2 and all' \
+    '[.queues[] | select(.index >= 1) | (.poll_hits | type) == "number" and .sleeps >= 1 and
+      (.shared_cpu_waits | type) == "number"] |
+     length == 2 and all' \
     "$tmp/stats.json"
 idle=$(tail -n 1 "$tmp/load.out" | jq -r '.idle_daemon_cpu_pct | floor')
 check "idle daemon uses < 10% of a CPU (got ${idle}%)" test "$idle" -ge 0 -a "$idle" -lt 10
