@@ -24,6 +24,8 @@ check() { # check DESCRIPTION CONDITION...
     if "$@"; then echo "  ok   $what"; else echo "  FAIL $what"; fail=1; fi
 }
 
+jq_ok() { jq -e "$@" >/dev/null; }
+
 start_daemon() { # start_daemon NAME EXTRA_OPTS...
     local name=$1; shift
     sock=$tmp/$name.sock stats=$tmp/$name.stats share=$tmp/share-$name
@@ -51,7 +53,7 @@ run_load() { # run_load QUEUES
 echo "default polling, 2 request queues: served, then the idle daemon sleeps"
 start_daemon default
 run_load 2
-check "stats report each request queue's waits" jq -e >/dev/null \
+check "stats report each request queue's waits" jq_ok \
     '[.queues[] | select(.index >= 1) | (.poll_hits | type) == "number" and .sleeps >= 1 and
       (.shared_cpu_waits | type) == "number"] |
      length == 2 and all' \
@@ -63,7 +65,7 @@ kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
 echo "--poll-max-us=0: queue threads never spin"
 start_daemon nopoll --poll-max-us=0
 run_load 1
-check "no wait ended by polling" jq -e >/dev/null \
+check "no wait ended by polling" jq_ok \
     '[.queues[] | select(.index >= 1) | .poll_hits == 0 and .sleeps >= 1] | length == 1 and all' \
     "$tmp/stats.json"
 kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
