@@ -7,9 +7,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 
 /*
@@ -68,14 +68,6 @@ void sync_runner_free(struct sync_runner *r)
 	pthread_cond_destroy(&r->idle);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static bool dev_is_slow(struct sync_runner *r, uint64_t dev)
@@ -183,9 +175,9 @@ int sync_handle(struct sync_runner *r, const struct fuse_req_ctx *ctx,
 		if (ret == FUSE_REPLY_LATER)
 			return ret;
 	}
-	start = mono_ns();
+	start = ferry_monotonic_ns();
 	ret = do_sync(h->fd, datasync);
-	if (mono_ns() - start > SLOW_SYNC_NS)
+	if (ferry_monotonic_ns() - start > SLOW_SYNC_NS)
 		dev_mark_slow(r, dev);
 	handle_put(r->handles, h);
 	return ret;

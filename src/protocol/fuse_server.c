@@ -5,8 +5,8 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 
 int fuse_session_new(struct fuse_session **out,
@@ -119,14 +119,6 @@ const char *fuse_stats_slot_name(unsigned slot)
 	return strncmp(desc->name, "FUSE_", 5) ? desc->name : desc->name + 5;
 }
 
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Plain single-writer increments: no lock, no locked instruction. */
 static void stats_record(struct fuse_worker *w, const struct fuse_op_desc *desc,
 			 uint32_t opcode, int rc, uint64_t start_ns)
@@ -137,7 +129,7 @@ static void stats_record(struct fuse_worker *w, const struct fuse_op_desc *desc,
 	ferry_count(&st->count, 1);
 	if (rc < 0)
 		ferry_count(&st->errors, 1);
-	ferry_hist_add(&st->latency_us, (monotonic_ns() - start_ns) / 1000u);
+	ferry_hist_add(&st->latency_us, (ferry_monotonic_ns() - start_ns) / 1000u);
 }
 
 void fuse_worker_free(struct fuse_worker *w)
@@ -592,7 +584,7 @@ uint32_t fuse_worker_process(struct fuse_worker *w,
 {
 	struct fuse_req req;
 	const struct fuse_op_desc *desc;
-	uint64_t start_ns = monotonic_ns();
+	uint64_t start_ns = ferry_monotonic_ns();
 	size_t rd_len;
 	bool no_reply;
 	uint32_t len;

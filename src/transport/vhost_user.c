@@ -16,12 +16,12 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 #include <linux/virtio_config.h>
 #include <linux/virtio_fs.h>
 #include <linux/virtio_ring.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "transport/guest_mem.h"
 #include "transport/virtq.h"
@@ -486,14 +486,6 @@ void vu_request_complete(void *token, const void *reply, uint32_t len)
 	eventfd_signal(q->ctl_fd);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -524,7 +516,7 @@ static bool poll_slot_take(struct vu_dev *dev)
  */
 static bool queue_poll(struct vu_queue *q, uint64_t budget_ns)
 {
-	uint64_t end = mono_ns() + budget_ns;
+	uint64_t end = ferry_monotonic_ns() + budget_ns;
 
 	do {
 		bool work;
@@ -539,7 +531,7 @@ static bool queue_poll(struct vu_queue *q, uint64_t budget_ns)
 		pthread_mutex_unlock(&q->lock);
 		if (work)
 			return true;
-	} while (mono_ns() < end);
+	} while (ferry_monotonic_ns() < end);
 	return false;
 }
 
@@ -645,11 +637,11 @@ static void *queue_thread(void *arg)
 		if (!more) {
 			ferry_count(&q->st.sleeps, 1);
 			if (dev->poll_max_ns && q->index > 0)
-				slept_from = mono_ns();
+				slept_from = ferry_monotonic_ns();
 		}
 		n = poll(pfd, 2, more ? 0 : -1);
 		if (slept_from)
-			poll_ns = poll_budget_next(poll_ns, mono_ns() - slept_from + poll_ns,
+			poll_ns = poll_budget_next(poll_ns, ferry_monotonic_ns() - slept_from + poll_ns,
 						   dev->poll_max_ns);
 		if (n < 0) {
 			if (errno == EINTR)
