@@ -194,7 +194,6 @@ struct vu_queue {
 	/* Queue thread only: see queue_judge_cpu. */
 	uint64_t nivcsw;
 	unsigned preempted_avg;
-	bool cpu_shared;
 
 	/*
 	 * Deferred requests, one slot per head (a head is in flight at most
@@ -351,6 +350,15 @@ static void queue_publish(struct vu_queue *q)
  */
 #define VU_PUBLISH_REQUESTS 4u
 
+/* preempted_avg (in 1/256ths) above which a queue thread's CPU counts as
+ * shared: ~30% of its recent waits; see queue_judge_cpu. */
+#define VU_SHARED_CPU_AVG 77u
+
+static bool queue_cpu_shared(const struct vu_queue *q)
+{
+	return q->preempted_avg > VU_SHARED_CPU_AVG;
+}
+
 /*
  * Bytes of request and reply data handled after which a batch publishes
  * what it has done so far instead of waiting for its end. One notification
@@ -396,7 +404,7 @@ static bool queue_run_batch(struct vu_queue *q)
 			virtq_push(vq, &elem, len);
 			pushed++;
 			unpublished_bytes += (uint64_t)elem.rd_len + len;
-			if ((pushed >= VU_PUBLISH_REQUESTS && !q->cpu_shared) ||
+			if ((pushed >= VU_PUBLISH_REQUESTS && !queue_cpu_shared(q)) ||
 			    unpublished_bytes >= VU_PUBLISH_BYTES) {
 				queue_publish(q);
 				pushed = 0;
@@ -565,7 +573,7 @@ static bool queue_wait_by_polling(struct vu_queue *q, uint64_t budget_ns)
 	struct vu_dev *dev = q->dev;
 	bool work;
 
-	if (!budget_ns || q->index == 0 || q->cpu_shared || !poll_slot_take(dev))
+	if (!budget_ns || q->index == 0 || queue_cpu_shared(q) || !poll_slot_take(dev))
 		return false;
 	work = queue_poll(q, budget_ns);
 	__atomic_add_fetch(&dev->poll_slots, 1, __ATOMIC_RELAXED);
@@ -596,8 +604,7 @@ static void queue_judge_cpu(struct vu_queue *q)
 	/* A moving average in 1/256ths, each wait weighing 1/16: one stray
 	 * preemption (a kernel thread, a timer) does not flip it. */
 	q->preempted_avg = q->preempted_avg - q->preempted_avg / 16u + (preempted ? 16u : 0u);
-	q->cpu_shared = q->preempted_avg > 77;
-	if (q->cpu_shared)
+	if (queue_cpu_shared(q))
 		ferry_count(&q->st.shared_cpu_waits, 1);
 }
 
