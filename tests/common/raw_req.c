@@ -1,8 +1,33 @@
 /* Unit tests: sends one raw FUSE request through a fuse_worker and keeps the reply apart. */
 #include "raw_req.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+
+size_t raw_req_build(void *buf, size_t size, struct fuse_in_header h,
+		     const void *a, size_t a_len, const void *b, size_t b_len,
+		     const void *c, size_t c_len)
+{
+	const void *piece[] = { a, b, c };
+	const size_t piece_len[] = { a_len, b_len, c_len };
+	uint8_t *out = buf;
+	size_t len = sizeof(h);
+
+	if (size < len)
+		abort();
+	for (unsigned i = 0; i < 3; i++) {
+		if (!piece_len[i])
+			continue;
+		if (piece_len[i] > size - len)
+			abort();
+		memcpy(out + len, piece[i], piece_len[i]);
+		len += piece_len[i];
+	}
+	h.len = (uint32_t)len;
+	memcpy(out, &h, sizeof(h));
+	return len;
+}
 
 uint32_t raw_req_run(struct fuse_worker *w, const void *buf, size_t len, size_t room,
 		     void *later_token, struct raw_reply *r)

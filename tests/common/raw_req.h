@@ -16,6 +16,15 @@ struct raw_reply {
 };
 
 /*
+ * Lays out a request in buf (size bytes): the header h, with h.len set to
+ * the total, then the pieces a, b and c in turn (any may have length 0).
+ * Returns the total length; aborts if it does not fit, a test's own bug.
+ */
+size_t raw_req_build(void *buf, size_t size, struct fuse_in_header h,
+		     const void *a, size_t a_len, const void *b, size_t b_len,
+		     const void *c, size_t c_len);
+
+/*
  * Runs len bytes of buf as one readable iovec through w, with room bytes
  * (at most sizeof(h) + sizeof(arg)) of writable reply buffer that starts
  * poisoned, and copies what came back into r. later_token goes to the

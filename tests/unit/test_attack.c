@@ -55,19 +55,8 @@ static int send_req_on(struct fuse_worker *w, uint32_t opcode, uint64_t nodeid,
 	struct fuse_in_header h = {
 		.opcode = opcode, .nodeid = nodeid, .unique = next_unique++,
 	};
-	size_t len = sizeof(h);
+	size_t len = raw_req_build(buf, sizeof(buf), h, arg, arg_len, n1, n1_len, n2, n2_len);
 
-	if (arg_len)
-		memcpy(buf + len, arg, arg_len);
-	len += arg_len;
-	if (n1_len)
-		memcpy(buf + len, n1, n1_len);
-	len += n1_len;
-	if (n2_len)
-		memcpy(buf + len, n2, n2_len);
-	len += n2_len;
-	h.len = (uint32_t)len;
-	memcpy(buf, &h, sizeof(h));
 	if (send_raw_on(w, buf, len, sizeof(rep.h) + sizeof(rep.arg)) == 0)
 		return 1;
 	return rep.h.error;

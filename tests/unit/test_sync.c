@@ -70,16 +70,9 @@ static uint32_t send_req(struct fuse_worker *w, uint32_t opcode, uint64_t nodeid
 	static uint8_t in[sizeof(struct fuse_in_header) + 4096];
 	struct fuse_in_header h = { .opcode = opcode, .nodeid = nodeid,
 				    .unique = next_unique++ };
-	size_t len = sizeof(h);
+	size_t len = raw_req_build(in, sizeof(in), h, arg, arg_len, name,
+				   name ? strlen(name) + 1 : 0, NULL, 0);
 
-	memcpy(in + len, arg, arg_len);
-	len += arg_len;
-	if (name) {
-		memcpy(in + len, name, strlen(name) + 1);
-		len += strlen(name) + 1;
-	}
-	h.len = (uint32_t)len;
-	memcpy(in, &h, sizeof(h));
 	return raw_req_run(w, in, len, sizeof(rep.h) + sizeof(rep.arg), token, &rep);
 }
 

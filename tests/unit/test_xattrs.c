@@ -181,19 +181,8 @@ static int send_req(uint32_t opcode, uint64_t nodeid, uint32_t uid,
 	static uint8_t in[sizeof(struct fuse_in_header) + 3 * 4096];
 	struct fuse_in_header h = { .opcode = opcode, .nodeid = nodeid,
 				    .unique = next_unique++, .uid = uid, .gid = uid };
-	size_t len = sizeof(h);
+	size_t len = raw_req_build(in, sizeof(in), h, arg, arg_len, p1, p1_len, p2, p2_len);
 
-	if (arg_len)
-		memcpy(in + len, arg, arg_len);
-	len += arg_len;
-	if (p1_len)
-		memcpy(in + len, p1, p1_len);
-	len += p1_len;
-	if (p2_len)
-		memcpy(in + len, p2, p2_len);
-	len += p2_len;
-	h.len = (uint32_t)len;
-	memcpy(in, &h, sizeof(h));
 	if (raw_req_run(wk, in, len, sizeof(rep.h) + sizeof(rep.arg), NULL, &rep) <
 	    sizeof(rep.h))
 		return 1;
