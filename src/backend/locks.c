@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/later_threads.h"
 #include "common/log.h"
 
 #define OWNER_SHARDS 64u
@@ -41,9 +42,7 @@ struct lock_table {
 	int proc_self_fd;
 	struct owner_shard shards[OWNER_SHARDS];
 	/* Waiter threads alive, so the table outlives them. */
-	pthread_mutex_t waiters_lock;
-	pthread_cond_t waiters_gone;
-	unsigned waiters;
+	struct later_threads waiters;
 };
 
 /* One SETLKW answered later, on its own thread: blocking locks are rare. */
@@ -93,8 +92,7 @@ int lock_table_new(struct lock_table **out, struct handle_table *handles,
 	t->proc_self_fd = proc_self_fd;
 	for (unsigned i = 0; i < OWNER_SHARDS; i++)
 		pthread_mutex_init(&t->shards[i].lock, NULL);
-	pthread_mutex_init(&t->waiters_lock, NULL);
-	pthread_cond_init(&t->waiters_gone, NULL);
+	later_threads_init(&t->waiters);
 	*out = t;
 	return 0;
 }
@@ -103,15 +101,10 @@ void lock_table_free(struct lock_table *t)
 {
 	if (!t)
 		return;
-	pthread_mutex_lock(&t->waiters_lock);
-	while (t->waiters > 0)
-		pthread_cond_wait(&t->waiters_gone, &t->waiters_lock);
-	pthread_mutex_unlock(&t->waiters_lock);
+	later_threads_destroy(&t->waiters);
 	locks_drop_all(t);
 	for (unsigned i = 0; i < OWNER_SHARDS; i++)
 		pthread_mutex_destroy(&t->shards[i].lock);
-	pthread_mutex_destroy(&t->waiters_lock);
-	pthread_cond_destroy(&t->waiters_gone);
 	free(t);
 }
 
@@ -345,19 +338,12 @@ static void waiter_release(struct lock_waiter *w)
 	handle_put(w->t->handles, w->h);
 }
 
-/* Answers the request and lets go of everything the waiter held; the
- * table may go away once the count drops. */
+/* Answers the request and lets go of everything the waiter held. */
 static void waiter_done(struct lock_waiter *w, int ret)
 {
-	struct lock_table *t = w->t;
-
 	fuse_async_finish(w->async, ret);
 	waiter_release(w);
 	free(w);
-	pthread_mutex_lock(&t->waiters_lock);
-	if (--t->waiters == 0)
-		pthread_cond_broadcast(&t->waiters_gone);
-	pthread_mutex_unlock(&t->waiters_lock);
 }
 
 /* Runs under the protocol's lock; see fuse_async_cancel_fn. */
@@ -399,6 +385,7 @@ static int recheck_timer_start(timer_t *timer)
 static void *waiter_thread(void *arg)
 {
 	struct lock_waiter *w = arg;
+	struct lock_table *t = w->t;    /* w is freed before the thread ends */
 	sigset_t wake;
 	timer_t timer;
 	int ret;
@@ -426,6 +413,8 @@ static void *waiter_thread(void *arg)
 	timer_delete(timer);
 finish:
 	waiter_done(w, ret);
+	/* The table may go away once this thread is no longer counted. */
+	later_threads_exit(&t->waiters);
 	return NULL;
 }
 
@@ -433,21 +422,12 @@ finish:
  * answered later and w belongs to the thread. */
 static int waiter_start(struct lock_waiter *w, const struct fuse_req_ctx *ctx)
 {
-	struct lock_table *t = w->t;
-	pthread_attr_t attr;
-	pthread_t thread;
 	int ret;
 
 	ret = fuse_async_begin(ctx, waiter_cancel, w, &w->async);
 	if (ret < 0)
 		return ret;
-	pthread_mutex_lock(&t->waiters_lock);
-	t->waiters++;
-	pthread_mutex_unlock(&t->waiters_lock);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	ret = -pthread_create(&thread, &attr, waiter_thread, w);
-	pthread_attr_destroy(&attr);
+	ret = later_threads_start(&w->t->waiters, waiter_thread, w);
 	if (ret == 0)
 		return FUSE_REPLY_LATER;
 	/* The request is already taken for later: answer it that way. */

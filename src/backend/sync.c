@@ -2,13 +2,13 @@
 #include "backend/sync.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/later_threads.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -30,9 +30,7 @@ struct sync_runner {
 	/* dev + 1 of slow file systems; 0 is an empty slot. */
 	_Atomic uint64_t slow_devs[SLOW_DEVS];
 	atomic_uint next_slot;
-	pthread_mutex_t lock;
-	pthread_cond_t idle;
-	unsigned running;         /* under lock: threads not yet finished */
+	struct later_threads threads;   /* so the runner outlives them */
 };
 
 struct sync_job {
@@ -51,8 +49,7 @@ int sync_runner_new(struct sync_runner **out, struct handle_table *handles,
 		return -ENOMEM;
 	r->handles = handles;
 	r->defer_all = defer_all;
-	pthread_mutex_init(&r->lock, NULL);
-	pthread_cond_init(&r->idle, NULL);
+	later_threads_init(&r->threads);
 	*out = r;
 	return 0;
 }
@@ -61,12 +58,7 @@ void sync_runner_free(struct sync_runner *r)
 {
 	if (!r)
 		return;
-	pthread_mutex_lock(&r->lock);
-	while (r->running)
-		pthread_cond_wait(&r->idle, &r->lock);
-	pthread_mutex_unlock(&r->lock);
-	pthread_cond_destroy(&r->idle);
-	pthread_mutex_destroy(&r->lock);
+	later_threads_destroy(&r->threads);
 	free(r);
 }
 
@@ -99,22 +91,18 @@ static int do_sync(int fd, bool datasync)
 
 static void job_done(struct sync_job *job, int ret)
 {
-	struct sync_runner *r = job->r;
-
 	fuse_async_finish(job->async, ret);
-	handle_put(r->handles, job->h);
+	handle_put(job->r->handles, job->h);
 	free(job);
-	pthread_mutex_lock(&r->lock);
-	if (--r->running == 0)
-		pthread_cond_broadcast(&r->idle);
-	pthread_mutex_unlock(&r->lock);
 }
 
 static void *sync_thread(void *arg)
 {
 	struct sync_job *job = arg;
+	struct sync_runner *r = job->r;    /* job is freed before the thread ends */
 
 	job_done(job, do_sync(job->h->fd, job->datasync));
+	later_threads_exit(&r->threads);
 	return NULL;
 }
 
@@ -131,8 +119,6 @@ static int sync_start_thread(struct sync_runner *r, const struct fuse_req_ctx *c
 			     struct handle *h, bool datasync)
 {
 	struct sync_job *job = calloc(1, sizeof(*job));
-	pthread_attr_t attr;
-	pthread_t thread;
 	int ret;
 
 	if (!job)
@@ -145,13 +131,7 @@ static int sync_start_thread(struct sync_runner *r, const struct fuse_req_ctx *c
 		free(job);
 		return ret;
 	}
-	pthread_mutex_lock(&r->lock);
-	r->running++;
-	pthread_mutex_unlock(&r->lock);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	ret = -pthread_create(&thread, &attr, sync_thread, job);
-	pthread_attr_destroy(&attr);
+	ret = later_threads_start(&r->threads, sync_thread, job);
 	if (ret < 0) {
 		/* Already taken for later: answer that way, after syncing here. */
 		log_warn("sync: no thread for a slow sync (%s); it runs on the queue",

@@ -1,0 +1,47 @@
+/* Detached threads that answer requests later, counted so their owner can wait for the last one before it frees what they use. */
+#include "backend/later_threads.h"
+
+void later_threads_init(struct later_threads *lt)
+{
+	pthread_mutex_init(&lt->lock, NULL);
+	pthread_cond_init(&lt->none_left, NULL);
+	lt->running = 0;
+}
+
+void later_threads_destroy(struct later_threads *lt)
+{
+	pthread_mutex_lock(&lt->lock);
+	while (lt->running > 0)
+		pthread_cond_wait(&lt->none_left, &lt->lock);
+	pthread_mutex_unlock(&lt->lock);
+	pthread_cond_destroy(&lt->none_left);
+	pthread_mutex_destroy(&lt->lock);
+}
+
+int later_threads_start(struct later_threads *lt, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	pthread_t thread;
+	int ret;
+
+	/* Counted before the thread exists: it may finish before
+	 * pthread_create returns. */
+	pthread_mutex_lock(&lt->lock);
+	lt->running++;
+	pthread_mutex_unlock(&lt->lock);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	ret = -pthread_create(&thread, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	if (ret < 0)
+		later_threads_exit(lt);
+	return ret;
+}
+
+void later_threads_exit(struct later_threads *lt)
+{
+	pthread_mutex_lock(&lt->lock);
+	if (--lt->running == 0)
+		pthread_cond_broadcast(&lt->none_left);
+	pthread_mutex_unlock(&lt->lock);
+}
