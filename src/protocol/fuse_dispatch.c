@@ -522,6 +522,8 @@ static int do_read(struct fuse_req *req)
 		return n_iov;
 	done = OPS(req)->read(FS(req), &req->ctx, req->in.nodeid, &in, req->w->iov,
 			      (unsigned)n_iov);
+	if (req->deferred)
+		return (int)done;   /* FUSE_REPLY_LATER: the op answers */
 	if (done < 0)
 		return (int)done;
 	if ((size_t)done > size)

@@ -81,6 +81,9 @@ int fuse_async_begin(const struct fuse_req_ctx *ctx, fuse_async_cancel_fn cancel
 		     void *arg, struct fuse_async **out);
 /* rc: 0 or -errno; the reply is the bare out-header. */
 void fuse_async_finish(struct fuse_async *a, int rc);
+/* READ answered later: rc 0 with len bytes of data, or -errno. data is
+ * malloc'd (or NULL) and taken over in either case. */
+void fuse_async_finish_data(struct fuse_async *a, int rc, void *data, size_t len);
 
 /*
  * Every op returns 0 (or a byte count where noted) on success and -errno on

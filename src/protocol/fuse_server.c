@@ -197,7 +197,7 @@ int fuse_async_begin(const struct fuse_req_ctx *ctx, fuse_async_cancel_fn cancel
 	return 0;
 }
 
-void fuse_async_finish(struct fuse_async *a, int rc)
+void fuse_async_finish_data(struct fuse_async *a, int rc, void *data, size_t len)
 {
 	struct fuse_session *se = a->se;
 	struct fuse_out_header out = { .len = sizeof(out) };
@@ -205,8 +205,13 @@ void fuse_async_finish(struct fuse_async *a, int rc)
 
 	if (rc > 0)
 		rc = 0;
-	if (rc < -4095)
+	if (rc < -4095 || len > UINT32_MAX - sizeof(out))
 		rc = -EIO;
+	if (rc < 0) {
+		free(data);
+		data = NULL;
+		len = 0;
+	}
 	/* The slot is free before the reply leaves: once the guest has the
 	 * reply it may reuse the unique, and INTERRUPT must not find us. */
 	pthread_mutex_lock(&se->async_lock);
@@ -215,7 +220,13 @@ void fuse_async_finish(struct fuse_async *a, int rc)
 	a->in_use = false;
 	pthread_mutex_unlock(&se->async_lock);
 	out.error = rc;
-	se->opts.reply_later(token, &out, sizeof(out));
+	out.len += (uint32_t)len;
+	se->opts.reply_later(token, &out, sizeof(out), data, (uint32_t)len);
+}
+
+void fuse_async_finish(struct fuse_async *a, int rc)
+{
+	fuse_async_finish_data(a, rc, NULL, 0);
 }
 
 /* Cancels the requests of worker w, or all of them when w is NULL. */

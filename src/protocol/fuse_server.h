@@ -28,8 +28,11 @@ struct fuse_session_opts {
 	bool readonly;
 	/* How a reply given later reaches the transport: called from any
 	 * thread with the token fuse_worker_process() got. NULL: no request
-	 * is ever answered later (ops that would wait fail with ENOLCK). */
-	void (*reply_later)(void *token, const void *reply, uint32_t len);
+	 * is ever answered later (ops that would wait fail with ENOLCK). The
+	 * reply is len bytes, then data_len bytes of data (READ); data is
+	 * malloc'd or NULL, and the transport frees it. */
+	void (*reply_later)(void *token, const void *reply, uint32_t len,
+			    void *data, uint32_t data_len);
 };
 
 /* fuse_worker_process() result: the reply comes later through reply_later. */

@@ -223,14 +223,20 @@ static void reader_serve(struct devfuse_reader *r, void *ctx)
 	}
 }
 
-void devfuse_request_complete(void *token, const void *reply, uint32_t len)
+void devfuse_request_complete(void *token, const void *reply, uint32_t len,
+			      void *data, uint32_t data_len)
 {
 	struct devfuse_reader *r = token;
+	struct iovec iov[2] = {
+		{ .iov_base = (void *)reply, .iov_len = len },
+		{ .iov_base = data, .iov_len = data ? data_len : 0 },
+	};
 
 	/* The kernel may have dropped the request meanwhile (interrupted,
 	 * unmounted): then there is nobody to tell. */
-	if (write(r->df->fuse_fd, reply, len) < 0 && errno == ENOENT)
+	if (writev(r->df->fuse_fd, iov, 2) < 0 && errno == ENOENT)
 		ferry_count(&r->st.replies_lost, 1);
+	free(data);
 	pthread_mutex_lock(&r->deferred_lock);
 	r->deferred--;
 	pthread_cond_broadcast(&r->deferred_done);

@@ -27,9 +27,11 @@ struct devfuse_ops {
 
 #define DEVFUSE_DEFERRED UINT32_MAX
 
-/* Sends the reply of a deferred request (reply holds out.len bytes).
+/* Sends the reply of a deferred request: reply, then data_len bytes of data
+ * (out.len counts both). data (may be NULL) is malloc'd and freed here.
  * Callable from any thread, exactly once per deferred request. */
-void devfuse_request_complete(void *token, const void *reply, uint32_t len);
+void devfuse_request_complete(void *token, const void *reply, uint32_t len,
+			      void *data, uint32_t data_len);
 
 struct devfuse_config {
 	const char *mountpoint;

@@ -171,6 +171,8 @@ struct vu_later {
 	uint16_t head;
 	uint32_t len;
 	uint8_t reply[VU_DEFERRED_REPLY_MAX];
+	void *data;                   /* malloc'd, data_len bytes after reply */
+	uint32_t data_len;
 };
 
 struct vu_queue {
@@ -286,18 +288,25 @@ static void eventfd_drain(int fd)
 
 /* ---- Queue threads ---- */
 
-/* Copies reply into the writable buffers; returns the bytes written. */
-static uint32_t copy_to_wr(const struct vu_request *req, const uint8_t *reply,
-			   uint32_t len)
+/* Copies bytes into the writable buffers from offset skip on; returns the
+ * bytes written, fewer when the buffers end first. */
+static uint32_t copy_to_wr(const struct vu_request *req, uint32_t skip,
+			   const uint8_t *bytes, uint32_t len)
 {
 	uint32_t done = 0;
 
 	for (unsigned i = 0; i < req->wr_cnt && done < len; i++) {
 		size_t n = req->wr[i].iov_len;
 
+		if (skip >= n) {
+			skip -= (uint32_t)n;
+			continue;
+		}
+		n -= skip;
 		if (n > len - done)
 			n = len - done;
-		memcpy(req->wr[i].iov_base, reply + done, n);
+		memcpy((uint8_t *)req->wr[i].iov_base + skip, bytes + done, n);
+		skip = 0;
 		done += (uint32_t)n;
 	}
 	return done;
@@ -321,13 +330,20 @@ static unsigned queue_push_completions(struct vu_queue *q)
 	pthread_mutex_unlock(&q->done_lock);
 	for (; l; l = next) {
 		struct virtq_elem elem;
+		uint32_t len;
 
 		next = l->next;
 		q->later_outstanding--;
-		if (virtq_rewalk(&q->vq, l->head, &elem) < 0)
-			continue;
-		virtq_push(&q->vq, &elem, copy_to_wr(&elem.req, l->reply, l->len));
-		pushed++;
+		if (virtq_rewalk(&q->vq, l->head, &elem) >= 0) {
+			len = copy_to_wr(&elem.req, 0, l->reply, l->len);
+			if (l->data_len)
+				len += copy_to_wr(&elem.req, len, l->data, l->data_len);
+			virtq_push(&q->vq, &elem, len);
+			pushed++;
+		}
+		free(l->data);
+		l->data = NULL;
+		l->data_len = 0;
 	}
 	return pushed;
 }
@@ -474,7 +490,8 @@ static void queue_finish_deferred(struct vu_queue *q)
 	}
 }
 
-void vu_request_complete(void *token, const void *reply, uint32_t len)
+void vu_request_complete(void *token, const void *reply, uint32_t len,
+			 void *data, uint32_t data_len)
 {
 	struct vu_later *l = token;
 	struct vu_queue *q = l->q;
@@ -486,6 +503,8 @@ void vu_request_complete(void *token, const void *reply, uint32_t len)
 	}
 	memcpy(l->reply, reply, len);
 	l->len = len;
+	l->data = data;
+	l->data_len = data ? data_len : 0;
 	pthread_mutex_lock(&q->done_lock);
 	l->next = q->done;
 	/* Atomic: queue_poll peeks at it without the lock. */

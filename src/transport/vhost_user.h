@@ -36,11 +36,16 @@ struct vu_request {
 /*
  * Finishes a deferred request: copies reply (at most VU_DEFERRED_REPLY_MAX
  * bytes) and hands it to the queue's own thread, which writes it into the
- * request's writable buffers and publishes the used entry. Callable from any
- * thread, exactly once per deferred request, and must be called before the
- * queue can stop (see queue_cancel).
+ * request's writable buffers, data_len bytes of data after it, and
+ * publishes the used entry. data (may be NULL) is a malloc'd buffer the
+ * transport frees: a deferred READ's bytes, read on another thread into
+ * memory of its own because the guest's memory table may change before the
+ * queue thread writes them. Callable from any thread, exactly once per
+ * deferred request, and must be called before the queue can stop (see
+ * queue_cancel).
  */
-void vu_request_complete(void *token, const void *reply, uint32_t len);
+void vu_request_complete(void *token, const void *reply, uint32_t len,
+			 void *data, uint32_t data_len);
 
 struct vu_fs_ops {
 	/* Called on a queue's own thread when the queue starts; the result is

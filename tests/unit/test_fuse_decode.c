@@ -1930,8 +1930,11 @@ static int t_setlk_later(void *fs, const struct fuse_req_ctx *ctx, uint64_t node
 	return FUSE_REPLY_LATER;
 }
 
-static void t_reply_later(void *token, const void *reply, uint32_t len)
+static void t_reply_later(void *token, const void *reply, uint32_t len,
+			  void *data, uint32_t data_len)
 {
+	(void)data_len;
+	free(data);
 	later.replies++;
 	later.token = token;
 	later.len = len;

@@ -34,8 +34,11 @@ static struct {
 	uint32_t len;
 } later = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, NULL, { 0 }, 0 };
 
-static void on_reply_later(void *token, const void *reply, uint32_t len)
+static void on_reply_later(void *token, const void *reply, uint32_t len,
+			   void *data, uint32_t data_len)
 {
+	(void)data_len;
+	free(data);
 	pthread_mutex_lock(&later.lock);
 	later.count++;
 	later.token = token;

@@ -605,7 +605,7 @@ static void t_queue_cancel(void *ctx, unsigned idx)
 
 	__atomic_add_fetch(&deferred_cancels, 1, __ATOMIC_SEQ_CST);
 	if (token)
-		vu_request_complete(token, "intr", 5);
+		vu_request_complete(token, "intr", 5, NULL, 0);
 }
 
 static const struct vu_fs_ops deferring_ops = {
@@ -613,9 +613,11 @@ static const struct vu_fs_ops deferring_ops = {
 	.handle = t_handle_deferring, .queue_cancel = t_queue_cancel,
 };
 
+/* As a deferred READ answers: a header, then data of its own (freed by
+ * the transport) that lands right after it. */
 static void *complete_from_thread(void *token)
 {
-	vu_request_complete(token, "done", 5);
+	vu_request_complete(token, "do", 2, strdup("ne"), 3);
 	return NULL;
 }
 
@@ -700,7 +702,7 @@ static void test_deferred(void)
 	      pthread_join(completer, NULL) == 0 && wait_readable(call, 2000) &&
 	      r.used->idx == 2 && r.used->ring[1].id == 0 && r.used->ring[1].len == 5 &&
 	      strcmp((char *)r.base + BUF + 0x1000, "done") == 0,
-	      "completed from another thread: used entry for head 0, reply written");
+	      "completed from another thread: used entry for head 0, reply and data written");
 
 	ring_request(&r, "wait2", BUF + 0x1200);       /* head 4 */
 	eventfd_write(kick, 1);
