@@ -23,6 +23,7 @@
 #include "backend/handles.h"
 #include "backend/inode_table.h"
 #include "backend/locks.h"
+#include "backend/offload.h"
 #include "backend/sync.h"
 #include "common/log.h"
 
@@ -44,6 +45,7 @@ struct passthrough {
 	struct handle_table *handles;
 	struct lock_table *locks;
 	struct sync_runner *syncs;
+	struct offload *offload;    /* slow syncs */
 	pthread_mutex_t mounts_lock;
 	struct { int mnt_id; int fd; } mounts[MOUNT_FDS_MAX];
 	atomic_uint nmounts;
@@ -2157,12 +2159,17 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 	ret = lock_table_new(&pt->locks, pt->handles, &pt->fds, pt->proc_self_fd);
 	if (ret < 0)
 		goto err_handles;
-	ret = sync_runner_new(&pt->syncs, pt->handles, opts->defer_every_sync);
+	ret = offload_new(&pt->offload);
 	if (ret < 0)
 		goto err_locks;
+	ret = sync_runner_new(&pt->syncs, pt->handles, pt->offload, opts->defer_every_sync);
+	if (ret < 0)
+		goto err_offload;
 	*out = pt;
 	return 0;
 
+err_offload:
+	offload_free(pt->offload);
 err_locks:
 	lock_table_free(pt->locks);
 err_handles:
@@ -2187,6 +2194,8 @@ void passthrough_free(struct passthrough *pt)
 {
 	if (!pt)
 		return;
+	/* First: its jobs still use the runners and hold handles. */
+	offload_free(pt->offload);
 	sync_runner_free(pt->syncs);
 	lock_table_free(pt->locks);
 	handle_table_free(pt->handles);

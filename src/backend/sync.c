@@ -1,4 +1,4 @@
-/* fsync and fdatasync: inline where they are quick, on a thread of their own where they have been slow. */
+/* fsync and fdatasync: inline where they are quick, on an offload thread where they have been slow. */
 #include "backend/sync.h"
 
 #include <errno.h>
@@ -8,13 +8,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend/later_threads.h"
 #include "common/clock.h"
 #include "common/log.h"
 
 /*
- * A sync that took longer than this marks its file system slow. A thread
- * costs tens of microseconds to start, which a tmpfs or page-cache-only
+ * A sync that took longer than this marks its file system slow. Handing a
+ * sync to an offload thread costs a wake-up and a reply through the queue
+ * thread, tens of microseconds here, which a tmpfs or page-cache-only
  * fsync (well under a microsecond) would pay many times over; a disk's
  * journal commit takes milliseconds, during which every request queued
  * behind it on the same virtqueue would wait.
@@ -30,10 +30,11 @@ struct sync_runner {
 	/* dev + 1 of slow file systems; 0 is an empty slot. */
 	_Atomic uint64_t slow_devs[SLOW_DEVS];
 	atomic_uint next_slot;
-	struct later_threads threads;   /* so the runner outlives them */
+	struct offload *offload;        /* the passthrough's, freed before us */
 };
 
 struct sync_job {
+	struct offload_job job;         /* first: run() gets it */
 	struct sync_runner *r;
 	struct handle *h;
 	bool datasync;
@@ -41,7 +42,7 @@ struct sync_job {
 };
 
 int sync_runner_new(struct sync_runner **out, struct handle_table *handles,
-		    bool defer_all)
+		    struct offload *offload, bool defer_all)
 {
 	struct sync_runner *r = calloc(1, sizeof(*r));
 
@@ -49,16 +50,13 @@ int sync_runner_new(struct sync_runner **out, struct handle_table *handles,
 		return -ENOMEM;
 	r->handles = handles;
 	r->defer_all = defer_all;
-	later_threads_init(&r->threads);
+	r->offload = offload;
 	*out = r;
 	return 0;
 }
 
 void sync_runner_free(struct sync_runner *r)
 {
-	if (!r)
-		return;
-	later_threads_destroy(&r->threads);
 	free(r);
 }
 
@@ -78,7 +76,7 @@ static void dev_mark_slow(struct sync_runner *r, uint64_t dev)
 		return;
 	slot = atomic_fetch_add_explicit(&r->next_slot, 1, memory_order_relaxed) % SLOW_DEVS;
 	atomic_store_explicit(&r->slow_devs[slot], dev + 1, memory_order_relaxed);
-	log_debug("sync: file system %llu:%llu is slow to sync; its syncs run on threads",
+	log_debug("sync: file system %llu:%llu is slow to sync; its syncs run on offload threads",
 		  (unsigned long long)(dev >> 32), (unsigned long long)(dev & 0xffffffffu));
 }
 
@@ -96,14 +94,11 @@ static void job_done(struct sync_job *job, int ret)
 	free(job);
 }
 
-static void *sync_thread(void *arg)
+static void sync_run(struct offload_job *oj)
 {
-	struct sync_job *job = arg;
-	struct sync_runner *r = job->r;    /* job is freed before the thread ends */
+	struct sync_job *job = (struct sync_job *)oj;
 
 	job_done(job, do_sync(job->h->fd, job->datasync));
-	later_threads_exit(&r->threads);
-	return NULL;
 }
 
 /* Runs under the protocol's lock; see fuse_async_cancel_fn. A sync cannot
@@ -123,6 +118,7 @@ static int sync_start_thread(struct sync_runner *r, const struct fuse_req_ctx *c
 
 	if (!job)
 		return -ENOMEM;
+	job->job.run = sync_run;
 	job->r = r;
 	job->h = h;
 	job->datasync = datasync;
@@ -131,7 +127,7 @@ static int sync_start_thread(struct sync_runner *r, const struct fuse_req_ctx *c
 		free(job);
 		return ret;
 	}
-	ret = later_threads_start(&r->threads, sync_thread, job);
+	ret = offload_submit(r->offload, &job->job);
 	if (ret < 0) {
 		/* Already taken for later: answer that way, after syncing here. */
 		log_warn("sync: no thread for a slow sync (%s); it runs on the queue",

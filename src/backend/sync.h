@@ -1,24 +1,26 @@
-/* fsync and fdatasync: inline where they are quick, on a thread of their own where they have been slow. */
+/* fsync and fdatasync: inline where they are quick, on an offload thread where they have been slow. */
 #ifndef FERRY_SYNC_H
 #define FERRY_SYNC_H
 
 #include <stdbool.h>
 
 #include "backend/handles.h"
+#include "backend/offload.h"
 #include "protocol/fuse_ops.h"
 
 struct sync_runner;
 
-/* defer_all: every sync goes to a thread, as on a slow file system (tests). */
+/* defer_all: every sync goes to a thread, as on a slow file system (tests).
+ * Deferred syncs run on offload, which must end (offload_free) before the
+ * runner is freed. */
 int sync_runner_new(struct sync_runner **out, struct handle_table *handles,
-		    bool defer_all);
-/* Waits for the syncs still running on their threads. */
+		    struct offload *offload, bool defer_all);
 void sync_runner_free(struct sync_runner *r);
 
 /*
  * fsync(2) (fdatasync(2) with datasync) of h->fd, taking over the caller's
- * ref on h. Returns 0 or -errno when done here, or FUSE_REPLY_LATER when a
- * thread of its own answers: when requests are queued behind it
+ * ref on h. Returns 0 or -errno when done here, or FUSE_REPLY_LATER when an
+ * offload thread answers: when requests are queued behind it
  * (ctx->queued_behind) on a file system where a sync took longer than a
  * millisecond before, so that it does not hold them up.
  */

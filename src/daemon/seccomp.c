@@ -26,6 +26,8 @@ static const char *const allowed_syscalls[] = {
 	"sched_yield", "gettid", "getpid", "tgkill", "exit", "exit_group",
 	"restart_syscall", "clock_gettime", "getrusage",
 	"getrandom", "prlimit64", "mremap",
+	/* glibc: a thread's first malloc sizes its arena by the CPU set */
+	"sched_getaffinity",
 	/* syslog: connected before the filter (LOG_NDELAY), sends after */
 	"sendto",
 	/* backend: credentials and per-thread umask (creds.c) */
@@ -52,7 +54,7 @@ static const char *const allowed_syscalls[] = {
 };
 
 /* Sanitizer runtimes (ASan+UBSan builds, make check) call these on their
- * own: an alternate signal stack per thread, the CPU set at thread start. */
+ * own: an alternate signal stack per thread. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define FERRY_SANITIZED 1
 #elif defined(__has_feature)
@@ -63,7 +65,7 @@ static const char *const allowed_syscalls[] = {
 
 static const char *const sanitizer_syscalls[] = {
 #ifdef FERRY_SANITIZED
-	"sigaltstack", "sched_getaffinity",
+	"sigaltstack",
 #endif
 	NULL,
 };

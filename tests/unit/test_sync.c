@@ -1,4 +1,4 @@
-/* FSYNC on a slow file system is answered from its own thread: the requests behind it on the queue are not held up. */
+/* FSYNC on a slow file system is answered from the offload pool: the requests behind it on the queue are not held up. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fuse.h>
@@ -6,10 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../common/raw_req.h"
 #include "../common/scratch.h"
+#include "backend/offload.h"
 #include "backend/passthrough.h"
 #include "common/log.h"
 #include "protocol/fuse_server.h"
@@ -174,10 +177,10 @@ static void test_slow_sync_answered_later(void)
 	      "a transport that cannot answer later gets it synced inline");
 
 	/* The guest may release the handle while its sync runs: the
-	 * thread's handle ref keeps the fd open until the sync is done. (The
+	 * job's handle ref keeps the fd open until the sync is done. (The
 	 * transport waits for every deferred reply before the session goes,
 	 * as vhost-user's queue stop does; passthrough_free waits for the
-	 * threads' last steps.) */
+	 * offload threads' last steps.) */
 	fs.fsync_flags = 0;
 	unique = next_unique;
 	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
@@ -213,6 +216,57 @@ static void test_quick_sync_inline(void)
 	session_close(&s);
 }
 
+/* ---- the pool itself ---- */
+
+#define POOL_JOBS 200
+
+static atomic_uint pool_ran, pool_running, pool_most;
+
+struct counted_job {
+	struct offload_job job;
+};
+
+static void counted_run(struct offload_job *j)
+{
+	unsigned now = atomic_fetch_add(&pool_running, 1) + 1, most = atomic_load(&pool_most);
+
+	while (now > most && !atomic_compare_exchange_weak(&pool_most, &most, now))
+		;
+	usleep(2000);
+	atomic_fetch_sub(&pool_running, 1);
+	atomic_fetch_add(&pool_ran, 1);
+	free(j);
+}
+
+static void test_pool(void)
+{
+	struct offload *o;
+	int submitted = 0;
+
+	if (offload_new(&o) < 0) {
+		CHECK(0, "offload_new");
+		return;
+	}
+	for (int i = 0; i < POOL_JOBS; i++) {
+		struct counted_job *j = calloc(1, sizeof(*j));
+
+		if (!j)
+			break;
+		j->job.run = counted_run;
+		if (offload_submit(o, &j->job) == 0)
+			submitted++;
+		else
+			free(j);
+	}
+	CHECK(submitted == POOL_JOBS, "%d of %d jobs submitted", submitted, POOL_JOBS);
+	CHECK(offload_threads(o) <= 64, "at most 64 threads (%u)", offload_threads(o));
+	offload_free(o);
+	CHECK(atomic_load(&pool_ran) == POOL_JOBS, "offload_free ran every queued job (%u)",
+	      atomic_load(&pool_ran));
+	CHECK(atomic_load(&pool_most) > 1 && atomic_load(&pool_most) <= 64,
+	      "jobs that wait ran side by side, at most 64 at once (%u)", atomic_load(&pool_most));
+}
+
 int main(void)
 {
 	ferry_log_init(LOG_LVL_WARN, false);
@@ -220,6 +274,7 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
+	test_pool();
 	test_slow_sync_answered_later();
 	test_quick_sync_inline();
 	return scratch_finish(scratch, failures);

@@ -1,0 +1,167 @@
+/* A pool of threads for requests that would hold up their queue (cold reads, slow syncs): started when needed, reused, ended when idle. */
+#include "backend/offload.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+
+/*
+ * Up to this many jobs run at once. Cold reads gain from parallel disk
+ * requests up to the device's own queue depth (a virtio or NVMe disk
+ * takes 16-64 at once before its latency grows), and each waiting thread
+ * costs only its stack; QEMU's virtiofsd runs a pool of 64 for every
+ * request. Further jobs wait in order for a free thread.
+ */
+#define OFFLOAD_MAX_THREADS 64
+
+/* A thread with no job for this long ends: a burst of cold reads leaves
+ * no threads behind, and a steady stream reuses the same ones instead of
+ * paying ~30-50 us for a thread start per job. */
+#define OFFLOAD_IDLE_S 5
+
+struct offload {
+	pthread_mutex_t lock;
+	pthread_cond_t work;       /* a job was queued, or the pool stops */
+	pthread_cond_t none_left;  /* threads reached 0 */
+	struct offload_job *head, **tail;
+	unsigned queued, threads, idle;
+	bool stopping;
+};
+
+int offload_new(struct offload **out)
+{
+	struct offload *o = calloc(1, sizeof(*o));
+	pthread_condattr_t attr;
+
+	if (!o)
+		return -ENOMEM;
+	pthread_mutex_init(&o->lock, NULL);
+	/* Monotonic, so that a clock step does not end or keep threads. */
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&o->work, &attr);
+	pthread_condattr_destroy(&attr);
+	pthread_cond_init(&o->none_left, NULL);
+	o->tail = &o->head;
+	*out = o;
+	return 0;
+}
+
+void offload_free(struct offload *o)
+{
+	if (!o)
+		return;
+	pthread_mutex_lock(&o->lock);
+	o->stopping = true;
+	pthread_cond_broadcast(&o->work);
+	while (o->threads > 0)
+		pthread_cond_wait(&o->none_left, &o->lock);
+	pthread_mutex_unlock(&o->lock);
+	pthread_cond_destroy(&o->none_left);
+	pthread_cond_destroy(&o->work);
+	pthread_mutex_destroy(&o->lock);
+	free(o);
+}
+
+static void *offload_thread(void *arg)
+{
+	struct offload *o = arg;
+
+	pthread_mutex_lock(&o->lock);
+	for (;;) {
+		struct offload_job *job = o->head;
+		struct timespec until;
+		int rc;
+
+		if (job) {
+			o->head = job->next;
+			if (!o->head)
+				o->tail = &o->head;
+			o->queued--;
+			pthread_mutex_unlock(&o->lock);
+			job->run(job);
+			pthread_mutex_lock(&o->lock);
+			continue;
+		}
+		if (o->stopping)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += OFFLOAD_IDLE_S;
+		o->idle++;
+		rc = pthread_cond_timedwait(&o->work, &o->lock, &until);
+		o->idle--;
+		if (rc == ETIMEDOUT && !o->head)
+			break;
+	}
+	/* offload_free may free o once it sees 0, but only after this
+	 * thread has let go of the lock. */
+	if (--o->threads == 0)
+		pthread_cond_broadcast(&o->none_left);
+	pthread_mutex_unlock(&o->lock);
+	return NULL;
+}
+
+/* With o->lock held. */
+static int start_thread(struct offload *o)
+{
+	pthread_attr_t attr;
+	pthread_t thread;
+	int ret;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	ret = -pthread_create(&thread, &attr, offload_thread, o);
+	pthread_attr_destroy(&attr);
+	if (ret == 0)
+		o->threads++;
+	return ret;
+}
+
+int offload_submit(struct offload *o, struct offload_job *job)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&o->lock);
+	if (o->stopping) {
+		ret = -ESHUTDOWN;
+		goto out;
+	}
+	job->next = NULL;
+	*o->tail = job;
+	o->tail = &job->next;
+	o->queued++;
+	/* Idle threads take queued jobs in turn; only jobs beyond them need a
+	 * new thread. */
+	if (o->queued > o->idle && o->threads < OFFLOAD_MAX_THREADS) {
+		ret = start_thread(o);
+		if (ret < 0 && o->threads == 0) {
+			/* Nobody would ever run it: take it back. */
+			log_warn("offload: no thread for a job (%s)", strerror(-ret));
+			o->queued--;
+			o->head = NULL;
+			o->tail = &o->head;
+			goto out;
+		}
+		ret = 0;   /* a running thread will get to it */
+	}
+	if (o->idle > 0)
+		pthread_cond_signal(&o->work);
+out:
+	pthread_mutex_unlock(&o->lock);
+	return ret;
+}
+
+unsigned offload_threads(struct offload *o)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&o->lock);
+	n = o->threads;
+	pthread_mutex_unlock(&o->lock);
+	return n;
+}

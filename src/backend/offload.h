@@ -1,0 +1,22 @@
+/* A pool of threads for requests that would hold up their queue (cold reads, slow syncs): started when needed, reused, ended when idle. */
+#ifndef FERRY_OFFLOAD_H
+#define FERRY_OFFLOAD_H
+
+/* Embedded in the caller's job; run() owns the job from then on. */
+struct offload_job {
+	struct offload_job *next;
+	void (*run)(struct offload_job *job);
+};
+
+struct offload;
+
+int offload_new(struct offload **out);
+/* Runs the jobs still queued, waits for every thread to end, frees. */
+void offload_free(struct offload *o);
+/* Queues job for a pool thread: 0, or -errno when there is no thread to
+ * run it (none could start); then the job is still the caller's. */
+int offload_submit(struct offload *o, struct offload_job *job);
+/* Threads alive now, for tests. */
+unsigned offload_threads(struct offload *o);
+
+#endif
