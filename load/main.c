@@ -31,6 +31,10 @@ static void usage(FILE *f)
 "  --warmup S           unmeasured interval before it (default 1)\n"
 "  --idle S             then stay connected with nothing in flight for S s and\n"
 "                       report the daemon's CPU meanwhile (with --daemon-pid)\n"
+"  --cold DIR           DIR is the directory the backend shares: once the data\n"
+"                       file is written, sync it and keep dropping it from the\n"
+"                       host's page cache (every 20 ms), so reads come from\n"
+"                       the disk\n"
 "  --file-size BYTES    data file size (default 64m)\n"
 "  --dir-entries N      readdirplus directory size (default 10000)\n"
 "  --daemon-pid PID     read this process's CPU time from /proc\n"
@@ -87,7 +91,7 @@ static int parse_secs(const char *s, double *out)
 }
 
 enum { O_SOCKET = 256, O_HOST, O_WORKLOAD, O_BS, O_QD, O_QUEUES, O_SECONDS, O_WARMUP,
-       O_IDLE, O_FSIZE, O_DIRENT, O_PID, O_EIDX, O_POLL, O_SEED, O_JSON, O_HELP };
+       O_IDLE, O_COLD, O_FSIZE, O_DIRENT, O_PID, O_EIDX, O_POLL, O_SEED, O_JSON, O_HELP };
 
 static int parse_args(int argc, char **argv, struct load_cfg *c)
 {
@@ -101,6 +105,7 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 		{ "seconds", required_argument, NULL, O_SECONDS },
 		{ "warmup", required_argument, NULL, O_WARMUP },
 		{ "idle", required_argument, NULL, O_IDLE },
+		{ "cold", required_argument, NULL, O_COLD },
 		{ "file-size", required_argument, NULL, O_FSIZE },
 		{ "dir-entries", required_argument, NULL, O_DIRENT },
 		{ "daemon-pid", required_argument, NULL, O_PID },
@@ -125,6 +130,7 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 		case O_SECONDS: bad |= parse_secs(optarg, &c->seconds); break;
 		case O_WARMUP: bad |= parse_secs(optarg, &c->warmup); break;
 		case O_IDLE: bad |= parse_secs(optarg, &c->idle); break;
+		case O_COLD: c->cold_dir = optarg; break;
 		case O_FSIZE: bad |= parse_size(optarg, &c->file_size); break;
 		case O_DIRENT: bad |= parse_u32(optarg, 1, 1000000, &c->dir_entries); break;
 		case O_PID: bad |= parse_u32(optarg, 1, INT_MAX, &v); c->daemon_pid = (pid_t)v; break;

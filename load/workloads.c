@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1333,9 +1335,72 @@ static double idle_interval(struct run *r, double seconds)
 	return (r->cfg->daemon_pid > 0 && c0 >= 0 && c1 >= 0) ? (double)(c1 - c0) : -1;
 }
 
+/* --cold: drops the data file from the host's page cache over and over
+ * while the workload runs, so that its reads keep coming from the disk. */
+struct evictor {
+	int fd;
+	atomic_bool stop;
+	pthread_t thread;
+	bool running;
+};
+
+static void *evict_loop(void *arg)
+{
+	struct evictor *e = arg;
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+
+	while (!atomic_load(&e->stop)) {
+		posix_fadvise(e->fd, 0, 0, POSIX_FADV_DONTNEED);
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+/* Syncs the data file through the backend (dirty pages cannot be dropped)
+ * and starts dropping it. */
+static int evict_start(struct run *r, struct evictor *e)
+{
+	struct fc_slot *s = sync_slot(r);
+	char path[4096];
+	int ret;
+
+	ret = b_fsync(r, s);
+	if (!ret)
+		ret = sync_call(r, s);
+	if (ret)
+		return ret;
+	snprintf(path, sizeof(path), "%s/%s/data", r->cfg->cold_dir, r->workdir_name);
+	e->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (e->fd < 0) {
+		ret = -errno;
+		fprintf(stderr, "ferryfs-load: --cold: %s: %s (is it the directory the backend shares?)\n",
+			path, strerror(errno));
+		return ret;
+	}
+	posix_fadvise(e->fd, 0, 0, POSIX_FADV_DONTNEED);
+	ret = -pthread_create(&e->thread, NULL, evict_loop, e);
+	if (ret) {
+		close(e->fd);
+		return ret;
+	}
+	e->running = true;
+	return 0;
+}
+
+static void evict_stop(struct evictor *e)
+{
+	if (!e->running)
+		return;
+	atomic_store(&e->stop, true);
+	pthread_join(e->thread, NULL);
+	close(e->fd);
+	e->running = false;
+}
+
 int load_run(const struct load_cfg *cfg, struct load_result *res)
 {
 	struct run r = { .cfg = cfg, .rng = cfg->seed | 1 };
+	struct evictor ev = { .fd = -1 };
 	uint64_t t0, ws;
 	size_t i;
 	int ret;
@@ -1380,10 +1445,16 @@ int load_run(const struct load_cfg *cfg, struct load_result *res)
 		fprintf(stderr, "ferryfs-load: setup got wrong replies; not measuring\n");
 		goto teardown;
 	}
+	if (cfg->cold_dir && r.file_nodeid) {
+		ret = evict_start(&r, &ev);
+		if (ret)
+			goto out;
+	}
 	res->setup_s = (double)(load_now_ns() - t0) / 1e9;
 	r.cursor = 0;
 	ws = load_now_ns() + (uint64_t)(cfg->warmup * 1e9);
 	ret = engine(&r, &wl_phase, ws, ws + (uint64_t)(cfg->seconds * 1e9));
+	evict_stop(&ev);
 	if (ret)
 		goto out;
 	if (cfg->idle > 0)

@@ -14,6 +14,7 @@
 struct load_cfg {
 	const char *socket;
 	const char *host_dir;    /* --host-pread: no backend, pread(2) here */
+	const char *cold_dir;    /* --cold: the backend's shared directory */
 	const char *workload;
 	uint32_t block_size;
 	uint32_t queue_depth;

@@ -22,8 +22,10 @@
 #include "backend/fd_budget.h"
 #include "backend/handles.h"
 #include "backend/inode_table.h"
+#include "backend/file_io.h"
 #include "backend/locks.h"
 #include "backend/offload.h"
+#include "backend/reads.h"
 #include "backend/sync.h"
 #include "common/log.h"
 
@@ -45,7 +47,8 @@ struct passthrough {
 	struct handle_table *handles;
 	struct lock_table *locks;
 	struct sync_runner *syncs;
-	struct offload *offload;    /* slow syncs */
+	struct read_runner *reads;
+	struct offload *offload;    /* slow syncs and cold reads */
 	pthread_mutex_t mounts_lock;
 	struct { int mnt_id; int fd; } mounts[MOUNT_FDS_MAX];
 	atomic_uint nmounts;
@@ -427,52 +430,6 @@ static uint32_t fopen_flags(struct passthrough *pt, bool is_dir)
 static bool writes_data(int flags)
 {
 	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
-}
-
-/* Reads or writes up to max bytes at off through the guest's iovecs,
- * batching them so any count works; a short transfer ends it (EOF, full
- * disk) and what was done is returned. */
-static ssize_t iov_transfer(bool write, int fd, const struct iovec *iov,
-			    unsigned cnt, size_t max, uint64_t off)
-{
-	struct iovec batch[64];
-	size_t done = 0;
-	unsigned i = 0;
-
-	while (i < cnt && done < max) {
-		unsigned n = 0;
-		size_t want = 0;
-		ssize_t r;
-
-		while (i + n < cnt && n < 64 && done + want < max) {
-			batch[n] = iov[i + n];
-			if (batch[n].iov_len > max - done - want)
-				batch[n].iov_len = max - done - want;
-			want += batch[n].iov_len;
-			n++;
-		}
-		/* A one-segment buffer (a page-sized guest READ) goes through
-		 * pread/pwrite: the kernel then skips importing an iovec array,
-		 * ~0.1 us of the ~1.4 us a 4 KiB tmpfs read costs here. */
-		if (n == 1 && write)
-			r = pwrite(fd, batch[0].iov_base, batch[0].iov_len, (off_t)(off + done));
-		else if (n == 1)
-			r = pread(fd, batch[0].iov_base, batch[0].iov_len, (off_t)(off + done));
-		else if (write)
-			r = pwritev2(fd, batch, (int)n, (off_t)(off + done), 0);
-		else
-			r = preadv2(fd, batch, (int)n, (off_t)(off + done), 0);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return done ? (ssize_t)done : -errno;
-		}
-		done += r;
-		if ((size_t)r < want)
-			break;
-		i += n;
-	}
-	return done;
 }
 
 /* ---- ops -------------------------------------------------------------- */
@@ -1243,9 +1200,7 @@ static ssize_t pt_read(void *fs, const struct fuse_req_ctx *ctx,
 	ret = get_file_handle(pt, nodeid, in->fh, &h);
 	if (ret < 0)
 		return ret;
-	ret = iov_transfer(false, h->fd, dst, dst_cnt, in->size, in->offset);
-	handle_put(pt->handles, h);
-	return ret;
+	return read_handle(pt->reads, ctx, h, dst, dst_cnt, in->size, in->offset);
 }
 
 static ssize_t pt_write(void *fs, const struct fuse_req_ctx *ctx,
@@ -1289,7 +1244,7 @@ static ssize_t pt_write(void *fs, const struct fuse_req_ctx *ctx,
 			dropped_fsetid = true;
 		}
 	}
-	ret = iov_transfer(true, h->fd, src, src_cnt, in->size, in->offset);
+	ret = iov_transfer(true, h->fd, src, src_cnt, in->size, in->offset, 0);
 	if (dropped_fsetid)
 		creds_restore_fsetid();
 restore:
@@ -2165,9 +2120,14 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 	ret = sync_runner_new(&pt->syncs, pt->handles, pt->offload, opts->defer_every_sync);
 	if (ret < 0)
 		goto err_offload;
+	ret = read_runner_new(&pt->reads, pt->handles, pt->offload, opts->defer_every_read);
+	if (ret < 0)
+		goto err_syncs;
 	*out = pt;
 	return 0;
 
+err_syncs:
+	sync_runner_free(pt->syncs);
 err_offload:
 	offload_free(pt->offload);
 err_locks:
@@ -2196,6 +2156,7 @@ void passthrough_free(struct passthrough *pt)
 		return;
 	/* First: its jobs still use the runners and hold handles. */
 	offload_free(pt->offload);
+	read_runner_free(pt->reads);
 	sync_runner_free(pt->syncs);
 	lock_table_free(pt->locks);
 	handle_table_free(pt->handles);

@@ -28,6 +28,9 @@ struct passthrough_opts {
 	/* Tests: every FSYNC is answered from a thread of its own, as on a
 	 * file system where syncs have been slow. */
 	bool defer_every_sync;
+	/* Tests: every READ with requests queued behind it is tried without
+	 * waiting (RWF_NOWAIT), as on a file system with data not cached. */
+	bool defer_every_read;
 	bool announce_submounts;
 	enum inode_file_handles file_handles;
 	/* A sandbox hides /proc: it opens /proc/self/fd first and hands it

@@ -24,21 +24,27 @@ check() { # check DESCRIPTION CONDITION...
 }
 
 # WORKLOAD[:QUEUES]: the multi-queue runs start several request queue threads
-# in the daemon, sharing its inode and handle tables.
+# in the daemon, sharing its inode and handle tables. randread-cold reads a file
+# kept out of the host's page cache (ferryfs-load --cold), which sends READs
+# to the daemon's offload threads, under its seccomp filter.
 for run in read randread write randwrite getattr lookup create-unlink readdirplus mixed \
-    write-fsync mixed:4 create-unlink:2; do
-    wl=${run%%:*} queues=1
+    write-fsync mixed:4 create-unlink:2 randread-cold; do
+    wl=${run%%:*} queues=1 extra=() dextra=()
     [[ $run == *:* ]] && queues=${run#*:}
     share=$tmp/share-$run sock=$tmp/$run.sock
+    if [[ $run == randread-cold ]]; then
+        wl=randread extra=(--cold "$share") dextra=(--log-level=debug)
+    fi
     mkdir -p "$share"
-    "$daemon" --socket-path="$sock" --shared-dir="$share" --cache never -o readdirplus >"$tmp/$run.daemon.log" 2>&1 &
+    "$daemon" --socket-path="$sock" --shared-dir="$share" --cache never -o readdirplus \
+        "${dextra[@]}" >"$tmp/$run.daemon.log" 2>&1 &
     pid=$!
     for _ in $(seq 100); do [[ -S $sock ]] && break; sleep 0.05; done
     echo "$run: ferryfs-load --workload $wl --queues $queues --seconds $seconds against $daemon (pid $pid)"
     # A small directory and file keep setup short; the checks are about counts.
     timeout 120 "$load" --socket "$sock" --workload "$wl" --seconds "$seconds" --warmup 0.2 \
         --queue-depth 8 --queues "$queues" --block-size 4096 --file-size 4m --dir-entries 1000 \
-        --daemon-pid "$pid" --json >"$tmp/$run.out" 2>"$tmp/$run.err"
+        --daemon-pid "$pid" --json "${extra[@]}" >"$tmp/$run.out" 2>"$tmp/$run.err"
     rc=$?
     json=$(tail -n 1 "$tmp/$run.out")
     check "exit status 0 (got $rc)" test "$rc" -eq 0
@@ -65,6 +71,15 @@ for run in read randread write randwrite getattr lookup create-unlink readdirplu
         esac
     else
         check "last line is a JSON object" false
+    fi
+    if [[ $run == randread-cold ]]; then
+        fstype=$(stat -f -c %T "$share")
+        case $fstype in
+        ext2/ext3|ext4|xfs|btrfs)   # take RWF_NOWAIT: cached data can be told from data on disk
+            check "READs of data not cached went to offload threads ($fstype)" \
+                grep -q "reads that wait for it run on offload threads" "$tmp/$run.daemon.log" ;;
+        *) echo "  note $share is on $fstype, which cannot tell cached data apart; no offload check" ;;
+        esac
     fi
     left=$(find "$share" -mindepth 1 | wc -l)
     check "shared dir empty after the run (got $left entries)" test "$left" -eq 0

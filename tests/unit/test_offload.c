@@ -1,4 +1,4 @@
-/* FSYNC on a slow file system is answered from the offload pool: the requests behind it on the queue are not held up. */
+/* Requests that would hold up their queue are answered from the offload pool: FSYNC on a slow file system, READ of data not in the page cache. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fuse.h>
@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdatomic.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,19 +36,25 @@ static struct {
 	void *token;
 	struct fuse_out_header h;
 	uint32_t len;
-} later = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, NULL, { 0 }, 0 };
+	uint8_t data[65536];            /* a READ's data after the header */
+	uint32_t data_len;
+} later = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, NULL, { 0 }, 0, { 0 }, 0 };
 
 static void on_reply_later(void *token, const void *reply, uint32_t len,
 			   void *data, uint32_t data_len)
 {
-	(void)data_len;
-	free(data);
 	pthread_mutex_lock(&later.lock);
 	later.count++;
 	later.token = token;
 	later.len = len;
 	memset(&later.h, 0, sizeof(later.h));
 	memcpy(&later.h, reply, len < sizeof(later.h) ? len : sizeof(later.h));
+	later.data_len = data ? data_len : 0;
+	if (later.data_len > sizeof(later.data))
+		later.data_len = sizeof(later.data);
+	if (data)
+		memcpy(later.data, data, later.data_len);
+	free(data);
 	pthread_cond_broadcast(&later.cond);
 	pthread_mutex_unlock(&later.lock);
 }
@@ -89,10 +96,12 @@ struct session {
 	uint64_t nodeid, fh;
 };
 
-static int session_open(struct session *s, bool defer_every_sync)
+static int session_open(struct session *s, const char *dir, bool defer_every_sync,
+			bool defer_every_read)
 {
-	struct passthrough_opts pt_opts = { .shared_dir = scratch, .cache = CACHE_NEVER,
-					    .timeout = -1, .defer_every_sync = defer_every_sync };
+	struct passthrough_opts pt_opts = { .shared_dir = dir, .cache = CACHE_NEVER,
+					    .timeout = -1, .defer_every_sync = defer_every_sync,
+					    .defer_every_read = defer_every_read };
 	struct fuse_session_opts se_opts = { .max_write = 128 * 1024,
 					     .reply_later = on_reply_later };
 	struct fuse_init_in init = { .major = FUSE_KERNEL_VERSION,
@@ -111,7 +120,7 @@ static int session_open(struct session *s, bool defer_every_sync)
 	if (rep.h.error)
 		return -1;
 	send_req(s->w, FUSE_CREATE, FUSE_ROOT_ID, &ci, sizeof(ci),
-		 defer_every_sync ? "slow" : "quick", NULL);
+		 defer_every_sync ? "slow" : defer_every_read ? "cold" : "quick", NULL);
 	if (rep.h.error || rep.used != sizeof(rep.h) + sizeof(e) + sizeof(o))
 		return -1;
 	memcpy(&e, rep.arg, sizeof(e));
@@ -141,7 +150,7 @@ static void test_slow_sync_answered_later(void)
 	uint64_t unique;
 	uint32_t used;
 
-	if (session_open(&s, true) < 0) {
+	if (session_open(&s, scratch, true, false) < 0) {
 		CHECK(0, "session on %s with every sync deferred", scratch);
 		return;
 	}
@@ -204,7 +213,7 @@ static void test_quick_sync_inline(void)
 	int token;
 	uint32_t used;
 
-	if (session_open(&s, false) < 0) {
+	if (session_open(&s, scratch, false, false) < 0) {
 		CHECK(0, "session on %s", scratch);
 		return;
 	}
@@ -214,6 +223,189 @@ static void test_quick_sync_inline(void)
 	CHECK(used == sizeof(rep.h) && rep.h.error == 0,
 	      "the first FSYNC on a file system is answered inline");
 	session_close(&s);
+}
+
+/* ---- READ of data not in the page cache ---- */
+
+#define COLD_SIZE (256u * 1024u)
+
+static uint8_t pattern_byte(uint64_t off)
+{
+	return (uint8_t)(off * 7 + (off >> 12));
+}
+
+static bool pattern_ok(const uint8_t *p, size_t len, uint64_t off)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != pattern_byte(off + i))
+			return false;
+	return true;
+}
+
+/* Fills dir/name with COLD_SIZE bytes of pattern, written back to disk. */
+static int fill_file(const char *dir, const char *name)
+{
+	static uint8_t buf[COLD_SIZE];
+	char path[256];
+	int fd, ret = -1;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = pattern_byte(i);
+	if (pwrite(fd, buf, sizeof(buf), 0) == (ssize_t)sizeof(buf) && fsync(fd) == 0)
+		ret = 0;
+	close(fd);
+	return ret;
+}
+
+/* Drops dir/name from the page cache: 1 if a read would now wait for the
+ * disk, 0 if the file system cannot tell (RWF_NOWAIT unsupported, as on
+ * tmpfs), -1 on error. */
+static int make_cold(const char *dir, const char *name)
+{
+	char path[256], byte;
+	struct iovec one = { &byte, 1 };
+	ssize_t r;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	r = preadv2(fd, &one, 1, 8192, RWF_NOWAIT);
+	close(fd);
+	if (r < 0 && errno == EAGAIN)
+		return 1;
+	return r < 0 && errno == EOPNOTSUPP ? 0 : -1;
+}
+
+static uint32_t send_read(struct session *s, uint64_t off, uint32_t size,
+			  unsigned queued_behind, void *token)
+{
+	struct fuse_read_in rd = { .fh = s->fh, .offset = off, .size = size };
+	static uint8_t in[sizeof(struct fuse_in_header) + sizeof(rd)];
+	struct fuse_in_header h = { .opcode = FUSE_READ, .nodeid = s->nodeid,
+				    .unique = next_unique++ };
+	size_t len = raw_req_build(in, sizeof(in), h, &rd, sizeof(rd), NULL, 0, NULL, 0);
+
+	fuse_worker_set_queued_behind(s->w, queued_behind);
+	return raw_req_run(s->w, in, len, sizeof(rep.h) + size, token, &rep);
+}
+
+static void test_cold_read_answered_later(const char *dir)
+{
+	struct fuse_getattr_in ga = { 0 };
+	struct session s;
+	unsigned replies = later.count;
+	uint64_t unique;
+	uint32_t used;
+	int token1, token2, cold;
+
+	if (session_open(&s, dir, false, true) < 0 || fill_file(dir, "cold") < 0) {
+		CHECK(0, "session on %s with a file of %u bytes", dir, COLD_SIZE);
+		return;
+	}
+	cold = make_cold(dir, "cold");
+	if (cold <= 0) {
+		printf("skip  %s cannot tell cached data from data on disk (%s)\n", dir,
+		       cold == 0 ? "no RWF_NOWAIT" : "error");
+		session_close(&s);
+		return;
+	}
+	unique = next_unique;
+	used = send_read(&s, 4096, 65536, 3, &token1);
+	CHECK(used == FUSE_REPLY_DEFERRED,
+	      "READ of data on disk with requests behind it is taken for later (%u)", used);
+	used = send_req(s.w, FUSE_GETATTR, s.nodeid, &ga, sizeof(ga), NULL, &token2);
+	CHECK(used == sizeof(rep.h) + sizeof(struct fuse_attr_out) && rep.h.error == 0,
+	      "GETATTR behind it is answered on the spot");
+	CHECK(wait_later(replies + 1), "the READ reply comes");
+	CHECK(later.token == &token1 && later.h.unique == unique && later.h.error == 0 &&
+	      later.h.len == sizeof(later.h) + 65536 && later.data_len == 65536 &&
+	      pattern_ok(later.data, 65536, 4096),
+	      "it carries the 64 KiB at offset 4096 (header len %u, %u data bytes)",
+	      later.h.len, later.data_len);
+
+	/* Now cached: the same read is answered inline. */
+	used = send_read(&s, 4096, 65536, 3, &token1);
+	CHECK(used == sizeof(rep.h) + 65536 && rep.h.error == 0 &&
+	      pattern_ok(rep.arg, 65536, 4096), "the same READ, now cached, is answered inline");
+
+	/* Across EOF: a short reply, still answered later. */
+	make_cold(dir, "cold");
+	unique = next_unique;
+	used = send_read(&s, COLD_SIZE - 4096, 65536, 1, &token1);
+	CHECK(used == FUSE_REPLY_DEFERRED && wait_later(replies + 2) &&
+	      later.h.unique == unique && later.h.error == 0 && later.data_len == 4096 &&
+	      later.h.len == sizeof(later.h) + 4096 &&
+	      pattern_ok(later.data, 4096, COLD_SIZE - 4096),
+	      "a cold READ across EOF gets the 4096 bytes before it (%u)", later.data_len);
+	used = send_read(&s, COLD_SIZE, 4096, 1, &token1);
+	CHECK(used == sizeof(rep.h) && rep.h.error == 0, "a READ at EOF: 0 bytes, inline");
+
+	/* Alone on its queue, or on a transport that cannot answer later,
+	 * the read waits for the disk where it is. */
+	make_cold(dir, "cold");
+	used = send_read(&s, 65536, 4096, 0, &token1);
+	CHECK(used == sizeof(rep.h) + 4096 && pattern_ok(rep.arg, 4096, 65536),
+	      "a cold READ with nothing behind it is answered inline");
+	make_cold(dir, "cold");
+	used = send_read(&s, 65536, 4096, 5, NULL);
+	CHECK(used == sizeof(rep.h) + 4096 && pattern_ok(rep.arg, 4096, 65536),
+	      "a cold READ that cannot be answered later is answered inline");
+
+	/* The guest may release the handle while its read runs: the job's
+	 * handle ref keeps the fd open until the read is done. */
+	make_cold(dir, "cold");
+	unique = next_unique;
+	used = send_read(&s, 8192, 16384, 2, &token1);
+	CHECK(used == FUSE_REPLY_DEFERRED, "one more cold READ taken for later");
+	{
+		struct fuse_release_in rel = { .fh = s.fh };
+
+		used = send_req(s.w, FUSE_RELEASE, s.nodeid, &rel, sizeof(rel), NULL, NULL);
+		CHECK(used == sizeof(rep.h) && rep.h.error == 0, "RELEASE of its handle meanwhile");
+	}
+	CHECK(wait_later(replies + 3) && later.h.unique == unique && later.h.error == 0 &&
+	      later.data_len == 16384 && pattern_ok(later.data, 16384, 8192),
+	      "the read still completes with the right data");
+	s.fh = 0;
+	session_close(&s);
+}
+
+/* tmpfs refuses RWF_NOWAIT: reads there stay inline and right. */
+static void test_read_nowait_unsupported(void)
+{
+	char dir[] = "/dev/shm/ferry-offload-XXXXXX";
+	struct session s;
+	uint32_t used;
+	int token;
+
+	if (!mkdtemp(dir)) {
+		printf("skip  no /dev/shm\n");
+		return;
+	}
+	if (session_open(&s, dir, false, true) < 0 || fill_file(dir, "cold") < 0) {
+		CHECK(0, "session on %s", dir);
+		rmdir(dir);
+		return;
+	}
+	if (make_cold(dir, "cold") != 0) {
+		printf("skip  %s takes RWF_NOWAIT\n", dir);
+	} else {
+		for (int i = 0; i < 3; i++) {
+			used = send_read(&s, 4096u * (unsigned)i, 4096, 4, &token);
+			CHECK(used == sizeof(rep.h) + 4096 && rep.h.error == 0 &&
+			      pattern_ok(rep.arg, 4096, 4096u * (unsigned)i),
+			      "READ %d on a file system without RWF_NOWAIT: inline, right data", i);
+		}
+	}
+	session_close(&s);
+	failures += scratch_finish(dir, 0);
 }
 
 /* ---- the pool itself ---- */
@@ -277,5 +469,7 @@ int main(void)
 	test_pool();
 	test_slow_sync_answered_later();
 	test_quick_sync_inline();
+	test_cold_read_answered_later(scratch);
+	test_read_nowait_unsupported();
 	return scratch_finish(scratch, failures);
 }

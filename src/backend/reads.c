@@ -1,0 +1,254 @@
+/* READ: straight into the guest's buffers when the data is cached; on an offload thread when it must come from the disk while requests wait behind it. */
+#include "backend/reads.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/file_io.h"
+#include "common/log.h"
+
+/*
+ * A queue thread runs its requests one after the other, so a read that
+ * waits for the disk (~50-100 us for 4 KiB on a virtio disk here, more on
+ * a busy or remote one) holds up every request behind it, and the disk
+ * sees one read at a time however many the guest sent. preadv2 with
+ * RWF_NOWAIT tells whether the data is cached without waiting; only then
+ * does the read go to another thread.
+ *
+ * RWF_NOWAIT costs more than pread (~0.1-0.3 us of a ~1 us cached read: the
+ * kernel imports an iovec array), so a file system is only asked that way
+ * while it has lately had data that was not cached: once every
+ * READ_SAMPLE reads, and on every read for READ_COLD_CREDIT reads after
+ * one that would have waited. A warm file system pays 1/64 of the extra.
+ */
+#define READ_SAMPLE 64u
+#define READ_COLD_CREDIT 4096
+
+/*
+ * Bytes of deferred reads in flight at most. Their buffers are the
+ * daemon's own memory: up to 256 requests (FERRY_MAX_ASYNC) of up to
+ * max_write (1 MiB) each would be 256 MiB a guest could make us hold.
+ * 32 MiB keeps 16 reads of 1 MiB or 8192 of 4 KiB going at once, more than
+ * a disk gains from; past it, reads wait for the disk inline.
+ */
+#define READ_DEFER_BYTES_MAX (32u << 20)
+
+/* File systems remembered; beyond that, slots are reused in turn. */
+#define READ_DEVS 8
+
+/* credit of a file system where RWF_NOWAIT is refused (tmpfs, many
+ * network and FUSE file systems): reads there always run inline. */
+#define NOWAIT_UNSUPPORTED INT32_MIN
+
+struct read_dev {
+	_Atomic uint64_t dev1;          /* dev + 1; 0 is an empty slot */
+	/* > 0: reads here try RWF_NOWAIT for this many more reads. */
+	_Atomic int32_t credit;
+};
+
+struct read_runner {
+	struct handle_table *handles;
+	struct offload *offload;        /* the passthrough's, freed before us */
+	bool defer_all;
+	struct read_dev devs[READ_DEVS];
+	atomic_uint next_slot;
+	atomic_size_t deferred_bytes;   /* buffers of reads in flight */
+};
+
+struct read_job {
+	struct offload_job job;         /* first: run() gets it */
+	struct read_runner *r;
+	struct handle *h;
+	struct fuse_async *async;
+	void *buf;                      /* size bytes, page-aligned */
+	size_t size;
+	uint64_t off;
+};
+
+/* Which of a queue thread's reads are sampled; per thread, so queues do
+ * not share a counter's cache line. */
+static __thread unsigned read_count;
+
+int read_runner_new(struct read_runner **out, struct handle_table *handles,
+		    struct offload *offload, bool defer_all)
+{
+	struct read_runner *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r->handles = handles;
+	r->offload = offload;
+	r->defer_all = defer_all;
+	*out = r;
+	return 0;
+}
+
+void read_runner_free(struct read_runner *r)
+{
+	free(r);
+}
+
+static struct read_dev *dev_find(struct read_runner *r, uint64_t dev)
+{
+	for (unsigned i = 0; i < READ_DEVS; i++)
+		if (atomic_load_explicit(&r->devs[i].dev1, memory_order_relaxed) == dev + 1)
+			return &r->devs[i];
+	return NULL;
+}
+
+/* A slot for dev, taking over the oldest one if all are in use. Two
+ * threads may race for slots; the worst outcome is a file system sampled
+ * again from scratch. */
+static struct read_dev *dev_slot(struct read_runner *r, uint64_t dev)
+{
+	struct read_dev *d = dev_find(r, dev);
+	unsigned slot;
+
+	if (d)
+		return d;
+	slot = atomic_fetch_add_explicit(&r->next_slot, 1, memory_order_relaxed) % READ_DEVS;
+	d = &r->devs[slot];
+	atomic_store_explicit(&d->credit, 0, memory_order_relaxed);
+	atomic_store_explicit(&d->dev1, dev + 1, memory_order_relaxed);
+	return d;
+}
+
+static void read_run(struct offload_job *oj)
+{
+	struct read_job *job = (struct read_job *)oj;
+	struct iovec iov = { .iov_base = job->buf, .iov_len = job->size };
+	ssize_t n = iov_transfer(false, job->h->fd, &iov, 1, job->size, job->off, 0);
+
+	/* The buffer goes with the reply either way. */
+	fuse_async_finish_data(job->async, n < 0 ? (int)n : 0, job->buf,
+			       n < 0 ? 0 : (size_t)n);
+	atomic_fetch_sub_explicit(&job->r->deferred_bytes, job->size, memory_order_relaxed);
+	handle_put(job->r->handles, job->h);
+	free(job);
+}
+
+/* Runs under the protocol's lock; see fuse_async_cancel_fn. A read from
+ * the disk ends on its own soon, and the queue waits for it. */
+static void read_cancel(void *arg)
+{
+	(void)arg;
+}
+
+/* FUSE_REPLY_LATER once the read is taken for later; -errno when it cannot
+ * be, to read inline instead. */
+static int read_defer(struct read_runner *r, const struct fuse_req_ctx *ctx,
+		      struct handle *h, size_t size, uint64_t off)
+{
+	struct read_job *job;
+	int ret = -ENOBUFS;
+
+	if (atomic_fetch_add_explicit(&r->deferred_bytes, size, memory_order_relaxed) +
+	    size > READ_DEFER_BYTES_MAX)
+		goto err_budget;
+	ret = -ENOMEM;
+	job = calloc(1, sizeof(*job));
+	if (!job)
+		goto err_budget;
+	/* Allocated here, on the queue thread, so that a failure still leaves
+	 * the inline read. Page-aligned, so that a file the guest opened
+	 * O_DIRECT can be read into it. */
+	if (posix_memalign(&job->buf, 4096, size) != 0)
+		goto err;
+	job->job.run = read_run;
+	job->r = r;
+	job->h = h;
+	job->size = size;
+	job->off = off;
+	ret = fuse_async_begin(ctx, read_cancel, job, &job->async);
+	if (ret < 0)
+		goto err;
+	ret = offload_submit(r->offload, &job->job);
+	if (ret < 0) {
+		/* Already taken for later: answer that way, reading here. */
+		read_run(&job->job);
+	}
+	return FUSE_REPLY_LATER;
+err:
+	free(job->buf);
+	free(job);
+err_budget:
+	atomic_fetch_sub_explicit(&r->deferred_bytes, size, memory_order_relaxed);
+	return ret;
+}
+
+/*
+ * Tries the read without waiting for the disk: the bytes read (all of
+ * size, or fewer at EOF), -EAGAIN when some of the data is not cached, or
+ * another -errno. A short RWF_NOWAIT read is either EOF or data that would
+ * have waited; one more byte tells them apart.
+ */
+static ssize_t read_nowait(int fd, const struct iovec *dst, unsigned dst_cnt,
+			   size_t size, uint64_t off)
+{
+	ssize_t n = iov_transfer(false, fd, dst, dst_cnt, size, off, RWF_NOWAIT);
+	char probe;
+	struct iovec one = { .iov_base = &probe, .iov_len = 1 };
+	ssize_t more;
+
+	if (n < 0 || (size_t)n == size)
+		return n;
+	more = preadv2(fd, &one, 1, (off_t)(off + (uint64_t)n), RWF_NOWAIT);
+	if (more == 0)
+		return n;
+	return more < 0 && errno != EAGAIN ? -errno : -EAGAIN;
+}
+
+ssize_t read_handle(struct read_runner *r, const struct fuse_req_ctx *ctx,
+		    struct handle *h, const struct iovec *dst, unsigned dst_cnt,
+		    size_t size, uint64_t off)
+{
+	struct read_dev *d = NULL;
+	int32_t credit = 0;
+	ssize_t ret;
+
+	/* Alone on its queue, a read waits for the disk here at no cost to
+	 * anyone: no thread, no copy. */
+	if (!ctx->queued_behind || !ctx->can_answer_later || size == 0)
+		goto inline_read;
+	d = dev_find(r, h->inode->key.dev);
+	if (d)
+		credit = atomic_load_explicit(&d->credit, memory_order_relaxed);
+	if (credit == NOWAIT_UNSUPPORTED)
+		goto inline_read;
+	if (!r->defer_all && credit <= 0 && ++read_count % READ_SAMPLE != 0)
+		goto inline_read;
+
+	ret = read_nowait(h->fd, dst, dst_cnt, size, off);
+	if (ret >= 0) {
+		if (credit > 0)
+			atomic_fetch_sub_explicit(&d->credit, 1, memory_order_relaxed);
+		goto done;
+	}
+	if (ret == -EOPNOTSUPP) {
+		d = dev_slot(r, h->inode->key.dev);
+		atomic_store_explicit(&d->credit, NOWAIT_UNSUPPORTED, memory_order_relaxed);
+		goto inline_read;
+	}
+	if (ret != -EAGAIN)
+		goto done;
+	if (credit <= 0) {
+		log_debug("read: file system %llu:%llu has data that is not cached; reads that wait for it run on offload threads",
+			  (unsigned long long)(h->inode->key.dev >> 32),
+			  (unsigned long long)(h->inode->key.dev & 0xffffffffu));
+		d = dev_slot(r, h->inode->key.dev);
+	}
+	atomic_store_explicit(&d->credit, READ_COLD_CREDIT, memory_order_relaxed);
+	ret = read_defer(r, ctx, h, size, off);
+	if (ret == FUSE_REPLY_LATER)
+		return ret;   /* h goes with the job */
+
+inline_read:
+	ret = iov_transfer(false, h->fd, dst, dst_cnt, size, off, 0);
+done:
+	handle_put(r->handles, h);
+	return ret;
+}

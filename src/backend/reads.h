@@ -1,0 +1,34 @@
+/* READ: straight into the guest's buffers when the data is cached; on an offload thread when it must come from the disk while requests wait behind it. */
+#ifndef FERRY_READS_H
+#define FERRY_READS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "backend/handles.h"
+#include "backend/offload.h"
+#include "protocol/fuse_ops.h"
+
+struct read_runner;
+
+/* defer_all: every read that may wait is tried without waiting, as on a
+ * file system known to be cold (tests). Deferred reads run on offload,
+ * which must end (offload_free) before the runner is freed. */
+int read_runner_new(struct read_runner **out, struct handle_table *handles,
+		    struct offload *offload, bool defer_all);
+void read_runner_free(struct read_runner *r);
+
+/*
+ * Reads up to size bytes at off from h->fd into dst, taking over the
+ * caller's ref on h. Returns the bytes read or -errno when done here, or
+ * FUSE_REPLY_LATER when an offload thread answers: when requests are queued
+ * behind it (ctx->queued_behind) and the data is not in the host's page
+ * cache, so that the disk read does not hold them up. dst is then no longer
+ * used: the thread reads into a buffer of its own.
+ */
+ssize_t read_handle(struct read_runner *r, const struct fuse_req_ctx *ctx,
+		    struct handle *h, const struct iovec *dst, unsigned dst_cnt,
+		    size_t size, uint64_t off);
+
+#endif
