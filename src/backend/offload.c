@@ -31,6 +31,7 @@ struct offload {
 	struct offload_job *head, **tail;
 	unsigned queued, threads, idle;
 	bool stopping;
+	bool held;                 /* tests: see offload_hold */
 };
 
 int offload_new(struct offload **out)
@@ -58,6 +59,7 @@ void offload_free(struct offload *o)
 		return;
 	pthread_mutex_lock(&o->lock);
 	o->stopping = true;
+	o->held = false;
 	pthread_cond_broadcast(&o->work);
 	while (o->threads > 0)
 		pthread_cond_wait(&o->none_left, &o->lock);
@@ -74,7 +76,7 @@ static void *offload_thread(void *arg)
 
 	pthread_mutex_lock(&o->lock);
 	for (;;) {
-		struct offload_job *job = o->head;
+		struct offload_job *job = o->held ? NULL : o->head;
 		struct timespec until;
 		int rc;
 
@@ -95,7 +97,7 @@ static void *offload_thread(void *arg)
 		o->idle++;
 		rc = pthread_cond_timedwait(&o->work, &o->lock, &until);
 		o->idle--;
-		if (rc == ETIMEDOUT && !o->head)
+		if (rc == ETIMEDOUT && !o->head && !o->held)
 			break;
 	}
 	/* offload_free may free o once it sees 0, but only after this
@@ -164,4 +166,12 @@ unsigned offload_threads(struct offload *o)
 	n = o->threads;
 	pthread_mutex_unlock(&o->lock);
 	return n;
+}
+
+void offload_hold(struct offload *o, bool hold)
+{
+	pthread_mutex_lock(&o->lock);
+	o->held = hold;
+	pthread_cond_broadcast(&o->work);
+	pthread_mutex_unlock(&o->lock);
 }

@@ -2,6 +2,8 @@
 #ifndef FERRY_OFFLOAD_H
 #define FERRY_OFFLOAD_H
 
+#include <stdbool.h>
+
 /* Embedded in the caller's job; run() owns the job from then on. */
 struct offload_job {
 	struct offload_job *next;
@@ -18,5 +20,9 @@ void offload_free(struct offload *o);
 int offload_submit(struct offload *o, struct offload_job *job);
 /* Threads alive now, for tests. */
 unsigned offload_threads(struct offload *o);
+/* Tests: while held, queued jobs wait and no thread takes them (threads
+ * still start), so a test can fill the queue deterministically.
+ * offload_free lets go of a hold. */
+void offload_hold(struct offload *o, bool hold);
 
 #endif

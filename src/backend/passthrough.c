@@ -2150,6 +2150,11 @@ err:
 	return ret;
 }
 
+void passthrough_hold_offload(struct passthrough *pt, bool hold)
+{
+	offload_hold(pt->offload, hold);
+}
+
 void passthrough_free(struct passthrough *pt)
 {
 	if (!pt)

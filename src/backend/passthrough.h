@@ -51,5 +51,7 @@ extern const struct fs_ops passthrough_ops;
  * calls name inodes relative to it). On success it owns opts->proc_self_fd. */
 int passthrough_new(struct passthrough **out, const struct passthrough_opts *opts);
 void passthrough_free(struct passthrough *pt);
+/* Tests: holds the offload pool's queued jobs back (offload_hold). */
+void passthrough_hold_offload(struct passthrough *pt, bool hold);
 
 #endif

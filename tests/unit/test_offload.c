@@ -24,7 +24,7 @@ static int failures;
 	if (cond) { printf("ok    "); } else { printf("FAIL  "); failures++; } \
 	printf(__VA_ARGS__); printf("\n"); } while (0)
 
-static char scratch[] = "/tmp/ferry-sync-XXXXXX";
+static char scratch[] = "/tmp/ferry-offload-XXXXXX";
 static struct raw_reply rep;
 static uint64_t next_unique = 1;
 
@@ -102,7 +102,7 @@ static int session_open(struct session *s, const char *dir, bool defer_every_syn
 	struct passthrough_opts pt_opts = { .shared_dir = dir, .cache = CACHE_NEVER,
 					    .timeout = -1, .defer_every_sync = defer_every_sync,
 					    .defer_every_read = defer_every_read };
-	struct fuse_session_opts se_opts = { .max_write = 128 * 1024,
+	struct fuse_session_opts se_opts = { .max_write = 1024 * 1024,
 					     .reply_later = on_reply_later };
 	struct fuse_init_in init = { .major = FUSE_KERNEL_VERSION,
 				     .minor = FUSE_KERNEL_MINOR_VERSION,
@@ -377,6 +377,106 @@ static void test_cold_read_answered_later(const char *dir)
 	session_close(&s);
 }
 
+/* A READ of 1 MiB, with its own reply buffer (raw_req's holds 64 KiB);
+ * returns what the worker returned, the data in big_reply after the header. */
+static uint8_t big_reply[sizeof(struct fuse_out_header) + (1u << 20)];
+
+static uint32_t send_read_mib(struct session *s, uint64_t off, unsigned queued_behind,
+			      void *token)
+{
+	struct fuse_read_in rd = { .fh = s->fh, .offset = off, .size = 1u << 20 };
+	static uint8_t in[sizeof(struct fuse_in_header) + sizeof(rd)];
+	struct fuse_in_header h = { .opcode = FUSE_READ, .nodeid = s->nodeid,
+				    .unique = next_unique++ };
+	size_t len = raw_req_build(in, sizeof(in), h, &rd, sizeof(rd), NULL, 0, NULL, 0);
+	struct iovec riov = { in, len }, wiov = { big_reply, sizeof(big_reply) };
+
+	fuse_worker_set_queued_behind(s->w, queued_behind);
+	return fuse_worker_process(s->w, &riov, 1, &wiov, 1, token);
+}
+
+/* Deferred reads hold buffers of the daemon's own: at most 32 MiB of them
+ * at once, whatever the guest sends; past that, reads wait inline. */
+static void test_cold_read_budget(const char *dir)
+{
+	char path[256];
+	struct session s;
+	unsigned replies = later.count, deferred = 0;
+	uint32_t used = 0;
+	int token, fd, i;
+	bool ok = true;
+
+	/* session_open creates "cold" afresh. */
+	snprintf(path, sizeof(path), "%s/cold", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/big", dir);
+	if (session_open(&s, dir, false, true) < 0) {
+		CHECK(0, "session on %s", dir);
+		return;
+	}
+	/* 34 MiB of pattern, written back to disk. */
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	for (i = 0; fd >= 0 && i < 34 && ok; i++) {
+		for (size_t j = 0; j < (1u << 20); j++)
+			big_reply[j] = pattern_byte((uint64_t)i * (1u << 20) + j);
+		ok = pwrite(fd, big_reply, 1u << 20, (off_t)i << 20) == (ssize_t)(1u << 20);
+	}
+	if (fd < 0 || !ok || fsync(fd) < 0) {
+		CHECK(0, "34 MiB written to %s", path);
+		goto out;
+	}
+	close(fd);
+	fd = -1;
+	/* Reopen the session's file as "big" through the guest's view. */
+	{
+		struct fuse_open_in oi = { .flags = O_RDONLY };
+		struct fuse_release_in rel = { .fh = s.fh };
+		struct fuse_entry_out e;
+		struct fuse_open_out o;
+
+		send_req(s.w, FUSE_RELEASE, s.nodeid, &rel, sizeof(rel), NULL, NULL);
+		s.fh = 0;
+		send_req(s.w, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "big", NULL);
+		memcpy(&e, rep.arg, sizeof(e));
+		send_req(s.w, FUSE_OPEN, e.nodeid, &oi, sizeof(oi), NULL, NULL);
+		memcpy(&o, rep.arg, sizeof(o));
+		if (rep.h.error) {
+			CHECK(0, "LOOKUP and OPEN of big");
+			goto out;
+		}
+		s.nodeid = e.nodeid;
+		s.fh = o.fh;
+	}
+	if (make_cold(dir, "big") <= 0) {
+		printf("skip  %s cannot tell cached data from data on disk\n", dir);
+		goto out;
+	}
+	passthrough_hold_offload(s.pt, true);
+	for (i = 0; i < 33; i++) {
+		make_cold(dir, "big");
+		used = send_read_mib(&s, (uint64_t)i << 20, 1, &token);
+		if (used != FUSE_REPLY_DEFERRED)
+			break;
+		deferred++;
+	}
+	CHECK(deferred == 32, "32 cold READs of 1 MiB are taken for later (%u)", deferred);
+	CHECK(used == sizeof(struct fuse_out_header) + (1u << 20) &&
+	      pattern_ok(big_reply + sizeof(struct fuse_out_header), 1u << 20, 32ull << 20),
+	      "the 33rd, past 32 MiB of buffers, is read inline (%u bytes)", used);
+	passthrough_hold_offload(s.pt, false);
+	CHECK(wait_later(replies + deferred) && later.h.error == 0 && later.data_len <= sizeof(later.data),
+	      "the 32 held back are answered once the pool runs");
+	make_cold(dir, "big");
+	used = send_read_mib(&s, 33ull << 20, 1, &token);
+	CHECK(used == FUSE_REPLY_DEFERRED && wait_later(replies + deferred + 1) &&
+	      later.h.len == sizeof(later.h) + (1u << 20),
+	      "their buffers are given back: the next cold READ is taken for later again");
+out:
+	if (fd >= 0)
+		close(fd);
+	session_close(&s);
+}
+
 /* tmpfs refuses RWF_NOWAIT: reads there stay inline and right. */
 static void test_read_nowait_unsupported(void)
 {
@@ -470,6 +570,7 @@ int main(void)
 	test_slow_sync_answered_later();
 	test_quick_sync_inline();
 	test_cold_read_answered_later(scratch);
+	test_cold_read_budget(scratch);
 	test_read_nowait_unsupported();
 	return scratch_finish(scratch, failures);
 }
