@@ -37,11 +37,16 @@ struct daemon_state {
 static struct vu_dev *volatile running_dev;
 static struct devfuse *volatile running_mount;
 static volatile sig_atomic_t stop_requested;
+/* The socket accept() waits on, while it does: shutting it down from the
+ * handler ends that wait even when the signal came just before it. */
+static volatile int stop_listen_fd = -1;
 
 static void on_stop_signal(int sig)
 {
 	(void)sig;
 	stop_requested = 1;
+	if (stop_listen_fd >= 0)
+		shutdown(stop_listen_fd, SHUT_RDWR);
 	if (running_dev)
 		vu_dev_stop(running_dev);
 	if (running_mount)
@@ -482,6 +487,10 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 		goto out_df;
 	running_mount = df;
 	install_stop_signals();
+	/* A stop asked for before running_mount was set found nothing to
+	 * stop. */
+	if (stop_requested)
+		devfuse_stop(df);
 	log_info("sharing %s on %s", o->shared_dir, o->mountpoint);
 	daemon_ready(*ready_fd);
 	*ready_fd = -1;
@@ -545,6 +554,14 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 
 	running_dev = dev;
 	install_stop_signals();
+	/* A stop asked for earlier (even in the sandbox's parent, before it
+	 * forked us) must not leave us waiting in accept for ever. */
+	if (!l->inherited)   /* shutdown would reach the socket's other holders */
+		stop_listen_fd = l->fd;
+	if (stop_requested) {
+		ret = 0;
+		goto out_stats;
+	}
 
 	for (;;) {
 		log_info("waiting for a vhost-user frontend on %s",
@@ -560,6 +577,7 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 		/* One frontend at a time, as virtiofsd: later ones are
 		 * refused, or with --keep-listening wait in the backlog. */
 		if (!o->keep_listening && !l->inherited) {
+			stop_listen_fd = -1;
 			close(l->fd);
 			l->fd = -1;
 		}
@@ -579,6 +597,7 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 	log_info("frontend gone; exiting");
 
 out_stats:
+	stop_listen_fd = -1;
 	stats_end(&stats_src, stats_srv);
 out_listen:
 	running_dev = NULL;

@@ -39,7 +39,8 @@ static void forward_signal(int sig)
  * signals and the exit status, so whoever started ferryfsd (libvirt, a
  * test) sees one process that behaves like the daemon.
  */
-static void __attribute__((noreturn)) wait_for_child(pid_t child)
+static void __attribute__((noreturn)) wait_for_child(pid_t child,
+							const sigset_t *unblock)
 {
 	struct sigaction sa = { .sa_handler = forward_signal };
 	int status;
@@ -49,6 +50,8 @@ static void __attribute__((noreturn)) wait_for_child(pid_t child)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	/* A stop signal that came while we forked was held for this. */
+	sigprocmask(SIG_UNBLOCK, unblock, NULL);
 	/* It needs no privilege to wait and to signal its own child. */
 	capng_clear(CAPNG_SELECT_BOTH);
 	if (capng_apply(CAPNG_SELECT_CAPS))
@@ -129,7 +132,9 @@ err:
 
 static int enter_namespaces(const char *shared_dir, int *proc_self_fd)
 {
+	sigset_t stops;
 	pid_t child;
+	int ret;
 
 	/* CLONE_NEWPID applies to children only, hence the fork. */
 	if (unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET) < 0) {
@@ -137,13 +142,26 @@ static int enter_namespaces(const char *shared_dir, int *proc_self_fd)
 			"works where namespaces are not allowed)", strerror(errno));
 		return -errno;
 	}
+	/*
+	 * Stop signals wait while we fork: one that reached the parent
+	 * before it could relay would be lost, and the child, pid 1 of its
+	 * namespace, would serve on with nobody able to stop it but SIGKILL.
+	 */
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stops, NULL);
 	child = fork();
 	if (child < 0) {
-		log_err("sandbox: fork: %s", strerror(errno));
-		return -errno;
+		ret = -errno;
+		sigprocmask(SIG_UNBLOCK, &stops, NULL);
+		log_err("sandbox: fork: %s", strerror(-ret));
+		return ret;
 	}
 	if (child > 0)
-		wait_for_child(child);
+		wait_for_child(child, &stops);
+	sigprocmask(SIG_UNBLOCK, &stops, NULL);
 	/* A daemon outliving its parent would be a stray server. */
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0)
 		return -errno;

@@ -18,6 +18,8 @@
 static const char *const allowed_syscalls[] = {
 	/* transport: vhost-user socket, guest memory, queue threads */
 	"accept4", "poll", "read", "write",
+	/* a stop signal ends accept() by shutting the listening socket */
+	"shutdown",
 	"recvmsg", "sendmsg", "mmap", "munmap", "mprotect", "madvise",
 	"eventfd2", "close", "fstat", "newfstatat",
 	/* threads and glibc internals (malloc, pthread, stdio, exit) */
