@@ -266,11 +266,22 @@ static void check_reply_header(const void *reply, uint32_t len, uint64_t unique)
 
 /* The token is a heap copy of the request's unique: ASan catches a reply
  * given twice (use after free) or never (leak). */
-static void reply_later(void *token, const void *reply, uint32_t len)
+static void reply_later(void *token, const void *reply, uint32_t len, void *data,
+			uint32_t data_len)
 {
 	uint64_t *unique = token;
+	struct fuse_out_header out;
 
-	check_reply_header(reply, len, *unique);
+	if (data_len == 0) {
+		check_reply_header(reply, len, *unique);
+	} else {
+		/* A READ's data follows the bare header; out.len counts both. */
+		FUZZ_ASSERT(data && len == sizeof(out), "data after a %u-byte reply", len);
+		memcpy(&out, reply, sizeof(out));
+		FUZZ_ASSERT(out.len == len + data_len && out.error == 0 && out.unique == *unique,
+			    "reply with data: out.len %u, error %d", out.len, out.error);
+	}
+	free(data);
 	free(unique);
 	atomic_fetch_sub(&deferred_outstanding, 1);
 }
