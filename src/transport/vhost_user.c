@@ -627,6 +627,32 @@ static void queue_judge_cpu(struct vu_queue *q)
 		ferry_count(&q->st.shared_cpu_waits, 1);
 }
 
+/*
+ * Reads the kick eventfd; false when the fd the frontend gave is not one.
+ * An eventfd that poll() calls readable always yields its 8-byte counter
+ * (or EAGAIN if another reader was first). A regular file or a pipe whose
+ * writer left stays readable with nothing (or junk) to read, and the
+ * thread would spin on it at 100% of a CPU: the queue is marked broken and
+ * its thread stops instead.
+ */
+static bool kick_drain(struct vu_queue *q)
+{
+	uint64_t v;
+	ssize_t r = read(q->kick_fd, &v, sizeof(v));
+
+	if (r == (ssize_t)sizeof(v) || (r < 0 && (errno == EAGAIN || errno == EINTR)))
+		return true;
+	pthread_mutex_lock(&q->lock);
+	virtq_mark_broken(&q->vq, "the kick fd is not an eventfd");
+	if (!q->err_signalled)
+		eventfd_signal(q->err_fd);
+	q->err_signalled = true;
+	pthread_mutex_unlock(&q->lock);
+	log_err("queue %u: reading the kick fd gave %zd (%s); it is not an eventfd, the queue stops",
+		q->index, r, r < 0 ? strerror(errno) : "want 8 bytes");
+	return false;
+}
+
 static void *queue_thread(void *arg)
 {
 	struct vu_queue *q = arg;
@@ -686,8 +712,8 @@ static void *queue_thread(void *arg)
 			break;
 		/* Drained before the batch: a kick arriving during it is kept
 		 * and costs at most one empty pass. */
-		if (pfd[0].revents & POLLIN)
-			eventfd_drain(q->kick_fd);
+		if (pfd[0].revents & POLLIN && !kick_drain(q))
+			break;
 		if (pfd[0].revents & (POLLERR | POLLNVAL)) {
 			log_err("queue %u: kick fd error, queue stops", q->index);
 			break;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -803,6 +804,11 @@ static bool queue_setup(int fd, uint32_t q, uint64_t off, int kick, int call, in
 
 /* A guest that breaks the rules on one queue loses that queue only: the
  * other keeps answering, and the connection stays up. */
+static long long tv_us(const struct timeval *tv)
+{
+	return (long long)tv->tv_sec * 1000000 + tv->tv_usec;
+}
+
 static void test_broken_queue_isolated(void)
 {
 	struct vu_fs_config cfg = { .num_request_queues = 2 };
@@ -872,6 +878,34 @@ static void test_broken_queue_isolated(void)
 	eventfd_write(kick2, 1);
 	CHECK(wait_readable(call2, 2000) && wait_handled(base_handled + 2) && r2.used->idx == 2 &&
 	      r1.used->idx == 0, "queue 2 answers again; broken queue 1 stays untouched");
+	/* Queue 0 with a regular file for its kick: always readable, never
+	 * an eventfd's 8 bytes. Its thread must stop, not spin. */
+	{
+		char kpath[] = "/tmp/ferry-kick-XXXXXX";
+		int kfile = mkstemp(kpath);
+		int call0 = eventfd(0, EFD_CLOEXEC), err0 = eventfd(0, EFD_CLOEXEC);
+		struct rusage ru0, ru1;
+
+		if (kfile >= 0)
+			unlink(kpath);
+		getrusage(RUSAGE_SELF, &ru0);
+		CHECK(kfile >= 0 && call0 >= 0 && err0 >= 0 &&
+		      queue_setup(s.fd, 0, 0x80000, kfile, call0, err0) &&
+		      wait_readable(err0, 2000),
+		      "queue 0 with a regular file as kick fd: broken, err fd signalled");
+		usleep(300000);
+		getrusage(RUSAGE_SELF, &ru1);
+		CHECK(tv_us(&ru1.ru_utime) + tv_us(&ru1.ru_stime) -
+		      tv_us(&ru0.ru_utime) - tv_us(&ru0.ru_stime) < 200000,
+		      "and nothing spins on it (%lld us of CPU in ~0.3 s)",
+		      (long long)(tv_us(&ru1.ru_utime) + tv_us(&ru1.ru_stime) -
+				  tv_us(&ru0.ru_utime) - tv_us(&ru0.ru_stime)));
+		ring_request(&r2, "after-kick0", off2 + BUF + 0x1000);
+		eventfd_write(kick2, 1);
+		CHECK(wait_readable(call2, 2000) && wait_handled(base_handled + 3) &&
+		      r2.used->idx == 3, "queue 2 still answers");
+		close(kfile); close(call0); close(err0);
+	}
 	CHECK(get_u64(s.fd, 1) & BIT(VIRTIO_F_VERSION_1), "the connection still answers (GET_FEATURES)");
 	CHECK(session_end(&s) == 0, "frontend leaves: orderly end");
 	vu_dev_free(dev);
