@@ -215,23 +215,29 @@ out:
 	return ret;
 }
 
-/*
- * Starts the --stats-socket server once the transport exists and the
- * process is in its final form (daemon() forks, and threads do not follow).
- */
-static int stats_begin(const char *stats_path, const struct stats_sources *src,
+/* --stats-socket: listening before the sandbox hides the host's paths;
+ * answered once the transport exists and the process is in its final form
+ * (daemon() forks, and threads do not follow). */
+struct stats_socket {
+	const char *path;      /* NULL: no --stats-socket */
+	int fd;                /* listening; -1 once the server took it */
+	bool remove_at_exit;   /* the host's paths are still ours to see */
+};
+
+static int stats_begin(struct stats_socket *ss, const struct stats_sources *src,
 		       struct stats_server **srv)
 {
 	int ret;
 
 	*srv = NULL;
-	if (!stats_path)
+	if (ss->fd < 0)
 		return 0;
-	ret = stats_server_start(srv, stats_path, src);
+	ret = stats_server_start(srv, ss->fd, ss->remove_at_exit ? ss->path : NULL, src);
+	ss->fd = -1;
 	if (ret)
-		log_err("--stats-socket=%s: %s", stats_path, strerror(-ret));
+		log_err("--stats-socket=%s: %s", ss->path, strerror(-ret));
 	else
-		log_info("statistics on %s (ferryfsd --stats=%s)", stats_path, stats_path);
+		log_info("statistics on %s (ferryfsd --stats=%s)", ss->path, ss->path);
 	return ret;
 }
 
@@ -451,7 +457,7 @@ static void unlisten_vhost_user(struct vu_listener *l, bool paths_reachable)
 
 /* Host FUSE mode: the same session and backend behind the host's /dev/fuse. */
 static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
-		       const char *stats_path, int *ready_fd)
+		       struct stats_socket *ss, int *ready_fd)
 {
 	struct stats_sources stats_src = { .session = st->session };
 	struct stats_server *stats_srv = NULL;
@@ -482,7 +488,7 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 	if (ret)
 		goto out_df;
 	stats_src.devfuse = df;
-	ret = stats_begin(stats_path, &stats_src, &stats_srv);
+	ret = stats_begin(ss, &stats_src, &stats_srv);
 	if (ret)
 		goto out_df;
 	running_mount = df;
@@ -509,7 +515,7 @@ out:
 
 /* listen_fd: listening since before the sandbox; closed here. */
 static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *st,
-			    const char *stats_path, struct vu_listener *l,
+			    struct stats_socket *ss, struct vu_listener *l,
 			    int *ready_fd)
 {
 	struct stats_sources stats_src = { .session = st->session };
@@ -548,7 +554,7 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 		goto out_listen;
 	}
 	stats_src.vu_dev = dev;
-	ret = stats_begin(stats_path, &stats_src, &stats_srv);
+	ret = stats_begin(ss, &stats_src, &stats_srv);
 	if (ret)
 		goto out_listen;
 
@@ -687,6 +693,7 @@ static int serve(const struct ferry_options *o)
 	struct passthrough *pt = NULL;
 	struct vu_listener listener = { .fd = -1, .pid_fd = -1 };
 	char *stats_path = NULL;
+	struct stats_socket ss = { .fd = -1 };
 	int ready_fd = -1;
 	int ret;
 
@@ -726,9 +733,15 @@ static int serve(const struct ferry_options *o)
 		log_info("--mount: no sandbox and no seccomp filter yet "
 			 "(docs/security.md)");
 	}
-	if (o->stats_socket)
-		log_info("--stats-socket: no sandbox and no seccomp filter yet "
-			 "(docs/security.md)");
+	if (stats_path) {
+		ss.path = stats_path;
+		ss.remove_at_exit = o->sandbox == SANDBOX_NONE;
+		ret = stats_listen(stats_path, &ss.fd);
+		if (ret) {
+			log_err("--stats-socket=%s: %s", stats_path, strerror(-ret));
+			goto out_listen;
+		}
+	}
 	/* Before the sandbox forks: pid 1 of a pid namespace only gets the
 	 * signals it has a handler for. */
 	install_stop_signals();
@@ -751,9 +764,9 @@ static int serve(const struct ferry_options *o)
 	}
 
 	if (o->mountpoint)
-		ret = serve_mount(o, &st, stats_path, &ready_fd);
+		ret = serve_mount(o, &st, &ss, &ready_fd);
 	else
-		ret = serve_vhost_user(o, &st, stats_path, &listener, &ready_fd);
+		ret = serve_vhost_user(o, &st, &ss, &listener, &ready_fd);
 
 	fuse_session_free(st.session);
 out_pt:
@@ -765,6 +778,11 @@ out:
 	/* Closed without the ready byte: the waiting parent exits 1. */
 	if (ready_fd >= 0)
 		close(ready_fd);
+	if (ss.fd >= 0) {
+		close(ss.fd);
+		if (ss.remove_at_exit)
+			unlinkat(AT_FDCWD, stats_path, 0);
+	}
 	free(stats_path);
 	return ret;
 }

@@ -681,14 +681,14 @@ int ferry_options_parse(struct ferry_options *o, int argc, char **argv,
 		fprintf(err, "ferryfsd: --socket-group needs --socket-path\n");
 		return -EINVAL;
 	}
-	/* Not yet: host FUSE mode and the stats socket live on host paths the
-	 * sandbox hides (docs/security.md). Said, not silently dropped. */
-	if (o->mountpoint || o->stats_socket) {
+	/* Not yet: host FUSE mode mounts on a host path the sandbox hides
+	 * (docs/security.md). Said, not silently dropped. */
+	if (o->mountpoint) {
 		if ((o->sandbox_set && o->sandbox != SANDBOX_NONE) ||
 		    (o->seccomp_set && o->seccomp != SECCOMP_NONE)) {
-			fprintf(err, "ferryfsd: %s runs without a sandbox and seccomp "
+			fprintf(err, "ferryfsd: --mount runs without a sandbox and seccomp "
 				"filter so far: leave out --sandbox/--seccomp or give "
-				"'none'\n", o->mountpoint ? "--mount" : "--stats-socket");
+				"'none'\n");
 			return -EINVAL;
 		}
 		o->sandbox = SANDBOX_NONE;

@@ -23,12 +23,16 @@ void stats_log_table(const struct stats_sources *src);
 
 struct stats_server;
 
-/* Listens on a unix socket at path (a stale socket is removed; mode 0600)
- * and answers each connection from a thread of its own: the client sends
- * "table\n" or "json\n" and gets the report, then the connection closes. */
-int stats_server_start(struct stats_server **out, const char *path,
+/* Listens on a unix socket at path (a stale socket is removed; mode 0600):
+ * before the sandbox, which hides the host's paths. */
+int stats_listen(const char *path, int *listen_fd);
+/* Answers each connection on listen_fd (taken over) from a thread of its
+ * own: the client sends "table\n" or "json\n" and gets the report, then
+ * the connection closes. path is removed at stop when given (NULL in a
+ * sandbox, where the same path would name a file in the share). */
+int stats_server_start(struct stats_server **out, int listen_fd, const char *path,
 		       const struct stats_sources *src);
-/* Stops the thread, removes the socket. NULL is fine. */
+/* Stops the thread, closes the socket and removes its path. NULL is fine. */
 void stats_server_stop(struct stats_server *srv);
 
 /* The --stats client: asks the daemon at path and copies the report to

@@ -248,8 +248,17 @@ int main(void)
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--stats-socket=/run/x.stats", NULL);
-	CHECK(ret == 0 && o.action == ACTION_SERVE && !strcmp(o.stats_socket, "/run/x.stats"),
-	      "--stats-socket while serving");
+	CHECK(ret == 0 && o.action == ACTION_SERVE && !strcmp(o.stats_socket, "/run/x.stats") &&
+	      o.sandbox == SANDBOX_NAMESPACE && o.seccomp != SECCOMP_NONE,
+	      "--stats-socket while serving, in the default sandbox and seccomp filter");
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--stats-socket=/run/x.stats", "--sandbox=chroot", "--seccomp=kill", NULL);
+	CHECK(ret == 0 && o.sandbox == SANDBOX_CHROOT && o.seccomp == SECCOMP_KILL,
+	      "--stats-socket with --sandbox=chroot --seccomp=kill");
+	ret = parse(&o, err, sizeof(err), "--mount=/mnt/x", "--shared-dir=/d",
+		    "--sandbox=namespace", NULL);
+	CHECK(ret != 0 && strstr(err, "--mount runs without a sandbox"),
+	      "--mount with --sandbox=namespace refused: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--stats", "/run/x.stats", "--json", NULL);
 	CHECK(ret == 0 && o.action == ACTION_STATS && !strcmp(o.stats_query, "/run/x.stats") &&
