@@ -7,17 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cpu_time.h"
+
 #define LOOKUPS 400000u
-
-static double cpu_us(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return ru.ru_utime.tv_sec * 1e6 + ru.ru_utime.tv_usec +
-	       ru.ru_stime.tv_sec * 1e6 + ru.ru_stime.tv_usec;
-}
-
 int main(int argc, char **argv)
 {
 	char dir[4096], name[64];
@@ -43,18 +35,18 @@ int main(int argc, char **argv)
 	}
 	close(fd);
 
-	t0 = cpu_us();
+	t0 = cpu_time_us(RUSAGE_SELF);
 	for (unsigned i = 0; i < LOOKUPS; i++)
 		statx(dfd, "data", AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &stx);
-	hit_us = (cpu_us() - t0) / LOOKUPS;
-	t0 = cpu_us();
+	hit_us = (cpu_time_us(RUSAGE_SELF) - t0) / LOOKUPS;
+	t0 = cpu_time_us(RUSAGE_SELF);
 	for (unsigned i = 0; i < LOOKUPS; i++) {
 		/* A new name each time, as the workload's "missing-N". */
 		snprintf(name, sizeof(name), "missing-%llu", misses++);
 		statx(dfd, name, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &stx);
 	}
-	miss_us = (cpu_us() - t0) / LOOKUPS;
-	t0 = cpu_us();
+	miss_us = (cpu_time_us(RUSAGE_SELF) - t0) / LOOKUPS;
+	t0 = cpu_time_us(RUSAGE_SELF);
 	for (unsigned i = 0; i < LOOKUPS; i++) {
 		if (i & 1) {
 			snprintf(name, sizeof(name), "missing-%llu", misses++);
@@ -63,7 +55,7 @@ int main(int argc, char **argv)
 			statx(dfd, "data", AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &stx);
 		}
 	}
-	both_us = (cpu_us() - t0) / LOOKUPS;
+	both_us = (cpu_time_us(RUSAGE_SELF) - t0) / LOOKUPS;
 	printf("%s: statx of a present name %.2f us, of a missing name %.2f us, in turn %.2f us of CPU each\n",
 	       argv[1], hit_us, miss_us, both_us);
 	unlinkat(dfd, "data", 0);

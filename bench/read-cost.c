@@ -10,20 +10,12 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "cpu_time.h"
+
 #define BLOCK 4096u
 #define FILE_SIZE (64u << 20)
 #define READS 400000u
 #define MAX_BATCH 16u
-
-/* This process's user+system CPU, io-wq worker threads included. */
-static double cpu_us(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return ru.ru_utime.tv_sec * 1e6 + ru.ru_utime.tv_usec +
-	       ru.ru_stime.tv_sec * 1e6 + ru.ru_stime.tv_usec;
-}
 
 static uint64_t next_offset(uint64_t *state)
 {
@@ -47,7 +39,7 @@ static int fill_file(int fd)
 static int time_sync(int fd, char *buf, int use_preadv2, double *us)
 {
 	uint64_t rng = 1;
-	double t0 = cpu_us();
+	double t0 = cpu_time_us(RUSAGE_SELF);
 
 	for (unsigned i = 0; i < READS; i++) {
 		struct iovec v = { buf + (i % MAX_BATCH) * BLOCK, BLOCK };
@@ -58,7 +50,7 @@ static int time_sync(int fd, char *buf, int use_preadv2, double *us)
 		if (r != (ssize_t)BLOCK)
 			return r < 0 ? -errno : -EIO;
 	}
-	*us = (cpu_us() - t0) / READS;
+	*us = (cpu_time_us(RUSAGE_SELF) - t0) / READS;
 	return 0;
 }
 
@@ -73,7 +65,7 @@ static int time_uring(int fd, char *buf, unsigned batch, unsigned flags, double 
 	ret = io_uring_queue_init(2 * MAX_BATCH, &ring, flags);
 	if (ret < 0)
 		return ret;
-	t0 = cpu_us();
+	t0 = cpu_time_us(RUSAGE_SELF);
 	for (unsigned i = 0; i < READS && ret >= 0; i += batch) {
 		struct io_uring_cqe *cqe;
 		unsigned head, seen = 0;
@@ -92,7 +84,7 @@ static int time_uring(int fd, char *buf, unsigned batch, unsigned flags, double 
 		}
 		io_uring_cq_advance(&ring, seen);
 	}
-	*us = (cpu_us() - t0) / READS;
+	*us = (cpu_time_us(RUSAGE_SELF) - t0) / READS;
 	io_uring_queue_exit(&ring);
 	return ret < 0 ? ret : 0;
 }

@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpu_time.h"
+
 #define ROUND_TRIPS 200000
 
 enum wait_kind { WAIT_POLL, WAIT_EPOLL, WAIT_READ };
@@ -28,15 +30,6 @@ struct pingpong {
 	int err;
 };
 
-static double thread_cpu_us(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_THREAD, &ru);
-	return ru.ru_utime.tv_sec * 1e6 + ru.ru_utime.tv_usec +
-	       ru.ru_stime.tv_sec * 1e6 + ru.ru_stime.tv_usec;
-}
-
 static double now_us(void)
 {
 	struct timespec ts;
@@ -53,7 +46,7 @@ static void *device(void *arg)
 	struct pollfd pfd[2] = { { .fd = pp->kick, .events = POLLIN },
 				 { .fd = pp->ctl, .events = POLLIN } };
 	struct epoll_event ev;
-	double t0 = thread_cpu_us();
+	double t0 = cpu_time_us(RUSAGE_THREAD);
 	uint64_t v;
 
 	for (int i = 0; i < ROUND_TRIPS; i++) {
@@ -69,7 +62,7 @@ static void *device(void *arg)
 			break;
 		}
 	}
-	pp->device_cpu_us = (thread_cpu_us() - t0) / ROUND_TRIPS;
+	pp->device_cpu_us = (cpu_time_us(RUSAGE_THREAD) - t0) / ROUND_TRIPS;
 	return NULL;
 }
 
