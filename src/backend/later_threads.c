@@ -18,10 +18,21 @@ void later_threads_destroy(struct later_threads *lt)
 	pthread_mutex_destroy(&lt->lock);
 }
 
-int later_threads_start(struct later_threads *lt, void *(*fn)(void *), void *arg)
+int thread_start_detached(void *(*fn)(void *), void *arg)
 {
 	pthread_attr_t attr;
 	pthread_t thread;
+	int ret;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	ret = -pthread_create(&thread, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return ret;
+}
+
+int later_threads_start(struct later_threads *lt, void *(*fn)(void *), void *arg)
+{
 	int ret;
 
 	/* Counted before the thread exists: it may finish before
@@ -29,10 +40,7 @@ int later_threads_start(struct later_threads *lt, void *(*fn)(void *), void *arg
 	pthread_mutex_lock(&lt->lock);
 	lt->running++;
 	pthread_mutex_unlock(&lt->lock);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	ret = -pthread_create(&thread, &attr, fn, arg);
-	pthread_attr_destroy(&attr);
+	ret = thread_start_detached(fn, arg);
 	if (ret < 0)
 		later_threads_exit(lt);
 	return ret;

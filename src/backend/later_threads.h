@@ -10,6 +10,9 @@ struct later_threads {
 	unsigned running;
 };
 
+/* pthread_create of a detached thread: 0 or -errno. */
+int thread_start_detached(void *(*fn)(void *), void *arg);
+
 void later_threads_init(struct later_threads *lt);
 /* Waits until every thread started here has called later_threads_exit(). */
 void later_threads_destroy(struct later_threads *lt);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend/later_threads.h"
 #include "common/log.h"
 
 /*
@@ -108,22 +109,6 @@ static void *offload_thread(void *arg)
 	return NULL;
 }
 
-/* With o->lock held. */
-static int start_thread(struct offload *o)
-{
-	pthread_attr_t attr;
-	pthread_t thread;
-	int ret;
-
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	ret = -pthread_create(&thread, &attr, offload_thread, o);
-	pthread_attr_destroy(&attr);
-	if (ret == 0)
-		o->threads++;
-	return ret;
-}
-
 int offload_submit(struct offload *o, struct offload_job *job)
 {
 	int ret = 0;
@@ -140,15 +125,19 @@ int offload_submit(struct offload *o, struct offload_job *job)
 	/* Idle threads take queued jobs in turn; only jobs beyond them need a
 	 * new thread. */
 	if (o->queued > o->idle && o->threads < OFFLOAD_MAX_THREADS) {
-		ret = start_thread(o);
+		/* Counted after it starts: it waits for the lock we hold. */
+		ret = thread_start_detached(offload_thread, o);
 		if (ret < 0 && o->threads == 0) {
-			/* Nobody would ever run it: take it back. */
+			/* Nobody would ever run it: take it back. Threads only
+			 * end with nothing queued, so it is the only job. */
 			log_warn("offload: no thread for a job (%s)", strerror(-ret));
 			o->queued--;
 			o->head = NULL;
 			o->tail = &o->head;
 			goto out;
 		}
+		if (ret == 0)
+			o->threads++;
 		ret = 0;   /* a running thread will get to it */
 	}
 	if (o->idle > 0)

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/dev_slots.h"
 #include "backend/file_io.h"
 #include "common/log.h"
 
@@ -37,25 +38,18 @@
  */
 #define READ_DEFER_BYTES_MAX (32u << 20)
 
-/* File systems remembered; beyond that, slots are reused in turn. */
-#define READ_DEVS 8
-
 /* credit of a file system where RWF_NOWAIT is refused (tmpfs, many
  * network and FUSE file systems): reads there always run inline. */
 #define NOWAIT_UNSUPPORTED INT32_MIN
-
-struct read_dev {
-	_Atomic uint64_t dev1;          /* dev + 1; 0 is an empty slot */
-	/* > 0: reads here try RWF_NOWAIT for this many more reads. */
-	_Atomic int32_t credit;
-};
 
 struct read_runner {
 	struct handle_table *handles;
 	struct offload *offload;        /* the passthrough's, freed before us */
 	bool defer_all;
-	struct read_dev devs[READ_DEVS];
-	atomic_uint next_slot;
+	struct dev_slots devs;
+	/* Per slot of devs; > 0: reads there try RWF_NOWAIT for this many
+	 * more reads. */
+	_Atomic int32_t credit[DEV_SLOTS];
 	atomic_size_t deferred_bytes;   /* buffers of reads in flight */
 };
 
@@ -90,31 +84,6 @@ int read_runner_new(struct read_runner **out, struct handle_table *handles,
 void read_runner_free(struct read_runner *r)
 {
 	free(r);
-}
-
-static struct read_dev *dev_find(struct read_runner *r, uint64_t dev)
-{
-	for (unsigned i = 0; i < READ_DEVS; i++)
-		if (atomic_load_explicit(&r->devs[i].dev1, memory_order_relaxed) == dev + 1)
-			return &r->devs[i];
-	return NULL;
-}
-
-/* A slot for dev, taking over the oldest one if all are in use. Two
- * threads may race for slots; the worst outcome is a file system sampled
- * again from scratch. */
-static struct read_dev *dev_slot(struct read_runner *r, uint64_t dev)
-{
-	struct read_dev *d = dev_find(r, dev);
-	unsigned slot;
-
-	if (d)
-		return d;
-	slot = atomic_fetch_add_explicit(&r->next_slot, 1, memory_order_relaxed) % READ_DEVS;
-	d = &r->devs[slot];
-	atomic_store_explicit(&d->credit, 0, memory_order_relaxed);
-	atomic_store_explicit(&d->dev1, dev + 1, memory_order_relaxed);
-	return d;
 }
 
 static void read_run(struct offload_job *oj)
@@ -206,17 +175,21 @@ ssize_t read_handle(struct read_runner *r, const struct fuse_req_ctx *ctx,
 		    struct handle *h, const struct iovec *dst, unsigned dst_cnt,
 		    size_t size, uint64_t off)
 {
-	struct read_dev *d = NULL;
+	uint64_t dev = h->inode->key.dev;
+	_Atomic int32_t *credit_slot = NULL;
 	int32_t credit = 0;
 	ssize_t ret;
+	int slot;
 
 	/* Alone on its queue, a read waits for the disk here at no cost to
 	 * anyone: no thread, no copy. */
 	if (!ctx->queued_behind || !ctx->can_answer_later || size == 0)
 		goto inline_read;
-	d = dev_find(r, h->inode->key.dev);
-	if (d)
-		credit = atomic_load_explicit(&d->credit, memory_order_relaxed);
+	slot = dev_slots_find(&r->devs, dev);
+	if (slot >= 0) {
+		credit_slot = &r->credit[slot];
+		credit = atomic_load_explicit(credit_slot, memory_order_relaxed);
+	}
 	if (credit == NOWAIT_UNSUPPORTED)
 		goto inline_read;
 	if (!r->defer_all && credit <= 0 && ++read_count % READ_SAMPLE != 0)
@@ -225,23 +198,21 @@ ssize_t read_handle(struct read_runner *r, const struct fuse_req_ctx *ctx,
 	ret = read_nowait(h->fd, dst, dst_cnt, size, off);
 	if (ret >= 0) {
 		if (credit > 0)
-			atomic_fetch_sub_explicit(&d->credit, 1, memory_order_relaxed);
+			atomic_fetch_sub_explicit(credit_slot, 1, memory_order_relaxed);
 		goto done;
 	}
 	if (ret == -EOPNOTSUPP) {
-		d = dev_slot(r, h->inode->key.dev);
-		atomic_store_explicit(&d->credit, NOWAIT_UNSUPPORTED, memory_order_relaxed);
+		atomic_store_explicit(&r->credit[dev_slots_claim(&r->devs, dev)],
+				      NOWAIT_UNSUPPORTED, memory_order_relaxed);
 		goto inline_read;
 	}
 	if (ret != -EAGAIN)
 		goto done;
-	if (credit <= 0) {
+	if (credit <= 0)
 		log_debug("read: file system %llu:%llu has data that is not cached; reads that wait for it run on offload threads",
-			  (unsigned long long)(h->inode->key.dev >> 32),
-			  (unsigned long long)(h->inode->key.dev & 0xffffffffu));
-		d = dev_slot(r, h->inode->key.dev);
-	}
-	atomic_store_explicit(&d->credit, READ_COLD_CREDIT, memory_order_relaxed);
+			  (unsigned long long)(dev >> 32), (unsigned long long)(dev & 0xffffffffu));
+	atomic_store_explicit(&r->credit[dev_slots_claim(&r->devs, dev)], READ_COLD_CREDIT,
+			      memory_order_relaxed);
 	ret = read_defer(r, ctx, h, size, off);
 	if (ret == FUSE_REPLY_LATER)
 		return ret;   /* h goes with the job */

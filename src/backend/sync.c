@@ -2,12 +2,12 @@
 #include "backend/sync.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/dev_slots.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -21,15 +21,10 @@
  */
 #define SLOW_SYNC_NS (1000u * 1000u)
 
-/* File systems remembered as slow; beyond that, the oldest is replaced. */
-#define SLOW_DEVS 8
-
 struct sync_runner {
 	struct handle_table *handles;
 	bool defer_all;
-	/* dev + 1 of slow file systems; 0 is an empty slot. */
-	_Atomic uint64_t slow_devs[SLOW_DEVS];
-	atomic_uint next_slot;
+	struct dev_slots slow_devs;     /* file systems slow to sync */
 	struct offload *offload;        /* the passthrough's, freed before us */
 };
 
@@ -62,20 +57,14 @@ void sync_runner_free(struct sync_runner *r)
 
 static bool dev_is_slow(struct sync_runner *r, uint64_t dev)
 {
-	for (unsigned i = 0; i < SLOW_DEVS; i++)
-		if (atomic_load_explicit(&r->slow_devs[i], memory_order_relaxed) == dev + 1)
-			return true;
-	return false;
+	return dev_slots_find(&r->slow_devs, dev) >= 0;
 }
 
 static void dev_mark_slow(struct sync_runner *r, uint64_t dev)
 {
-	unsigned slot;
-
 	if (dev_is_slow(r, dev))
 		return;
-	slot = atomic_fetch_add_explicit(&r->next_slot, 1, memory_order_relaxed) % SLOW_DEVS;
-	atomic_store_explicit(&r->slow_devs[slot], dev + 1, memory_order_relaxed);
+	dev_slots_claim(&r->slow_devs, dev);
 	log_debug("sync: file system %llu:%llu is slow to sync; its syncs run on offload threads",
 		  (unsigned long long)(dev >> 32), (unsigned long long)(dev & 0xffffffffu));
 }
