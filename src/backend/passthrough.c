@@ -2155,6 +2155,11 @@ void passthrough_hold_offload(struct passthrough *pt, bool hold)
 	offload_hold(pt->offload, hold);
 }
 
+void passthrough_pretend_uncached(struct passthrough *pt, bool on)
+{
+	read_runner_pretend_uncached(pt->reads, on);
+}
+
 void passthrough_free(struct passthrough *pt)
 {
 	if (!pt)

@@ -53,5 +53,8 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 void passthrough_free(struct passthrough *pt);
 /* Tests: holds the offload pool's queued jobs back (offload_hold). */
 void passthrough_hold_offload(struct passthrough *pt, bool hold);
+/* Tests: reads that may be deferred take their data as not cached
+ * (read_runner_pretend_uncached). */
+void passthrough_pretend_uncached(struct passthrough *pt, bool on);
 
 #endif

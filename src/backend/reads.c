@@ -46,6 +46,7 @@ struct read_runner {
 	struct handle_table *handles;
 	struct offload *offload;        /* the passthrough's, freed before us */
 	bool defer_all;
+	atomic_bool pretend_uncached;   /* tests */
 	struct dev_slots devs;
 	/* Per slot of devs; > 0: reads there try RWF_NOWAIT for this many
 	 * more reads. */
@@ -79,6 +80,11 @@ int read_runner_new(struct read_runner **out, struct handle_table *handles,
 	r->defer_all = defer_all;
 	*out = r;
 	return 0;
+}
+
+void read_runner_pretend_uncached(struct read_runner *r, bool on)
+{
+	atomic_store_explicit(&r->pretend_uncached, on, memory_order_relaxed);
 }
 
 void read_runner_free(struct read_runner *r)
@@ -195,7 +201,10 @@ ssize_t read_handle(struct read_runner *r, const struct fuse_req_ctx *ctx,
 	if (!r->defer_all && credit <= 0 && ++read_count % READ_SAMPLE != 0)
 		goto inline_read;
 
-	ret = read_nowait(h->fd, dst, dst_cnt, size, off);
+	if (atomic_load_explicit(&r->pretend_uncached, memory_order_relaxed))
+		ret = -EAGAIN;
+	else
+		ret = read_nowait(h->fd, dst, dst_cnt, size, off);
 	if (ret >= 0) {
 		if (credit > 0)
 			atomic_fetch_sub_explicit(credit_slot, 1, memory_order_relaxed);

@@ -18,6 +18,11 @@ struct read_runner;
 int read_runner_new(struct read_runner **out, struct handle_table *handles,
 		    struct offload *offload, bool defer_all);
 void read_runner_free(struct read_runner *r);
+/* Tests: every read that may be deferred finds its data "not cached"
+ * without asking the kernel. A real RWF_NOWAIT miss starts readahead and
+ * returns the data if the disk was quick, which on a busy machine (the
+ * reader preempted meanwhile) is nearly every time. */
+void read_runner_pretend_uncached(struct read_runner *r, bool on);
 
 /*
  * Reads up to size bytes at off from h->fd into dst, taking over the

@@ -336,9 +336,12 @@ static uint32_t send_read(struct session *s, uint64_t off, uint32_t size,
 /*
  * make_cold, then a READ that should find its data on disk. RWF_NOWAIT
  * does not promise to start no I/O: on a miss the kernel starts readahead
- * and answers from it if the disk finished first (here about 1 read in 300
- * on a virtio disk). Such a READ is answered inline, rightly, so it is
- * tried again; 5 misses in a row would mean the deferral is broken.
+ * and answers from it if the disk finished first. Idle, that is about 1
+ * read in 300 here; on a loaded machine, where the reader is preempted
+ * between starting the I/O and looking for its pages, nearly all of them.
+ * Such a READ is rightly answered inline (its data is checked), so it is
+ * tried again; after 5 the kernel's answer is taken as "not cached" by
+ * the test hook, so that what follows a miss is still tested.
  */
 static uint32_t send_cold_read(struct session *s, const char *dir, uint64_t off,
 			       uint32_t size, unsigned queued_behind, void *token)
@@ -349,8 +352,15 @@ static uint32_t send_cold_read(struct session *s, const char *dir, uint64_t off,
 		make_cold(dir, "cold");
 		used = send_read(s, off, size, queued_behind, token);
 		if (used == FUSE_REPLY_DEFERRED)
-			break;
+			return used;
+		CHECK(rep.h.error == 0 && pattern_ok(rep.arg, rep.h.len - sizeof(rep.h), off),
+		      "a READ the disk answered within RWF_NOWAIT has the right data");
 	}
+	printf("note  the disk answered 5 cold READs within RWF_NOWAIT; the next takes "
+	       "its data as not cached\n");
+	passthrough_pretend_uncached(s->pt, true);
+	used = send_read(s, off, size, queued_behind, token);
+	passthrough_pretend_uncached(s->pt, false);
 	return used;
 }
 
@@ -507,8 +517,10 @@ static void test_cold_read_budget(const char *dir)
 		printf("skip  %s cannot tell cached data from data on disk\n", dir);
 		goto out;
 	}
-	/* Highest offset first: each READ's readahead runs forward, into what
-	 * was read already, so the ones still to come find nothing cached. */
+	/* The budget, not the kernel, is under test here: a READ the disk
+	 * answered within RWF_NOWAIT (see send_cold_read) would end the
+	 * count early. */
+	passthrough_pretend_uncached(s.pt, true);
 	passthrough_hold_offload(s.pt, true);
 	for (i = 33; i > 0; i--) {
 		used = send_read_mib(&s, (uint64_t)i << 20, 1, &token);
@@ -527,6 +539,7 @@ static void test_cold_read_budget(const char *dir)
 	CHECK(used == FUSE_REPLY_DEFERRED && wait_later(replies + deferred + 1) &&
 	      later.h.len == sizeof(later.h) + (1u << 20),
 	      "their buffers are given back: the next cold READ is taken for later again");
+	passthrough_pretend_uncached(s.pt, false);
 out:
 	if (fd >= 0)
 		close(fd);
