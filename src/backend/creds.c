@@ -19,6 +19,7 @@ static __thread uint32_t thread_euid;
 static __thread uint32_t thread_egid;
 static __thread bool thread_has_own_fs;
 static __thread mode_t thread_umask;
+static __thread bool thread_has_supp_group;
 
 int creds_switch(uint32_t uid, uint32_t gid)
 {
@@ -61,6 +62,29 @@ void creds_restore(void)
 		}
 		thread_egid = 0;
 	}
+	/* A group kept past its request would be CVE-2022-0358 again. */
+	if (thread_has_supp_group) {
+		if (syscall(SYS_setgroups, 0, NULL) < 0) {
+			log_err("cannot drop the supplementary group: %d", errno);
+			abort();
+		}
+		thread_has_supp_group = false;
+	}
+}
+
+int creds_add_supp_group(uint32_t gid)
+{
+	gid_t one = gid;
+
+	if (gid == UINT32_MAX)
+		return -EPERM;
+	/* The raw syscall changes this thread only; glibc's wrapper would
+	 * give the group to every thread. Needs euid 0 (CAP_SETGID), so it
+	 * comes before creds_switch. */
+	if (syscall(SYS_setgroups, 1, &one) < 0)
+		return -errno;
+	thread_has_supp_group = true;
+	return 0;
 }
 
 int creds_drop_supplementary_groups(void)

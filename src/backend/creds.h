@@ -12,8 +12,12 @@
  * Only this thread changes: glibc's setresuid() would change all threads.
  */
 int creds_switch(uint32_t uid, uint32_t gid);
-/* Back to 0/0. Aborts if that fails: serving on as a guest uid is unsafe. */
+/* Back to 0/0 and no supplementary group. Aborts if that fails: serving on
+ * as a guest uid, or with a guest's group, is unsafe. */
 void creds_restore(void);
+/* Gives the calling thread one supplementary group until creds_restore.
+ * Call it as 0/0, before creds_switch. */
+int creds_add_supp_group(uint32_t gid);
 
 /* Supplementary groups of root would follow every guest uid (CVE-2022-0358). */
 int creds_drop_supplementary_groups(void);

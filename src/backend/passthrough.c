@@ -203,17 +203,33 @@ static void as_daemon(struct passthrough *pt)
 		creds_restore();
 }
 
-/* Creating ops run as the guest with the umask the guest wants applied:
+/*
+ * Creating ops run as the guest with the umask the guest wants applied:
  * none when its kernel already masked the mode, its own with DONT_MASK so
- * a default ACL can override it as it would locally. */
+ * a default ACL can override it as it would locally. With the parent's
+ * group as a supplementary group when the guest sent it: the host keeps a
+ * new file's set-group-ID bit in a set-group-ID directory only for a member
+ * of the directory's group. A group the id mapping refuses is left out,
+ * which costs the guest at most that bit.
+ */
 static int begin_create(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 			uint32_t guest_umask)
 {
+	uint32_t host_gid;
 	int ret = creds_set_umask(pt->dont_mask ? (guest_umask & 0777) : 0);
 
 	if (ret < 0)
 		return ret;
-	return as_guest(pt, ctx);
+	if (pt->switch_creds && ctx->has_supp_gid &&
+	    idmap_to_host(&pt->opts.gid_map, ctx->supp_gid, &host_gid) == 0) {
+		ret = creds_add_supp_group(host_gid);
+		if (ret < 0)
+			return ret;
+	}
+	ret = as_guest(pt, ctx);
+	if (ret < 0 && pt->switch_creds)
+		creds_restore();
+	return ret;
 }
 
 /* Any fd on a mount serves open_by_handle_at() as its mount_fd. Only

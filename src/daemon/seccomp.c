@@ -33,7 +33,8 @@ static const char *const allowed_syscalls[] = {
 	/* syslog: connected before the filter (LOG_NDELAY), sends after */
 	"sendto",
 	/* backend: credentials and per-thread umask (creds.c) */
-	"setresuid", "setresgid", "capget", "capset", "unshare", "umask",
+	"setresuid", "setresgid", "setgroups", "capget", "capset", "unshare",
+	"umask",
 	/* backend: names and metadata */
 	"openat", "statx", "fstatfs", "faccessat",
 	"faccessat2", "readlinkat", "renameat2", "renameat", "linkat",

@@ -109,21 +109,44 @@ static int parse_secctx(struct fuse_req *req, const char *p, size_t len)
 	return 0;
 }
 
-/*
- * The security context of a creating op. Before 7.38 it is one more
- * argument after the names; from 7.38 on it is an extension after the
- * arguments, found by total_extlen, whose type (< 32) says how many
- * contexts it holds.
- */
-static int arg_secctx(struct fuse_req *req)
+/* A FUSE_EXT_GROUPS extension: nr_groups, then the groups. Linux sends
+ * the one group of the caller's that owns the parent directory, and only
+ * when it is not the caller's primary group; we pass the first on. */
+static int parse_supp_groups(struct fuse_req *req, const char *p, size_t len)
 {
+	struct ferry_fuse_supp_groups sg;
+	uint32_t gid;
+
+	if (len < sizeof(sg))
+		return -EINVAL;
+	memcpy(&sg, p, sizeof(sg));
+	if (sg.nr_groups > (len - sizeof(sg)) / sizeof(gid))
+		return -EINVAL;
+	if (sg.nr_groups == 0)
+		return 0;
+	memcpy(&gid, p + sizeof(sg), sizeof(gid));
+	req->ctx.supp_gid = gid;
+	req->ctx.has_supp_gid = true;
+	return 0;
+}
+
+/*
+ * What a creating op carries besides its arguments: the new inode's
+ * security context and the caller's supplementary group. Before 7.38 the
+ * context is one more argument after the names; from 7.38 on both are
+ * extensions after the arguments, found by total_extlen, each with a
+ * fuse_ext_header whose type says which (< 32: a context block). Types not
+ * agreed at INIT are skipped, as the client may add more in later versions.
+ */
+static int arg_create_ext(struct fuse_req *req)
+{
+	const bool secctx = req->se->conn.flags & FUSE_SECURITY_CTX;
+	const bool groups = req->se->conn.flags & FUSE_CREATE_SUPP_GROUP;
 	const char *p;
 	size_t len;
 
-	if (!(req->se->conn.flags & FUSE_SECURITY_CTX))
-		return 0;
 	if (req->se->conn.proto_minor < 38) {
-		if (req->arg_pos >= req->arg_len)
+		if (!secctx || req->arg_pos >= req->arg_len)
 			return 0;
 		return parse_secctx(req, req->arg + req->arg_pos,
 				    req->arg_len - req->arg_pos);
@@ -132,18 +155,19 @@ static int arg_secctx(struct fuse_req *req)
 	len = (size_t)req->in.total_extlen * 8;
 	while (len > 0) {
 		struct fuse_ext_header ext;
-		int rc;
+		int rc = 0;
 
 		if (len < sizeof(ext))
 			return -EINVAL;
 		memcpy(&ext, p, sizeof(ext));
 		if (ext.size < sizeof(ext) || ext.size > len)
 			return -EINVAL;
-		if (ext.type <= FUSE_MAX_NR_SECCTX) {
+		if (ext.type <= FUSE_MAX_NR_SECCTX && secctx)
 			rc = parse_secctx(req, p, ext.size);
-			if (rc < 0)
-				return rc;
-		}
+		else if (ext.type == FERRY_FUSE_EXT_GROUPS && groups)
+			rc = parse_supp_groups(req, p + sizeof(ext), ext.size - sizeof(ext));
+		if (rc < 0)
+			return rc;
 		p += ext.size;
 		len -= ext.size;
 	}
@@ -290,7 +314,7 @@ static int do_symlink(struct fuse_req *req)
 		return -EINVAL;
 	if (target_len >= PATH_MAX)
 		return -ENAMETOOLONG;
-	rc = arg_secctx(req);
+	rc = arg_create_ext(req);
 	if (rc < 0)
 		return rc;
 	rc = OPS(req)->symlink(FS(req), &req->ctx, req->in.nodeid, name, target,
@@ -312,7 +336,7 @@ static int do_mknod(struct fuse_req *req)
 	rc = arg_name(req, &name, false);
 	if (rc < 0)
 		return rc;
-	rc = arg_secctx(req);
+	rc = arg_create_ext(req);
 	if (rc < 0)
 		return rc;
 	rc = OPS(req)->mknod(FS(req), &req->ctx, req->in.nodeid, name, in, &req->out.entry);
@@ -333,7 +357,7 @@ static int do_mkdir(struct fuse_req *req)
 	rc = arg_name(req, &name, false);
 	if (rc < 0)
 		return rc;
-	rc = arg_secctx(req);
+	rc = arg_create_ext(req);
 	if (rc < 0)
 		return rc;
 	rc = OPS(req)->mkdir(FS(req), &req->ctx, req->in.nodeid, name, in, &req->out.entry);
@@ -434,7 +458,7 @@ static int do_create(struct fuse_req *req)
 	rc = arg_name(req, &name, false);
 	if (rc < 0)
 		return rc;
-	rc = arg_secctx(req);
+	rc = arg_create_ext(req);
 	if (rc < 0)
 		return rc;
 	rc = OPS(req)->create(FS(req), &req->ctx, req->in.nodeid, name, in,
@@ -459,7 +483,7 @@ static int do_tmpfile(struct fuse_req *req)
 	rc = arg_string(req, &name, &len);
 	if (rc < 0)
 		return rc;
-	rc = arg_secctx(req);
+	rc = arg_create_ext(req);
 	if (rc < 0)
 		return rc;
 	rc = OPS(req)->tmpfile(FS(req), &req->ctx, req->in.nodeid, in,

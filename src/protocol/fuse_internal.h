@@ -27,6 +27,18 @@
 #define FUSE_DIRECT_IO_ALLOW_MMAP (1ULL << 36)
 #endif
 
+/* Protocol 7.38 as Linux 6.4 completed it; Debian 12's uapi header stops
+ * before: one supplementary group of the caller (the new inode's parent
+ * directory's group) sent with creating requests as an extension. */
+#ifndef FUSE_CREATE_SUPP_GROUP
+#define FUSE_CREATE_SUPP_GROUP (1ULL << 34)
+#endif
+#define FERRY_FUSE_EXT_GROUPS 32
+struct ferry_fuse_supp_groups {
+	uint32_t nr_groups;
+	/* uint32_t groups[nr_groups] follow */
+};
+
 #define FERRY_DEFAULT_MAX_WRITE (1024u * 1024u)
 #define FERRY_PAGE_SIZE 4096u
 

@@ -34,6 +34,12 @@ struct fuse_req_ctx {
 	const char *secctx_name;
 	const void *secctx_value;
 	size_t secctx_size;
+	/* FUSE_CREATE_SUPP_GROUP: a supplementary group of the caller's (the
+	 * parent directory's group) that the creating op should run with, so
+	 * that the host keeps a new file's set-group-ID bit as the guest's
+	 * kernel would. Guest id; has_supp_gid false when none was sent. */
+	uint32_t supp_gid;
+	bool has_supp_gid;
 };
 
 /* What INIT settled, for the backend to adapt to (e.g. whether the client

@@ -305,6 +305,9 @@ static uint64_t init_offered_flags(const struct fuse_session *se)
 		f |= FUSE_SUBMOUNTS;
 	if (o->security_label)
 		f |= FUSE_SECURITY_CTX;
+	/* Costs nothing unless used: the client sends the group only when
+	 * the caller creates in a directory of a group not its primary one. */
+	f |= FUSE_CREATE_SUPP_GROUP;
 	/* Offering locks the backend cannot take would make the client send
 	 * requests that all fail with ENOSYS instead of locking locally. */
 	if (o->flock && ops->setlk)
@@ -375,6 +378,10 @@ int fuse_do_init(struct fuse_req *req)
 	if ((in.flags & FUSE_INIT_EXT) && req->arg_len >= sizeof(in))
 		client_flags |= (uint64_t)in.flags2 << 32;
 	agreed = init_offered_flags(se) & client_flags;
+	/* Extensions (total_extlen) came with 7.38: an older client could not
+	 * send the group it would have agreed to. */
+	if (in.minor < 38)
+		agreed &= ~FUSE_CREATE_SUPP_GROUP;
 
 	memset(&se->conn, 0, sizeof(se->conn));
 	se->conn.proto_minor = in.minor < FERRY_FUSE_MINOR ? in.minor : FERRY_FUSE_MINOR;

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "protocol/fuse_ops.h"
 #include "protocol/fuse_server.h"
+#include "protocol/fuse_internal.h"
 
 static int failures;
 
@@ -44,6 +45,8 @@ static struct recorder {
 	char secctx_name[256];
 	char secctx_value[64];
 	size_t secctx_size;
+	bool has_supp_gid;
+	uint32_t supp_gid;
 } rec;
 
 static int total_calls(void)
@@ -152,6 +155,8 @@ static int t_mkdir(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
 {
 	rec.calls[C_MKDIR]++;
 	snprintf(rec.name, sizeof(rec.name), "%s", name);
+	rec.has_supp_gid = ctx->has_supp_gid;
+	rec.supp_gid = ctx->supp_gid;
 	rec.mode = in->mode;
 	rec.umask = in->umask;
 	fill_entry(out, 45);
@@ -379,6 +384,8 @@ static int t_create(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
 {
 	rec.calls[C_CREATE]++;
 	snprintf(rec.name, sizeof(rec.name), "%s", name);
+	rec.has_supp_gid = ctx->has_supp_gid;
+	rec.supp_gid = ctx->supp_gid;
 	if (ctx->secctx_name) {
 		snprintf(rec.secctx_name, sizeof(rec.secctx_name), "%s", ctx->secctx_name);
 		rec.secctx_size = ctx->secctx_size;
@@ -2061,6 +2068,137 @@ static void test_reply_later(void)
 	fuse_session_free(se);
 }
 
+/* Appends a FUSE_EXT_GROUPS extension (header, nr_groups, the groups),
+ * padded to 8 bytes; nr may claim more groups than follow. */
+static void rq_supp_groups(uint32_t nr, const uint32_t *gids, unsigned n)
+{
+	size_t total = FUSE_REC_ALIGN(sizeof(struct fuse_ext_header) + 4 + 4 * n);
+	struct fuse_ext_header xh = { .size = (uint32_t)total, .type = 32 };
+	size_t start = rq.len;
+
+	rq_add(&xh, sizeof(xh));
+	rq_add(&nr, sizeof(nr));
+	rq_add(gids, 4 * n);
+	rq_fill(0, total - (rq.len - start));
+}
+
+/* FUSE_CREATE_SUPP_GROUP (Linux 6.4+): the caller's group that owns the
+ * parent, sent as an extension next to (or without) a security context. */
+static void test_supp_groups(void)
+{
+	struct fuse_session_opts opts = default_opts();
+	struct fuse_create_in ci = { .flags = 2, .mode = 02755 };
+	struct fuse_mkdir_in mi = { .mode = 0755 };
+	struct fuse_session *se;
+	struct fuse_worker *w;
+	uint32_t g = 4242, two[2] = { 4242, 77 };
+	size_t before;
+
+	CHECK(fuse_session_new(&se, &opts, &test_ops, &rec) == 0);
+	CHECK(fuse_worker_new(se, &w) == 0);
+	send_init(w, 7, 38, ALL_FLAGS, ALL_FLAGS);
+	EXPECT_OK(sizeof(struct fuse_init_out));
+	{
+		struct fuse_init_out out;
+
+		memcpy(&out, res.body, sizeof(out));
+		CHECK(out.flags2 & (uint32_t)(FUSE_CREATE_SUPP_GROUP >> 32));
+	}
+
+	/* After a security context, as Linux orders them. */
+	rec_reset();
+	rq_start(FUSE_CREATE, 1);
+	rq_add(&ci, sizeof(ci));
+	rq_str("f");
+	before = rq.len;
+	rq_secctx("security.selinux", "label", 1);
+	rq_supp_groups(1, &g, 1);
+	rq_hdr()->total_extlen = (uint16_t)((rq.len - before) / 8);
+	run(w);
+	EXPECT_OK(sizeof(struct fuse_entry_out) + sizeof(struct fuse_open_out));
+	CHECK(rec.has_supp_gid && rec.supp_gid == 4242);
+	CHECK(strcmp(rec.secctx_name, "security.selinux") == 0);
+
+	/* Alone, on MKDIR; a second group is ignored. */
+	rec_reset();
+	rq_start(FUSE_MKDIR, 1);
+	rq_add(&mi, sizeof(mi));
+	rq_str("d");
+	before = rq.len;
+	rq_supp_groups(2, two, 2);
+	rq_hdr()->total_extlen = (uint16_t)((rq.len - before) / 8);
+	run(w);
+	EXPECT_OK(sizeof(struct fuse_entry_out));
+	CHECK(rec.calls[C_MKDIR] == 1 && rec.has_supp_gid && rec.supp_gid == 4242);
+
+	/* No extension: no group. nr_groups 0: no group either. */
+	rec_reset();
+	rq_start(FUSE_MKDIR, 1);
+	rq_add(&mi, sizeof(mi));
+	rq_str("d");
+	run(w);
+	EXPECT_OK(sizeof(struct fuse_entry_out));
+	CHECK(!rec.has_supp_gid);
+	rec_reset();
+	rq_start(FUSE_MKDIR, 1);
+	rq_add(&mi, sizeof(mi));
+	rq_str("d");
+	before = rq.len;
+	rq_supp_groups(0, &g, 1);
+	rq_hdr()->total_extlen = (uint16_t)((rq.len - before) / 8);
+	run(w);
+	EXPECT_OK(sizeof(struct fuse_entry_out));
+	CHECK(!rec.has_supp_gid);
+
+	/* More groups claimed than the extension holds: refused, unseen. */
+	rec_reset();
+	rq_start(FUSE_MKDIR, 1);
+	rq_add(&mi, sizeof(mi));
+	rq_str("d");
+	before = rq.len;
+	rq_supp_groups(3, &g, 1);
+	rq_hdr()->total_extlen = (uint16_t)((rq.len - before) / 8);
+	run(w);
+	EXPECT_ERR(EINVAL);
+	EXPECT_NO_CALLS();
+	/* The biggest count: its size in bytes must not wrap. */
+	rq_start(FUSE_MKDIR, 1);
+	rq_add(&mi, sizeof(mi));
+	rq_str("d");
+	before = rq.len;
+	rq_supp_groups(UINT32_MAX, &g, 1);
+	rq_hdr()->total_extlen = (uint16_t)((rq.len - before) / 8);
+	run(w);
+	EXPECT_ERR(EINVAL);
+	EXPECT_NO_CALLS();
+	fuse_worker_free(w);
+	fuse_session_free(se);
+
+	/* A client that did not offer the flag: the extension is skipped. */
+	CHECK(fuse_session_new(&se, &opts, &test_ops, &rec) == 0);
+	CHECK(fuse_worker_new(se, &w) == 0);
+	send_init(w, 7, 38, ALL_FLAGS, 0);
+	EXPECT_OK(sizeof(struct fuse_init_out));
+	{
+		struct fuse_init_out out;
+
+		memcpy(&out, res.body, sizeof(out));
+		CHECK(!(out.flags2 & (uint32_t)(FUSE_CREATE_SUPP_GROUP >> 32)));
+	}
+	rec_reset();
+	rq_start(FUSE_MKDIR, 1);
+	rq_add(&mi, sizeof(mi));
+	rq_str("d");
+	before = rq.len;
+	rq_supp_groups(1, &g, 1);
+	rq_hdr()->total_extlen = (uint16_t)((rq.len - before) / 8);
+	run(w);
+	EXPECT_OK(sizeof(struct fuse_entry_out));
+	CHECK(rec.calls[C_MKDIR] == 1 && !rec.has_supp_gid);
+	fuse_worker_free(w);
+	fuse_session_free(se);
+}
+
 int main(void)
 {
 	struct fuse_session_opts opts = default_opts();
@@ -2076,6 +2214,7 @@ int main(void)
 	test_readonly();
 	test_concurrency();
 	test_secctx();
+	test_supp_groups();
 	test_reply_later();
 
 	open_session(&se, &w, &opts);

@@ -750,6 +750,73 @@ static void test_creds(void)
 	ops->forget(pt, e.nodeid, 1);
 }
 
+/*
+ * FUSE_CREATE_SUPP_GROUP: in a set-group-ID directory of group 4242, uid
+ * 1000 (primary group 1000, member of 4242 in the guest) creates a file
+ * with S_ISGID|S_IXGRP. The host keeps the bit only for a member of 4242,
+ * so with the group the guest sent it stays, as it would locally; without
+ * it the host strips it. Either way the group is gone after the request.
+ */
+static void test_supp_group(void)
+{
+	struct fuse_req_ctx member = user_ctx;
+	struct fuse_mkdir_in min = { .mode = 0777 };
+	struct fuse_getattr_in gin = { 0 };
+	struct fuse_attr_out aout;
+	struct fuse_entry_out e;
+	char path[PATH_MAX];
+	uint64_t fh, id;
+
+	if (!is_root) {
+		fprintf(stderr, "supp_group: not root, skipped\n");
+		return;
+	}
+	member.has_supp_gid = true;
+	member.supp_gid = 4242;
+	CHECK_EQ(ops->mkdir(pt, &root_ctx, FUSE_ROOT_ID, "sgid-dir", &min, &e), 0);
+	snprintf(path, sizeof(path), "%s/sgid-dir", scratch);
+	CHECK_EQ(chown(path, 0, 4242), 0);
+	CHECK_EQ(chmod(path, 02777), 0);
+
+	id = create(&user_ctx, e.nodeid, "plain", 02755, &fh);
+	CHECK(id != 0);
+	CHECK_EQ(ops->getattr(pt, &root_ctx, id, &gin, &aout), 0);
+	CHECK_EQ(aout.attr.mode & 07777, 0755);
+	CHECK_EQ(aout.attr.gid, 4242);
+	CHECK_EQ(release(id, fh), 0);
+	ops->forget(pt, id, 1);
+
+	id = create(&member, e.nodeid, "member", 02755, &fh);
+	CHECK(id != 0);
+	CHECK_EQ(ops->getattr(pt, &root_ctx, id, &gin, &aout), 0);
+	CHECK_EQ(aout.attr.mode & 07777, 02755);
+	CHECK_EQ(aout.attr.uid, 1000);
+	CHECK_EQ(aout.attr.gid, 4242);
+	CHECK_EQ(release(id, fh), 0);
+	ops->forget(pt, id, 1);
+	{
+		struct fuse_mknod_in nin = { .mode = S_IFREG | 02750 };
+		struct fuse_entry_out ne;
+
+		CHECK_EQ(ops->mknod(pt, &member, e.nodeid, "node", &nin, &ne), 0);
+		CHECK_EQ(ne.attr.mode & 07777, 02750);
+		ops->forget(pt, ne.nodeid, 1);
+	}
+	/* The group does not outlive the request, nor a failed one. */
+	CHECK_EQ(getgroups(0, NULL), 0);
+	{
+		struct fuse_req_ctx bad = member;
+		struct fuse_entry_out e2;
+
+		bad.uid = UINT32_MAX;
+		CHECK_EQ(ops->mkdir(pt, &bad, e.nodeid, "never", &min, &e2), -EPERM);
+	}
+	CHECK_EQ(getgroups(0, NULL), 0);
+	CHECK_EQ(geteuid(), 0);
+	CHECK_EQ(getegid(), 0);
+	ops->forget(pt, e.nodeid, 1);
+}
+
 /* FORGETs from the hiprio thread racing lookups and getattrs on the
  * request thread: under ASan a premature free shows up here. */
 struct race { _Atomic uint64_t id; _Atomic bool stop; };
@@ -961,6 +1028,7 @@ int main(void)
 	test_xattr();
 	test_tmpfile();
 	test_creds();
+	test_supp_group();
 	test_forget_race();
 	test_many_inodes();
 	test_file_handles();
