@@ -321,7 +321,7 @@ static void run_request(struct fuse_worker *w, uint8_t ctl, uint8_t wrcode,
 	}
 
 	FUZZ_ASSERT(ret <= wr_len, "reply of %u bytes in %zu of room", ret, wr_len);
-	FUZZ_ASSERT(geteuid() == 0 && getegid() == 0,
+	FUZZ_ASSERT(geteuid() == 0 && getegid() == 0 && getgroups(0, NULL) == 0,
 		    "credentials not restored after opcode %u", in.opcode);
 	if (ret > 0) {
 		memset(head, 0, sizeof(head));
