@@ -487,6 +487,13 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 	ret = devfuse_mount(df);
 	if (ret)
 		goto out_df;
+	/* Mounted: from here on only serving is left, as in vhost-user mode
+	 * after accept's setup. Capabilities stay: the stop unmounts. */
+	ret = seccomp_install(o->seccomp_set ? o->seccomp : seccomp_default(), true);
+	if (ret) {
+		log_err("cannot install the seccomp filter: %s", strerror(-ret));
+		goto out_df;
+	}
 	stats_src.devfuse = df;
 	ret = stats_begin(ss, &stats_src, &stats_srv);
 	if (ret)
@@ -548,7 +555,7 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 		log_err("cannot limit capabilities: %s", strerror(-ret));
 		goto out_listen;
 	}
-	ret = seccomp_install(o->seccomp_set ? o->seccomp : seccomp_default());
+	ret = seccomp_install(o->seccomp_set ? o->seccomp : seccomp_default(), false);
 	if (ret) {
 		log_err("cannot install the seccomp filter: %s", strerror(-ret));
 		goto out_listen;
@@ -730,7 +737,7 @@ static int serve(const struct ferry_options *o)
 		if (ret)
 			goto out_listen;
 	} else {
-		log_info("--mount: no sandbox and no seccomp filter yet "
+		log_info("--mount: no sandbox yet, only the seccomp filter "
 			 "(docs/security.md)");
 	}
 	if (stats_path) {

@@ -682,18 +682,16 @@ int ferry_options_parse(struct ferry_options *o, int argc, char **argv,
 		return -EINVAL;
 	}
 	/* Not yet: host FUSE mode mounts on a host path the sandbox hides
-	 * (docs/security.md). Said, not silently dropped. */
+	 * (docs/security.md). Said, not silently dropped. The seccomp filter
+	 * applies as in vhost-user mode. */
 	if (o->mountpoint) {
-		if ((o->sandbox_set && o->sandbox != SANDBOX_NONE) ||
-		    (o->seccomp_set && o->seccomp != SECCOMP_NONE)) {
-			fprintf(err, "ferryfsd: --mount runs without a sandbox and seccomp "
-				"filter so far: leave out --sandbox/--seccomp or give "
-				"'none'\n");
+		if (o->sandbox_set && o->sandbox != SANDBOX_NONE) {
+			fprintf(err, "ferryfsd: --mount runs without a sandbox so far "
+				"(its mount point is a host path): leave out --sandbox "
+				"or give 'none'\n");
 			return -EINVAL;
 		}
 		o->sandbox = SANDBOX_NONE;
-		o->seccomp = SECCOMP_NONE;
-		o->seccomp_set = true;
 	}
 	/* Like virtiofsd: readdirplus is off with cache=never unless asked for,
 	 * because the entries it would cache expire at once. */

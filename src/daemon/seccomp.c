@@ -56,6 +56,13 @@ static const char *const allowed_syscalls[] = {
 	"getxattr", "setxattr", "listxattr", "removexattr",
 };
 
+/* Host FUSE mode (--mount) only: replies go to /dev/fuse as one writev,
+ * and a stop unmounts the mount point (the daemon keeps CAP_SYS_ADMIN
+ * there, since it has no sandbox). */
+static const char *const host_fuse_syscalls[] = {
+	"writev", "umount2",
+};
+
 /* Sanitizer runtimes (ASan+UBSan builds, make check) call these on their
  * own: an alternate signal stack per thread. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -117,7 +124,7 @@ static uint32_t libseccomp_action(enum seccomp_mode action)
 	}
 }
 
-int seccomp_filter_build(enum seccomp_mode action, scmp_filter_ctx *out)
+int seccomp_filter_build(enum seccomp_mode action, bool host_fuse, scmp_filter_ctx *out)
 {
 	scmp_filter_ctx ctx;
 	int ret;
@@ -131,6 +138,12 @@ int seccomp_filter_build(enum seccomp_mode action, scmp_filter_ctx *out)
 			sizeof(allowed_syscalls) / sizeof(*allowed_syscalls));
 	if (ret < 0)
 		goto err;
+	if (host_fuse) {
+		ret = allow_all(ctx, host_fuse_syscalls,
+				sizeof(host_fuse_syscalls) / sizeof(*host_fuse_syscalls));
+		if (ret < 0)
+			goto err;
+	}
 	ret = allow_all(ctx, sanitizer_syscalls,
 			sizeof(sanitizer_syscalls) / sizeof(*sanitizer_syscalls));
 	if (ret < 0)
@@ -176,7 +189,7 @@ static void on_sigsys(int sig, siginfo_t *info, void *uctx)
 	_exit(128 + sig);
 }
 
-int seccomp_install(enum seccomp_mode action)
+int seccomp_install(enum seccomp_mode action, bool host_fuse)
 {
 	scmp_filter_ctx ctx;
 	int ret;
@@ -190,7 +203,7 @@ int seccomp_install(enum seccomp_mode action)
 		if (sigaction(SIGSYS, &sa, NULL) < 0)
 			return -errno;
 	}
-	ret = seccomp_filter_build(action, &ctx);
+	ret = seccomp_filter_build(action, host_fuse, &ctx);
 	if (ret < 0)
 		return ret;
 	ret = seccomp_load(ctx);

@@ -128,6 +128,14 @@ else
     else
         fail mount_options "got $opts"
     fi
+    # Serving runs under the seccomp filter (mode 2), installed just after the mount.
+    sc=""
+    for ((i = 0; i < 50; i++)); do
+        sc="$(awk '$1 == "Seccomp:" { print $2 }' "/proc/$daemon_pid/status" 2>/dev/null)"
+        [[ "$sc" == 2 ]] && break
+        sleep 0.1
+    done
+    if [[ "$sc" == 2 ]]; then pass seccomp_filter; else fail seccomp_filter "Seccomp: '$sc'"; fi
 
     say "running fsops on $mnt"
     t0=$SECONDS

@@ -259,6 +259,13 @@ int main(void)
 		    "--sandbox=namespace", NULL);
 	CHECK(ret != 0 && strstr(err, "--mount runs without a sandbox"),
 	      "--mount with --sandbox=namespace refused: %s", err);
+	ret = parse(&o, err, sizeof(err), "--mount=/mnt/x", "--shared-dir=/d",
+		    "--seccomp=kill", NULL);
+	CHECK(ret == 0 && o.sandbox == SANDBOX_NONE && o.seccomp == SECCOMP_KILL,
+	      "--mount with --seccomp=kill: %s", err);
+	ret = parse(&o, err, sizeof(err), "--mount=/mnt/x", "--shared-dir=/d", NULL);
+	CHECK(ret == 0 && o.sandbox == SANDBOX_NONE && !o.seccomp_set,
+	      "--mount: no sandbox, the default seccomp filter: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--stats", "/run/x.stats", "--json", NULL);
 	CHECK(ret == 0 && o.action == ACTION_STATS && !strcmp(o.stats_query, "/run/x.stats") &&

@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -61,10 +63,11 @@ static int allowed_calls(void)
 	return 0;
 }
 
-enum probe { PROBE_ALLOWED, PROBE_REBOOT, PROBE_SOCKET };
+enum probe { PROBE_ALLOWED, PROBE_REBOOT, PROBE_SOCKET, PROBE_UMOUNT };
 
-/* Forks a child that loads the filter and runs probe; returns its wait status. */
-static int run_child(enum seccomp_mode mode, enum probe probe)
+/* Forks a child that loads the filter (host FUSE mode's with host_fuse)
+ * and runs probe; returns its wait status. */
+static int run_child_mode(enum seccomp_mode mode, bool host_fuse, enum probe probe)
 {
 	pid_t pid = fork();
 	int status;
@@ -76,7 +79,7 @@ static int run_child(enum seccomp_mode mode, enum probe probe)
 	if (pid == 0) {
 		scmp_filter_ctx ctx;
 
-		if (seccomp_filter_build(mode, &ctx) < 0 || seccomp_load(ctx) < 0)
+		if (seccomp_filter_build(mode, host_fuse, &ctx) < 0 || seccomp_load(ctx) < 0)
 			_exit(2);
 		switch (probe) {
 		case PROBE_ALLOWED:
@@ -86,6 +89,10 @@ static int run_child(enum seccomp_mode mode, enum probe probe)
 			_exit(harmless_reboot() < 0 && errno == EINVAL ? 0 : 3);
 		case PROBE_SOCKET:
 			_exit(socket(AF_UNIX, SOCK_STREAM, 0) < 0 && errno == EACCES ? 0 : 3);
+		case PROBE_UMOUNT:
+			/* Nothing is mounted there: allowed, it fails with ENOENT. */
+			_exit(umount2("/nonexistent-ferryfs-seccomp", MNT_DETACH) < 0 &&
+			      errno == ENOENT ? 0 : 3);
 		}
 		_exit(4);
 	}
@@ -93,6 +100,11 @@ static int run_child(enum seccomp_mode mode, enum probe probe)
 		if (errno != EINTR)
 			exit(1);
 	return status;
+}
+
+static int run_child(enum seccomp_mode mode, enum probe probe)
+{
+	return run_child_mode(mode, false, probe);
 }
 
 static bool exited_ok(int status)
@@ -114,7 +126,7 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	CHECK(seccomp_filter_build(SECCOMP_NONE, &ctx) == -EINVAL,
+	CHECK(seccomp_filter_build(SECCOMP_NONE, false, &ctx) == -EINVAL,
 	      "no filter is built for --seccomp=none");
 
 	status = run_child(SECCOMP_KILL, PROBE_ALLOWED);
@@ -134,6 +146,16 @@ int main(void)
 	status = run_child(SECCOMP_KILL, PROBE_SOCKET);
 	CHECK(exited_ok(status), "kill: socket(2) fails with EACCES instead of killing "
 	      "(status 0x%x)", status);
+
+	/* --mount's filter adds the unmount at stop; vhost-user's has none. */
+	status = run_child_mode(SECCOMP_KILL, true, PROBE_UMOUNT);
+	CHECK(exited_ok(status), "kill, host FUSE mode: umount2 is allowed (status 0x%x)", status);
+	status = run_child_mode(SECCOMP_KILL, true, PROBE_ALLOWED);
+	CHECK(exited_ok(status), "kill, host FUSE mode: the everyday calls pass (status 0x%x)",
+	      status);
+	status = run_child(SECCOMP_KILL, PROBE_UMOUNT);
+	CHECK(killed_by_sigsys(status), "kill, vhost-user mode: umount2 kills (status 0x%x)",
+	      status);
 
 	rmdir(scratch);
 	printf("%s\n", failures ? "FAILED" : "all passed");
