@@ -15,7 +15,15 @@ if [[ $(id -u) != 0 ]]; then echo "SKIP: the namespace sandbox needs root"; exit
 
 tmp=$(mktemp -d /tmp/ferryfs-sigterm-start.XXXXXX)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; pkill -KILL -f "$tmp/" 2>/dev/null; rm -rf "$tmp"; }
+# Only in this shell: a SIGTERM that reaches a background job before it has
+# exec'd ferryfsd (delay 0, a loaded machine) finds bash's copy of this trap
+# still set, and the child ran it, removing $tmp under the remaining starts.
+cleanup() {
+    [[ $BASHPID == "$$" ]] || return 0
+    for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+    pkill -KILL -f "$tmp/" 2>/dev/null
+    rm -rf "$tmp"
+}
 trap cleanup EXIT
 mkdir -p "$tmp/share"
 
