@@ -2082,13 +2082,39 @@ static void rq_supp_groups(uint32_t nr, const uint32_t *gids, unsigned n)
 	rq_fill(0, total - (rq.len - start));
 }
 
+/* Sends MKDIR "d" with a groups extension (nr claimed, gids[0..n) sent;
+ * n 0: no extension at all). */
+static void mkdir_with_groups(struct fuse_worker *w, uint32_t nr, const uint32_t *gids,
+			      unsigned n)
+{
+	struct fuse_mkdir_in mi = { .mode = 0755 };
+	size_t before;
+
+	rec_reset();
+	rq_start(FUSE_MKDIR, 1);
+	rq_add(&mi, sizeof(mi));
+	rq_str("d");
+	before = rq.len;
+	if (n > 0)
+		rq_supp_groups(nr, gids, n);
+	rq_hdr()->total_extlen = (uint16_t)((rq.len - before) / 8);
+	run(w);
+}
+
+static bool init_agreed_supp_group(void)
+{
+	struct fuse_init_out out;
+
+	memcpy(&out, res.body, sizeof(out));
+	return out.flags2 & (uint32_t)(FUSE_CREATE_SUPP_GROUP >> 32);
+}
+
 /* FUSE_CREATE_SUPP_GROUP (Linux 6.4+): the caller's group that owns the
  * parent, sent as an extension next to (or without) a security context. */
 static void test_supp_groups(void)
 {
 	struct fuse_session_opts opts = default_opts();
 	struct fuse_create_in ci = { .flags = 2, .mode = 02755 };
-	struct fuse_mkdir_in mi = { .mode = 0755 };
 	struct fuse_session *se;
 	struct fuse_worker *w;
 	uint32_t g = 4242, two[2] = { 4242, 77 };
@@ -2098,12 +2124,7 @@ static void test_supp_groups(void)
 	CHECK(fuse_worker_new(se, &w) == 0);
 	send_init(w, 7, 38, ALL_FLAGS, ALL_FLAGS);
 	EXPECT_OK(sizeof(struct fuse_init_out));
-	{
-		struct fuse_init_out out;
-
-		memcpy(&out, res.body, sizeof(out));
-		CHECK(out.flags2 & (uint32_t)(FUSE_CREATE_SUPP_GROUP >> 32));
-	}
+	CHECK(init_agreed_supp_group());
 
 	/* After a security context, as Linux orders them. */
 	rec_reset();
@@ -2120,55 +2141,22 @@ static void test_supp_groups(void)
 	CHECK(strcmp(rec.secctx_name, "security.selinux") == 0);
 
 	/* Alone, on MKDIR; a second group is ignored. */
-	rec_reset();
-	rq_start(FUSE_MKDIR, 1);
-	rq_add(&mi, sizeof(mi));
-	rq_str("d");
-	before = rq.len;
-	rq_supp_groups(2, two, 2);
-	rq_hdr()->total_extlen = (uint16_t)((rq.len - before) / 8);
-	run(w);
+	mkdir_with_groups(w, 2, two, 2);
 	EXPECT_OK(sizeof(struct fuse_entry_out));
 	CHECK(rec.calls[C_MKDIR] == 1 && rec.has_supp_gid && rec.supp_gid == 4242);
-
 	/* No extension: no group. nr_groups 0: no group either. */
-	rec_reset();
-	rq_start(FUSE_MKDIR, 1);
-	rq_add(&mi, sizeof(mi));
-	rq_str("d");
-	run(w);
+	mkdir_with_groups(w, 0, NULL, 0);
 	EXPECT_OK(sizeof(struct fuse_entry_out));
-	CHECK(!rec.has_supp_gid);
-	rec_reset();
-	rq_start(FUSE_MKDIR, 1);
-	rq_add(&mi, sizeof(mi));
-	rq_str("d");
-	before = rq.len;
-	rq_supp_groups(0, &g, 1);
-	rq_hdr()->total_extlen = (uint16_t)((rq.len - before) / 8);
-	run(w);
+	CHECK(rec.calls[C_MKDIR] == 1 && !rec.has_supp_gid);
+	mkdir_with_groups(w, 0, &g, 1);
 	EXPECT_OK(sizeof(struct fuse_entry_out));
-	CHECK(!rec.has_supp_gid);
-
-	/* More groups claimed than the extension holds: refused, unseen. */
-	rec_reset();
-	rq_start(FUSE_MKDIR, 1);
-	rq_add(&mi, sizeof(mi));
-	rq_str("d");
-	before = rq.len;
-	rq_supp_groups(3, &g, 1);
-	rq_hdr()->total_extlen = (uint16_t)((rq.len - before) / 8);
-	run(w);
+	CHECK(rec.calls[C_MKDIR] == 1 && !rec.has_supp_gid);
+	/* More groups claimed than the extension holds: refused, unseen; the
+	 * biggest count, whose size in bytes must not wrap, too. */
+	mkdir_with_groups(w, 3, &g, 1);
 	EXPECT_ERR(EINVAL);
 	EXPECT_NO_CALLS();
-	/* The biggest count: its size in bytes must not wrap. */
-	rq_start(FUSE_MKDIR, 1);
-	rq_add(&mi, sizeof(mi));
-	rq_str("d");
-	before = rq.len;
-	rq_supp_groups(UINT32_MAX, &g, 1);
-	rq_hdr()->total_extlen = (uint16_t)((rq.len - before) / 8);
-	run(w);
+	mkdir_with_groups(w, UINT32_MAX, &g, 1);
 	EXPECT_ERR(EINVAL);
 	EXPECT_NO_CALLS();
 	fuse_worker_free(w);
@@ -2179,20 +2167,8 @@ static void test_supp_groups(void)
 	CHECK(fuse_worker_new(se, &w) == 0);
 	send_init(w, 7, 38, ALL_FLAGS, 0);
 	EXPECT_OK(sizeof(struct fuse_init_out));
-	{
-		struct fuse_init_out out;
-
-		memcpy(&out, res.body, sizeof(out));
-		CHECK(!(out.flags2 & (uint32_t)(FUSE_CREATE_SUPP_GROUP >> 32)));
-	}
-	rec_reset();
-	rq_start(FUSE_MKDIR, 1);
-	rq_add(&mi, sizeof(mi));
-	rq_str("d");
-	before = rq.len;
-	rq_supp_groups(1, &g, 1);
-	rq_hdr()->total_extlen = (uint16_t)((rq.len - before) / 8);
-	run(w);
+	CHECK(!init_agreed_supp_group());
+	mkdir_with_groups(w, 1, &g, 1);
 	EXPECT_OK(sizeof(struct fuse_entry_out));
 	CHECK(rec.calls[C_MKDIR] == 1 && !rec.has_supp_gid);
 	fuse_worker_free(w);
