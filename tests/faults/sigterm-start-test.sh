@@ -16,8 +16,8 @@ if [[ $(id -u) != 0 ]]; then echo "SKIP: the namespace sandbox needs root"; exit
 tmp=$(mktemp -d /tmp/ferryfs-sigterm-start.XXXXXX)
 pids=()
 # Only in this shell: a SIGTERM that reaches a background job before it has
-# exec'd ferryfsd (delay 0, a loaded machine) finds bash's copy of this trap
-# still set, and the child ran it, removing $tmp under the remaining starts.
+# exec'd ferryfsd finds bash's copy of this trap still set, and the child ran
+# it, removing $tmp under the remaining starts (see also the wait for exec).
 cleanup() {
     [[ $BASHPID == "$$" ]] || return 0
     for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
@@ -35,7 +35,15 @@ for round in 1 2 3; do
         "$daemon" --socket-path="$sock" --shared-dir="$tmp/share" >"$tmp/d$n.log" 2>&1 &
         pid=$!
         pids+=("$pid")
-        sleep "$delay"
+        # The delay counts from the exec: before it the job is still bash,
+        # whose handler (set because of the EXIT trap) only notes a SIGTERM,
+        # which the exec then drops: a lost signal that is not ferryfsd's.
+        # -ef is a stat in bash itself: no fork, so delay 0 still lands
+        # in ferryfsd's first instructions.
+        for ((i = 0; i < 100000; i++)); do
+            [[ /proc/$pid/exe -ef $daemon ]] && break
+        done
+        [[ $delay == 0 ]] || sleep "$delay"
         kill -TERM "$pid" 2>/dev/null
         gone=0
         for _ in $(seq 200); do
