@@ -648,14 +648,23 @@ static void send_init(struct fuse_worker *w, uint32_t major, uint32_t minor,
 
 #define ALL_FLAGS 0xffffffffu
 
-static void open_session(struct fuse_session **se, struct fuse_worker **w,
-			 const struct fuse_session_opts *opts)
+/* A session a client of protocol 7.minor opened, offering every flag of
+ * flags and flags2. */
+static void open_session_as(struct fuse_session **se, struct fuse_worker **w,
+			    const struct fuse_session_opts *opts, uint32_t minor,
+			    uint32_t flags2)
 {
 	CHECK(fuse_session_new(se, opts, &test_ops, &rec) == 0);
 	CHECK(fuse_worker_new(*se, w) == 0);
-	send_init(*w, 7, 38, ALL_FLAGS, ALL_FLAGS);
+	send_init(*w, 7, minor, ALL_FLAGS, flags2);
 	EXPECT_OK(sizeof(struct fuse_init_out));
 	rec_reset();
+}
+
+static void open_session(struct fuse_session **se, struct fuse_worker **w,
+			 const struct fuse_session_opts *opts)
+{
+	open_session_as(se, w, opts, 38, ALL_FLAGS);
 }
 
 /* ---------------------------------------------------------------- tests */
@@ -1746,11 +1755,7 @@ static void test_secctx(void)
 	fuse_session_free(se);
 
 	/* 7.37 (Linux 6.1): the context is one more argument after the name. */
-	CHECK(fuse_session_new(&se, &opts, &test_ops, &rec) == 0);
-	CHECK(fuse_worker_new(se, &w) == 0);
-	send_init(w, 7, 37, ALL_FLAGS, ALL_FLAGS);
-	EXPECT_OK(sizeof(struct fuse_init_out));
-	rec_reset();
+	open_session_as(&se, &w, &opts, 37, ALL_FLAGS);
 	rq_start(FUSE_CREATE, 1);
 	rq_add(&ci, sizeof(ci));
 	rq_str("g");
@@ -2120,10 +2125,7 @@ static void test_supp_groups(void)
 	uint32_t g = 4242, two[2] = { 4242, 77 };
 	size_t before;
 
-	CHECK(fuse_session_new(&se, &opts, &test_ops, &rec) == 0);
-	CHECK(fuse_worker_new(se, &w) == 0);
-	send_init(w, 7, 38, ALL_FLAGS, ALL_FLAGS);
-	EXPECT_OK(sizeof(struct fuse_init_out));
+	open_session(&se, &w, &opts);
 	CHECK(init_agreed_supp_group());
 
 	/* After a security context, as Linux orders them. */
@@ -2163,10 +2165,7 @@ static void test_supp_groups(void)
 	fuse_session_free(se);
 
 	/* A client that did not offer the flag: the extension is skipped. */
-	CHECK(fuse_session_new(&se, &opts, &test_ops, &rec) == 0);
-	CHECK(fuse_worker_new(se, &w) == 0);
-	send_init(w, 7, 38, ALL_FLAGS, 0);
-	EXPECT_OK(sizeof(struct fuse_init_out));
+	open_session_as(&se, &w, &opts, 38, 0);
 	CHECK(!init_agreed_supp_group());
 	mkdir_with_groups(w, 1, &g, 1);
 	EXPECT_OK(sizeof(struct fuse_entry_out));
