@@ -1,12 +1,14 @@
-/* Per-thread credential switching with raw setres[ug]id syscalls. */
+/* Per-thread credential switching with raw setres[ug]id syscalls, keeping the capabilities a role needs. */
 #include "backend/creds.h"
 
 #include <errno.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <linux/securebits.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -20,14 +22,87 @@ static __thread uint32_t thread_egid;
 static __thread bool thread_has_own_fs;
 static __thread mode_t thread_umask;
 static __thread bool thread_has_supp_group;
+/* The effective capability set is below the permitted one (a role other
+ * than CREDS_OWNER); creds_restore raises it again. */
+static __thread bool thread_caps_lowered;
+/* Set once SECBIT_NO_SETUID_FIXUP is in force for the process's threads
+ * (creds_keep_caps_on_switch runs before any serving thread starts, and
+ * threads inherit the bit). Without it no switch is made at all. */
+static bool keeps_caps_on_switch;
 
-int creds_switch(uint32_t uid, uint32_t gid)
+int creds_keep_caps_on_switch(void)
 {
+	int bits = prctl(PR_GET_SECUREBITS);
+
+	if (bits < 0)
+		return -errno;
+	/* Without it, an euid off 0 empties the effective set and the host
+	 * re-checks permissions as the bare uid/gid, without the groups the
+	 * guest's kernel counted. */
+	if (!(bits & SECBIT_NO_SETUID_FIXUP) &&
+	    prctl(PR_SET_SECUREBITS, bits | SECBIT_NO_SETUID_FIXUP) < 0)
+		return -errno;
+	keeps_caps_on_switch = true;
+	return 0;
+}
+
+static int caps_read(struct __user_cap_header_struct *hdr,
+		     struct __user_cap_data_struct data[2])
+{
+	hdr->version = _LINUX_CAPABILITY_VERSION_3;
+	hdr->pid = 0;
+	if (syscall(SYS_capget, hdr, data) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Sets the effective set to the permitted one less the capabilities in
+ * drop (a mask over both words, by CAP_TO_INDEX). capset with pid 0
+ * changes the calling thread only. */
+static int caps_set_effective(const uint32_t drop[2])
+{
+	struct __user_cap_header_struct hdr;
+	struct __user_cap_data_struct data[2];
+	int ret = caps_read(&hdr, data);
+
+	if (ret < 0)
+		return ret;
+	for (int i = 0; i < 2; i++)
+		data[i].effective = data[i].permitted & ~drop[i];
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return -errno;
+	return 0;
+}
+
+static int lower_caps(enum creds_role role)
+{
+	uint32_t drop[2] = { 0, 0 };
+
+	if (role == CREDS_OWNER)
+		return 0;
+	if (role == CREDS_CALLER_ONLY) {
+		drop[0] = drop[1] = UINT32_MAX;
+	} else {
+		drop[CAP_TO_INDEX(CAP_FSETID)] = CAP_TO_MASK(CAP_FSETID);
+	}
+	thread_caps_lowered = true;
+	return caps_set_effective(drop);
+}
+
+int creds_switch(uint32_t uid, uint32_t gid, enum creds_role role)
+{
+	int ret;
+
 	/* -1 tells setres[ug]id "leave unchanged": the request would run as
 	 * root. The guest kernel sends it for ids it cannot map. */
 	if (uid == UINT32_MAX || gid == UINT32_MAX)
 		return -EPERM;
-	/* gid first: once euid leaves 0 we lack CAP_SETGID. */
+	/* Switching without the bit would silently judge requests by the
+	 * bare ids again. */
+	if (!keeps_caps_on_switch)
+		return -EPERM;
+	/* gid first, then uid: both need CAP_SETGID/CAP_SETUID, which the
+	 * kept capabilities still hold after either change. */
 	if (gid != thread_egid) {
 		if (syscall(SYS_setresgid, -1, gid, -1) < 0)
 			return -errno;
@@ -35,19 +110,33 @@ int creds_switch(uint32_t uid, uint32_t gid)
 	}
 	if (uid != thread_euid) {
 		if (syscall(SYS_setresuid, -1, uid, -1) < 0) {
-			int ret = -errno;
-
-			creds_restore();
-			return ret;
+			ret = -errno;
+			goto restore;
 		}
 		thread_euid = uid;
 	}
-	return 0;
+	/* Last: CREDS_CALLER_ONLY gives up CAP_SETUID too. */
+	ret = lower_caps(role);
+	if (ret == 0)
+		return 0;
+restore:
+	creds_restore();
+	return ret;
 }
 
 void creds_restore(void)
 {
-	/* uid first: euid 0 brings back the capabilities setresgid needs. */
+	static const uint32_t none[2] = { 0, 0 };
+
+	/* Capabilities first: setres[ug]id back to 0 needs CAP_SETGID, and
+	 * with SECBIT_NO_SETUID_FIXUP the euid change does not bring them. */
+	if (thread_caps_lowered) {
+		if (caps_set_effective(none) < 0) {
+			log_err("cannot restore the capabilities: %d", errno);
+			abort();
+		}
+		thread_caps_lowered = false;
+	}
 	if (thread_euid != 0) {
 		if (syscall(SYS_setresuid, -1, 0, -1) < 0) {
 			log_err("cannot restore euid 0: %d", errno);
@@ -94,49 +183,6 @@ int creds_drop_supplementary_groups(void)
 	if (setgroups(0, NULL) < 0)
 		return -errno;
 	return 0;
-}
-
-static int caps_read(struct __user_cap_header_struct *hdr,
-		     struct __user_cap_data_struct data[2])
-{
-	hdr->version = _LINUX_CAPABILITY_VERSION_3;
-	hdr->pid = 0;
-	if (syscall(SYS_capget, hdr, data) < 0)
-		return -errno;
-	return 0;
-}
-
-static int fsetid_effective(bool on)
-{
-	struct __user_cap_header_struct hdr;
-	struct __user_cap_data_struct data[2];
-	uint32_t bit = CAP_TO_MASK(CAP_FSETID);
-	int ret = caps_read(&hdr, data);
-
-	if (ret < 0)
-		return ret;
-	if (on)
-		data[CAP_TO_INDEX(CAP_FSETID)].effective |=
-			data[CAP_TO_INDEX(CAP_FSETID)].permitted & bit;
-	else
-		data[CAP_TO_INDEX(CAP_FSETID)].effective &= ~bit;
-	/* capset with pid 0 changes the calling thread only. */
-	if (syscall(SYS_capset, &hdr, data) < 0)
-		return -errno;
-	return 0;
-}
-
-int creds_drop_fsetid(void)
-{
-	return fsetid_effective(false);
-}
-
-void creds_restore_fsetid(void)
-{
-	if (fsetid_effective(true) < 0) {
-		log_err("cannot restore CAP_FSETID: %d", errno);
-		abort();
-	}
 }
 
 int creds_set_umask(mode_t mask)

@@ -60,6 +60,14 @@ struct passthrough {
 	bool dont_mask;         /* the guest left umask to us (POSIX ACLs) */
 	bool submounts;         /* the guest makes host mounts its submounts */
 	bool posix_acl;
+	/* The guest's kernel strips a new file's set-group-ID bit itself when
+	 * its caller is outside the directory's group (Linux 6.0+; FUSE 7.37
+	 * came with 6.1), so the host must not strip it again without the
+	 * caller's groups. Older guests leave that to the host. */
+	bool guest_strips_sgid;
+	/* The guest says when an access ACL drops sgid (FUSE_SETXATTR_EXT's
+	 * FUSE_SETXATTR_ACL_KILL_SGID); older guests leave that to the host. */
+	bool guest_kills_acl_sgid;
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -176,7 +184,11 @@ static void fill_entry(struct passthrough *pt, const struct inode *parent,
 		out->attr.flags |= FUSE_ATTR_SUBMOUNT;
 }
 
-/* The host ids a guest request runs as; -EPERM for a forbidden guest id. */
+/*
+ * The host ids a guest request runs as; -EPERM for a forbidden guest id
+ * (--translate-uid forbid-guest) and, for a daemon that switches ids, for
+ * the -1 a guest's kernel sends for a caller it cannot map.
+ */
 static int host_ids(const struct passthrough *pt, const struct fuse_req_ctx *ctx,
 		    uint32_t *uid, uint32_t *gid)
 {
@@ -184,17 +196,32 @@ static int host_ids(const struct passthrough *pt, const struct fuse_req_ctx *ctx
 
 	if (ret == 0)
 		ret = idmap_to_host(&pt->opts.gid_map, ctx->gid, gid);
+	if (ret == 0 && pt->switch_creds && (*uid == UINT32_MAX || *gid == UINT32_MAX))
+		ret = -EPERM;
 	return ret;
 }
 
-static int as_guest(struct passthrough *pt, const struct fuse_req_ctx *ctx)
+/*
+ * An op whose outcome the guest's kernel has already decided runs as the
+ * daemon (creds.h says why); the caller is still refused if its ids are.
+ */
+static int check_caller(const struct passthrough *pt, const struct fuse_req_ctx *ctx)
+{
+	uint32_t uid, gid;
+
+	return host_ids(pt, ctx, &uid, &gid);
+}
+
+/* Takes on the caller's ids in the given role until as_daemon. */
+static int as_caller(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+		     enum creds_role role)
 {
 	uint32_t uid, gid;
 	int ret = host_ids(pt, ctx, &uid, &gid);
 
 	if (ret < 0 || !pt->switch_creds)
 		return ret;
-	return creds_switch(uid, gid);
+	return creds_switch(uid, gid, role);
 }
 
 static void as_daemon(struct passthrough *pt)
@@ -204,13 +231,25 @@ static void as_daemon(struct passthrough *pt)
 }
 
 /*
- * Creating ops run as the guest with the umask the guest wants applied:
- * none when its kernel already masked the mode, its own with DONT_MASK so
- * a default ACL can override it as it would locally. With the parent's
- * group as a supplementary group when the guest sent it: the host keeps a
- * new file's set-group-ID bit in a set-group-ID directory only for a member
- * of the directory's group. A group the id mapping refuses is left out,
- * which costs the guest at most that bit.
+ * For a guest that leaves a set-group-ID decision to the host: the host
+ * judges the caller as unprivileged, except the guest's root, which holds
+ * CAP_FSETID there and keeps the bit.
+ */
+static enum creds_role host_judged_role(const struct fuse_req_ctx *ctx)
+{
+	return ctx->uid == 0 ? CREDS_OWNER : CREDS_OWNER_NO_FSETID;
+}
+
+/*
+ * Creating ops run as the caller's owner ids (creds.h) with the umask the
+ * guest wants applied: none when its kernel already masked the mode, its
+ * own with DONT_MASK so a default ACL can override it as it would locally.
+ * For a guest that leaves set-group-ID stripping to the host, without
+ * CAP_FSETID unless root, and with the parent's group as a supplementary
+ * group when the guest sent it: the host then keeps a new file's
+ * set-group-ID bit in a set-group-ID directory only for a member of the
+ * directory's group. A group the id mapping refuses is left out, which
+ * costs at most that bit.
  */
 static int begin_create(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 			uint32_t guest_umask)
@@ -226,7 +265,8 @@ static int begin_create(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 		if (ret < 0)
 			return ret;
 	}
-	ret = as_guest(pt, ctx);
+	ret = as_caller(pt, ctx, pt->guest_strips_sgid ? CREDS_OWNER :
+						       host_judged_role(ctx));
 	if (ret < 0 && pt->switch_creds)
 		creds_restore();
 	return ret;
@@ -458,6 +498,8 @@ static int pt_init(void *fs, const struct fuse_conn_info *conn)
 	pt->dont_mask = conn->flags & FUSE_DONT_MASK;
 	pt->posix_acl = conn->flags & FUSE_POSIX_ACL;
 	pt->submounts = pt->opts.announce_submounts && (conn->flags & FUSE_SUBMOUNTS);
+	pt->guest_strips_sgid = conn->proto_minor >= 37;
+	pt->guest_kills_acl_sgid = conn->flags & FUSE_SETXATTR_EXT;
 	return 0;
 }
 
@@ -540,21 +582,6 @@ static int kill_suidgid(struct passthrough *pt, struct inode *inode)
 	return errno_or(fchmodat(pt->proc_self_fd, name, mode, 0));
 }
 
-/* Whether new_mode is the file's mode with suid and/or sgid taken away. */
-static bool only_clears_setid(struct inode *inode, uint32_t new_mode)
-{
-	const mode_t setid = S_ISUID | S_ISGID;
-	struct statx stx;
-	mode_t old;
-
-	if (inode->type != S_IFREG || stat_fd(inode->fd, &stx) < 0)
-		return false;
-	old = stx.stx_mode & 07777;
-	new_mode &= 07777;
-	return new_mode != old && !(new_mode & ~old) &&
-	       (new_mode & ~setid) == (old & ~setid);
-}
-
 /*
  * The host kernel clears security.capability on write, truncate and chown,
  * but not the name --xattrmap stores the guest's under; the daemon clears
@@ -615,36 +642,6 @@ static struct timespec guest_time(uint32_t valid, uint32_t set_bit,
 	return ts;
 }
 
-/*
- * FUSE requests carry no supplementary groups, so the host refuses the
- * owner moving a file into another group of theirs, which the guest's
- * kernel (virtio-fs mounts with default_permissions) already allowed.
- * The owner's chgrp is then done as the daemon: the host kernel still
- * clears suid/sgid and security.capability as for any chown, and a later
- * chmod g+s by the owner, outside the group on the host, is dropped.
- * Called with the guest's credentials in force; returns with them again.
- */
-static int owner_chgrp(struct passthrough *pt, const struct fuse_req_ctx *ctx,
-		       struct inode *inode, uint32_t gid)
-{
-	uint32_t caller_uid, caller_gid;
-	struct statx stx;
-	int ret, back;
-
-	ret = host_ids(pt, ctx, &caller_uid, &caller_gid);
-	if (ret == 0)
-		ret = stat_fd(inode->fd, &stx);
-	if (ret < 0)
-		return ret;
-	if (caller_uid == 0 || stx.stx_uid != caller_uid)
-		return -EPERM;
-	as_daemon(pt);
-	ret = errno_or(fchownat(inode->fd, "", (uid_t)-1, gid,
-				AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
-	back = as_guest(pt, ctx);
-	return ret < 0 ? ret : back;
-}
-
 static int pt_setattr(void *fs, const struct fuse_req_ctx *ctx,
 		      uint64_t nodeid, const struct fuse_setattr_in *in,
 		      struct fuse_attr_out *out)
@@ -677,16 +674,10 @@ static int pt_setattr(void *fs, const struct fuse_req_ctx *ctx,
 	}
 	proc_fd_name(name, inode->fd);
 
-	/* Clearing suid/sgid grants nothing, and the guest's kernel asks for
-	 * it on behalf of writers who do not own the file (ATTR_FORCE), so
-	 * it must not fail the owner check the guest's ids would. */
-	if ((valid & FATTR_MODE) && only_clears_setid(inode, in->mode)) {
-		ret = errno_or(fchmodat(pt->proc_self_fd, name, in->mode & 07777, 0));
-		if (ret < 0)
-			goto put_handle;
-		valid &= ~FATTR_MODE;
-	}
-	ret = as_guest(pt, ctx);
+	/* The guest's kernel has checked ownership and write access, and
+	 * stripped a set-group-ID bit its caller may not set; as the daemon,
+	 * the host neither repeats the check nor strips again. */
+	ret = check_caller(pt, ctx);
 	if (ret < 0)
 		goto put_handle;
 	if (valid & FATTR_MODE) {
@@ -696,7 +687,7 @@ static int pt_setattr(void *fs, const struct fuse_req_ctx *ctx,
 			ret = errno_or(fchmodat(pt->proc_self_fd, name,
 						in->mode & 07777, 0));
 		if (ret < 0)
-			goto restore;
+			goto attrs_out;
 	}
 	if (valid & (FATTR_UID | FATTR_GID)) {
 		uint32_t uid = (uint32_t)-1, gid = (uint32_t)-1;
@@ -706,18 +697,16 @@ static int pt_setattr(void *fs, const struct fuse_req_ctx *ctx,
 		if (ret == 0 && (valid & FATTR_GID))
 			ret = idmap_to_host(&pt->opts.gid_map, in->gid, &gid);
 		if (ret < 0)
-			goto restore;
+			goto attrs_out;
 		ret = errno_or(fchownat(inode->fd, "", uid, gid,
 					AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
-		if (ret == -EPERM && uid == (uint32_t)-1)
-			ret = owner_chgrp(pt, ctx, inode, gid);
 		if (ret < 0)
-			goto restore;
+			goto attrs_out;
 	}
 	if (valid & FATTR_SIZE) {
 		ret = truncate_inode(pt, inode, fh_fd, in->size);
 		if (ret < 0)
-			goto restore;
+			goto attrs_out;
 	}
 	if (valid & (FATTR_ATIME | FATTR_MTIME | FATTR_ATIME_NOW | FATTR_MTIME_NOW)) {
 		struct timespec ts[2] = {
@@ -732,10 +721,9 @@ static int pt_setattr(void *fs, const struct fuse_req_ctx *ctx,
 		else
 			ret = errno_or(utimensat(pt->proc_self_fd, name, ts, 0));
 		if (ret < 0)
-			goto restore;
+			goto attrs_out;
 	}
-restore:
-	as_daemon(pt);
+attrs_out:
 	if (ret == 0 && (valid & (FATTR_UID | FATTR_GID | FATTR_SIZE)))
 		ret = drop_mapped_capability(pt, inode->fd);
 	if (ret == 0 && (valid & FATTR_KILL_SUIDGID) && !(valid & FATTR_MODE))
@@ -893,11 +881,10 @@ static int remove_name(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 	ret = inode_get(pt->inodes, parent, &dir);
 	if (ret < 0)
 		goto out;
-	ret = as_guest(pt, ctx);
+	ret = check_caller(pt, ctx);
 	if (ret < 0)
 		goto put_dir;
 	ret = errno_or(unlinkat(dir->fd, name, flags));
-	as_daemon(pt);
 put_dir:
 	inode_put(pt->inodes, dir);
 out:
@@ -935,11 +922,10 @@ static int pt_rename(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
 	ret = inode_get(pt->inodes, newparent, &newdir);
 	if (ret < 0)
 		goto put_old;
-	ret = as_guest(pt, ctx);
+	ret = check_caller(pt, ctx);
 	if (ret < 0)
 		goto put_new;
 	ret = errno_or(renameat2(olddir->fd, name, newdir->fd, newname, flags));
-	as_daemon(pt);
 put_new:
 	inode_put(pt->inodes, newdir);
 put_old:
@@ -968,16 +954,15 @@ static int pt_link(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	if (ret < 0)
 		goto put_inode;
 	/* linkat(fd, "", AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH, which the
-	 * guest's ids do not have; the /proc link names the inode too (even
-	 * an O_TMPFILE one) and the magic link stops at the inode itself, so
-	 * a symlink is linked, not its target. */
+	 * sandbox keeps only for file handles; the /proc link names the inode
+	 * too (even an O_TMPFILE one) and the magic link stops at the inode
+	 * itself, so a symlink is linked, not its target. */
 	proc_fd_name(name, inode->fd);
-	ret = as_guest(pt, ctx);
+	ret = check_caller(pt, ctx);
 	if (ret < 0)
 		goto put_newdir;
 	ret = errno_or(linkat(pt->proc_self_fd, name, newdir->fd, newname,
 			      AT_SYMLINK_FOLLOW));
-	as_daemon(pt);
 	if (ret < 0)
 		goto put_newdir;
 	ret = stat_fd(inode->fd, &stx);
@@ -993,56 +978,31 @@ out:
 	return ret;
 }
 
-/* Opens inode for I/O as the guest. With writeback the flags may ask for
- * more access than the guest did (O_WRONLY -> O_RDWR); then the guest's own
- * access is checked as the guest and the wider open done as the daemon. */
-static int open_as_guest(struct passthrough *pt, const struct fuse_req_ctx *ctx,
-			 struct inode *inode, uint32_t guest_flags, int flags,
-			 bool kill_priv)
+/*
+ * Opens inode for I/O as the daemon: the guest's kernel has checked the
+ * caller's access, also for the wider access writeback asks for (O_WRONLY
+ * becomes O_RDWR). An O_TRUNC the guest's kernel flagged with
+ * FUSE_OPEN_KILL_SUIDGID runs as the caller without CAP_FSETID, so the
+ * host clears suid/sgid as a local open by that caller would.
+ */
+static int open_for_guest(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+			  struct inode *inode, int flags, bool kill_priv)
 {
-	bool widened = (guest_flags & O_ACCMODE) == O_WRONLY &&
-		       (flags & O_ACCMODE) == O_RDWR;
-	bool dropped_fsetid = false;
-	uint32_t uid, gid;
-	int fd = -1, ret;
+	int fd, ret;
 
-	ret = host_ids(pt, ctx, &uid, &gid);
+	ret = kill_priv ? as_caller(pt, ctx, CREDS_OWNER_NO_FSETID) :
+			  check_caller(pt, ctx);
 	if (ret < 0)
-		goto out;
-	ret = as_guest(pt, ctx);
-	if (ret < 0)
-		goto out;
-	/* O_TRUNC as the guest asked: kill suid/sgid like a local open would
-	 * for a caller without CAP_FSETID (non-root ids lost it already). */
-	if (kill_priv && pt->switch_creds && uid == 0) {
-		ret = creds_drop_fsetid();
-		if (ret < 0)
-			goto restore;
-		dropped_fsetid = true;
-	}
+		return ret;
 	fd = reopen(pt, inode->fd, flags);
-	/* O_NOATIME needs ownership on the host too; the guest's kernel
-	 * checked its own side, so a refusal here only costs the atime. */
-	if (fd == -EPERM && (flags & O_NOATIME)) {
-		flags &= ~O_NOATIME;
-		fd = reopen(pt, inode->fd, flags);
-	}
-	if (fd == -EACCES && widened) {
-		ret = errno_or(faccessat(inode->fd, "", W_OK,
-					 AT_EACCESS | AT_EMPTY_PATH));
-		if (ret < 0)
-			goto restore;
+	/* O_NOATIME needs ownership or CAP_FOWNER on the host, which
+	 * --modcaps may take away; the guest's kernel checked its own side,
+	 * so a refusal here only costs the atime. */
+	if (fd == -EPERM && (flags & O_NOATIME))
+		fd = reopen(pt, inode->fd, flags & ~O_NOATIME);
+	if (kill_priv)
 		as_daemon(pt);
-		fd = reopen(pt, inode->fd, flags);
-		goto restore_fsetid;
-	}
-restore:
-	as_daemon(pt);
-restore_fsetid:
-	if (dropped_fsetid)
-		creds_restore_fsetid();
-out:
-	return ret < 0 ? ret : fd;
+	return fd;
 }
 
 static int pt_open(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
@@ -1070,9 +1030,9 @@ static int pt_open(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	ret = fd_budget_take(&pt->fds);
 	if (ret < 0)
 		goto put_inode;
-	fd = open_as_guest(pt, ctx, inode, in->flags, flags,
-			   (in->open_flags & FUSE_OPEN_KILL_SUIDGID) &&
-			   (flags & O_TRUNC));
+	fd = open_for_guest(pt, ctx, inode, flags,
+			    (in->open_flags & FUSE_OPEN_KILL_SUIDGID) &&
+			    (flags & O_TRUNC));
 	if (fd < 0) {
 		ret = fd;
 		goto give_back;
@@ -1226,7 +1186,7 @@ static ssize_t pt_write(void *fs, const struct fuse_req_ctx *ctx,
 	struct passthrough *pt = fs;
 	bool kill_priv = (in->write_flags & FUSE_WRITE_KILL_SUIDGID) &&
 			 pt->switch_creds;
-	bool as_writer = false, dropped_fsetid = false;
+	bool as_writer = false;
 	struct handle *h;
 	struct stat st;
 	ssize_t ret;
@@ -1239,31 +1199,18 @@ static ssize_t pt_write(void *fs, const struct fuse_req_ctx *ctx,
 		goto put;
 	/*
 	 * killpriv v2: the host kernel clears suid/sgid on write the way the
-	 * guest's would, if the write runs as the guest's writer: a non-root
-	 * id has no CAP_FSETID, and its group decides whether a sgid bit
-	 * without group execute stays. Only a file with a bit to lose pays for
-	 * the switch; security.capability goes with any write anyway.
+	 * guest's would, if the write runs as the guest's writer without
+	 * CAP_FSETID; the writer's group decides whether a sgid bit without
+	 * group execute stays. Only a file with a bit to lose pays for the
+	 * switch; security.capability goes with any write anyway.
 	 */
 	if (kill_priv && fstat(h->fd, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID))) {
-		uint32_t uid, gid;
-
-		ret = host_ids(pt, ctx, &uid, &gid);
-		if (ret == 0)
-			ret = as_guest(pt, ctx);
+		ret = as_caller(pt, ctx, CREDS_OWNER_NO_FSETID);
 		if (ret < 0)
 			goto put;
 		as_writer = true;
-		if (uid == 0) {
-			ret = creds_drop_fsetid();
-			if (ret < 0)
-				goto restore;
-			dropped_fsetid = true;
-		}
 	}
 	ret = iov_transfer(true, h->fd, src, src_cnt, in->size, in->offset, 0);
-	if (dropped_fsetid)
-		creds_restore_fsetid();
-restore:
 	if (as_writer)
 		as_daemon(pt);
 put:
@@ -1363,8 +1310,8 @@ static int pt_opendir(void *fs, const struct fuse_req_ctx *ctx,
 	ret = fd_budget_take(&pt->fds);
 	if (ret < 0)
 		goto put_inode;
-	fd = open_as_guest(pt, ctx, inode, O_RDONLY,
-			   O_RDONLY | O_DIRECTORY | O_NONBLOCK, false);
+	fd = open_for_guest(pt, ctx, inode, O_RDONLY | O_DIRECTORY | O_NONBLOCK,
+			    false);
 	if (fd < 0) {
 		ret = fd;
 		goto give_back;
@@ -1551,8 +1498,9 @@ static int xattr_begin(struct passthrough *pt, uint64_t nodeid,
 /*
  * xattrs go through the /proc/self/fd path so no inode is opened for them
  * (FIFOs and devices stay O_PATH); the path-following calls stop at the
- * inode the magic link names, symlinks included. They run as the guest so
- * the host decides trusted.* and security.* access.
+ * inode the magic link names, symlinks included. They run as the daemon:
+ * the guest's kernel has checked the caller's access to the inode and to
+ * the trusted.* and security.* names (its VFS and capability hooks).
  */
 static int pt_setxattr(void *fs, const struct fuse_req_ctx *ctx,
 		       uint64_t nodeid, const char *name, const void *value,
@@ -1561,6 +1509,7 @@ static int pt_setxattr(void *fs, const struct fuse_req_ctx *ctx,
 	struct passthrough *pt = fs;
 	char path[PROC_FD_PATH_MAX], mapped[XATTRMAP_NAME_MAX + 1];
 	const char *host_name;
+	bool host_judges_sgid;
 	struct inode *inode;
 	int ret;
 
@@ -1568,14 +1517,20 @@ static int pt_setxattr(void *fs, const struct fuse_req_ctx *ctx,
 			  path);
 	if (ret < 0)
 		goto out;
-	ret = as_guest(pt, ctx);
+	/* A guest that cannot say whether an access ACL drops sgid leaves it
+	 * to the host: the caller's ids without CAP_FSETID, as for creates. */
+	host_judges_sgid = !pt->guest_kills_acl_sgid &&
+			   !strcmp(name, "system.posix_acl_access");
+	ret = host_judges_sgid ? as_caller(pt, ctx, host_judged_role(ctx)) :
+				 check_caller(pt, ctx);
 	if (ret < 0)
 		goto put;
 	ret = errno_or(setxattr(path, host_name, value, size, flags));
-	as_daemon(pt);
-	/* Setting an access ACL the guest's kernel judged to drop sgid. A
-	 * guest id without CAP_FSETID had the host kernel do it already; this
-	 * covers a guest root and an ACL the map stores under another name. */
+	if (host_judges_sgid)
+		as_daemon(pt);
+	/* Setting an access ACL the guest's kernel judged to drop sgid: the
+	 * host, as the daemon, would keep it, also for an ACL the map stores
+	 * under another name. */
 	if (ret == 0 && (setxattr_flags & FUSE_SETXATTR_ACL_KILL_SGID) &&
 	    !strcmp(name, "system.posix_acl_access")) {
 		struct statx stx;
@@ -1604,13 +1559,12 @@ static ssize_t pt_getxattr(void *fs, const struct fuse_req_ctx *ctx,
 			  path);
 	if (ret < 0)
 		goto out;
-	ret = as_guest(pt, ctx);
+	ret = check_caller(pt, ctx);
 	if (ret < 0)
 		goto put;
 	ret = getxattr(path, host_name, value, size);
 	if (ret < 0)
 		ret = -errno;
-	as_daemon(pt);
 put:
 	inode_put(pt->inodes, inode);
 out:
@@ -1618,8 +1572,11 @@ out:
 }
 
 /* Turns a host listxattr result into the guest's in place: --xattrmap
- * hides or shortens names and blocked ACL names go, so nothing grows. */
-static size_t filter_xattr_list(struct passthrough *pt, char *list, size_t len)
+ * hides or shortens names, blocked ACL names go, and so do trusted.* names
+ * for a caller other than root, as a local file system hides them from a
+ * caller without CAP_SYS_ADMIN; nothing grows. */
+static size_t filter_xattr_list(struct passthrough *pt, char *list, size_t len,
+				bool show_trusted)
 {
 	size_t in = 0, out = 0;
 
@@ -1629,7 +1586,8 @@ static size_t filter_xattr_list(struct passthrough *pt, char *list, size_t len)
 
 		list[in + n] = '\0';   /* a last name the host left unterminated */
 		if (xattrmap_to_guest(&pt->opts.xattrmap, list + in, &guest) &&
-		    !blocked_xattr(pt, guest)) {
+		    !blocked_xattr(pt, guest) &&
+		    (show_trusted || strncmp(guest, "trusted.", 8))) {
 			size_t g = strlen(guest) + 1;
 
 			memmove(list + out, guest, g);
@@ -1654,17 +1612,16 @@ static ssize_t pt_listxattr(void *fs, const struct fuse_req_ctx *ctx,
 	if (ret < 0)
 		goto out;
 	proc_fd_path(path, inode->fd);
-	ret = as_guest(pt, ctx);
+	ret = check_caller(pt, ctx);
 	if (ret < 0)
 		goto put;
 	ret = listxattr(path, list, size);
 	if (ret < 0)
 		ret = -errno;
-	as_daemon(pt);
 	/* A size probe (size 0) may overstate, as with QEMU's virtiofsd: the
 	 * mapped list is never longer, and the guest copes with that. */
 	if (ret > 0 && size > 0)
-		ret = filter_xattr_list(pt, list, ret);
+		ret = filter_xattr_list(pt, list, ret, ctx->uid == 0);
 put:
 	inode_put(pt->inodes, inode);
 out:
@@ -1686,18 +1643,15 @@ static int pt_removexattr(void *fs, const struct fuse_req_ctx *ctx,
 		goto out;
 	/* The guest's kernel removes file capabilities itself when a writer
 	 * changes the file (security_inode_killpriv), without a permission
-	 * check; an explicit removal it has already checked for CAP_SETFCAP.
-	 * Either way the writer's ids would be refused here. The name is the
-	 * guest's; the host's may differ under --xattrmap. */
-	if (!strcmp(name, "security.capability")) {
-		ret = errno_or(removexattr(path, host_name));
-		goto put;
+	 * check, so even a forbidden writer's removal goes through; an
+	 * explicit removal it has already checked for CAP_SETFCAP. The name
+	 * is the guest's; the host's may differ under --xattrmap. */
+	if (strcmp(name, "security.capability")) {
+		ret = check_caller(pt, ctx);
+		if (ret < 0)
+			goto put;
 	}
-	ret = as_guest(pt, ctx);
-	if (ret < 0)
-		goto put;
 	ret = errno_or(removexattr(path, host_name));
-	as_daemon(pt);
 put:
 	inode_put(pt->inodes, inode);
 out:
@@ -1714,7 +1668,10 @@ static int pt_access(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	ret = inode_get(pt->inodes, nodeid, &inode);
 	if (ret < 0)
 		goto out;
-	ret = as_guest(pt, ctx);
+	/* The one op that asks the host's judgement of the caller (a client
+	 * without default_permissions sends it): the caller's ids and no
+	 * capability, so the host judges them as it would locally. */
+	ret = as_caller(pt, ctx, CREDS_CALLER_ONLY);
 	if (ret < 0)
 		goto put;
 	/* AT_EACCESS: check the switched effective ids, not the real ones. */
@@ -2087,6 +2044,14 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 		ret = creds_drop_supplementary_groups();
 		if (ret < 0) {
 			log_err("cannot drop supplementary groups: %s", strerror(-ret));
+			goto err_dir;
+		}
+		/* Here, before any serving thread starts and before the
+		 * daemon gives up CAP_SETPCAP: every thread inherits it. */
+		ret = creds_keep_caps_on_switch();
+		if (ret < 0) {
+			log_err("cannot keep capabilities across id switches "
+				"(SECBIT_NO_SETUID_FIXUP): %s", strerror(-ret));
 			goto err_dir;
 		}
 	}

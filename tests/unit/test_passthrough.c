@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <linux/fuse.h>
 #include <pthread.h>
@@ -10,9 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../common/scratch.h"
@@ -669,10 +672,40 @@ static void test_tmpfile(void)
 	ops->forget(pt, id, 3);
 }
 
+/* This thread's effective capability set, from /proc. */
+static unsigned long long cap_eff(void)
+{
+	char line[256];
+	unsigned long long v = 0;
+	FILE *f = fopen("/proc/thread-self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &v) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static struct fuse_attr attr_of(uint64_t id)
+{
+	struct fuse_getattr_in gin = { 0 };
+	struct fuse_attr_out aout = { 0 };
+
+	CHECK_EQ(ops->getattr(pt, &root_ctx, id, &gin, &aout), 0);
+	return aout.attr;
+}
+
+/*
+ * The request contract (creds.h): the guest's kernel has judged a request
+ * with the caller's full credentials before sending it, so the backend
+ * does what it asks; the caller's ids decide only who owns what is
+ * created, and FUSE_ACCESS, which asks for the host's own judgement.
+ */
 static void test_creds(void)
 {
 	struct fuse_mkdir_in min = { .mode = 0700 };
-	struct fuse_getattr_in gin = { 0 };
+	const unsigned long long full_caps = cap_eff();
 	struct fuse_attr_out aout;
 	struct fuse_entry_out e;
 	uint64_t fh, id;
@@ -686,19 +719,17 @@ static void test_creds(void)
 
 	id = create(&user_ctx, FUSE_ROOT_ID, "owned", 0644, &fh);
 	CHECK(id != 0);
-	CHECK_EQ(ops->getattr(pt, &root_ctx, id, &gin, &aout), 0);
-	CHECK_EQ(aout.attr.uid, 1000);
-	CHECK_EQ(aout.attr.gid, 1000);
+	CHECK_EQ(attr_of(id).uid, 1000);
+	CHECK_EQ(attr_of(id).gid, 1000);
 	CHECK_EQ(release(id, fh), 0);
-	/* reopening through /proc/self/fd works under the guest's ids and
-	 * checks them: its own file yes, root's 0644 file not for writing */
 	CHECK_EQ(open_as(&user_ctx, id, O_RDWR, &fh), 0);
 	CHECK_EQ(release(id, fh), 0);
 	{
 		uint64_t rid = lookup(FUSE_ROOT_ID, "a", NULL);
 
-		CHECK_EQ(open_as(&user_ctx, rid, O_RDWR, &fh), -EACCES);
-		CHECK_EQ(open_as(&user_ctx, rid, O_RDONLY, &fh), 0);
+		/* root's 0644 file for writing: the guest's kernel said yes
+		 * (a group or capability the request cannot carry) */
+		CHECK_EQ(open_as(&user_ctx, rid, O_RDWR, &fh), 0);
 		CHECK_EQ(release(rid, fh), 0);
 		ops->forget(pt, rid, 1);
 	}
@@ -709,60 +740,170 @@ static void test_creds(void)
 		CHECK_EQ(le.attr.nlink, 2);
 		ops->forget(pt, id, 1);
 	}
-	/* the thread is back to root after the request */
+	/* the thread is back to root, with every capability, after each
+	 * request */
 	CHECK_EQ(geteuid(), 0);
 	CHECK_EQ(getegid(), 0);
+	CHECK_EQ(cap_eff(), full_caps);
 
 	CHECK_EQ(ops->mkdir(pt, &root_ctx, FUSE_ROOT_ID, "private", &min, &e), 0);
+	/* FUSE_ACCESS is the host's judgement of the bare ids */
 	CHECK_EQ(ops->access(pt, &user_ctx, e.nodeid, R_OK), -EACCES);
 	CHECK_EQ(ops->access(pt, &user_ctx, e.nodeid, 0), 0);
+	CHECK_EQ(cap_eff(), full_caps);
 	CHECK_EQ(ops->access(pt, &root_ctx, e.nodeid, R_OK | W_OK | X_OK), 0);
 	{
 		struct fuse_create_in cin = { .flags = O_RDWR, .mode = S_IFREG | 0644 };
 		struct fuse_entry_out ce;
 		struct fuse_open_out co;
 
-		CHECK_EQ(ops->create(pt, &user_ctx, e.nodeid, "no", &cin, &ce, &co),
-			 -EACCES);
+		/* in root's 0700 directory, yet the caller's own file */
+		CHECK_EQ(ops->create(pt, &user_ctx, e.nodeid, "yes", &cin, &ce, &co), 0);
+		CHECK_EQ(ce.attr.uid, 1000);
+		CHECK_EQ(ce.attr.gid, 1000);
+		CHECK_EQ(release(ce.nodeid, co.fh), 0);
+		CHECK_EQ(ops->unlink(pt, &user_ctx, e.nodeid, "yes"), 0);
+		ops->forget(pt, ce.nodeid, 1);
 	}
-	/* uid 1000 may not chmod root's directory nor unlink in it */
 	{
-		struct fuse_setattr_in sin = { .valid = FATTR_MODE, .mode = 0777 };
+		struct fuse_setattr_in sin = { .valid = FATTR_MODE, .mode = 0750 };
 
-		CHECK_EQ(ops->setattr(pt, &user_ctx, e.nodeid, &sin, &aout), -EPERM);
+		CHECK_EQ(ops->setattr(pt, &user_ctx, e.nodeid, &sin, &aout), 0);
+		CHECK_EQ(aout.attr.mode & 07777, 0750);
 	}
 	{
 		uint64_t pfh, pid = create(&root_ctx, e.nodeid, "p", 0666, &pfh);
 
 		CHECK_EQ(release(pid, pfh), 0);
-		CHECK_EQ(ops->unlink(pt, &user_ctx, e.nodeid, "p"), -EACCES);
-		CHECK_EQ(ops->unlink(pt, &root_ctx, e.nodeid, "p"), 0);
+		CHECK_EQ(ops->unlink(pt, &user_ctx, e.nodeid, "p"), 0);
+		CHECK_EQ(ops->unlink(pt, &root_ctx, e.nodeid, "p"), -ENOENT);
 		ops->forget(pt, pid, 1);
 	}
-	/* the id the guest uses for "unmapped" must not mean "keep root" */
+	/* the id the guest uses for "unmapped" must not mean "keep root",
+	 * whether the op switches ids or not */
 	{
 		struct fuse_req_ctx bad = { .uid = UINT32_MAX, .gid = UINT32_MAX };
+		uint64_t bfh, bid = create(&root_ctx, e.nodeid, "b", 0666, &bfh);
 
+		CHECK_EQ(release(bid, bfh), 0);
 		CHECK_EQ(ops->access(pt, &bad, e.nodeid, R_OK), -EPERM);
+		CHECK_EQ(ops->unlink(pt, &bad, e.nodeid, "b"), -EPERM);
+		CHECK_EQ(open_as(&bad, bid, O_RDONLY, &bfh), -EPERM);
+		CHECK_EQ(ops->unlink(pt, &root_ctx, e.nodeid, "b"), 0);
+		ops->forget(pt, bid, 1);
 	}
 	CHECK_EQ(geteuid(), 0);
-	ops->forget(pt, id, 1);
+	CHECK_EQ(cap_eff(), full_caps);
 	ops->forget(pt, e.nodeid, 1);
 }
 
+/* The host path of a name in the scratch directory. */
+static const char *host_path(char path[PATH_MAX], const char *name)
+{
+	snprintf(path, PATH_MAX, "%s/%s", scratch, name);
+	return path;
+}
+
 /*
- * FUSE_CREATE_SUPP_GROUP: in a set-group-ID directory of group 4242, uid
- * 1000 (primary group 1000, member of 4242 in the guest) creates a file
- * with S_ISGID|S_IXGRP. The host keeps the bit only for a member of 4242,
- * so with the group the guest sent it stays, as it would locally; without
- * it the host strips it. Either way the group is gone after the request.
+ * Issue 12's table: a directory shared by group 1234 (0770, and 02770
+ * set-group-ID), used by uid 1000 whose primary group is 1000 and who is a
+ * member of 1234 only in the guest. Every request the guest's kernel allowed
+ * is served, and what is created belongs to the caller as it would locally.
+ */
+static void test_group_shared_dir(void)
+{
+	struct fuse_mkdir_in min = { .mode = 0755 };
+	struct fuse_entry_out e, d, sd;
+	struct fuse_attr_out aout;
+	char path[PATH_MAX];
+	uint64_t fh, f, own, id;
+	int fd;
+
+	if (!is_root) {
+		fprintf(stderr, "group_shared_dir: not root, skipped\n");
+		return;
+	}
+	CHECK_EQ(ops->mkdir(pt, &root_ctx, FUSE_ROOT_ID, "shared", &min, &d), 0);
+	CHECK_EQ(chown(host_path(path, "shared"), 0, 1234), 0);
+	CHECK_EQ(chmod(path, 0770), 0);
+	fd = open(host_path(path, "shared/f"), O_CREAT | O_WRONLY, 0660);
+	CHECK(fd >= 0 && write(fd, "data\n", 5) == 5);
+	close(fd);
+	CHECK_EQ(chown(path, 0, 1234), 0);
+	CHECK_EQ(chmod(path, 0660), 0);
+	fd = open(host_path(path, "own"), O_CREAT | O_WRONLY, 0644);
+	close(fd);
+	CHECK_EQ(chown(path, 1000, 1000), 0);
+
+	f = lookup(d.nodeid, "f", NULL);
+	CHECK_EQ(open_as(&user_ctx, f, O_RDONLY, &fh), 0);
+	CHECK_EQ(release(f, fh), 0);
+	{
+		struct fuse_setattr_in sin = { .valid = FATTR_SIZE, .size = 0 };
+
+		CHECK_EQ(ops->setattr(pt, &user_ctx, f, &sin, &aout), 0);
+		CHECK_EQ(aout.attr.size, 0);
+	}
+	CHECK_EQ(ops->unlink(pt, &user_ctx, d.nodeid, "f"), 0);
+	ops->forget(pt, f, 1);
+	id = create(&user_ctx, d.nodeid, "new", 0640, &fh);
+	CHECK(id != 0);
+	CHECK_EQ(attr_of(id).uid, 1000);
+	CHECK_EQ(attr_of(id).gid, 1000);
+	CHECK_EQ(release(id, fh), 0);
+	ops->forget(pt, id, 1);
+	CHECK_EQ(ops->mkdir(pt, &user_ctx, d.nodeid, "sub", &min, &sd), 0);
+	CHECK_EQ(sd.attr.uid, 1000);
+	CHECK_EQ(sd.attr.gid, 1000);
+	ops->forget(pt, sd.nodeid, 1);
+	/* the owner moves its file into a group of its own (uid unchanged,
+	 * and uid given as itself) */
+	own = lookup(FUSE_ROOT_ID, "own", NULL);
+	{
+		struct fuse_setattr_in sin = { .valid = FATTR_GID, .gid = 1234 };
+
+		CHECK_EQ(ops->setattr(pt, &user_ctx, own, &sin, &aout), 0);
+		CHECK_EQ(aout.attr.gid, 1234);
+		sin.valid = FATTR_UID | FATTR_GID;
+		sin.uid = 1000;
+		sin.gid = 1000;
+		CHECK_EQ(ops->setattr(pt, &user_ctx, own, &sin, &aout), 0);
+		CHECK_EQ(aout.attr.uid, 1000);
+		CHECK_EQ(aout.attr.gid, 1000);
+	}
+	ops->forget(pt, own, 1);
+	/* set-group-ID directory: the group and, for directories, the bit
+	 * are inherited */
+	CHECK_EQ(chmod(host_path(path, "shared"), 02770), 0);
+	id = create(&user_ctx, d.nodeid, "in-sgid", 0640, &fh);
+	CHECK(id != 0);
+	CHECK_EQ(attr_of(id).uid, 1000);
+	CHECK_EQ(attr_of(id).gid, 1234);
+	CHECK_EQ(release(id, fh), 0);
+	ops->forget(pt, id, 1);
+	CHECK_EQ(ops->mkdir(pt, &user_ctx, d.nodeid, "sgid-sub", &min, &e), 0);
+	CHECK_EQ(e.attr.gid, 1234);
+	CHECK_EQ(e.attr.mode & 07777, 02755);
+	ops->forget(pt, e.nodeid, 1);
+	CHECK_EQ(getgroups(0, NULL), 0);
+	CHECK_EQ(geteuid(), 0);
+	ops->forget(pt, d.nodeid, 1);
+}
+
+/*
+ * Set-group-ID bits of new files in a set-group-ID directory of group 4242,
+ * created by uid 1000 (primary group 1000). A guest at FUSE 7.37+ (Linux
+ * 6.1+) strips the bit itself for a caller outside the group before it
+ * sends the mode, so the mode it sends is kept. An older guest leaves that
+ * to the host: there the bit stays only with the group FUSE_CREATE_SUPP_GROUP
+ * names. Either way the group is gone after the request.
  */
 static void test_supp_group(void)
 {
 	struct fuse_req_ctx member = user_ctx;
 	struct fuse_mkdir_in min = { .mode = 0777 };
-	struct fuse_getattr_in gin = { 0 };
-	struct fuse_attr_out aout;
+	struct fuse_conn_info old_guest = { .proto_minor = 36 };
+	struct fuse_conn_info new_guest = { .proto_minor = 38 };
 	struct fuse_entry_out e;
 	char path[PATH_MAX];
 	uint64_t fh, id;
@@ -774,24 +915,29 @@ static void test_supp_group(void)
 	member.has_supp_gid = true;
 	member.supp_gid = 4242;
 	CHECK_EQ(ops->mkdir(pt, &root_ctx, FUSE_ROOT_ID, "sgid-dir", &min, &e), 0);
-	snprintf(path, sizeof(path), "%s/sgid-dir", scratch);
-	CHECK_EQ(chown(path, 0, 4242), 0);
+	CHECK_EQ(chown(host_path(path, "sgid-dir"), 0, 4242), 0);
 	CHECK_EQ(chmod(path, 02777), 0);
 
+	id = create(&user_ctx, e.nodeid, "sent-as-is", 02755, &fh);
+	CHECK(id != 0);
+	CHECK_EQ(attr_of(id).mode & 07777, 02755);
+	CHECK_EQ(attr_of(id).gid, 4242);
+	CHECK_EQ(release(id, fh), 0);
+	ops->forget(pt, id, 1);
+
+	CHECK_EQ(ops->init(pt, &old_guest), 0);
 	id = create(&user_ctx, e.nodeid, "plain", 02755, &fh);
 	CHECK(id != 0);
-	CHECK_EQ(ops->getattr(pt, &root_ctx, id, &gin, &aout), 0);
-	CHECK_EQ(aout.attr.mode & 07777, 0755);
-	CHECK_EQ(aout.attr.gid, 4242);
+	CHECK_EQ(attr_of(id).mode & 07777, 0755);
+	CHECK_EQ(attr_of(id).gid, 4242);
 	CHECK_EQ(release(id, fh), 0);
 	ops->forget(pt, id, 1);
 
 	id = create(&member, e.nodeid, "member", 02755, &fh);
 	CHECK(id != 0);
-	CHECK_EQ(ops->getattr(pt, &root_ctx, id, &gin, &aout), 0);
-	CHECK_EQ(aout.attr.mode & 07777, 02755);
-	CHECK_EQ(aout.attr.uid, 1000);
-	CHECK_EQ(aout.attr.gid, 4242);
+	CHECK_EQ(attr_of(id).mode & 07777, 02755);
+	CHECK_EQ(attr_of(id).uid, 1000);
+	CHECK_EQ(attr_of(id).gid, 4242);
 	CHECK_EQ(release(id, fh), 0);
 	ops->forget(pt, id, 1);
 	{
@@ -811,10 +957,69 @@ static void test_supp_group(void)
 		bad.uid = UINT32_MAX;
 		CHECK_EQ(ops->mkdir(pt, &bad, e.nodeid, "never", &min, &e2), -EPERM);
 	}
+	CHECK_EQ(ops->init(pt, &new_guest), 0);
 	CHECK_EQ(getgroups(0, NULL), 0);
 	CHECK_EQ(geteuid(), 0);
 	CHECK_EQ(getegid(), 0);
 	ops->forget(pt, e.nodeid, 1);
+}
+
+/*
+ * A daemon that is not root takes on no ids and bypasses nothing: the
+ * host refuses what its own user may not do, with the host's error. Run in
+ * a child that drops to uid/gid 65534 for good.
+ */
+static void test_unprivileged_daemon(void)
+{
+	struct passthrough_opts o = { .cache = CACHE_AUTO, .timeout = -1 };
+	char dir[PATH_MAX / 2], path[PATH_MAX];
+	pid_t child;
+	int status = -1;
+
+	if (!is_root) {
+		fprintf(stderr, "unprivileged_daemon: not root, skipped\n");
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s/unpriv", scratch);
+	CHECK_EQ(mkdir(dir, 0755), 0);
+	snprintf(path, sizeof(path), "%s/secret", dir);
+	close(open(path, O_CREAT | O_WRONLY, 0600));
+	snprintf(path, sizeof(path), "%s/mine", dir);
+	CHECK_EQ(mkdir(path, 0755), 0);
+	CHECK_EQ(chown(path, 65534, 65534), 0);
+	child = fork();
+	if (child == 0) {
+		struct passthrough *up;
+		struct fuse_conn_info conn = { .proto_minor = 38 };
+		struct fuse_create_in cin = { .flags = O_RDWR, .mode = S_IFREG | 0644 };
+		struct fuse_open_in oin = { .flags = O_RDONLY };
+		struct fuse_open_out oo;
+		struct fuse_entry_out ce, se, me;
+		int bad = 0;
+
+		/* as a daemon a user started: without the bit this process's
+		 * passthrough_new set, setresuid drops every capability */
+		if (prctl(PR_SET_SECUREBITS, 0) || setgroups(0, NULL) ||
+		    setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(2);
+		o.shared_dir = dir;
+		if (passthrough_new(&up, &o) < 0 || passthrough_ops.init(up, &conn))
+			_exit(3);
+		/* the guest's root asks; the host still says no to 65534 */
+		bad |= passthrough_ops.lookup(up, &root_ctx, FUSE_ROOT_ID, "secret", &se) != 0;
+		bad |= (passthrough_ops.open(up, &root_ctx, se.nodeid, &oin, &oo) != -EACCES) << 1;
+		bad |= (passthrough_ops.create(up, &root_ctx, FUSE_ROOT_ID, "no", &cin,
+					       &ce, &oo) != -EACCES) << 2;
+		bad |= passthrough_ops.lookup(up, &root_ctx, FUSE_ROOT_ID, "mine", &me) << 3;
+		bad |= (passthrough_ops.create(up, &root_ctx, me.nodeid, "yes", &cin,
+					       &ce, &oo) != 0) << 4;
+		bad |= (ce.attr.uid != 65534) << 5;
+		_exit(bad ? 10 + bad : 0);
+	}
+	CHECK(child > 0);
+	CHECK_EQ(waitpid(child, &status, 0), child);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ(WEXITSTATUS(status), 0);
 }
 
 /* FORGETs from the hiprio thread racing lookups and getattrs on the
@@ -1029,6 +1234,8 @@ int main(void)
 	test_tmpfile();
 	test_creds();
 	test_supp_group();
+	test_group_shared_dir();
+	test_unprivileged_daemon();
 	test_forget_race();
 	test_many_inodes();
 	test_file_handles();

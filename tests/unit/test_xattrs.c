@@ -246,16 +246,27 @@ static int mkdir_req(uint64_t parent, const char *name, uint32_t mode, uint32_t 
 	return ret;
 }
 
-static int setxattr_req(uint64_t nodeid, uint32_t uid, const char *name,
-			const void *value, size_t size)
+/* SETXATTR with FUSE_SETXATTR_EXT's flags; in_size is the compat size
+ * for a client that did not agree to it. */
+static int setxattr_req_ext(uint64_t nodeid, uint32_t uid, const char *name,
+			    const void *value, size_t size, uint32_t setxattr_flags,
+			    size_t in_size)
 {
-	struct fuse_setxattr_in in = { .size = (uint32_t)size };
+	struct fuse_setxattr_in in = { .size = (uint32_t)size,
+				       .setxattr_flags = setxattr_flags };
 	uint8_t body[512];
 	size_t nlen = strlen(name) + 1;
 
 	memcpy(body, name, nlen);
 	memcpy(body + nlen, value, size);
-	return send_req(FUSE_SETXATTR, nodeid, uid, &in, sizeof(in), body, nlen + size, NULL, 0);
+	return send_req(FUSE_SETXATTR, nodeid, uid, &in, in_size, body, nlen + size, NULL, 0);
+}
+
+static int setxattr_req(uint64_t nodeid, uint32_t uid, const char *name,
+			const void *value, size_t size)
+{
+	return setxattr_req_ext(nodeid, uid, name, value, size, 0,
+				sizeof(struct fuse_setxattr_in));
 }
 
 /* An access or default ACL as the guest's kernel encodes it. */
@@ -396,10 +407,20 @@ static void test_session(void)
 		file = e.nodeid;
 		host_path(path, sizeof(path), "d/inherits/f");
 		CHECK(chown(path, 1000, 2000) == 0 && chmod(path, 02670) == 0, "host: f is 1000:2000 2670");
-		CHECK(setxattr_req(file, 1000, "system.posix_acl_access", blob,
-				   acl_blob(blob, acc, 5)) == 0, "uid 1000 sets an access ACL");
+		/* the guest's kernel says whether its caller is in group 2000 */
+		CHECK(setxattr_req_ext(file, 1000, "system.posix_acl_access", blob,
+				       acl_blob(blob, acc, 5), FUSE_SETXATTR_ACL_KILL_SGID,
+				       sizeof(struct fuse_setxattr_in)) == 0,
+		      "uid 1000, outside group 2000, sets an access ACL");
 		CHECK(host_mode("d/inherits/f") == 0640,
-		      "host mode follows the ACL and sgid is gone for a non-member (%o)",
+		      "host mode follows the ACL and sgid goes as the guest's kernel asked (%o)",
+		      host_mode("d/inherits/f"));
+		CHECK(chmod(path, 02670) == 0, "host: f is 2670 again");
+		CHECK(setxattr_req(file, 1000, "system.posix_acl_access", blob,
+				   acl_blob(blob, acc, 5)) == 0,
+		      "uid 1000, a member of group 2000 in the guest, sets it");
+		CHECK(host_mode("d/inherits/f") == 02640,
+		      "sgid stays for a member, without the group on the host (%o)",
 		      host_mode("d/inherits/f"));
 	}
 
@@ -445,6 +466,47 @@ static void test_session(void)
 	}
 }
 
+/*
+ * A client from before FUSE_SETXATTR_EXT cannot say whether an access ACL
+ * drops sgid: the host judges the caller's ids as it always did, so a
+ * caller outside the file's group loses the bit and root keeps it.
+ */
+static void test_acl_without_setxattr_ext(void)
+{
+	struct fuse_init_in init = {
+		.major = FUSE_KERNEL_VERSION, .minor = 31, .max_readahead = 1 << 20,
+		.flags = FUSE_MAX_PAGES | FUSE_POSIX_ACL | FUSE_DONT_MASK,
+	};
+	const struct acl_entry_le acc[] = {
+		{ 0x01, 6, ~0u }, { 0x04, 4, ~0u }, { 0x10, 4, ~0u }, { 0x20, 0, ~0u },
+	};
+	struct fuse_entry_out e;
+	uint8_t blob[64];
+	char path[128];
+	int fd;
+
+	CHECK(send_req(FUSE_DESTROY, 0, 0, NULL, 0, NULL, 0, NULL, 0) == 0, "DESTROY");
+	CHECK(send_req(FUSE_INIT, 0, 0, &init, sizeof(init), NULL, 0, NULL, 0) == 0,
+	      "INIT 7.31 without SETXATTR_EXT");
+	host_path(path, sizeof(path), "old-acl");
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	close(fd);
+	CHECK(chown(path, 1000, 2000) == 0 && chmod(path, 02670) == 0, "host: old-acl is 1000:2000 2670");
+	CHECK(send_req(FUSE_LOOKUP, FUSE_ROOT_ID, 0, NM("old-acl"), NULL, 0, NULL, 0) == 0,
+	      "LOOKUP old-acl");
+	memcpy(&e, rep.arg, sizeof(e));
+	CHECK(setxattr_req_ext(e.nodeid, 1000, "system.posix_acl_access", blob,
+			       acl_blob(blob, acc, 4), 0, FUSE_COMPAT_SETXATTR_IN_SIZE) == 0,
+	      "uid 1000 (group 1000) sets an access ACL");
+	CHECK(host_mode("old-acl") == 0640, "the host dropped sgid for a non-member (%o)",
+	      host_mode("old-acl"));
+	CHECK(chmod(path, 02670) == 0, "host: old-acl is 2670 again");
+	CHECK(setxattr_req_ext(e.nodeid, 0, "system.posix_acl_access", blob,
+			       acl_blob(blob, acc, 4), 0, FUSE_COMPAT_SETXATTR_IN_SIZE) == 0,
+	      "root sets it");
+	CHECK(host_mode("old-acl") == 02640, "root keeps sgid (%o)", host_mode("old-acl"));
+}
+
 int main(void)
 {
 	struct passthrough_opts pt_opts = { .cache = CACHE_AUTO, .timeout = -1, .xattr = true };
@@ -473,6 +535,7 @@ int main(void)
 		return 1;
 	}
 	test_session();
+	test_acl_without_setxattr_ext();
 	fuse_worker_free(wk);
 	fuse_session_free(se);
 	passthrough_free(pt);
