@@ -68,6 +68,9 @@ struct passthrough {
 	/* The guest says when an access ACL drops sgid (FUSE_SETXATTR_EXT's
 	 * FUSE_SETXATTR_ACL_KILL_SGID); older guests leave that to the host. */
 	bool guest_kills_acl_sgid;
+	/* The guest says when a write, truncate or O_TRUNC open must clear
+	 * suid/sgid (FUSE_HANDLE_KILLPRIV_V2). */
+	bool guest_kills_suidgid;
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -500,6 +503,7 @@ static int pt_init(void *fs, const struct fuse_conn_info *conn)
 	pt->submounts = pt->opts.announce_submounts && (conn->flags & FUSE_SUBMOUNTS);
 	pt->guest_strips_sgid = conn->proto_minor >= 37;
 	pt->guest_kills_acl_sgid = conn->flags & FUSE_SETXATTR_EXT;
+	pt->guest_kills_suidgid = conn->flags & FUSE_HANDLE_KILLPRIV_V2;
 	return 0;
 }
 
@@ -981,17 +985,23 @@ out:
 /*
  * Opens inode for I/O as the daemon: the guest's kernel has checked the
  * caller's access, also for the wider access writeback asks for (O_WRONLY
- * becomes O_RDWR). An O_TRUNC the guest's kernel flagged with
- * FUSE_OPEN_KILL_SUIDGID runs as the caller without CAP_FSETID, so the
- * host clears suid/sgid as a local open by that caller would.
+ * becomes O_RDWR). An O_TRUNC is the exception: with FUSE_ATOMIC_O_TRUNC
+ * the guest's kernel leaves clearing suid/sgid to us. Under killpriv v2 it
+ * says when (FUSE_OPEN_KILL_SUIDGID): the caller without CAP_FSETID then.
+ * Without it, the host judges the caller (host_judged_role).
  */
 static int open_for_guest(struct passthrough *pt, const struct fuse_req_ctx *ctx,
-			  struct inode *inode, int flags, bool kill_priv)
+			  struct inode *inode, int flags, uint32_t open_flags)
 {
+	bool as_truncater = flags & O_TRUNC;
+	enum creds_role role = host_judged_role(ctx);
 	int fd, ret;
 
-	ret = kill_priv ? as_caller(pt, ctx, CREDS_OWNER_NO_FSETID) :
-			  check_caller(pt, ctx);
+	if (pt->guest_kills_suidgid) {
+		as_truncater = as_truncater && (open_flags & FUSE_OPEN_KILL_SUIDGID);
+		role = CREDS_OWNER_NO_FSETID;
+	}
+	ret = as_truncater ? as_caller(pt, ctx, role) : check_caller(pt, ctx);
 	if (ret < 0)
 		return ret;
 	fd = reopen(pt, inode->fd, flags);
@@ -1000,7 +1010,7 @@ static int open_for_guest(struct passthrough *pt, const struct fuse_req_ctx *ctx
 	 * so a refusal here only costs the atime. */
 	if (fd == -EPERM && (flags & O_NOATIME))
 		fd = reopen(pt, inode->fd, flags & ~O_NOATIME);
-	if (kill_priv)
+	if (as_truncater)
 		as_daemon(pt);
 	return fd;
 }
@@ -1030,9 +1040,7 @@ static int pt_open(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	ret = fd_budget_take(&pt->fds);
 	if (ret < 0)
 		goto put_inode;
-	fd = open_for_guest(pt, ctx, inode, flags,
-			    (in->open_flags & FUSE_OPEN_KILL_SUIDGID) &&
-			    (flags & O_TRUNC));
+	fd = open_for_guest(pt, ctx, inode, flags, in->open_flags);
 	if (fd < 0) {
 		ret = fd;
 		goto give_back;
@@ -1310,8 +1318,7 @@ static int pt_opendir(void *fs, const struct fuse_req_ctx *ctx,
 	ret = fd_budget_take(&pt->fds);
 	if (ret < 0)
 		goto put_inode;
-	fd = open_for_guest(pt, ctx, inode, O_RDONLY | O_DIRECTORY | O_NONBLOCK,
-			    false);
+	fd = open_for_guest(pt, ctx, inode, O_RDONLY | O_DIRECTORY | O_NONBLOCK, 0);
 	if (fd < 0) {
 		ret = fd;
 		goto give_back;
