@@ -37,8 +37,15 @@ sem_init() {
 # sem_daemon TAG SHARE [ferryfsd args...]: starts ferryfsd for SHARE; the guest sees it as TAG.
 sem_daemon() {
     local tag="$1" share="$2"; shift 2
+    sem_daemon_cmd "$tag" "$share" "$sem_ferryfsd" --socket-path="$sem_tmp/$tag.sock" --shared-dir="$share" "$@"
+}
+
+# sem_daemon_cmd TAG SHARE CMD...: starts any vhost-user-fs daemon (a reference virtiofsd) whose
+# command line makes it listen on $sem_tmp/TAG.sock; the guest sees it as TAG.
+sem_daemon_cmd() {
+    local tag="$1" share="$2"; shift 2
     local sock="$sem_tmp/$tag.sock"
-    "$sem_ferryfsd" --socket-path="$sock" --shared-dir="$share" "$@" >"$sem_tmp/$tag.log" 2>&1 &
+    "$@" >"$sem_tmp/$tag.log" 2>&1 &
     local pid=$!
     sem_pids+=("$pid")
     printf -v "sem_pid_${tag}" '%s' "$pid"
