@@ -121,11 +121,4 @@ struct vu_queue_stats {
 unsigned vu_dev_stats_snapshot(const struct vu_dev *dev, struct vu_queue_stats *out,
 			       unsigned max);
 
-/* Creates a listening unix socket at path (a stale socket is removed), mode
- * 0600, or 0660 with the given group name. */
-int vu_listen_unix(const char *path, const char *group, int *listen_fd);
-/* Waits for one frontend on listen_fd (interrupted by vu_dev_stop is not
- * needed: callers accept before serving). */
-int vu_accept(int listen_fd, int *conn_fd);
-
 #endif

@@ -12,8 +12,6 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 #include <linux/virtio_config.h>
 #include <linux/virtio_ring.h>
@@ -993,46 +991,6 @@ static void test_stop_while_kicked(void)
 	close(err);
 }
 
-static void test_listen(void)
-{
-	char dir[] = "/tmp/ferry-vu-XXXXXX", path[128], file[128];
-	struct stat st;
-	int lfd = -1, lfd2 = -1, cfd, afd = -1, ret;
-
-	printf("-- vu_listen_unix / vu_accept\n");
-	if (!mkdtemp(dir))
-		exit(1);
-	snprintf(path, sizeof(path), "%s/sock", dir);
-	snprintf(file, sizeof(file), "%s/file", dir);
-	ret = vu_listen_unix(path, NULL, &lfd);
-	CHECK(ret == 0 && stat(path, &st) == 0 && S_ISSOCK(st.st_mode) &&
-	      (st.st_mode & 0777) == 0600, "listening socket with mode 0600");
-	CHECK(vu_listen_unix(path, NULL, &lfd2) == -EADDRINUSE,
-	      "a socket someone listens on is not removed");
-	cfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	{
-		struct sockaddr_un a = { .sun_family = AF_UNIX };
-
-		strcpy(a.sun_path, path);
-		CHECK(connect(cfd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-		      vu_accept(lfd, &afd) == 0 && (fcntl(afd, F_GETFD) & FD_CLOEXEC),
-		      "vu_accept returns a close-on-exec connection");
-	}
-	close(cfd);
-	close(afd);
-	close(lfd);
-	CHECK(vu_listen_unix(path, NULL, &lfd) == 0, "stale socket file replaced");
-	close(lfd);
-	close(open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
-	CHECK(vu_listen_unix(file, NULL, &lfd2) == -EEXIST && stat(file, &st) == 0,
-	      "a regular file at the path is left alone");
-	CHECK(vu_listen_unix(path, "no-such-group-ferry", &lfd2) == -ENOENT,
-	      "unknown group refused");
-	unlink(path);
-	unlink(file);
-	rmdir(dir);
-}
-
 int main(void)
 {
 	struct vu_fs_config cfg = { .tag = "myfs", .num_request_queues = 2,
@@ -1090,7 +1048,6 @@ int main(void)
 	fds_after = count_fds();
 	CHECK(fds_after == fds_before, "no fd leaked around a broken or busy queue (%u -> %u)",
 	      fds_before, fds_after);
-	test_listen();
 	printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
 	return failures ? 1 : 0;
 }
