@@ -19,6 +19,7 @@
 #include <linux/virtio_ring.h>
 
 #include "common/clock.h"
+#include "common/iov.h"
 #include "common/log.h"
 #include "transport/guest_mem.h"
 #include "transport/virtq.h"
@@ -285,30 +286,6 @@ static void eventfd_drain(int fd)
 
 /* ---- Queue threads ---- */
 
-/* Copies bytes into the writable buffers from offset skip on; returns the
- * bytes written, fewer when the buffers end first. */
-static uint32_t copy_to_wr(const struct vu_request *req, uint32_t skip,
-			   const uint8_t *bytes, uint32_t len)
-{
-	uint32_t done = 0;
-
-	for (unsigned i = 0; i < req->wr_cnt && done < len; i++) {
-		size_t n = req->wr[i].iov_len;
-
-		if (skip >= n) {
-			skip -= (uint32_t)n;
-			continue;
-		}
-		n -= skip;
-		if (n > len - done)
-			n = len - done;
-		memcpy((uint8_t *)req->wr[i].iov_base + skip, bytes + done, n);
-		skip = 0;
-		done += (uint32_t)n;
-	}
-	return done;
-}
-
 /*
  * Pushes the deferred requests completed since the last call, with q->lock
  * held; returns how many used entries it wrote. The chain is walked again
@@ -332,9 +309,12 @@ static unsigned queue_push_completions(struct vu_queue *q)
 		next = l->next;
 		q->later_outstanding--;
 		if (virtq_rewalk(&q->vq, l->head, &elem) >= 0) {
-			len = copy_to_wr(&elem.req, 0, l->reply, l->len);
+			/* Each copy returns at most its uint32_t length. */
+			len = (uint32_t)iov_copy_to(elem.req.wr, elem.req.wr_cnt, 0,
+						    l->reply, l->len);
 			if (l->data_len)
-				len += copy_to_wr(&elem.req, len, l->data, l->data_len);
+				len += (uint32_t)iov_copy_to(elem.req.wr, elem.req.wr_cnt, len,
+							     l->data, l->data_len);
 			virtq_push(&q->vq, &elem, len);
 			pushed++;
 		}
