@@ -22,57 +22,12 @@
 #include "common/iov.h"
 #include "common/log.h"
 #include "transport/guest_mem.h"
+#include "transport/vhost_user_wire.h"
 #include "transport/virtq.h"
 
-/* ---- Wire format (docs/interop/vhost-user.rst), host byte order ---- */
+/* ---- Limits of this device beyond the wire format ---- */
 
-enum vu_request_type {
-	VU_GET_FEATURES = 1,
-	VU_SET_FEATURES = 2,
-	VU_SET_OWNER = 3,
-	VU_RESET_OWNER = 4,
-	VU_SET_MEM_TABLE = 5,
-	VU_SET_LOG_BASE = 6,
-	VU_SET_LOG_FD = 7,
-	VU_SET_VRING_NUM = 8,
-	VU_SET_VRING_ADDR = 9,
-	VU_SET_VRING_BASE = 10,
-	VU_GET_VRING_BASE = 11,
-	VU_SET_VRING_KICK = 12,
-	VU_SET_VRING_CALL = 13,
-	VU_SET_VRING_ERR = 14,
-	VU_GET_PROTOCOL_FEATURES = 15,
-	VU_SET_PROTOCOL_FEATURES = 16,
-	VU_GET_QUEUE_NUM = 17,
-	VU_SET_VRING_ENABLE = 18,
-	VU_SET_BACKEND_REQ_FD = 21,
-	VU_GET_CONFIG = 24,
-	VU_SET_CONFIG = 25,
-	VU_GET_MAX_MEM_SLOTS = 36,
-	VU_ADD_MEM_REG = 37,
-	VU_REM_MEM_REG = 38,
-};
-
-#define VU_VERSION            0x1u
-#define VU_VERSION_MASK       0x3u
-#define VU_FLAG_REPLY         0x4u
-#define VU_FLAG_NEED_REPLY    0x8u
-
-#define VU_F_PROTOCOL_FEATURES 30
-
-#define VU_PROTO_F_MQ                  0
-#define VU_PROTO_F_REPLY_ACK           3
-#define VU_PROTO_F_BACKEND_REQ         5
-#define VU_PROTO_F_CONFIG              9
-#define VU_PROTO_F_CONFIGURE_MEM_SLOTS 15
-
-#define VU_VRING_IDX_MASK   0xffull
-#define VU_VRING_NOFD_MASK  0x100ull
-
-/* SET_MEM_TABLE carries at most this many regions (and fds). */
-#define VU_MEM_TABLE_REGIONS 8
 #define VU_MAX_FDS VU_MEM_TABLE_REGIONS
-#define VU_CONFIG_MAX 256
 /* Larger than any message we accept; a bigger size is a broken frontend
  * and we would not know where the next header starts. */
 #define VU_MAX_PAYLOAD 4096
@@ -91,53 +46,6 @@ static const uint64_t offered_features =
 static const uint64_t base_protocol_features =
 	BIT(VU_PROTO_F_MQ) | BIT(VU_PROTO_F_REPLY_ACK) |
 	BIT(VU_PROTO_F_BACKEND_REQ) | BIT(VU_PROTO_F_CONFIGURE_MEM_SLOTS);
-
-struct vu_msg_hdr {
-	uint32_t request;
-	uint32_t flags;
-	uint32_t size;
-} __attribute__((packed));
-
-struct vu_vring_state {
-	uint32_t index;
-	uint32_t num;
-};
-
-struct vu_vring_addr {
-	uint32_t index;
-	uint32_t flags;
-	uint64_t desc;
-	uint64_t used;
-	uint64_t avail;
-	uint64_t log;
-};
-
-struct vu_mem_region {
-	uint64_t gpa;
-	uint64_t size;
-	uint64_t uva;
-	uint64_t mmap_offset;
-};
-
-struct vu_mem_table {
-	uint32_t nregions;
-	uint32_t padding;
-	struct vu_mem_region regions[VU_MEM_TABLE_REGIONS];
-};
-
-struct vu_mem_single {
-	uint64_t padding;
-	struct vu_mem_region region;
-};
-
-struct vu_config {
-	uint32_t offset;
-	uint32_t size;
-	uint32_t flags;
-	uint8_t data[VU_CONFIG_MAX];
-};
-
-#define VU_CONFIG_HDR_SIZE 12u
 
 union vu_payload {
 	uint64_t u64;
@@ -1187,11 +1095,11 @@ static int h_set_mem_table(struct vu_dev *dev, struct vu_msg *m, struct vu_reply
 	uint32_t nregions;
 	int ret;
 
-	if (m->hdr.size < 8)
+	if (m->hdr.size < VU_MEM_TABLE_HDR_SIZE)
 		return -EINVAL;
 	nregions = t->nregions;
 	if (nregions > VU_MEM_TABLE_REGIONS ||
-	    m->hdr.size != 8 + nregions * sizeof(struct vu_mem_region) ||
+	    m->hdr.size != VU_MEM_TABLE_HDR_SIZE + nregions * sizeof(struct vu_mem_region) ||
 	    m->nfds != nregions) {
 		log_err("SET_MEM_TABLE: %u regions, %u bytes, %u fds", nregions,
 			m->hdr.size, m->nfds);
