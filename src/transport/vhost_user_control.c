@@ -406,7 +406,10 @@ static void swap_queue_fd(struct vu_queue *q, int *slot, int fd)
 	close_fd(&old);
 }
 
-static int h_set_vring_call(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+/* SET_VRING_CALL and SET_VRING_ERR: the fds a queue signals. Swapped on a
+ * running ring too: QEMU swaps call fds there (irqfd vs. masked). */
+static int h_set_vring_signal_fd(struct vu_dev *dev, struct vu_msg *m,
+				 struct vu_reply *r)
 {
 	struct vu_queue *q;
 	int fd, ret;
@@ -414,20 +417,7 @@ static int h_set_vring_call(struct vu_dev *dev, struct vu_msg *m, struct vu_repl
 	ret = vring_fd_msg(dev, m, &q, &fd);
 	if (ret < 0)
 		return ret;
-	/* QEMU swaps call fds on running rings (irqfd vs. masked). */
-	swap_queue_fd(q, &q->call_fd, fd);
-	return 0;
-}
-
-static int h_set_vring_err(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
-{
-	struct vu_queue *q;
-	int fd, ret;
-
-	ret = vring_fd_msg(dev, m, &q, &fd);
-	if (ret < 0)
-		return ret;
-	swap_queue_fd(q, &q->err_fd, fd);
+	swap_queue_fd(q, m->hdr.request == VU_SET_VRING_CALL ? &q->call_fd : &q->err_fd, fd);
 	return 0;
 }
 
@@ -517,8 +507,8 @@ static const struct vu_handler handlers[] = {
 	[VU_SET_VRING_BASE] = { h_set_vring_base, sizeof(struct vu_vring_state), 0, false },
 	[VU_GET_VRING_BASE] = { h_get_vring_base, sizeof(struct vu_vring_state), 0, true },
 	[VU_SET_VRING_KICK] = { h_set_vring_kick, 8, 1, false },
-	[VU_SET_VRING_CALL] = { h_set_vring_call, 8, 1, false },
-	[VU_SET_VRING_ERR] = { h_set_vring_err, 8, 1, false },
+	[VU_SET_VRING_CALL] = { h_set_vring_signal_fd, 8, 1, false },
+	[VU_SET_VRING_ERR] = { h_set_vring_signal_fd, 8, 1, false },
 	[VU_GET_PROTOCOL_FEATURES] = { h_get_protocol_features, 0, 0, true },
 	[VU_SET_PROTOCOL_FEATURES] = { h_set_protocol_features, 8, 0, false },
 	[VU_GET_QUEUE_NUM] = { h_get_queue_num, 0, 0, true },
