@@ -28,7 +28,7 @@ static unsigned queue_push_completions(struct vu_queue *q)
 
 	pthread_mutex_lock(&q->done_lock);
 	l = q->done;
-	__atomic_store_n(&q->done, NULL, __ATOMIC_RELAXED); /* see queue_poll */
+	__atomic_store_n(&q->done, NULL, __ATOMIC_RELAXED); /* see queue_poll (vhost_user_poll.c) */
 	pthread_mutex_unlock(&q->done_lock);
 	for (; l; l = next) {
 		struct virtq_elem elem;
@@ -203,7 +203,7 @@ void vu_request_complete(void *token, const void *reply, uint32_t len,
 	l->data_len = data ? data_len : 0;
 	pthread_mutex_lock(&q->done_lock);
 	l->next = q->done;
-	/* Atomic: queue_poll peeks at it without the lock. */
+	/* Atomic: queue_poll (vhost_user_poll.c) peeks at it without the lock. */
 	__atomic_store_n(&q->done, l, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&q->done_lock);
 	eventfd_signal(q->ctl_fd);
