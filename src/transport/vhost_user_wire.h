@@ -13,7 +13,7 @@
  * host's byte order, as the spec says: both ends run on one host.
  */
 
-/* Front-end requests; only these are served, anything else is refused. */
+/* Front-end requests the device knows; any other number is refused. */
 enum vu_request_type {
 	VU_GET_FEATURES = 1,
 	VU_SET_FEATURES = 2,
@@ -39,7 +39,6 @@ enum vu_request_type {
 	VU_GET_MAX_MEM_SLOTS = 36,
 	VU_ADD_MEM_REG = 37,
 	VU_REM_MEM_REG = 38,
-	VU_REQUEST_MAX                /* one past the highest number above */
 };
 
 /* Header flags: the version in the low bits, then reply and need-reply. */
