@@ -16,6 +16,7 @@
 #include "../tests/common/fd_count.h"
 #include "fuzz_common.h"
 #include "transport/vhost_user.h"
+#include "transport/vhost_user_wire.h"
 
 /*
  * Input: records of
@@ -34,12 +35,6 @@
 #define SMALL_SIZE 0x1000u
 #define MAX_RECORDS 64
 #define MAX_FDS 7
-
-struct wire_hdr {
-	uint32_t request;
-	uint32_t flags;
-	uint32_t size;
-} __attribute__((packed));
 
 static struct vu_dev *dev;
 static int mem_fd, small_fd, kick_fd;
@@ -104,7 +99,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 }
 
 /* Sends one message; a daemon that already hung up is fine. */
-static void send_msg(int sock, const struct wire_hdr *h, const uint8_t *payload,
+static void send_msg(int sock, const struct vu_msg_hdr *h, const uint8_t *payload,
 		     size_t len, uint8_t fdspec)
 {
 	union {
@@ -153,9 +148,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		fuzz_fail("socketpair: %s", strerror(errno));
 	for (unsigned n = 0; n < MAX_RECORDS && at + 5 <= size; n++) {
-		struct wire_hdr h = {
+		struct vu_msg_hdr h = {
 			.request = data[at],
-			.flags = data[at + 1] & 0x80 ? data[at + 1] : 1u | (data[at + 1] & 8u),
+			.flags = data[at + 1] & 0x80 ? data[at + 1] :
+				 VU_VERSION | (data[at + 1] & VU_FLAG_NEED_REPLY),
 			.size = (uint32_t)(data[at + 3] | data[at + 4] << 8),
 		};
 		uint8_t fdspec = data[at + 2];
@@ -220,14 +216,14 @@ static void rec(struct seed_buf *s, uint8_t request, uint8_t flags, uint8_t fdsp
 
 static void rec_u64(struct seed_buf *s, uint8_t request, uint8_t fdspec, uint64_t v)
 {
-	rec(s, request, 8, fdspec, &v, sizeof(v));
+	rec(s, request, VU_FLAG_NEED_REPLY, fdspec, &v, sizeof(v));
 }
 
 static void rec_state(struct seed_buf *s, uint8_t request, uint32_t index, uint32_t num)
 {
-	uint32_t st[2] = { index, num };
+	struct vu_vring_state st = { index, num };
 
-	rec(s, request, 8, 0, st, sizeof(st));
+	rec(s, request, VU_FLAG_NEED_REPLY, 0, &st, sizeof(st));
 }
 
 static void mem_write(struct seed_buf *s, uint16_t off, const void *p, uint16_t len)
@@ -246,18 +242,16 @@ static void mem_write(struct seed_buf *s, uint16_t off, const void *p, uint16_t 
 
 static void start_queue(struct seed_buf *s, uint32_t q, uint16_t ring_off)
 {
-	struct {
-		uint32_t index, flags;
-		uint64_t desc, used, avail, log;
-	} addr = { q, 0, UVA + DESC + ring_off, UVA + USED + ring_off,
-		   UVA + AVAIL + ring_off, 0 };
+	struct vu_vring_addr addr = { q, 0, UVA + DESC + ring_off, UVA + USED + ring_off,
+				      UVA + AVAIL + ring_off, 0 };
 
-	rec_state(s, 8, q, 8);                            /* SET_VRING_NUM */
-	rec_state(s, 10, q, 0);                           /* SET_VRING_BASE */
-	rec(s, 9, 8, 0, &addr, sizeof(addr));             /* SET_VRING_ADDR */
-	rec_u64(s, 12, 1 | 8, q);                         /* SET_VRING_KICK */
-	rec_u64(s, 13, 1 | 8, q);                         /* SET_VRING_CALL */
-	rec_state(s, 18, q, 1);                           /* SET_VRING_ENABLE */
+	rec_state(s, VU_SET_VRING_NUM, q, 8);
+	rec_state(s, VU_SET_VRING_BASE, q, 0);
+	rec(s, VU_SET_VRING_ADDR, VU_FLAG_NEED_REPLY, 0, &addr, sizeof(addr));
+	/* fdspec 1 | 8: one eventfd, the kick fd the fuzzer writes. */
+	rec_u64(s, VU_SET_VRING_KICK, 1 | 8, q);
+	rec_u64(s, VU_SET_VRING_CALL, 1 | 8, q);
+	rec_state(s, VU_SET_VRING_ENABLE, q, 1);
 }
 
 static void one_chain(struct seed_buf *s, uint16_t ring_off)
@@ -274,46 +268,42 @@ static void one_chain(struct seed_buf *s, uint16_t ring_off)
 
 static void write_seeds(const char *dir)
 {
-	const uint64_t features = (1ull << VIRTIO_F_VERSION_1) | (1ull << 30) |
+	const uint64_t features = (1ull << VIRTIO_F_VERSION_1) | (1ull << VU_F_PROTOCOL_FEATURES) |
 		(1ull << VIRTIO_RING_F_EVENT_IDX) | (1ull << VIRTIO_RING_F_INDIRECT_DESC);
-	struct {
-		uint32_t nregions, padding;
-		uint64_t gpa, size, uva, offset;
-	} table = { 1, 0, 0, MEM_SIZE, UVA, 0 };
-	struct {
-		uint64_t padding;
-		uint64_t gpa, size, uva, offset;
-	} region = { 0, 0, MEM_SIZE, UVA, 0 };
-	struct {
-		uint32_t offset, size, flags;
-		uint8_t data[40];
-	} config = { 0, 40, 0, { 0 } };
+	const uint64_t protocol_features = (1ull << VU_PROTO_F_MQ) |
+		(1ull << VU_PROTO_F_REPLY_ACK) | (1ull << VU_PROTO_F_CONFIG) |
+		(1ull << VU_PROTO_F_CONFIGURE_MEM_SLOTS);
+	struct vu_mem_table table = { 1, 0, { { 0, MEM_SIZE, UVA, 0 } } };
+	struct vu_mem_single region = { 0, { 0, MEM_SIZE, UVA, 0 } };
+	struct vu_config config = { 0, 40, 0, { 0 } };
 	struct seed_buf s;
 
 	/* QEMU's order, then one request on queue 1 and GET_VRING_BASE. */
 	memset(&s, 0, sizeof(s));
 	one_chain(&s, 0);
-	rec(&s, 1, 0, 0, NULL, 0);                        /* GET_FEATURES */
-	rec(&s, 15, 0, 0, NULL, 0);                       /* GET_PROTOCOL_FEATURES */
-	rec_u64(&s, 16, 0, 0x1 | 0x8 | 0x200 | 0x8000);   /* MQ REPLY_ACK CONFIG SLOTS */
-	rec(&s, 17, 0, 0, NULL, 0);                       /* GET_QUEUE_NUM */
-	rec(&s, 3, 8, 0, NULL, 0);                        /* SET_OWNER */
-	rec_u64(&s, 2, 0, features);                      /* SET_FEATURES */
-	rec(&s, 5, 8, 1, &table, sizeof(table));          /* SET_MEM_TABLE */
+	rec(&s, VU_GET_FEATURES, 0, 0, NULL, 0);
+	rec(&s, VU_GET_PROTOCOL_FEATURES, 0, 0, NULL, 0);
+	rec_u64(&s, VU_SET_PROTOCOL_FEATURES, 0, protocol_features);
+	rec(&s, VU_GET_QUEUE_NUM, 0, 0, NULL, 0);
+	rec(&s, VU_SET_OWNER, VU_FLAG_NEED_REPLY, 0, NULL, 0);
+	rec_u64(&s, VU_SET_FEATURES, 0, features);
+	/* One region, and its memfd (fdspec 1). */
+	rec(&s, VU_SET_MEM_TABLE, VU_FLAG_NEED_REPLY, 1, &table,
+	    VU_MEM_TABLE_HDR_SIZE + sizeof(table.regions[0]));
 	start_queue(&s, 1, 0);
-	rec_state(&s, 11, 1, 0);                          /* GET_VRING_BASE */
+	rec_state(&s, VU_GET_VRING_BASE, 1, 0);
 	fuzz_write_seed(dir, "qemu-startup", s.b, s.len);
 
 	/* Memory slots: ADD_MEM_REG, two queues, GET_CONFIG, REM_MEM_REG. */
 	memset(&s, 0, sizeof(s));
 	one_chain(&s, 0);
 	one_chain(&s, 0x4000);
-	rec_u64(&s, 16, 0, 0x1 | 0x8 | 0x200 | 0x8000);
-	rec_u64(&s, 2, 0, features);
-	rec(&s, 37, 8, 1, &region, sizeof(region));       /* ADD_MEM_REG */
+	rec_u64(&s, VU_SET_PROTOCOL_FEATURES, 0, protocol_features);
+	rec_u64(&s, VU_SET_FEATURES, 0, features);
+	rec(&s, VU_ADD_MEM_REG, VU_FLAG_NEED_REPLY, 1, &region, sizeof(region));
 	start_queue(&s, 0, 0);
 	start_queue(&s, 2, 0x4000);
-	rec(&s, 24, 0, 0, &config, 12 + 40);              /* GET_CONFIG */
-	rec(&s, 38, 8, 0, &region, sizeof(region));       /* REM_MEM_REG */
+	rec(&s, VU_GET_CONFIG, 0, 0, &config, VU_CONFIG_HDR_SIZE + 40);
+	rec(&s, VU_REM_MEM_REG, VU_FLAG_NEED_REPLY, 0, &region, sizeof(region));
 	fuzz_write_seed(dir, "mem-slots", s.b, s.len);
 }

@@ -13,7 +13,14 @@
 #include <unistd.h>
 #include <linux/virtio_config.h>
 
-/* Message numbers and bits from QEMU's docs/interop/vhost-user.rst. */
+/*
+ * Message numbers, bits and payloads from QEMU's docs/interop/vhost-user.rst.
+ * A copy of src/transport/vhost_user_wire.h on purpose: the load generator
+ * plays an independent frontend, so a number the daemon's header gets
+ * wrong shows up here as a refused or misread message instead of being
+ * agreed on by both ends. Keep it written from the spec, not from that
+ * header.
+ */
 enum {
 	VHOST_USER_GET_FEATURES = 1,
 	VHOST_USER_SET_FEATURES = 2,

@@ -15,6 +15,7 @@
 
 #include "backend/passthrough.h"
 #include "common/log.h"
+#include "common/unix_socket.h"
 #include "daemon/options.h"
 #include "daemon/sandbox.h"
 #include "daemon/stats.h"
@@ -579,7 +580,7 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 	for (;;) {
 		log_info("waiting for a vhost-user frontend on %s",
 			 l->socket_path ? l->socket_path : l->where);
-		ret = vu_accept(l->fd, &conn_fd);
+		ret = ferry_unix_accept(l->fd, &conn_fd);
 		if (ret) {
 			if (stop_requested)
 				ret = 0;
@@ -649,7 +650,7 @@ static int listen_vhost_user(const struct ferry_options *o, struct vu_listener *
 	ret = lock_pid_file(l->pid_path, l->socket_path, &l->pid_fd);
 	if (ret)
 		return ret;
-	ret = vu_listen_unix(l->socket_path, o->socket_group, &l->fd);
+	ret = ferry_unix_listen(l->socket_path, o->socket_group, &l->fd);
 	if (ret) {
 		log_err("cannot listen on %s: %s", l->socket_path, strerror(-ret));
 		/* The pid file is ours, the socket is not. */

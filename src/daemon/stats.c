@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/unix_socket.h"
 #include "protocol/fuse_server.h"
 #include "transport/devfuse.h"
 #include "transport/vhost_user.h"
@@ -319,8 +320,7 @@ static void *server_thread(void *arg)
 			break;
 		if (!(pfd[0].revents & POLLIN))
 			continue;
-		fd = accept4(srv->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
+		if (ferry_unix_accept(srv->listen_fd, &fd) < 0)
 			continue;
 		serve_client(srv, fd);
 	}
@@ -331,7 +331,7 @@ int stats_listen(const char *path, int *listen_fd)
 {
 	/* The same listener the vhost-user socket uses: stale socket
 	 * removed, mode 0600 fixed before listen(). */
-	return vu_listen_unix(path, NULL, listen_fd);
+	return ferry_unix_listen(path, NULL, listen_fd);
 }
 
 int stats_server_start(struct stats_server **out, int listen_fd, const char *path,

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "common/iov.h"
 #include "protocol/fuse_ops.h"
 #include "protocol/fuse_server.h"
 
@@ -176,17 +177,5 @@ int fuse_do_init(struct fuse_req *req);
 int fuse_do_destroy(struct fuse_req *req);
 /* INTERRUPT: cancels the request answered later with this unique, if any. */
 void fuse_async_interrupt(struct fuse_session *se, uint64_t unique);
-
-/* iovec helpers: lengths saturate instead of wrapping. */
-size_t iov_length(const struct iovec *iov, unsigned cnt);
-size_t iov_copy_from(void *dst, const struct iovec *iov, unsigned cnt,
-		     size_t offset, size_t len);
-size_t iov_copy_to(const struct iovec *iov, unsigned cnt, size_t offset,
-		   const void *src, size_t len);
-/* Fills out with the part of iov in [offset, offset+len); returns the
- * number of entries or -E2BIG when more than max are needed, -EINVAL when
- * iov is shorter than offset+len. */
-int iov_slice(struct iovec *out, unsigned max, const struct iovec *iov,
-	      unsigned cnt, size_t offset, size_t len);
 
 #endif

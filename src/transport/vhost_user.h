@@ -6,25 +6,7 @@
 #include <sys/uio.h>
 
 #include "common/stats.h"
-
-/*
- * One request as the device sees it: the chain's device-readable buffers
- * (the FUSE request) and its device-writable buffers (room for the reply).
- * Every iovec points into mapped guest memory and was bounds-checked by the
- * transport; the guest may still change the bytes while we look at them, so
- * the consumer copies what it validates.
- */
-struct vu_request {
-	const struct iovec *rd;
-	unsigned rd_cnt;
-	const struct iovec *wr;
-	unsigned wr_cnt;
-	/* Names the request to vu_request_complete() if handle() defers it. */
-	void *token;
-	/* Requests the driver had queued behind this one when it was taken
-	 * (as of the last look at the ring): what a slow request would hold up. */
-	unsigned queued_behind;
-};
+#include "transport/vu_request.h"
 
 /* handle() returns this to answer the request later, through
  * vu_request_complete(). The iovecs of req are only valid during handle(). */
@@ -120,12 +102,5 @@ struct vu_queue_stats {
  * queues run; returns the number of queues the device has. */
 unsigned vu_dev_stats_snapshot(const struct vu_dev *dev, struct vu_queue_stats *out,
 			       unsigned max);
-
-/* Creates a listening unix socket at path (a stale socket is removed), mode
- * 0600, or 0660 with the given group name. */
-int vu_listen_unix(const char *path, const char *group, int *listen_fd);
-/* Waits for one frontend on listen_fd (interrupted by vu_dev_stop is not
- * needed: callers accept before serving). */
-int vu_accept(int listen_fd, int *conn_fd);
 
 #endif

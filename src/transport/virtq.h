@@ -8,7 +8,7 @@
 #include <linux/virtio_ring.h>
 
 #include "transport/guest_mem.h"
-#include "transport/vhost_user.h"
+#include "transport/vu_request.h"
 
 /* Largest split ring the virtio spec allows. */
 #define VIRTQ_MAX_SIZE 32768

@@ -1,7 +1,9 @@
-/* Copying to, from and slicing of iovec lists over guest memory. */
-#include "protocol/fuse_internal.h"
+/* Copying to, from and slicing of iovec lists over guest memory; every layer uses these. */
+#include "common/iov.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 size_t iov_length(const struct iovec *iov, unsigned cnt)
@@ -18,10 +20,17 @@ size_t iov_length(const struct iovec *iov, unsigned cnt)
 	return total;
 }
 
-size_t iov_copy_from(void *dst, const struct iovec *iov, unsigned cnt,
-		     size_t offset, size_t len)
+/*
+ * The one walk both copies share: skip offset bytes of the list, then copy
+ * up to len bytes between it and buf, in the direction to_iov says. Inlined
+ * into each caller with to_iov constant, so each copies as a loop of its
+ * own would. Segments are taken as size_t all the way: no length is
+ * narrowed, so a long list cannot wrap a count into a small one.
+ */
+static inline __attribute__((always_inline)) size_t
+iov_copy(const struct iovec *iov, unsigned cnt, size_t offset, char *buf,
+	 size_t len, bool to_iov)
 {
-	char *out = dst;
 	size_t done = 0;
 
 	for (unsigned i = 0; i < cnt && done < len; i++) {
@@ -34,34 +43,27 @@ size_t iov_copy_from(void *dst, const struct iovec *iov, unsigned cnt,
 		size_t n = seg - offset;
 		if (n > len - done)
 			n = len - done;
-		memcpy(out + done, (const char *)iov[i].iov_base + offset, n);
+		if (to_iov)
+			memcpy((char *)iov[i].iov_base + offset, buf + done, n);
+		else
+			memcpy(buf + done, (const char *)iov[i].iov_base + offset, n);
 		done += n;
 		offset = 0;
 	}
 	return done;
 }
 
+size_t iov_copy_from(void *dst, const struct iovec *iov, unsigned cnt,
+		     size_t offset, size_t len)
+{
+	return iov_copy(iov, cnt, offset, dst, len, false);
+}
+
 size_t iov_copy_to(const struct iovec *iov, unsigned cnt, size_t offset,
 		   const void *src, size_t len)
 {
-	const char *in = src;
-	size_t done = 0;
-
-	for (unsigned i = 0; i < cnt && done < len; i++) {
-		size_t seg = iov[i].iov_len;
-
-		if (offset >= seg) {
-			offset -= seg;
-			continue;
-		}
-		size_t n = seg - offset;
-		if (n > len - done)
-			n = len - done;
-		memcpy((char *)iov[i].iov_base + offset, in + done, n);
-		done += n;
-		offset = 0;
-	}
-	return done;
+	/* Only read through buf: the cast drops const for the shared walk. */
+	return iov_copy(iov, cnt, offset, (char *)src, len, true);
 }
 
 int iov_slice(struct iovec *out, unsigned max, const struct iovec *iov,

@@ -1,0 +1,573 @@
+/* vhost-user control messages: one handler per request, in a table indexed by request number. */
+#include "transport/vhost_user_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <linux/virtio_config.h>
+#include <linux/virtio_ring.h>
+
+#include "common/log.h"
+#include "transport/guest_mem.h"
+#include "transport/vhost_user_msg.h"
+#include "transport/vhost_user_wire.h"
+
+static const uint64_t offered_features =
+	BIT(VIRTIO_F_VERSION_1) | BIT(VIRTIO_RING_F_EVENT_IDX) |
+	BIT(VIRTIO_RING_F_INDIRECT_DESC) | BIT(VU_F_PROTOCOL_FEATURES);
+
+struct vu_reply {
+	union vu_payload p;
+	uint32_t size;
+};
+
+/* Excludes every queue thread from its batch, in index order. Queue
+ * threads only ever take their own lock, so the order cannot deadlock. */
+static void lock_all_queues(struct vu_dev *dev)
+{
+	for (unsigned i = 0; i < dev->nqueues; i++)
+		pthread_mutex_lock(&dev->queues[i].lock);
+}
+
+static void unlock_all_queues(struct vu_dev *dev)
+{
+	for (unsigned i = dev->nqueues; i-- > 0;)
+		pthread_mutex_unlock(&dev->queues[i].lock);
+}
+
+/* After the memory table changed, with all queue locks held: point the
+ * queues at the new table and translate their rings again. A ring whose
+ * memory went away is left unmapped until new addresses arrive. */
+static void remap_all_queues(struct vu_dev *dev)
+{
+	for (unsigned i = 0; i < dev->nqueues; i++) {
+		struct vu_queue *q = &dev->queues[i];
+
+		virtq_set_mem(&q->vq, dev->mem);
+		if (vu_queue_map_rings(q) < 0)
+			log_warn("queue %u: rings unmapped after memory table change",
+				 q->index);
+	}
+}
+
+static struct vu_queue *msg_queue(struct vu_dev *dev, uint64_t index)
+{
+	if (index >= dev->nqueues) {
+		log_err("vhost-user: vring index %llu out of range (%u queues)",
+			(unsigned long long)index, dev->nqueues);
+		return NULL;
+	}
+	return &dev->queues[index];
+}
+
+/* ---- Handlers: 0 or -errno; fds left in the message are closed after ---- */
+
+static int h_get_features(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	r->p.u64 = offered_features;
+	r->size = sizeof(r->p.u64);
+	return 0;
+}
+
+static int h_set_features(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	uint64_t features = m->p.u64;
+
+	if (features & ~offered_features) {
+		log_err("SET_FEATURES 0x%llx: not offered 0x%llx",
+			(unsigned long long)features,
+			(unsigned long long)(features & ~offered_features));
+		return -EINVAL;
+	}
+	lock_all_queues(dev);
+	dev->features = features;
+	for (unsigned i = 0; i < dev->nqueues; i++) {
+		struct vu_queue *q = &dev->queues[i];
+
+		virtq_set_features(&q->vq, features & BIT(VIRTIO_RING_F_EVENT_IDX),
+				   features & BIT(VIRTIO_RING_F_INDIRECT_DESC));
+		if (!(features & BIT(VU_F_PROTOCOL_FEATURES)))
+			q->enabled = true;
+	}
+	unlock_all_queues(dev);
+	return 0;
+}
+
+static int h_set_owner(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	return 0;
+}
+
+static int h_reset_owner(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	/* vhost-user.rst recommends reading this obsolete message as
+	 * "disable all rings", not as a full reset. */
+	for (unsigned i = 0; i < dev->nqueues; i++) {
+		struct vu_queue *q = &dev->queues[i];
+
+		vu_queue_stop_thread(q);
+		pthread_mutex_lock(&q->lock);
+		q->enabled = false;
+		pthread_mutex_unlock(&q->lock);
+	}
+	return 0;
+}
+
+static int h_get_protocol_features(struct vu_dev *dev, struct vu_msg *m,
+				   struct vu_reply *r)
+{
+	r->p.u64 = dev->offered_protocol_features;
+	r->size = sizeof(r->p.u64);
+	return 0;
+}
+
+static int h_set_protocol_features(struct vu_dev *dev, struct vu_msg *m,
+				   struct vu_reply *r)
+{
+	if (m->p.u64 & ~dev->offered_protocol_features) {
+		log_err("SET_PROTOCOL_FEATURES 0x%llx: not offered",
+			(unsigned long long)m->p.u64);
+		return -EINVAL;
+	}
+	dev->protocol_features = m->p.u64;
+	return 0;
+}
+
+static int h_get_queue_num(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	r->p.u64 = dev->nqueues;
+	r->size = sizeof(r->p.u64);
+	return 0;
+}
+
+static int h_get_max_mem_slots(struct vu_dev *dev, struct vu_msg *m,
+			       struct vu_reply *r)
+{
+	r->p.u64 = GUEST_MEM_MAX_REGIONS;
+	r->size = sizeof(r->p.u64);
+	return 0;
+}
+
+static void region_desc_from_wire(struct guest_region_desc *d,
+				  const struct vu_mem_region *w)
+{
+	d->gpa = w->gpa;
+	d->size = w->size;
+	d->uva = w->uva;
+	d->mmap_offset = w->mmap_offset;
+}
+
+static int h_set_mem_table(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	const struct vu_mem_table *t = &m->p.mem;
+	struct guest_mem *mem, *old;
+	uint32_t nregions;
+	int ret;
+
+	if (m->hdr.size < VU_MEM_TABLE_HDR_SIZE)
+		return -EINVAL;
+	nregions = t->nregions;
+	if (nregions > VU_MEM_TABLE_REGIONS ||
+	    m->hdr.size != VU_MEM_TABLE_HDR_SIZE + nregions * sizeof(struct vu_mem_region) ||
+	    m->nfds != nregions) {
+		log_err("SET_MEM_TABLE: %u regions, %u bytes, %u fds", nregions,
+			m->hdr.size, m->nfds);
+		return -EINVAL;
+	}
+	ret = guest_mem_new(&mem);
+	if (ret < 0)
+		return ret;
+	for (uint32_t i = 0; i < nregions; i++) {
+		struct guest_region_desc d;
+		struct guest_region region;
+
+		region_desc_from_wire(&d, &t->regions[i]);
+		ret = guest_region_map(&region, &d, m->fds[i]);
+		if (ret < 0)
+			goto err_mem;
+		ret = guest_mem_insert(mem, &region);
+		if (ret < 0) {
+			guest_region_unmap(&region);
+			goto err_mem;
+		}
+	}
+	lock_all_queues(dev);
+	old = dev->mem;
+	dev->mem = mem;
+	remap_all_queues(dev);
+	unlock_all_queues(dev);
+	/* No batch can hold a pointer into the old regions any more. */
+	guest_mem_free(old);
+	for (unsigned i = 0; i < dev->nqueues; i++)
+		vu_queue_maybe_start(&dev->queues[i]);
+	log_debug("memory table: %u regions", nregions);
+	return 0;
+
+err_mem:
+	guest_mem_free(mem);
+	return ret;
+}
+
+static int h_add_mem_reg(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	struct guest_region_desc d;
+	struct guest_region region;
+	int ret;
+
+	if (m->nfds != 1)
+		return -EINVAL;
+	region_desc_from_wire(&d, &m->p.mem_single.region);
+	ret = guest_region_map(&region, &d, m->fds[0]);
+	if (ret < 0)
+		return ret;
+	lock_all_queues(dev);
+	ret = guest_mem_insert(dev->mem, &region);
+	if (ret == 0)
+		remap_all_queues(dev);
+	unlock_all_queues(dev);
+	if (ret < 0) {
+		guest_region_unmap(&region);
+		return ret;
+	}
+	for (unsigned i = 0; i < dev->nqueues; i++)
+		vu_queue_maybe_start(&dev->queues[i]);
+	return 0;
+}
+
+static int h_rem_mem_reg(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	struct guest_region_desc d;
+	struct guest_region removed;
+	int ret;
+
+	/* Older QEMU sends an fd here; vhost-user.rst lets us ignore it. */
+	if (m->nfds > 1)
+		return -EINVAL;
+	region_desc_from_wire(&d, &m->p.mem_single.region);
+	lock_all_queues(dev);
+	ret = guest_mem_remove(dev->mem, &d, &removed);
+	if (ret == 0)
+		remap_all_queues(dev);
+	unlock_all_queues(dev);
+	if (ret < 0) {
+		log_err("REM_MEM_REG: no region gpa 0x%llx size 0x%llx uva 0x%llx",
+			(unsigned long long)d.gpa, (unsigned long long)d.size,
+			(unsigned long long)d.uva);
+		return ret;
+	}
+	guest_region_unmap(&removed);
+	return 0;
+}
+
+static int h_set_vring_num(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	struct vu_queue *q = msg_queue(dev, m->p.state.index);
+	unsigned num = m->p.state.num;
+
+	if (!q)
+		return -EINVAL;
+	if (q->thread_running)
+		return -EBUSY;
+	/* Split rings need a power of two: indices wrap modulo 2^16. */
+	if (num == 0 || num > VIRTQ_MAX_SIZE || (num & (num - 1)) != 0) {
+		log_err("SET_VRING_NUM %u: not a power of two up to %u", num,
+			VIRTQ_MAX_SIZE);
+		return -EINVAL;
+	}
+	q->num = num;
+	virtq_clear_rings(&q->vq);
+	/* Addresses that came first are re-checked against the new size. */
+	return vu_queue_map_rings(q);
+}
+
+static int h_set_vring_addr(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	const struct vu_vring_addr *a = &m->p.addr;
+	struct vu_queue *q = msg_queue(dev, a->index);
+	int ret;
+
+	if (!q)
+		return -EINVAL;
+	/* a->flags may ask for used-ring logging; we never offered
+	 * LOG_ALL, so there is nothing to log. */
+	pthread_mutex_lock(&q->lock);
+	q->desc_uva = a->desc;
+	q->avail_uva = a->avail;
+	q->used_uva = a->used;
+	q->addr_set = true;
+	ret = vu_queue_map_rings(q);
+	pthread_mutex_unlock(&q->lock);
+	if (ret < 0)
+		return ret;
+	return vu_queue_maybe_start(q);
+}
+
+static int h_set_vring_base(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	struct vu_queue *q = msg_queue(dev, m->p.state.index);
+
+	if (!q)
+		return -EINVAL;
+	if (q->thread_running)
+		return -EBUSY;
+	/* Split rings: a 16-bit index. Higher bits belong to packed rings. */
+	if (m->p.state.num > UINT16_MAX)
+		return -EINVAL;
+	/*
+	 * QEMU stops all rings (GET_VRING_BASE) both when the VM pauses and
+	 * when the guest resets the device (reboot). Only the restart tells
+	 * them apart: a resumed ring continues where it stopped, a reset one
+	 * starts again at 0. A request ring that stopped exactly at a wrap to
+	 * 0 (1 reboot in 65536) is taken for resumed: the new driver's INIT is
+	 * then refused with EIO and its mount fails, the daemon goes on.
+	 */
+	if (q->stop_pos_valid && m->p.state.num != q->vq.last_avail_idx) {
+		log_debug("queue %u restarts at %u, stopped at %u", q->index,
+			  m->p.state.num, q->vq.last_avail_idx);
+		vu_dev_driver_gone(dev, "rings restart from a new position");
+	}
+	q->stop_pos_valid = false;
+	virtq_set_base(&q->vq, (uint16_t)m->p.state.num);
+	q->err_signalled = false;
+	return 0;
+}
+
+static int h_get_vring_base(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	struct vu_queue *q = msg_queue(dev, m->p.state.index);
+
+	if (!q)
+		return -EINVAL;
+	/* Stops the ring: the thread finishes its batch, so every popped
+	 * request is also pushed and last_avail_idx is exact. */
+	vu_queue_stop_thread(q);
+	close_fd(&q->kick_fd);
+	close_fd(&q->call_fd);
+	q->stop_pos_valid = true;
+	r->p.state.index = q->index;
+	r->p.state.num = q->vq.last_avail_idx;
+	r->size = sizeof(r->p.state);
+	log_debug("queue %u stopped at %u", q->index, q->vq.last_avail_idx);
+	return 0;
+}
+
+/* Decodes the u64 of SET_VRING_KICK/CALL/ERR: the queue and its fd (-1 if
+ * the NOFD bit is set). */
+static int vring_fd_msg(struct vu_dev *dev, struct vu_msg *m, struct vu_queue **q,
+			int *fd)
+{
+	uint64_t v = m->p.u64;
+	bool nofd = v & VU_VRING_NOFD_MASK;
+
+	if (v & ~(VU_VRING_IDX_MASK | VU_VRING_NOFD_MASK))
+		return -EINVAL;
+	*q = msg_queue(dev, v & VU_VRING_IDX_MASK);
+	if (!*q)
+		return -EINVAL;
+	if (m->nfds != (nofd ? 0u : 1u)) {
+		log_err("%s: %u fds with NOFD %s", vu_request_name(m->hdr.request),
+			m->nfds, nofd ? "set" : "clear");
+		return -EINVAL;
+	}
+	*fd = nofd ? -1 : vu_msg_take_fd(m, 0);
+	return 0;
+}
+
+static int h_set_vring_kick(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	struct vu_queue *q;
+	int fd, ret;
+
+	ret = vring_fd_msg(dev, m, &q, &fd);
+	if (ret < 0)
+		return ret;
+	if (fd < 0) {
+		/* Polling mode would mean a thread spinning on the ring. */
+		log_err("SET_VRING_KICK without fd: polling is not supported");
+		return -ENOTSUP;
+	}
+	/* The thread sleeps on the kick fd, so it cannot be swapped under it. */
+	vu_queue_stop_thread(q);
+	close_fd(&q->kick_fd);
+	q->kick_fd = fd;
+	return vu_queue_maybe_start(q);
+}
+
+/* Replaces one of a running queue's notification fds under its lock, so
+ * its thread never signals a closed fd. */
+static void swap_queue_fd(struct vu_queue *q, int *slot, int fd)
+{
+	int old;
+
+	pthread_mutex_lock(&q->lock);
+	old = *slot;
+	*slot = fd;
+	pthread_mutex_unlock(&q->lock);
+	close_fd(&old);
+}
+
+/* SET_VRING_CALL and SET_VRING_ERR: the fds a queue signals. Swapped on a
+ * running ring too: QEMU swaps call fds there (irqfd vs. masked). */
+static int h_set_vring_signal_fd(struct vu_dev *dev, struct vu_msg *m,
+				 struct vu_reply *r)
+{
+	struct vu_queue *q;
+	int fd, ret;
+
+	ret = vring_fd_msg(dev, m, &q, &fd);
+	if (ret < 0)
+		return ret;
+	swap_queue_fd(q, m->hdr.request == VU_SET_VRING_CALL ? &q->call_fd : &q->err_fd, fd);
+	return 0;
+}
+
+static int h_set_vring_enable(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	struct vu_queue *q = msg_queue(dev, m->p.state.index);
+
+	if (!q || m->p.state.num > 1)
+		return -EINVAL;
+	pthread_mutex_lock(&q->lock);
+	q->enabled = m->p.state.num;
+	pthread_mutex_unlock(&q->lock);
+	/* Buffers may have been queued while disabled, with no kick to come. */
+	if (q->enabled && q->thread_running)
+		eventfd_signal(q->ctl_fd);
+	return 0;
+}
+
+static int h_get_config(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	const struct vu_config *c = &m->p.config;
+
+	/* On failure the dispatcher replies with an empty payload, which is
+	 * how vhost-user.rst says GET_CONFIG reports errors. */
+	if (m->hdr.size < VU_CONFIG_HDR_SIZE || c->size > VU_CONFIG_MAX ||
+	    m->hdr.size != VU_CONFIG_HDR_SIZE + c->size ||
+	    c->offset > sizeof(dev->config_space) ||
+	    c->size > sizeof(dev->config_space) - c->offset) {
+		log_err("GET_CONFIG offset %u size %u: outside the %zu-byte config space",
+			c->offset, c->size, sizeof(dev->config_space));
+		return -EINVAL;
+	}
+	r->p.config.offset = c->offset;
+	r->p.config.size = c->size;
+	r->p.config.flags = c->flags;
+	memcpy(r->p.config.data, (const uint8_t *)&dev->config_space + c->offset, c->size);
+	r->size = VU_CONFIG_HDR_SIZE + c->size;
+	return 0;
+}
+
+static int h_set_config(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	/* virtio-fs config space is read-only for the driver. */
+	log_warn("SET_CONFIG refused: virtio-fs config space is read-only");
+	return -EPERM;
+}
+
+static int h_set_backend_req_fd(struct vu_dev *dev, struct vu_msg *m,
+				struct vu_reply *r)
+{
+	if (m->nfds != 1)
+		return -EINVAL;
+	/* Kept for DAX mapping requests; nothing is sent on it yet. */
+	close_fd(&dev->backend_req_fd);
+	dev->backend_req_fd = vu_msg_take_fd(m, 0);
+	return 0;
+}
+
+static int h_set_log(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	/* We offer neither VHOST_F_LOG_ALL nor LOG_SHMFD: a frontend asking
+	 * for dirty logging is confused. The fd is closed by the dispatcher. */
+	log_err("%s: dirty logging (migration) is not supported",
+		vu_request_name(m->hdr.request));
+	return -ENOTSUP;
+}
+
+enum { SIZE_VAR = -1 };
+
+struct vu_handler {
+	int (*fn)(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r);
+	int size;               /* exact payload size, or SIZE_VAR */
+	unsigned max_fds;
+	bool has_reply;         /* a reply defined by the request itself */
+};
+
+static const struct vu_handler handlers[] = {
+	[VU_GET_FEATURES] = { h_get_features, 0, 0, true },
+	[VU_SET_FEATURES] = { h_set_features, 8, 0, false },
+	[VU_SET_OWNER] = { h_set_owner, 0, 0, false },
+	[VU_RESET_OWNER] = { h_reset_owner, 0, 0, false },
+	[VU_SET_MEM_TABLE] = { h_set_mem_table, SIZE_VAR, VU_MAX_FDS, false },
+	[VU_SET_LOG_BASE] = { h_set_log, SIZE_VAR, 1, false },
+	[VU_SET_LOG_FD] = { h_set_log, SIZE_VAR, 1, false },
+	[VU_SET_VRING_NUM] = { h_set_vring_num, sizeof(struct vu_vring_state), 0, false },
+	[VU_SET_VRING_ADDR] = { h_set_vring_addr, sizeof(struct vu_vring_addr), 0, false },
+	[VU_SET_VRING_BASE] = { h_set_vring_base, sizeof(struct vu_vring_state), 0, false },
+	[VU_GET_VRING_BASE] = { h_get_vring_base, sizeof(struct vu_vring_state), 0, true },
+	[VU_SET_VRING_KICK] = { h_set_vring_kick, 8, 1, false },
+	[VU_SET_VRING_CALL] = { h_set_vring_signal_fd, 8, 1, false },
+	[VU_SET_VRING_ERR] = { h_set_vring_signal_fd, 8, 1, false },
+	[VU_GET_PROTOCOL_FEATURES] = { h_get_protocol_features, 0, 0, true },
+	[VU_SET_PROTOCOL_FEATURES] = { h_set_protocol_features, 8, 0, false },
+	[VU_GET_QUEUE_NUM] = { h_get_queue_num, 0, 0, true },
+	[VU_SET_VRING_ENABLE] = { h_set_vring_enable, sizeof(struct vu_vring_state), 0, false },
+	[VU_SET_BACKEND_REQ_FD] = { h_set_backend_req_fd, 0, 1, false },
+	[VU_GET_CONFIG] = { h_get_config, SIZE_VAR, 0, true },
+	[VU_SET_CONFIG] = { h_set_config, SIZE_VAR, 0, false },
+	[VU_GET_MAX_MEM_SLOTS] = { h_get_max_mem_slots, 0, 0, true },
+	[VU_ADD_MEM_REG] = { h_add_mem_reg, sizeof(struct vu_mem_single), 1, false },
+	[VU_REM_MEM_REG] = { h_rem_mem_reg, sizeof(struct vu_mem_single), 1, false },
+};
+
+/*
+ * Handles one message. Returns 0 to go on, -errno to drop the connection:
+ * a failed request the frontend cannot learn about (no REPLY_ACK asked)
+ * leaves it believing in state we do not have, so we disconnect rather
+ * than run on with a wrong picture.
+ */
+int vu_dispatch(struct vu_dev *dev, struct vu_msg *m)
+{
+	uint32_t req = m->hdr.request;
+	const struct vu_handler *h = NULL;
+	struct vu_reply reply = { .size = 0 };
+	int ret;
+
+	if (req < sizeof(handlers) / sizeof(handlers[0]) && handlers[req].fn)
+		h = &handlers[req];
+	log_debug("vhost-user %s (%u), %u bytes, %u fds", vu_request_name(req), req,
+		  m->hdr.size, m->nfds);
+	if (!h) {
+		log_err("vhost-user request %u not supported", req);
+		ret = -ENOSYS;
+	} else if ((h->size != SIZE_VAR && m->hdr.size != (uint32_t)h->size) ||
+		   m->nfds > h->max_fds) {
+		log_err("vhost-user %s: malformed (%u bytes, %u fds)",
+			vu_request_name(req), m->hdr.size, m->nfds);
+		ret = -EINVAL;
+	} else {
+		ret = h->fn(dev, m, &reply);
+	}
+	vu_msg_close_fds(m);
+
+	if (h && h->has_reply) {
+		/* GET_CONFIG signals failure with an empty payload; other
+		 * replies have no way to say "error". */
+		if (ret < 0 && req != VU_GET_CONFIG)
+			return ret;
+		if (ret < 0)
+			reply.size = 0;
+		return vu_msg_send_reply(dev->conn_fd, req, &reply.p, reply.size);
+	}
+	/* Judged after the handler: SET_PROTOCOL_FEATURES may just have
+	 * negotiated (or dropped) REPLY_ACK, and it governs this reply too. */
+	if ((dev->protocol_features & BIT(VU_PROTO_F_REPLY_ACK)) &&
+	    (m->hdr.flags & VU_FLAG_NEED_REPLY)) {
+		/* Zero is success; anything else failure. */
+		uint64_t status = ret < 0 ? (uint64_t)-ret : 0;
+
+		return vu_msg_send_reply(dev->conn_fd, req, &status, sizeof(status));
+	}
+	return ret;
+}

@@ -1,0 +1,190 @@
+/* Inside the vhost-user device: queue and device state, and the calls between the vhost_user*.c files. */
+#ifndef FERRY_VHOST_USER_INTERNAL_H
+#define FERRY_VHOST_USER_INTERNAL_H
+
+/*
+ * Only the vhost_user*.c files include this; the rest of the daemon sees
+ * vhost_user.h. Who may touch which field, and under which lock, is said
+ * at the field: the control thread (vhost_user.c, vhost_user_control.c)
+ * and each queue's thread (vhost_user_queue.c, vhost_user_poll.c) share
+ * these structs.
+ */
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <unistd.h>
+#include <linux/virtio_fs.h>
+
+#include "common/stats.h"
+#include "transport/guest_mem.h"
+#include "transport/vhost_user.h"
+#include "transport/virtq.h"
+
+#define BIT(n) (1ull << (n))
+
+struct vu_later {
+	struct vu_queue *q;
+	struct vu_later *next;
+	uint16_t head;
+	uint32_t len;
+	uint8_t reply[VU_DEFERRED_REPLY_MAX];
+	void *data;                   /* malloc'd, data_len bytes after reply */
+	uint32_t data_len;
+};
+
+struct vu_queue {
+	struct vu_dev *dev;
+	unsigned index;
+
+	/*
+	 * Held by the queue thread for a whole batch, and by the control
+	 * thread whenever it changes anything the batch uses (guest memory,
+	 * ring addresses, features, call fd, enabled). Never shared between
+	 * queues, so queues do not contend with each other.
+	 */
+	pthread_mutex_t lock;
+	struct virtq vq;          /* under lock */
+	bool enabled;             /* under lock */
+	int call_fd;              /* under lock */
+	int err_fd;               /* under lock */
+	bool err_signalled;       /* under lock */
+
+	void *ctx;                /* queue thread only: from ops->queue_start */
+	/* Queue thread only: see vu_queue_judge_cpu. */
+	uint64_t nivcsw;
+	unsigned preempted_avg;
+
+	/*
+	 * Deferred requests, one slot per head (a head is in flight at most
+	 * once): allocated before the thread starts, freed after it stops.
+	 * Any thread may put a slot on done; only the queue thread takes
+	 * them off, re-walks the chain and pushes the used entry.
+	 */
+	struct vu_later *later;
+	unsigned later_outstanding;   /* queue thread only */
+	pthread_mutex_t done_lock;
+	struct vu_later *done;        /* under done_lock */
+
+	/* Control thread only; fixed while the thread runs. */
+	pthread_t thread;
+	bool thread_running;
+	int kick_fd;
+	int ctl_fd;               /* wakes the thread: stop or re-check */
+	bool stop_requested;      /* atomic */
+	unsigned num;             /* from SET_VRING_NUM */
+	/* GET_VRING_BASE stopped the ring at vq.last_avail_idx; the next
+	 * SET_VRING_BASE tells a resume from a device reset. */
+	bool stop_pos_valid;
+	bool restart_after_reset;
+	bool addr_set;
+	uint64_t desc_uva, avail_uva, used_uva;
+
+	/* Written by the queue thread alone, read racily by stats readers;
+	 * on lines of their own so those reads do not touch the hot fields. */
+	struct {
+		uint64_t requests;
+		uint64_t batches;
+		struct ferry_hist batch_size;
+		struct ferry_hist depth;
+		uint64_t poll_hits;
+		uint64_t sleeps;
+		uint64_t shared_cpu_waits;
+	} __attribute__((aligned(64))) st;
+};
+
+struct vu_dev {
+	const struct vu_fs_ops *ops;
+	void *opaque;
+	struct virtio_fs_config config_space;
+	int stop_fd;
+	int conn_fd;
+	uint64_t features;
+	uint64_t offered_protocol_features;
+	uint64_t protocol_features;
+	struct guest_mem *mem;
+	int backend_req_fd;
+	unsigned nqueues;
+	struct vu_queue *queues;
+	/* A queue thread ran since the last device_reset: a driver may have
+	 * state in the user. Control thread only. */
+	bool driver_active;
+	uint64_t poll_max_ns;     /* fixed after vu_dev_new */
+	/* How many more request queue threads may busy-poll right now
+	 * (atomic). Pollers beyond the CPUs there are would spin on a CPU
+	 * the driver needs to make the very requests they wait for. */
+	int poll_slots;
+};
+
+/* Fd helpers for both threads; inline, as eventfd_signal is on every
+ * reply's path. */
+static inline void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static inline void eventfd_signal(int fd)
+{
+	uint64_t one = 1;
+	ssize_t r;
+
+	if (fd < 0)
+		return;
+	/* Can only fail if the counter is about to overflow, and then the
+	 * reader is already due to wake up. */
+	r = write(fd, &one, sizeof(one));
+	(void)r;
+}
+
+static inline void eventfd_drain(int fd)
+{
+	uint64_t v;
+	ssize_t r = read(fd, &v, sizeof(v));
+
+	(void)r;
+}
+
+/* preempted_avg (in 1/256ths) above which a queue thread's CPU counts as
+ * shared: ~30% of its recent waits; see vu_queue_judge_cpu in
+ * vhost_user_poll.c. Inline: a batch asks after every request. */
+#define VU_SHARED_CPU_AVG 77u
+
+static inline bool vu_queue_cpu_shared(const struct vu_queue *q)
+{
+	return q->preempted_avg > VU_SHARED_CPU_AVG;
+}
+
+/* ---- vhost_user_queue.c: queue threads, control-thread side ---- */
+
+/* Stops the queue's thread after its current batch. */
+void vu_queue_stop_thread(struct vu_queue *q);
+/* Translates the ring addresses through the current memory table. */
+int vu_queue_map_rings(struct vu_queue *q);
+/* Starts the queue's thread if its ring is complete. */
+int vu_queue_maybe_start(struct vu_queue *q);
+
+/* ---- vhost_user_poll.c: whether a queue thread spins before it sleeps ---- */
+
+/* Once per wait, on the queue's thread: is its CPU shared? */
+void vu_queue_judge_cpu(struct vu_queue *q);
+/* Spins for up to budget_ns if policy allows; true if work arrived. */
+bool vu_queue_wait_by_polling(struct vu_queue *q, uint64_t budget_ns);
+/* The next poll budget after a sleep of waited_ns. */
+uint64_t vu_poll_budget_next(uint64_t budget, uint64_t waited_ns, uint64_t max);
+/* How many request queue threads may busy-poll at once. */
+int vu_poll_slots_for_cpus(void);
+
+/* ---- vhost_user_control.c: the control message handlers ---- */
+
+struct vu_msg;
+/* Handles one message; 0 to go on, -errno to drop the connection. */
+int vu_dispatch(struct vu_dev *dev, struct vu_msg *m);
+
+/* ---- vhost_user.c: the device ---- */
+
+/* The driver that used the queues is gone: tells the user, once. */
+void vu_dev_driver_gone(struct vu_dev *dev, const char *why);
+
+#endif
