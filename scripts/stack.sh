@@ -84,7 +84,7 @@ update_lists() {
     fi
     if grep -qE '^(W|E): (Failed|Some index)' <<<"$out"; then
         echo "$out" | grep -E '^(W|E):' | head -5 >&2
-        skip "the Debian mirror did not serve the bookworm-backports/trixie indexes"
+        skip "the Debian mirror did not serve the bookworm-backports/trixie indexes (network?)"
     fi
 }
 
