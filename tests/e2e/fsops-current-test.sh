@@ -13,8 +13,8 @@ if ! stack_prepare current; then
     echo "fsops-current-test: SKIP: the current stack (QEMU 10, Linux 6.12, Rust virtiofsd) could not be fetched (see above)"
     exit 77
 fi
-export FERRYFS_STACK=current
+# Before FERRYFS_STACK changes: a FERRYFS_GUEST_DIR set for the stable stack is not this one's.
 FERRYFS_GUEST_DIR="$(stack_guest_dir current)"
-export FERRYFS_GUEST_DIR
+export FERRYFS_GUEST_DIR FERRYFS_STACK=current
 export FERRYFS_E2E_DAEMONS="${FERRYFS_E2E_DAEMONS:-ferryfsd virtiofsd virtiofsd-rs}"
 exec "$here/fsops-test.sh" "$@"

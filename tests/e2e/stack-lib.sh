@@ -5,12 +5,14 @@
 #                   (the default, guest dir $FERRYFS_CACHE/guest)
 #          current  QEMU 10.0 + Linux 6.12 (bookworm-backports), unpacked by scripts/stack.sh into
 #                   $FERRYFS_CACHE/current, guest dir $FERRYFS_CACHE/guest-current
-# Env:     FERRYFS_STACK (default stable); FERRYFS_GUEST_DIR overrides the guest dir of either stack;
-#          FERRYFS_CACHE (default /var/cache/ferryfs).
+# Env:     FERRYFS_STACK (default stable); FERRYFS_GUEST_DIR overrides the guest dir of the stack
+#          FERRYFS_STACK selects (not of another stack named explicitly, so a dir set for stable is
+#          never rebuilt for current); FERRYFS_CACHE (default /var/cache/ferryfs).
 #
 # Sourced, it defines:
 #   stack_name              the selected stack (exits 2 on an unknown FERRYFS_STACK)
-#   stack_guest_dir [S]     the guest dir for stack S (default: the selected one)
+#   stack_guest_dir [S]     the guest dir for stack S (default: the selected one; FERRYFS_GUEST_DIR
+#                           counts only when S is the selected stack)
 #   stack_qemu S ARGS...    runs S's qemu-system-x86_64 with ARGS (S "" = the selected stack)
 #   stack_qemu_argv [S]     sets the array stack_qemu_cmd to S's QEMU program and leading options
 #   stack_prepare [S]       makes S usable: fetches the current stack's packages (scripts/stack.sh);
@@ -35,9 +37,10 @@ stack_name() {
 }
 
 stack_guest_dir() {
-    local s cache="${FERRYFS_CACHE:-/var/cache/ferryfs}"
+    local s sel cache="${FERRYFS_CACHE:-/var/cache/ferryfs}"
     s="$(stack_name "${1:-}")"
-    if [[ -n "${FERRYFS_GUEST_DIR:-}" ]]; then
+    sel="$(stack_name)"
+    if [[ -n "${FERRYFS_GUEST_DIR:-}" && "$s" == "$sel" ]]; then
         echo "$FERRYFS_GUEST_DIR"
     elif [[ "$s" == stable ]]; then
         echo "$cache/guest"
