@@ -122,7 +122,7 @@ stamp="$({
     echo "fio ${fio_bin:+$(sha256sum "$fio_bin" | cut -d' ' -f1)}"
     echo "gcc $(gcc -dumpfullversion 2>/dev/null)"
     echo "modules ${modules[*]}"
-    sha256sum "$here/build-guest.sh" "$here/stack-lib.sh" "$here/guest-fsops.c" "$here/guest/init" "$here"/guest/cmds/*
+    sha256sum "$here/build-guest.sh" "$here/guest-fsops.c" "$here/guest/init" "$here"/guest/cmds/*
 } | sha256sum | cut -d' ' -f1)"
 
 if [[ -f "$out/.stamp" && "$(cat "$out/.stamp")" == "$stamp" && -s "$out/vmlinuz" &&
