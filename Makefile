@@ -1,5 +1,6 @@
 # Entry points: `make` builds, `make check` runs every test, `make demo` shows ferryfsd serving a guest,
-# `make fuzz` runs each libFuzzer target for FUZZ_SECONDS (default 300), `make install` installs.
+# `make fuzz` runs each libFuzzer target for FUZZ_SECONDS (default 300), `make install` installs,
+# `make stack` fetches the current test stack (QEMU 10, Linux 6.12, Rust virtiofsd) into the cache.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
@@ -7,7 +8,7 @@ FUZZ_SECONDS ?= 300
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all deps check demo fuzz install clean
+.PHONY: all deps stack check demo fuzz install clean
 
 all: deps
 	@test -f $(BUILD)/build.ninja || meson setup $(BUILD)
@@ -15,6 +16,9 @@ all: deps
 
 deps:
 	@scripts/deps.sh
+
+stack: deps
+	scripts/stack.sh fetch
 
 check: all
 	scripts/check.sh

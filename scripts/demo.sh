@@ -2,13 +2,15 @@
 # `make demo`: share a host directory through ferryfsd with a QEMU guest that reads, writes and renames files in it.
 #
 # Usage: scripts/demo.sh [DEMO_DIR]     (default /tmp/ferryfs-demo; env FERRYFSD=path/to/ferryfsd,
-#        FERRYFSD_ARGS="extra daemon options")
+#        FERRYFSD_ARGS="extra daemon options", FERRYFS_STACK=stable|current: tests/e2e/stack-lib.sh)
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 demo="${1:-/tmp/ferryfs-demo}"
 ferryfsd="${FERRYFSD:-$repo/build/ferryfsd}"
-guest_dir="${FERRYFS_GUEST_DIR:-${FERRYFS_CACHE:-/var/cache/ferryfs}/guest}"
+source "$repo/tests/e2e/stack-lib.sh"
+stack="$(stack_name)"
+guest_dir="$(stack_guest_dir)"
 read -r -a extra <<<"${FERRYFSD_ARGS:-}"
 
 step() { printf '\n==> %s\n' "$*"; }
@@ -21,7 +23,8 @@ fi
 step "Checking dependencies"
 "$repo/scripts/deps.sh"
 
-step "Preparing the guest image (Debian 6.1 kernel + busybox initramfs) in $guest_dir"
+step "Preparing the $stack stack's guest image (Debian kernel + busybox initramfs) in $guest_dir"
+stack_prepare || { echo "demo: the $stack stack is not available here" >&2; exit 1; }
 "$repo/tests/e2e/build-guest.sh" "$guest_dir"
 
 step "Creating the shared directory $demo"

@@ -5,7 +5,8 @@ set -euo pipefail
 pkgs=(meson ninja-build pkg-config gcc liburing-dev libseccomp-dev libcap-ng-dev
       linux-libc-dev qemu-system-x86 qemu-system-common busybox-static cpio
       xz-utils zstd fio attr acl libcap2-bin jq gnuplot-nox python3 systemd help2man
-      clang libclang-rt-14-dev strace)
+      clang libclang-rt-14-dev strace
+      debian-archive-keyring)  # scripts/stack.sh checks bookworm-backports and trixie against it
 
 # One dpkg-query for all packages keeps the all-present case well under a second.
 missing=()

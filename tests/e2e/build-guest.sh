@@ -1,24 +1,47 @@
 #!/usr/bin/env bash
-# Builds the QEMU test guest (Debian 6.1 kernel + busybox initramfs with virtio-fs/9p modules and test helpers) into OUTDIR, cached.
+# Builds the QEMU test guest (Debian kernel + busybox initramfs with the virtio-fs/9p modules it needs and test helpers) into OUTDIR, cached.
 #
 # Usage: build-guest.sh OUTDIR
 # Produces OUTDIR/vmlinuz, OUTDIR/initrd.img (busybox, modules, fsops helper, /cmds),
 # OUTDIR/initrd-fio.img (the same plus fio and its shared libraries), OUTDIR/fsops (host copy
-# of the helper, for `fsops --expect`). Env: FERRYFS_CACHE (default /var/cache/ferryfs) holds
-# the downloaded kernel package; FERRYFS_KERNEL_PKG overrides the package name.
+# of the helper, for `fsops --expect`), OUTDIR/stack (which stack the guest is for).
+# Env: FERRYFS_STACK=stable (default: Debian 12's 6.1 kernel, downloaded into FERRYFS_CACHE,
+# default /var/cache/ferryfs; FERRYFS_KERNEL_PKG overrides the package name) or current (the
+# 6.12 kernel from bookworm-backports, fetched by scripts/stack.sh). See stack-lib.sh.
+# Exit: 0 built or up to date; 77 the stack's kernel cannot be fetched; 1 other errors; 2 usage.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 out="${1:?usage: build-guest.sh OUTDIR}"
 cache="${FERRYFS_CACHE:-/var/cache/ferryfs}"
+source "$here/stack-lib.sh"
+stack="$(stack_name)"
 mkdir -p "$out" "$cache"
 out="$(cd "$out" && pwd)"
 
 log() { echo "build-guest: $*" >&2; }
 
-# Order matters: each module must follow the ones it links against.
-modules=(virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci
-         fuse virtiofs netfs fscache 9pnet 9pnet_virtio 9p)
+# One stack's default dir must never be rebuilt with another stack's kernel: tests of the other
+# stack may be booting from it.
+for s in stable current; do
+    [[ "$s" != "$stack" ]] || continue
+    d="$(FERRYFS_GUEST_DIR="" stack_guest_dir "$s")"
+    d="$(cd "$(dirname "$d")" && pwd)/$(basename "$d")"
+    if [[ "$out" == "$d" ]]; then
+        log "FERRYFS_STACK=$stack but $out is the $s stack's guest dir; use $(FERRYFS_GUEST_DIR="" stack_guest_dir "$stack")"
+        log "(stack_guest_dir in tests/e2e/stack-lib.sh, or: tests/e2e/stack-lib.sh run $stack TEST)"
+        exit 2
+    fi
+done
+
+# Order matters: each module must follow the ones it links against. The 6.12 kernel of the
+# current stack has virtio, virtio_pci, fuse and virtiofs built in; 9p is a module in both.
+if [[ "$stack" == stable ]]; then
+    modules=(virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci
+             fuse virtiofs netfs fscache 9pnet 9pnet_virtio 9p)
+else
+    modules=(netfs 9pnet 9pnet_virtio 9p)
+fi
 
 find_kernel_deb() {
     local pkg
@@ -82,11 +105,18 @@ get_kernel_deb() {
 exec 9>"$out/.lock"
 flock 9
 
-kdeb="$(get_kernel_deb)"
+if [[ "$stack" == stable ]]; then
+    kdeb="$(get_kernel_deb)"
+else
+    rc=0
+    kdeb="$("$here/../../scripts/stack.sh" path kernel-deb)" || rc=$?
+    ((rc == 0)) || { log "no kernel for the $stack stack (scripts/stack.sh exit $rc)"; exit "$rc"; }
+fi
 fio_bin="$(command -v fio || true)"
 
 # Everything that can change the result goes into the stamp; an unchanged stamp means reuse.
 stamp="$({
+    echo "stack $stack"
     echo "kernel $(basename "$kdeb") $(stat -c %s "$kdeb")"
     echo "busybox $(dpkg-query -W -f='${Version}' busybox-static 2>/dev/null || stat -c %Y /bin/busybox)"
     echo "fio ${fio_bin:+$(sha256sum "$fio_bin" | cut -d' ' -f1)}"
@@ -132,10 +162,10 @@ for m in "${modules[@]}"; do
     esac
     echo "$m" >>"$root/lib/ferryfs-modules/order"
 done
-for m in virtio_ring virtio virtio_pci fuse virtiofs; do
-    grep -qx "$m" "$root/lib/ferryfs-modules/order" ||
-        grep -q "CONFIG_$(echo "$m" | tr a-z A-Z)=y" "$work"/kpkg/boot/config-* 2>/dev/null ||
-        log "warning: required module $m missing"
+for m in virtio_ring:VIRTIO virtio:VIRTIO virtio_pci:VIRTIO_PCI fuse:FUSE_FS virtiofs:VIRTIO_FS; do
+    grep -qx "${m%%:*}" "$root/lib/ferryfs-modules/order" ||
+        grep -q "^CONFIG_${m#*:}=y" "$work"/kpkg/boot/config-* 2>/dev/null ||
+        log "warning: required module ${m%%:*} missing"
 done
 
 gcc -static -O2 -Wall -o "$out/fsops.tmp" "$here/guest-fsops.c"
@@ -186,5 +216,6 @@ fi
 cp "$vmlinuz" "$out/vmlinuz.tmp"
 mv "$out/vmlinuz.tmp" "$out/vmlinuz"
 echo "$kver" >"$out/kernel-version"
+echo "$stack" >"$out/stack"
 echo "$stamp" >"$out/.stamp"
 log "done: $(du -h "$out/initrd.img" | cut -f1) initrd, kernel $kver"

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# End-to-end test (make check): boots a QEMU guest against ferryfsd and QEMU's virtiofsd, runs fsops, verifies the share from the host.
+# End-to-end test (make check): boots a QEMU guest against ferryfsd and the reference virtiofsds, runs fsops, verifies the share from the host.
 #
 # Usage: fsops-test.sh [PATH_TO_FERRYFSD]     (or env FERRYFSD; default build/ferryfsd)
-# Env:   FERRYFS_E2E_DAEMONS="ferryfsd virtiofsd"  which columns to run
+# Env:   FERRYFS_E2E_DAEMONS="ferryfsd virtiofsd"  which columns to run: ferryfsd, virtiofsd
+#                                  (QEMU 7.2's C virtiofsd), virtiofsd-rs (the Rust virtiofsd 1.13,
+#                                  cached by scripts/stack.sh, run by tests/e2e/virtiofsd-rs)
+#        FERRYFS_STACK=stable|current  QEMU and guest kernel (stack-lib.sh; default stable)
 #        FERRYFS_E2E_TIMEOUT=300   guest timeout (s);  FERRYFS_E2E_KEEP=1 keep the tmp dir
-#        FERRYFS_GUEST_DIR         guest images (default ${FERRYFS_CACHE:-/var/cache/ferryfs}/guest)
+#        FERRYFS_GUEST_DIR         guest images (default: stack_guest_dir, e.g.
+#                                  ${FERRYFS_CACHE:-/var/cache/ferryfs}/guest for stable)
 #        FERRYFSD_ARGS             extra ferryfsd arguments;  VIRTIOFSD=/usr/lib/qemu/virtiofsd
 # Exit:  0 all ferryfsd checks pass; 1 a ferryfsd check failed or it did not run; 77 skipped.
-# virtiofsd's column is informational (it lacks e.g. O_TMPFILE); only its failure to run is reported.
+# The virtiofsd columns are informational (the C one lacks e.g. O_TMPFILE); only their failure
+# to run is reported.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -16,19 +21,22 @@ ferryfsd="${1:-${FERRYFSD:-$repo/build/ferryfsd}}"
 virtiofsd="${VIRTIOFSD:-/usr/lib/qemu/virtiofsd}"
 read -r -a daemons <<<"${FERRYFS_E2E_DAEMONS:-ferryfsd virtiofsd}"
 guest_timeout="${FERRYFS_E2E_TIMEOUT:-300}"
-guest_dir="${FERRYFS_GUEST_DIR:-${FERRYFS_CACHE:-/var/cache/ferryfs}/guest}"
+source "$here/stack-lib.sh"
+stack="$(stack_name)"
+guest_dir="$(stack_guest_dir)"
 read -r -a ferryfsd_extra <<<"${FERRYFSD_ARGS:-}"
 
 say() { echo "fsops-test: $*"; }
 
-if ! command -v qemu-system-x86_64 >/dev/null; then
-    say "SKIP: qemu-system-x86_64 not installed (run scripts/deps.sh)"
+if ! stack_prepare; then
+    say "SKIP: the $stack stack is not available here (see above)"
     exit 77
 fi
 if ! "$here/build-guest.sh" "$guest_dir"; then
-    say "SKIP: could not build the guest image (needs apt access to a Debian kernel package once)"
+    say "SKIP: could not build the $stack guest image (needs apt access to a Debian kernel package once)"
     exit 77
 fi
+say "stack $stack: $(stack_qemu "$stack" --version | head -1), guest kernel $(cat "$guest_dir/kernel-version" 2>/dev/null)"
 fsops="$guest_dir/fsops"
 
 tmp="$(mktemp -d /tmp/ferryfs-e2e.XXXXXX)"
@@ -82,6 +90,14 @@ run_daemon() { # NAME
             fi
             # QEMU's C virtiofsd stays in the foreground unless given --daemonize.
             cmd=("$virtiofsd" --socket-path="$sock" -o source="$share" -o xattr -o cache=auto) ;;
+        virtiofsd-rs)
+            if ! "$here/virtiofsd-rs" --version >/dev/null 2>&1; then
+                echo "not installed" >"$dir/status"
+                printf 'daemon_start\tFAIL Rust virtiofsd not cached (scripts/stack.sh fetch)\n' >>"$res"
+                return
+            fi
+            # The Rust virtiofsd also stays in the foreground and exits when QEMU disconnects.
+            cmd=("$here/virtiofsd-rs" --socket-path="$sock" --shared-dir="$share" --xattr --cache=auto) ;;
     esac
 
     say "[$name] starting: ${cmd[*]}"
@@ -175,7 +191,7 @@ run_daemon() { # NAME
 
 for d in "${daemons[@]}"; do
     case "$d" in
-        ferryfsd | virtiofsd) run_daemon "$d" ;;
+        ferryfsd | virtiofsd | virtiofsd-rs) run_daemon "$d" ;;
         *) say "unknown daemon '$d' in FERRYFS_E2E_DAEMONS"; exit 2 ;;
     esac
 done

@@ -3,14 +3,16 @@
 guest_lib_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$guest_lib_dir/../.." && pwd)"
 ferryfsd="${FERRYFSD:-$repo/build/ferryfsd}"
-guest_dir="${FERRYFS_GUEST_DIR:-${FERRYFS_CACHE:-/var/cache/ferryfs}/guest}"
+source "$guest_lib_dir/stack-lib.sh"
+guest_stack="$(stack_name)"
+guest_dir="$(stack_guest_dir)"
 run_guest="$repo/tests/e2e/run-guest.sh"
 
 say() { echo "$name: $*"; }
 fail() { say "FAIL: $*"; exit 1; }
 
-if ! command -v qemu-system-x86_64 >/dev/null; then
-    say "SKIP: qemu-system-x86_64 not installed (run scripts/deps.sh)"
+if ! stack_prepare; then
+    say "SKIP: the $guest_stack stack (FERRYFS_STACK) is not available here (see above)"
     exit 77
 fi
 [[ -x "$ferryfsd" ]] || fail "no daemon at $ferryfsd (run make)"

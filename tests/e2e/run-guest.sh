@@ -2,7 +2,8 @@
 # Boots the test guest under QEMU (TCG) against a vhost-user-fs socket (or a 9p dir) and captures its console.
 #
 # Usage: run-guest.sh [options]
-#   --guest DIR       guest dir from build-guest.sh (default ${FERRYFS_CACHE:-/var/cache/ferryfs}/guest)
+#   --guest DIR       guest dir from build-guest.sh (default: the stack's, stack_guest_dir in stack-lib.sh;
+#                     ${FERRYFS_CACHE:-/var/cache/ferryfs}/guest for the stable stack)
 #   --kernel F / --initrd F   override the images (e.g. --initrd DIR/initrd-fio.img for fio)
 #   --sock PATH       vhost-user-fs socket of a running daemon (virtio-fs mode)
 #   --9p DIR          share DIR with QEMU's built-in 9p server instead (comparison runs)
@@ -18,11 +19,17 @@
 #   --watch-pid PID   stop QEMU if process PID (the daemon) dies while the guest runs
 #   --allow-reboot    a guest reboot restarts the guest (default: QEMU exits, -no-reboot)
 #   -- ARGS           extra QEMU arguments
+# The QEMU is the stack's (stack-lib.sh): the one the guest dir was built for (DIR/stack), else
+# FERRYFS_STACK's (default stable: qemu-system-x86_64 on PATH; current: the cached QEMU 10).
+# FERRYFS_STACK naming another stack than the guest dir's is an error (exit 2), not a silent
+# boot of the wrong stack.
 # Exit: 0 guest command succeeded; 1 guest command failed; 3 no boot/mount or no finish marker;
 #       4 the --watch-pid process died mid-run; 124 timeout.
 set -euo pipefail
 
-guest="${FERRYFS_CACHE:-/var/cache/ferryfs}/guest"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$here/stack-lib.sh"
+guest="$(stack_guest_dir)"
 kernel="" initrd="" sock="" p9dir="" tag="ferryfs" cmd="fsops" args="" mntopts="" logf=""
 quiet=0 watch_pid="" timeout_s=300 no_reboot=(-no-reboot) mem="1G" smp=2 append="" extra=()
 
@@ -66,7 +73,21 @@ cmdline="console=ttyS0 quiet loglevel=3 panic=-1 ferryfs.cmd=$cmd ferryfs.tag=$t
 [[ -n "$mntopts" ]] && cmdline+=" ferryfs.mntopts=$mntopts"
 [[ -n "$append" ]] && cmdline+=" $append"
 
-qemu=(qemu-system-x86_64 -accel tcg -m "$mem" -smp "$smp" -nographic "${no_reboot[@]}"
+stack="$(stack_name)"
+if [[ -f "$guest/stack" ]]; then
+    gstack="$(cat "$guest/stack")"
+    if [[ -n "${FERRYFS_STACK:-}" && "$gstack" != "$stack" ]]; then
+        echo "run-guest.sh: FERRYFS_STACK=$stack but $guest is a $gstack guest (use stack_guest_dir from tests/e2e/stack-lib.sh, or: tests/e2e/stack-lib.sh run $stack TEST)" >&2
+        exit 2
+    fi
+    stack="$gstack"
+fi
+if [[ "$stack" == stable ]]; then
+    qemu=(qemu-system-x86_64)
+else
+    qemu=("$here/stack-lib.sh" qemu "$stack" --)
+fi
+qemu+=(-accel tcg -m "$mem" -smp "$smp" -nographic "${no_reboot[@]}"
       -kernel "$kernel" -initrd "$initrd")
 if [[ -n "$sock" ]]; then
     # vhost-user needs the guest RAM in a shareable memfd the daemon can map.

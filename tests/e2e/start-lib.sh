@@ -4,7 +4,9 @@
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 ferryfsd="${FERRYFSD:-$repo/build/ferryfsd}"
-guest_dir="${FERRYFS_GUEST_DIR:-${FERRYFS_CACHE:-/var/cache/ferryfs}/guest}"
+source "$here/stack-lib.sh"
+guest_stack="$(stack_name)"
+guest_dir="$(stack_guest_dir)"
 guest_timeout="${FERRYFS_E2E_TIMEOUT:-240}"
 # Debian's interpreter, not whatever python3 is first on PATH.
 python=/usr/bin/python3
@@ -16,8 +18,8 @@ fail() { say "FAIL $*"; fails=$((fails + 1)); }
 
 # Exits 77 when the guest cannot run here; creates $tmp (removed at exit unless something failed).
 start_prepare() {
-    if ! command -v qemu-system-x86_64 >/dev/null; then
-        say "SKIP: qemu-system-x86_64 not installed (run scripts/deps.sh)"
+    if ! stack_prepare; then
+        say "SKIP: the $guest_stack stack (FERRYFS_STACK) is not available here (see above)"
         exit 77
     fi
     [[ -x "$ferryfsd" ]] || { say "FAIL: $ferryfsd not built"; exit 1; }

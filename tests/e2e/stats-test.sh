@@ -3,7 +3,8 @@
 #
 # Usage: stats-test.sh [PATH_TO_FERRYFSD]     (or env FERRYFSD; default build/ferryfsd)
 # Env:   FERRYFS_E2E_TIMEOUT=300 guest timeout (s); FERRYFS_E2E_KEEP=1 keep the tmp dir;
-#        FERRYFS_GUEST_DIR guest images (default ${FERRYFS_CACHE:-/var/cache/ferryfs}/guest)
+#        FERRYFS_STACK=stable|current (stack-lib.sh); FERRYFS_GUEST_DIR guest images (default
+#        stack_guest_dir: ${FERRYFS_CACHE:-/var/cache/ferryfs}/guest for stable)
 # Exit:  0 all checks pass; 1 a check failed; 77 skipped (no QEMU or guest image).
 set -euo pipefail
 
@@ -11,13 +12,15 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 ferryfsd="${1:-${FERRYFSD:-$repo/build/ferryfsd}}"
 guest_timeout="${FERRYFS_E2E_TIMEOUT:-300}"
-guest_dir="${FERRYFS_GUEST_DIR:-${FERRYFS_CACHE:-/var/cache/ferryfs}/guest}"
+source "$here/stack-lib.sh"
+stack="$(stack_name)"
+guest_dir="$(stack_guest_dir)"
 # The guest writes this many 64 KiB blocks; with cache=never each write(2) is one FUSE WRITE.
 blocks=32
 
 say() { echo "stats-test: $*"; }
 
-command -v qemu-system-x86_64 >/dev/null || { say "SKIP: qemu-system-x86_64 not installed"; exit 77; }
+stack_prepare || { say "SKIP: the $stack stack (FERRYFS_STACK) is not available here (see above)"; exit 77; }
 command -v jq >/dev/null || { say "SKIP: jq not installed (run scripts/deps.sh)"; exit 77; }
 [[ -x "$ferryfsd" ]] || { say "FAIL: $ferryfsd not built"; exit 1; }
 if ! "$here/build-guest.sh" "$guest_dir"; then
