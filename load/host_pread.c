@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "workloads.h"
+#include "load.h"
 
 #define HOST_FILE "ferryfs-host-pread.dat"
 #define FILL_CHUNK (1u << 20)

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "workloads.h"
+#include "load.h"
 
 uint64_t load_now_ns(void)
 {
