@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuse_requests.h"
 #include "measure.h"
 
 #define STALL_NS      (30ull * 1000000000ull)
@@ -369,6 +370,35 @@ int load_sync_call(struct run *r, struct fc_slot *s)
 struct fc_slot *load_sync_slot(struct run *r)
 {
 	return &r->q[1].slots[0].fc;
+}
+
+int load_sync_mkdir(struct run *r, uint64_t parent, const char *name, uint64_t *nodeid)
+{
+	struct fuse_mkdir_in mk = { .mode = 0755, .umask = 022 };
+	struct fc_slot *s = load_sync_slot(r);
+	int ret;
+
+	ret = fr_name(s, load_unique(r), FUSE_MKDIR, parent, name, &mk, sizeof(mk),
+		      sizeof(struct fuse_entry_out));
+	if (!ret)
+		ret = load_sync_call(r, s);
+	if (!ret)
+		*nodeid = ((const struct fuse_entry_out *)fc_out_args(s))->nodeid;
+	return ret;
+}
+
+int load_sync_remove(struct run *r, uint32_t opcode, uint64_t parent, const char *name,
+		     uint64_t nodeid, uint64_t nlookup)
+{
+	struct fc_slot *s = load_sync_slot(r);
+	int ret;
+
+	ret = fr_name(s, load_unique(r), opcode, parent, name, NULL, 0, 0);
+	if (!ret)
+		ret = load_sync_call(r, s);
+	if (!ret)
+		ret = load_forget_add(r, nodeid, nlookup);
+	return ret;
 }
 
 /* Never builds a request: the engine only sends the queued FORGETs and

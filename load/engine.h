@@ -121,6 +121,13 @@ int load_drain(struct run *r);
 struct fc_slot *load_sync_slot(struct run *r);
 /* Sends the request built in load_sync_slot and waits for its reply. */
 int load_sync_call(struct run *r, struct fc_slot *s);
+/* MKDIR of name in parent, mode 0755, one request at a time; its node id
+ * in *nodeid. */
+int load_sync_mkdir(struct run *r, uint64_t parent, const char *name, uint64_t *nodeid);
+/* UNLINK or RMDIR (opcode) of name in parent, then the FORGET of the
+ * nlookup lookups of nodeid. */
+int load_sync_remove(struct run *r, uint32_t opcode, uint64_t parent, const char *name,
+		     uint64_t nodeid, uint64_t nlookup);
 /* Queues a FORGET of nlookup for nodeid; the engine sends them in batches. */
 int load_forget_add(struct run *r, uint64_t nodeid, uint64_t nlookup);
 

@@ -80,58 +80,50 @@ int fr_create(struct fc_slot *s, uint64_t unique, uint64_t parent, const char *n
 		       sizeof(struct fuse_entry_out) + sizeof(struct fuse_open_out));
 }
 
+/* The common shape: one argument, a reply of exactly reply bytes of
+ * arguments. */
+static int fixed(struct fc_slot *s, uint64_t unique, uint32_t opcode, uint64_t nodeid,
+		 const void *arg, uint32_t alen, uint32_t reply)
+{
+	int ret;
+
+	fc_begin(s, opcode, nodeid, unique);
+	ret = fc_arg(s, arg, alen);
+	if (!ret)
+		ret = fc_reply(s, reply);
+	s->expect_len = sizeof(struct fuse_out_header) + reply;
+	return ret;
+}
+
 int fr_release(struct fc_slot *s, uint64_t unique, uint32_t opcode, uint64_t nodeid,
 	       uint64_t fh, uint32_t flags)
 {
 	struct fuse_release_in in = { .fh = fh, .flags = flags };
-	int ret;
 
-	fc_begin(s, opcode, nodeid, unique);
-	ret = fc_arg(s, &in, sizeof(in));
-	if (!ret)
-		ret = fc_reply(s, 0);
-	s->expect_len = sizeof(struct fuse_out_header);
-	return ret;
+	return fixed(s, unique, opcode, nodeid, &in, sizeof(in), 0);
 }
 
 int fr_fsync(struct fc_slot *s, uint64_t unique, uint64_t nodeid, uint64_t fh)
 {
 	struct fuse_fsync_in in = { .fh = fh };
-	int ret;
 
-	fc_begin(s, FUSE_FSYNC, nodeid, unique);
-	ret = fc_arg(s, &in, sizeof(in));
-	if (!ret)
-		ret = fc_reply(s, 0);
-	s->expect_len = sizeof(struct fuse_out_header);
-	return ret;
+	return fixed(s, unique, FUSE_FSYNC, nodeid, &in, sizeof(in), 0);
 }
 
 int fr_getattr(struct fc_slot *s, uint64_t unique, uint64_t nodeid)
 {
 	struct fuse_getattr_in in = { 0 };
-	int ret;
 
-	fc_begin(s, FUSE_GETATTR, nodeid, unique);
-	ret = fc_arg(s, &in, sizeof(in));
-	if (!ret)
-		ret = fc_reply(s, sizeof(struct fuse_attr_out));
-	s->expect_len = sizeof(struct fuse_out_header) + sizeof(struct fuse_attr_out);
-	return ret;
+	return fixed(s, unique, FUSE_GETATTR, nodeid, &in, sizeof(in),
+		     sizeof(struct fuse_attr_out));
 }
 
 int fr_open(struct fc_slot *s, uint64_t unique, uint32_t opcode, uint64_t nodeid,
 	    uint32_t flags)
 {
 	struct fuse_open_in in = { .flags = flags };
-	int ret;
 
-	fc_begin(s, opcode, nodeid, unique);
-	ret = fc_arg(s, &in, sizeof(in));
-	if (!ret)
-		ret = fc_reply(s, sizeof(struct fuse_open_out));
-	s->expect_len = sizeof(struct fuse_out_header) + sizeof(struct fuse_open_out);
-	return ret;
+	return fixed(s, unique, opcode, nodeid, &in, sizeof(in), sizeof(struct fuse_open_out));
 }
 
 int fr_readdirplus(struct fc_slot *s, uint64_t unique, uint64_t nodeid, uint64_t fh,

@@ -129,10 +129,7 @@ int io_teardown_data_file(struct run *r)
 	if (!ret)
 		ret = load_sync_call(r, s);
 	if (!ret)
-		ret = fr_name(s, load_unique(r), FUSE_UNLINK, r->workdir, "data", NULL, 0, 0);
-	if (!ret)
-		ret = load_sync_call(r, s);
-	if (!ret)
-		ret = load_forget_add(r, r->file_nodeid, 1 + r->file_lookups);
+		ret = load_sync_remove(r, FUSE_UNLINK, r->workdir, "data", r->file_nodeid,
+				       1 + r->file_lookups);
 	return ret;
 }

@@ -12,8 +12,7 @@
 
 enum { CU_CREATE, CU_RELEASE, CU_UNLINK };
 enum { RD_OPENDIR, RD_READ, RD_RELEASEDIR };
-enum { MK_CREATE, MK_RELEASE };     /* the directory's setup, file by file */
-enum { RM_LOOKUP, RM_UNLINK };      /* and its teardown */
+enum { DF_ENTRY, DF_END };          /* the directory's setup and teardown, file by file */
 
 /* ---- getattr: the data file's attributes ---- */
 
@@ -229,9 +228,30 @@ int meta_readdirplus_done(struct run *r, struct ld_slot *s, char *why, size_t wh
 
 /* ---- readdirplus's directory: --dir-entries files, made and removed pipelined ---- */
 
+/* Both phases run two requests per file: one answered with its entry
+ * (CREATE, LOOKUP), then one that ends the use of it (RELEASE, UNLINK),
+ * after which its lookup is forgotten. */
+static int dir_file_done(struct run *r, struct ld_slot *s, const char *what, char *why,
+			 size_t whylen)
+{
+	const struct fuse_entry_out *e = fc_out_args(&s->fc);
+	int ret;
+
+	if (s->w.step == DF_END) {
+		s->w.step = DF_ENTRY;
+		return load_forget_add(r, s->w.ent.nodeid, 1);
+	}
+	ret = fr_check_entry(e, S_IFREG, what, why, whylen);
+	if (ret)
+		return ret;
+	s->w.ent.nodeid = e->nodeid;
+	s->w.step = DF_END;
+	return 0;
+}
+
 static int mkfiles_next(struct run *r, struct ld_slot *s)
 {
-	if (s->w.step == MK_RELEASE)
+	if (s->w.step == DF_END)
 		return fr_release(&s->fc, load_unique(r), FUSE_RELEASE, s->w.ent.nodeid,
 				  s->w.ent.fh, O_RDWR);
 	if (r->cursor >= r->cfg->dir_entries)
@@ -243,20 +263,12 @@ static int mkfiles_next(struct run *r, struct ld_slot *s)
 static int mkfiles_done(struct run *r, struct ld_slot *s, char *why, size_t whylen)
 {
 	const struct fuse_entry_out *e = fc_out_args(&s->fc);
-	const struct fuse_open_out *o = (const void *)(e + 1);
-	int ret;
 
-	if (s->w.step == MK_RELEASE) {
-		s->w.step = MK_CREATE;
-		return load_forget_add(r, s->w.ent.nodeid, 1);
-	}
-	ret = fr_check_entry(e, S_IFREG, "CREATE", why, whylen);
-	if (ret)
-		return ret;
-	s->w.ent.nodeid = e->nodeid;
-	s->w.ent.fh = o->fh;
-	s->w.step = MK_RELEASE;
-	return 0;
+	/* The handle to release: taken before the check, which then decides
+	 * whether the slot goes on to use it. */
+	if (s->w.step == DF_ENTRY)
+		s->w.ent.fh = ((const struct fuse_open_out *)(e + 1))->fh;
+	return dir_file_done(r, s, "CREATE", why, whylen);
 }
 
 /* LOOKUP before UNLINK, as the kernel always has a dentry for what it
@@ -264,7 +276,7 @@ static int mkfiles_done(struct run *r, struct ld_slot *s, char *why, size_t whyl
  * for, and the listing's FORGETs have dropped them all. */
 static int rmfiles_next(struct run *r, struct ld_slot *s)
 {
-	if (s->w.step == RM_UNLINK)
+	if (s->w.step == DF_END)
 		return fr_name(&s->fc, load_unique(r), FUSE_UNLINK, r->dir_nodeid, s->w.name,
 			       NULL, 0, 0);
 	if (r->cursor >= r->cfg->dir_entries)
@@ -275,28 +287,13 @@ static int rmfiles_next(struct run *r, struct ld_slot *s)
 
 static int rmfiles_done(struct run *r, struct ld_slot *s, char *why, size_t whylen)
 {
-	const struct fuse_entry_out *e = fc_out_args(&s->fc);
-	int ret;
-
-	if (s->w.step == RM_UNLINK) {
-		s->w.step = RM_LOOKUP;
-		return load_forget_add(r, s->w.ent.nodeid, 1);
-	}
-	ret = fr_check_entry(e, S_IFREG, "LOOKUP", why, whylen);
-	if (ret)
-		return ret;
-	s->w.ent.nodeid = e->nodeid;
-	s->w.step = RM_UNLINK;
-	return 0;
+	return dir_file_done(r, s, "LOOKUP", why, whylen);
 }
 
 /* Makes "dir" in the work directory with --dir-entries files in it, and
  * gives each request slot the bitmap its listings are checked against. */
 int meta_setup_dir(struct run *r)
 {
-	struct fuse_mkdir_in mk = { .mode = 0755, .umask = 022 };
-	struct fc_slot *s = load_sync_slot(r);
-	const struct fuse_entry_out *e = fc_out_args(s);
 	unsigned i, j;
 	int ret;
 
@@ -307,20 +304,15 @@ int meta_setup_dir(struct run *r)
 				return -ENOMEM;
 		}
 	}
-	ret = fr_name(s, load_unique(r), FUSE_MKDIR, r->workdir, "dir", &mk, sizeof(mk),
-		      sizeof(struct fuse_entry_out));
-	if (!ret)
-		ret = load_sync_call(r, s);
+	ret = load_sync_mkdir(r, r->workdir, "dir", &r->dir_nodeid);
 	if (ret)
 		return ret;
-	r->dir_nodeid = e->nodeid;
 	r->cursor = 0;
 	return load_engine(r, "mkfiles", mkfiles_next, mkfiles_done, 0, 0);
 }
 
 int meta_teardown_dir(struct run *r)
 {
-	struct fc_slot *s = load_sync_slot(r);
 	int ret;
 
 	if (!r->dir_nodeid)
@@ -328,10 +320,6 @@ int meta_teardown_dir(struct run *r)
 	r->cursor = 0;
 	ret = load_engine(r, "rmfiles", rmfiles_next, rmfiles_done, 0, 0);
 	if (!ret)
-		ret = fr_name(s, load_unique(r), FUSE_RMDIR, r->workdir, "dir", NULL, 0, 0);
-	if (!ret)
-		ret = load_sync_call(r, s);
-	if (!ret)
-		ret = load_forget_add(r, r->dir_nodeid, 1);
+		ret = load_sync_remove(r, FUSE_RMDIR, r->workdir, "dir", r->dir_nodeid, 1);
 	return ret;
 }

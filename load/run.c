@@ -65,19 +65,15 @@ static int do_init(struct run *r)
 /* The work directory, then what the workload needs in it. */
 static int setup(struct run *r)
 {
-	struct fuse_mkdir_in mk = { .mode = 0755, .umask = 022 };
-	struct fc_slot *s = load_sync_slot(r);
 	int ret;
 
 	snprintf(r->workdir_name, sizeof(r->workdir_name), "ferryfs-load.%d.%llx",
 		 (int)getpid(), (unsigned long long)(load_rnd(r) & 0xffffff));
-	ret = fr_name(s, load_unique(r), FUSE_MKDIR, FUSE_ROOT_ID, r->workdir_name, &mk,
-		      sizeof(mk), sizeof(struct fuse_entry_out));
-	if (!ret)
-		ret = load_sync_call(r, s);
+	ret = load_sync_mkdir(r, FUSE_ROOT_ID, r->workdir_name, &r->workdir);
 	if (ret)
 		return ret;
-	r->workdir = ((const struct fuse_entry_out *)fc_out_args(s))->nodeid;
+	if (r->wl->data_file)
+		return io_setup_data_file(r);
 	return r->wl->setup ? r->wl->setup(r) : 0;
 }
 
@@ -86,22 +82,14 @@ static int teardown(struct run *r)
 	struct fc_slot *s = load_sync_slot(r);
 	int ret = 0;
 
-	if (r->wl->teardown) {
+	if (r->wl->data_file)
+		ret = io_teardown_data_file(r);
+	else if (r->wl->teardown)
 		ret = r->wl->teardown(r);
-		if (ret)
-			return ret;
-	}
-	if (r->workdir) {
-		ret = fr_name(s, load_unique(r), FUSE_RMDIR, FUSE_ROOT_ID, r->workdir_name,
-			      NULL, 0, 0);
-		if (!ret)
-			ret = load_sync_call(r, s);
-		if (!ret)
-			ret = load_forget_add(r, r->workdir, 1);
-		if (ret)
-			return ret;
-	}
-	ret = load_drain(r);
+	if (!ret && r->workdir)
+		ret = load_sync_remove(r, FUSE_RMDIR, FUSE_ROOT_ID, r->workdir_name, r->workdir, 1);
+	if (!ret)
+		ret = load_drain(r);
 	if (ret)
 		return ret;
 	/* DESTROY, as the Linux driver sends at unmount; it is optional in the

@@ -38,22 +38,17 @@ static int mixed_done(struct run *r, struct ld_slot *s, char *why, size_t whylen
 }
 
 static const struct load_workload table[] = {
-	{ "read", io_read_next, io_done, true, io_setup_data_file, io_teardown_data_file },
-	{ "randread", io_randread_next, io_done, true, io_setup_data_file,
-	  io_teardown_data_file },
-	{ "write", io_write_next, io_done, true, io_setup_data_file, io_teardown_data_file },
-	{ "randwrite", io_randwrite_next, io_done, true, io_setup_data_file,
-	  io_teardown_data_file },
-	{ "getattr", meta_getattr_next, meta_getattr_done, true, io_setup_data_file,
-	  io_teardown_data_file },
-	{ "lookup", meta_lookup_next, meta_lookup_done, true, io_setup_data_file,
-	  io_teardown_data_file },
-	{ "create-unlink", meta_create_unlink_next, meta_create_unlink_done, false, NULL, NULL },
-	{ "readdirplus", meta_readdirplus_next, meta_readdirplus_done, false, meta_setup_dir,
-	  meta_teardown_dir },
-	{ "mixed", mixed_next, mixed_done, true, io_setup_data_file, io_teardown_data_file },
-	{ "write-fsync", io_write_fsync_next, io_write_fsync_done, true, io_setup_data_file,
-	  io_teardown_data_file },
+	{ "read", io_read_next, io_done, .data_file = true },
+	{ "randread", io_randread_next, io_done, .data_file = true },
+	{ "write", io_write_next, io_done, .data_file = true },
+	{ "randwrite", io_randwrite_next, io_done, .data_file = true },
+	{ "getattr", meta_getattr_next, meta_getattr_done, .data_file = true },
+	{ "lookup", meta_lookup_next, meta_lookup_done, .data_file = true },
+	{ "create-unlink", meta_create_unlink_next, meta_create_unlink_done, .data_file = false },
+	{ "readdirplus", meta_readdirplus_next, meta_readdirplus_done,
+	  .setup = meta_setup_dir, .teardown = meta_teardown_dir },
+	{ "mixed", mixed_next, mixed_done, .data_file = true },
+	{ "write-fsync", io_write_fsync_next, io_write_fsync_done, .data_file = true },
 };
 
 const struct load_workload *load_workload_find(const char *name)

@@ -12,14 +12,14 @@ struct load_workload {
 	const char *name;            /* as --workload spells it */
 	load_next_fn *next;
 	load_done_fn *done;
-	/* It uses the data file, written in --block-size WRITEs at setup:
-	 * INIT then checks that the backend takes blocks that big. */
+	/* It uses the data file: the run creates it and writes it whole in
+	 * --block-size WRITEs before, removes it after, and INIT checks
+	 * that the backend takes blocks that big. */
 	bool data_file;
-	/* After the work directory exists: what the workload needs in it.
-	 * Returns 0 or -errno. */
+	/* Otherwise, once the work directory exists: what the workload needs
+	 * in it, and its removal before the work directory goes. NULL when
+	 * nothing. Return 0 or -errno. */
 	int (*setup)(struct run *r);
-	/* Removes what setup made, before the work directory goes. Returns 0
-	 * or -errno. */
 	int (*teardown)(struct run *r);
 };
 
