@@ -69,21 +69,6 @@ static int advance(struct run *r, struct lq *q, struct ld_slot *s)
 	return submit(q, &s->fc);
 }
 
-static int lat_add(struct run *r, uint64_t ns)
-{
-	if (r->nlat == r->caplat) {
-		size_t cap = r->caplat ? r->caplat * 2 : 1 << 16;
-		uint32_t *p = realloc(r->lat, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		r->lat = p;
-		r->caplat = cap;
-	}
-	r->lat[r->nlat++] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
-	return 0;
-}
-
 static int complete(struct run *r, struct lq *q, uint16_t idx, uint32_t len,
 		    uint64_t now)
 {
@@ -115,7 +100,7 @@ static int complete(struct run *r, struct lq *q, uint16_t idx, uint32_t len,
 	if (r->measuring) {
 		r->ops++;
 		r->bytes += s->data_len;
-		ret = lat_add(r, now - s->t_submit);
+		ret = load_lat_add(&r->lat, now - s->t_submit);
 		if (ret)
 			return ret;
 	}
@@ -187,7 +172,7 @@ static void measure_start(struct run *r, uint64_t now)
 	r->measuring = true;
 	r->t_start = now;
 	r->ops = r->bytes = r->entries = r->cycles = 0;
-	r->nlat = 0;
+	r->lat.n = 0;
 	r->cpu0_us = (uint64_t)load_proc_cpu_us(r->cfg->daemon_pid);
 	r->self0_us = load_self_cpu_us();
 }

@@ -8,6 +8,7 @@
 
 #include "fuse_client.h"
 #include "load.h"
+#include "measure.h"
 #include "vu_frontend.h"
 
 #define LOAD_FORGET_BATCH 1024  /* fuse_forget_one entries per BATCH_FORGET */
@@ -86,8 +87,7 @@ struct run {
 	uint64_t cpu0_us, cpu1_us;
 	double self0_us, self1_us;
 	uint64_t ops, bytes, entries, cycles, errors;
-	uint32_t *lat;
-	size_t nlat, caplat;
+	struct load_lat lat;
 	struct fuse_forget_one *forgets;
 	size_t nforget, capforget;
 	uint64_t file_lookups;
@@ -96,11 +96,7 @@ struct run {
 
 static inline uint64_t load_rnd(struct run *r)
 {
-	/* xorshift64*: cheap, and the sequence is reproducible from --seed. */
-	r->rng ^= r->rng >> 12;
-	r->rng ^= r->rng << 25;
-	r->rng ^= r->rng >> 27;
-	return r->rng * 0x2545f4914f6cdd1dull;
+	return load_xorshift(&r->rng);
 }
 
 static inline uint64_t load_unique(struct run *r)

@@ -48,11 +48,16 @@ struct load_result {
 };
 
 bool load_workload_valid(const char *name);
-uint64_t load_now_ns(void);
-/* CPU time of this process so far (user + system). */
-double load_self_cpu_us(void);
-/* Sorts lat (ns) and fills the latency fields of res. */
-void load_latency_summary(uint32_t *lat, size_t n, struct load_result *res);
+/* xorshift64*: cheap, and the sequence is reproducible from --seed; shared
+ * by load_run and host_pread_run so that one seed gives both the same
+ * random offsets. */
+static inline uint64_t load_xorshift(uint64_t *state)
+{
+	*state ^= *state >> 12;
+	*state ^= *state << 25;
+	*state ^= *state >> 27;
+	return *state * 0x2545f4914f6cdd1dull;
+}
 /* Connects, sets up, runs the workload and tears down. Returns 0 when the
  * run completed (res->errors may still be non-zero), -errno when it could
  * not run at all. */

@@ -119,8 +119,22 @@ static double pct(const uint32_t *v, size_t n, double q)
 	return v[i] / 1000.0;
 }
 
-void load_latency_summary(uint32_t *lat, size_t n, struct load_result *res)
+int load_lat_grow(struct load_lat *l)
 {
+	size_t cap = l->cap ? l->cap * 2 : 1 << 16;
+	uint32_t *p = realloc(l->v, cap * sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	l->v = p;
+	l->cap = cap;
+	return 0;
+}
+
+void load_latency_summary(struct load_lat *l, struct load_result *res)
+{
+	uint32_t *lat = l->v;
+	size_t n = l->n;
 	double sum = 0;
 
 	qsort(lat, n, sizeof(*lat), cmp_u32);

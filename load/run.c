@@ -175,7 +175,7 @@ static void free_run(struct run *r)
 		free(r->q[i].pend);
 	}
 	free(r->q);
-	free(r->lat);
+	free(r->lat.v);
 	free(r->forgets);
 	vu_close(&r->dev);
 }
@@ -314,7 +314,7 @@ out:
 	res->bytes = r.bytes;
 	res->entries = r.entries;
 	res->cycles = r.cycles;
-	load_latency_summary(r.lat, r.nlat, res);
+	load_latency_summary(&r.lat, res);
 	res->daemon_cpu_us = (cfg->daemon_pid > 0 && (int64_t)r.cpu0_us >= 0 &&
 			      (int64_t)r.cpu1_us >= 0) ?
 			     (double)r.cpu1_us - (double)r.cpu0_us : -1;
