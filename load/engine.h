@@ -78,8 +78,9 @@ struct run {
 	uint32_t proto_minor, max_write, max_pages;
 	uint64_t workdir, file_nodeid, file_fh, file_ino, dir_nodeid;
 	char workdir_name[64];
-	uint64_t nblocks, cursor;
-	const char *phase;
+	uint64_t nblocks;           /* of the data file */
+	uint64_t cursor;            /* the running phase's next block, file or name number */
+	const char *phase;          /* what load_engine runs now */
 	load_next_fn *next;
 	load_done_fn *done;
 	bool stopping, measuring;
@@ -90,7 +91,7 @@ struct run {
 	struct load_lat lat;
 	struct fuse_forget_one *forgets;
 	size_t nforget, capforget;
-	uint64_t file_lookups;
+	uint64_t file_lookups;      /* LOOKUPs of the data file, forgotten at teardown */
 	uint64_t forgets_sent;
 };
 

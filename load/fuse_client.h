@@ -1,4 +1,4 @@
-/* FUSE request builders and generic reply validation, the guest driver's side of virtio-fs. */
+/* A slot's FUSE request laid out in guest buffers as descriptors, generic reply checks, the file data pattern. */
 #ifndef FERRY_LOAD_FUSE_CLIENT_H
 #define FERRY_LOAD_FUSE_CLIENT_H
 

@@ -48,9 +48,9 @@ struct load_result {
 };
 
 bool load_workload_valid(const char *name);
-/* xorshift64*: cheap, and the sequence is reproducible from --seed; shared
- * by load_run and host_pread_run so that one seed gives both the same
- * random offsets. */
+
+/* xorshift64*: cheap, and the sequence is reproducible from --seed. One
+ * generator for load_run and host_pread_run, so both draw offsets alike. */
 static inline uint64_t load_xorshift(uint64_t *state)
 {
 	*state ^= *state >> 12;
@@ -58,6 +58,7 @@ static inline uint64_t load_xorshift(uint64_t *state)
 	*state ^= *state >> 27;
 	return *state * 0x2545f4914f6cdd1dull;
 }
+
 /* Connects, sets up, runs the workload and tears down. Returns 0 when the
  * run completed (res->errors may still be non-zero), -errno when it could
  * not run at all. */
