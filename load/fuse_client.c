@@ -1,4 +1,4 @@
-/* FUSE request builders and generic reply validation for ferryfs-load. */
+/* A slot's FUSE request laid out in guest buffers as descriptors, generic reply checks, the file data pattern. */
 #include "fuse_client.h"
 
 #include <errno.h>

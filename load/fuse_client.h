@@ -1,4 +1,4 @@
-/* FUSE request builders and generic reply validation, the guest driver's side of virtio-fs. */
+/* A slot's FUSE request laid out in guest buffers as descriptors, generic reply checks, the file data pattern. */
 #ifndef FERRY_LOAD_FUSE_CLIENT_H
 #define FERRY_LOAD_FUSE_CLIENT_H
 
@@ -14,8 +14,8 @@
 #define FC_CTRL_RD   0u
 #define FC_CTRL_WR   2048u
 
-/* One request position in a queue, with its guest buffers and the state the
- * workload keeps for the chain of requests it runs through this slot. */
+/* One request position in a queue: its guest buffers and the request in
+ * flight. (What a workload keeps between requests lives beside it.) */
 struct fc_slot {
 	uint16_t index;
 	uint8_t *ctrl;
@@ -39,13 +39,6 @@ struct fc_slot {
 	int32_t allow_err;     /* a negative errno also accepted, or 0 */
 	uint32_t data_len;     /* bytes of data moved (for MiB/s) */
 	bool full_check;       /* READ: check every word (see fc_pattern_verify) */
-
-	/* Workload state. */
-	int kind, state;
-	uint64_t off, nodeid, fh, seq;
-	uint32_t count;
-	uint8_t *seen;
-	char name[64];
 };
 
 void fc_begin(struct fc_slot *s, uint32_t opcode, uint64_t nodeid, uint64_t unique);

@@ -7,7 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "workloads.h"
+#include "load.h"
+#include "measure.h"
 
 #define HOST_FILE "ferryfs-host-pread.dat"
 #define FILL_CHUNK (1u << 20)
@@ -34,21 +35,12 @@ static int fill_file(int fd, uint64_t size)
 	return ret;
 }
 
-static uint64_t xorshift(uint64_t *state)
-{
-	*state ^= *state >> 12;
-	*state ^= *state << 25;
-	*state ^= *state >> 27;
-	return *state * 0x2545f4914f6cdd1dull;
-}
-
 int host_pread_run(const struct load_cfg *cfg, struct load_result *res)
 {
 	bool random = !strcmp(cfg->workload, "randread");
 	uint64_t nblocks = cfg->file_size / cfg->block_size;
 	uint64_t rng = cfg->seed | 1, seq = 0, t_start, t_end, now;
-	uint32_t *lat = NULL;
-	size_t nlat = 0, caplat = 0;
+	struct load_lat lat = { 0 };
 	char path[PATH_MAX];
 	double cpu0 = 0;
 	bool measuring = false;
@@ -83,7 +75,7 @@ int host_pread_run(const struct load_cfg *cfg, struct load_result *res)
 	t_start = load_now_ns() + (uint64_t)(cfg->warmup * 1e9);
 	t_end = t_start + (uint64_t)(cfg->seconds * 1e9);
 	for (now = load_now_ns(); now < t_end;) {
-		uint64_t blk = random ? xorshift(&rng) % nblocks : seq++ % nblocks;
+		uint64_t blk = random ? load_xorshift(&rng) % nblocks : seq++ % nblocks;
 		uint64_t off = blk * cfg->block_size, t0 = now;
 		uint64_t bad;
 		ssize_t n;
@@ -109,27 +101,18 @@ int host_pread_run(const struct load_cfg *cfg, struct load_result *res)
 			cpu0 = load_self_cpu_us();
 			continue;
 		}
-		if (nlat == caplat) {
-			size_t cap = caplat ? caplat * 2 : 1 << 16;
-			uint32_t *p = realloc(lat, cap * sizeof(*p));
-
-			if (!p) {
-				ret = -ENOMEM;
-				goto out_free;
-			}
-			lat = p;
-			caplat = cap;
-		}
-		lat[nlat++] = now - t0 > UINT32_MAX ? UINT32_MAX : (uint32_t)(now - t0);
+		ret = load_lat_add(&lat, now - t0);
+		if (ret)
+			goto out_free;
 		res->ops++;
 		res->bytes += cfg->block_size;
 	}
 	res->elapsed_s = measuring ? (double)(now - t_start) / 1e9 : 0;
 	res->daemon_cpu_us = measuring ? load_self_cpu_us() - cpu0 : -1;
 	res->load_cpu_us = res->daemon_cpu_us;
-	load_latency_summary(lat, nlat, res);
+	load_latency_summary(&lat, res);
 out_free:
-	free(lat);
+	free(lat.v);
 	free(buf);
 out_unlink:
 	close(fd);

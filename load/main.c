@@ -10,7 +10,7 @@
 #include <signal.h>
 #include <time.h>
 
-#include "workloads.h"
+#include "load.h"
 
 static void usage(FILE *f)
 {

@@ -1,65 +1,45 @@
-/* The request engine (keep N requests in flight per queue) and the workloads it drives. */
+/* The workload table's row type and the step functions its rows name (private to load/). */
 #ifndef FERRY_LOAD_WORKLOADS_H
 #define FERRY_LOAD_WORKLOADS_H
 
 #include <stdbool.h>
-#include <stdint.h>
-#include <sys/types.h>
 
-#include "fuse_client.h"
-#include "vu_frontend.h"
+#include "engine.h"
 
-#define LOAD_MAX_QUEUES 64
-
-struct load_cfg {
-	const char *socket;
-	const char *host_dir;    /* --host-pread: no backend, pread(2) here */
-	const char *cold_dir;    /* --cold: the backend's shared directory */
-	const char *workload;
-	uint32_t block_size;
-	uint32_t queue_depth;
-	uint32_t queues;
-	double seconds;
-	double warmup;
-	double idle;             /* --idle: connected, nothing in flight, after */
-	uint64_t file_size;
-	pid_t daemon_pid;
-	bool json;
-	int event_idx;           /* 1 on, 0 off, -1 if offered */
-	bool poll;
-	uint32_t dir_entries;
-	uint64_t seed;
-	bool verbose;
+/* One --workload: what it sends (next), how it checks and moves on
+ * (done), and what it needs around the run. */
+struct load_workload {
+	const char *name;            /* as --workload spells it */
+	load_next_fn *next;
+	load_done_fn *done;
+	/* It uses the data file: the run creates it and writes it whole in
+	 * --block-size WRITEs before, removes it after, and INIT checks
+	 * that the backend takes blocks that big. */
+	bool data_file;
+	/* Otherwise, once the work directory exists: what the workload needs
+	 * in it, and its removal before the work directory goes. NULL when
+	 * nothing. Return 0 or -errno. */
+	int (*setup)(struct run *r);
+	int (*teardown)(struct run *r);
 };
 
-struct load_result {
-	double elapsed_s;
-	uint64_t ops, bytes, entries, cycles;
-	uint64_t errors;
-	double lat_p50_us, lat_p99_us, lat_p999_us, lat_mean_us, lat_max_us;
-	double daemon_cpu_us;      /* < 0 when unknown */
-	double idle_daemon_cpu_us; /* during --idle; < 0 when unknown or none */
-	double load_cpu_us;
-	uint64_t kicks, calls;
-	uint32_t proto_minor, max_write, max_pages;
-	bool event_idx, indirect;
-	uint64_t queue_num_max;
-	double setup_s;
-};
+/* The row of name, or NULL. */
+const struct load_workload *load_workload_find(const char *name);
 
-bool load_workload_valid(const char *name);
-uint64_t load_now_ns(void);
-/* CPU time of this process so far (user + system). */
-double load_self_cpu_us(void);
-/* Sorts lat (ns) and fills the latency fields of res. */
-void load_latency_summary(uint32_t *lat, size_t n, struct load_result *res);
-/* Connects, sets up, runs the workload and tears down. Returns 0 when the
- * run completed (res->errors may still be non-zero), -errno when it could
- * not run at all. */
-int load_run(const struct load_cfg *cfg, struct load_result *res);
-/* The same read/randread workload with pread(2) on a file in cfg->host_dir:
- * the host's own bandwidth, the bound for any daemon serving that file.
- * Same return convention as load_run; the CPU figure is this process's. */
-int host_pread_run(const struct load_cfg *cfg, struct load_result *res);
+/* io_workloads.c: READ and WRITE on the data file. */
+load_next_fn io_read_next, io_randread_next, io_write_next, io_randwrite_next;
+load_done_fn io_done;
+load_next_fn io_write_fsync_next;
+load_done_fn io_write_fsync_done;
+int io_setup_data_file(struct run *r);
+int io_teardown_data_file(struct run *r);
+
+/* meta_workloads.c: names, attributes, directories. */
+load_next_fn meta_getattr_next, meta_lookup_next, meta_create_unlink_next,
+	meta_readdirplus_next;
+load_done_fn meta_getattr_done, meta_lookup_done, meta_create_unlink_done,
+	meta_readdirplus_done;
+int meta_setup_dir(struct run *r);
+int meta_teardown_dir(struct run *r);
 
 #endif

@@ -1,0 +1,71 @@
+/* ferryfs-load's run: its configuration, its results, and the entry points main.c calls. */
+#ifndef FERRY_LOAD_LOAD_H
+#define FERRY_LOAD_LOAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "fuse_client.h"
+#include "vu_frontend.h"
+
+#define LOAD_MAX_QUEUES 64
+
+struct load_cfg {
+	const char *socket;
+	const char *host_dir;    /* --host-pread: no backend, pread(2) here */
+	const char *cold_dir;    /* --cold: the backend's shared directory */
+	const char *workload;
+	uint32_t block_size;
+	uint32_t queue_depth;
+	uint32_t queues;
+	double seconds;
+	double warmup;
+	double idle;             /* --idle: connected, nothing in flight, after */
+	uint64_t file_size;
+	pid_t daemon_pid;
+	bool json;
+	int event_idx;           /* 1 on, 0 off, -1 if offered */
+	bool poll;
+	uint32_t dir_entries;
+	uint64_t seed;
+	bool verbose;
+};
+
+struct load_result {
+	double elapsed_s;
+	uint64_t ops, bytes, entries, cycles;
+	uint64_t errors;
+	double lat_p50_us, lat_p99_us, lat_p999_us, lat_mean_us, lat_max_us;
+	double daemon_cpu_us;      /* < 0 when unknown */
+	double idle_daemon_cpu_us; /* during --idle; < 0 when unknown or none */
+	double load_cpu_us;
+	uint64_t kicks, calls;
+	uint32_t proto_minor, max_write, max_pages;
+	bool event_idx, indirect;
+	uint64_t queue_num_max;
+	double setup_s;
+};
+
+bool load_workload_valid(const char *name);
+
+/* xorshift64*: cheap, and the sequence is reproducible from --seed. One
+ * generator for load_run and host_pread_run, so both draw offsets alike. */
+static inline uint64_t load_xorshift(uint64_t *state)
+{
+	*state ^= *state >> 12;
+	*state ^= *state << 25;
+	*state ^= *state >> 27;
+	return *state * 0x2545f4914f6cdd1dull;
+}
+
+/* Connects, sets up, runs the workload and tears down. Returns 0 when the
+ * run completed (res->errors may still be non-zero), -errno when it could
+ * not run at all. */
+int load_run(const struct load_cfg *cfg, struct load_result *res);
+/* The same read/randread workload with pread(2) on a file in cfg->host_dir:
+ * the host's own bandwidth, the bound for any daemon serving that file.
+ * Same return convention as load_run; the CPU figure is this process's. */
+int host_pread_run(const struct load_cfg *cfg, struct load_result *res);
+
+#endif
