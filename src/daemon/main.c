@@ -15,8 +15,10 @@
 
 #include "backend/passthrough.h"
 #include "common/log.h"
+#include "daemon/caps.h"
 #include "daemon/options.h"
 #include "daemon/sandbox.h"
+#include "daemon/seccomp.h"
 #include "daemon/stats.h"
 #include "ferryfs_config.h"
 #include "protocol/fuse_server.h"

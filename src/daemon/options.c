@@ -1,13 +1,13 @@
 /* ferryfsd's command line: both the Rust virtiofsd's and QEMU's C virtiofsd's dialects. */
 #include "daemon/options.h"
 
-#include <cap-ng.h>
-#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "daemon/caps.h"
 
 /* Options of either anchor that ferryfsd knows but does not implement yet:
  * refusing them by name beats accepting a setting we would not honour. */
@@ -95,38 +95,6 @@ static int check_cap(int cap, bool add, void *opaque)
 	(void)cap;
 	(void)add;
 	(void)opaque;
-	return 0;
-}
-
-int ferry_modcaps_walk(const char *list, int (*each)(int cap, bool add, void *opaque),
-		       void *opaque)
-{
-	const char *p = list;
-
-	if (!*p)
-		return -EINVAL;
-	while (*p) {
-		char name[64];
-		size_t len = strcspn(p, ":,");
-		const char *start = p + 1;
-		bool add = *p == '+';
-		int cap, ret;
-
-		if ((*p != '+' && *p != '-') || len < 2 || len >= sizeof(name))
-			return -EINVAL;
-		for (size_t i = 0; i < len - 1; i++)
-			name[i] = (char)tolower((unsigned char)start[i]);
-		name[len - 1] = '\0';
-		cap = capng_name_to_capability(strncmp(name, "cap_", 4) ? name : name + 4);
-		if (cap < 0)
-			return -EINVAL;
-		ret = each(cap, add, opaque);
-		if (ret)
-			return ret;
-		p += len;
-		if (*p && !*++p)
-			return -EINVAL;     /* a trailing separator */
-	}
 	return 0;
 }
 

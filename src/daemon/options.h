@@ -81,12 +81,4 @@ int ferry_options_parse(struct ferry_options *opts, int argc, char **argv,
 			FILE *err);
 void ferry_options_usage(FILE *out);
 
-/*
- * Walks a --modcaps list ("+sys_admin:-chown", also ',' separated, names
- * with or without "cap_", any case). Calls each(cap, add, opaque) per item;
- * returns -EINVAL on the first bad item without calling each for it.
- */
-int ferry_modcaps_walk(const char *list, int (*each)(int cap, bool add, void *opaque),
-		       void *opaque);
-
 #endif
