@@ -5,7 +5,11 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "backend/passthrough.h"
+/* Only the value types of options it holds: the backend's code and the
+ * protocol stay out of the parser (options_config.c translates). */
+#include "backend/idmap.h"
+#include "backend/passthrough_modes.h"
+#include "backend/xattrmap.h"
 #include "common/log.h"
 
 /* The first fd a socket-activating manager passes (SD_LISTEN_FDS_START). */
