@@ -26,6 +26,8 @@ enum run_action { ACTION_SERVE, ACTION_HELP, ACTION_VERSION, ACTION_PRINT_CAPS,
 enum sandbox_mode { SANDBOX_NAMESPACE, SANDBOX_CHROOT, SANDBOX_NONE };
 enum seccomp_mode { SECCOMP_KILL, SECCOMP_LOG, SECCOMP_TRAP, SECCOMP_NONE };
 
+/* What the command line says. The rows of options_table.c set these
+ * fields; options_config.c hands them on to the backend and session. */
 struct ferry_options {
 	enum run_action action;
 	const char *socket_path;
@@ -70,7 +72,7 @@ struct ferry_options {
 	bool sandbox_set;
 	enum seccomp_mode seccomp;
 	bool seccomp_set;             /* else sanitizer builds default to log */
-	const char *modcaps;          /* "+cap:-cap..." checked here, applied by caps.c */
+	const char *modcaps;          /* "+cap:-cap..." checked when parsed, applied by caps.c */
 	enum inode_file_handles inode_file_handles;
 };
 
