@@ -110,22 +110,15 @@ static int parse_modcaps(const struct opt_use *use, void *field, const char *val
 
 /* Choice lists; each enum lists its names in the Rust virtiofsd's order. */
 
+/* QEMU's C virtiofsd has no metadata mode: its -o takes the first four. */
 static const struct opt_choice cache_choices[] = {
 	{ "auto", CACHE_AUTO }, { "always", CACHE_ALWAYS }, { "never", CACHE_NEVER },
 	{ "none", CACHE_NEVER }, { "metadata", CACHE_METADATA }, { NULL, 0 },
 };
-/* QEMU's C virtiofsd has no metadata mode. */
-static const struct opt_choice c_cache_choices[] = {
-	{ "auto", CACHE_AUTO }, { "always", CACHE_ALWAYS }, { "never", CACHE_NEVER },
-	{ "none", CACHE_NEVER }, { NULL, 0 },
-};
+/* Nor a sandbox=none: its -o takes the first two. */
 static const struct opt_choice sandbox_choices[] = {
 	{ "namespace", SANDBOX_NAMESPACE }, { "chroot", SANDBOX_CHROOT },
 	{ "none", SANDBOX_NONE }, { NULL, 0 },
-};
-/* Nor a sandbox=none, as in QEMU's C virtiofsd. */
-static const struct opt_choice c_sandbox_choices[] = {
-	{ "namespace", SANDBOX_NAMESPACE }, { "chroot", SANDBOX_CHROOT }, { NULL, 0 },
 };
 static const struct opt_choice seccomp_choices[] = {
 	{ "kill", SECCOMP_KILL }, { "log", SECCOMP_LOG }, { "trap", SECCOMP_TRAP },
@@ -173,7 +166,7 @@ const struct opt_row opt_rows[] = {
 	  .help = { .metavar = "TAG", .text =
 		"the tag in the device's config space (<= 36 bytes)" } },
 	{ .long_name = "cache", .c_name = "cache", .kind = OPT_CHOICE, OPT_FIELD(cache),
-	  .choices = cache_choices, .c_choices = c_cache_choices,
+	  .choices = cache_choices, .c_choice_count = 4,
 	  .help = { .metavar = "auto|always|never|metadata", .text =
 		"guest caching (default auto): entry/attr\n"
 		"timeouts 1 s, 1 day, 0, 1 day; never and\n"
@@ -318,7 +311,7 @@ const struct opt_row opt_rows[] = {
 		"(e.g. a restarted QEMU) instead of exiting" } },
 	{ .long_name = "sandbox", .c_name = "sandbox", .kind = OPT_CHOICE,
 	  OPT_FIELD(sandbox), OPT_ALSO(sandbox_set),
-	  .choices = sandbox_choices, .c_choices = c_sandbox_choices,
+	  .choices = sandbox_choices, .c_choice_count = 2,
 	  .help = { .metavar = "namespace|chroot|none", .text =
 		"confine the daemon to DIR: new mount, pid and net\n"
 		"namespaces with pivot_root (default), chroot(2),\n"
@@ -452,8 +445,10 @@ static int apply_value(const struct opt_use *use, void *field, const char *val)
 			store(field, row->size, n);
 		return 0;
 	case OPT_CHOICE:
-		c = use->dialect == OPT_C && row->c_choices ? row->c_choices : row->choices;
-		for (; c->name; c++) {
+		for (c = row->choices; c->name; c++) {
+			if (use->dialect == OPT_C && row->c_choice_count &&
+			    c - row->choices >= (ptrdiff_t)row->c_choice_count)
+				break;
 			if (!strcmp(val, c->name)) {
 				store(field, row->size, (unsigned long)c->value);
 				return 0;

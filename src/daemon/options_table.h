@@ -18,7 +18,8 @@ enum opt_kind {
 	OPT_CONST,       /* takes no value; stores .value, or only sets .action */
 	OPT_STRING,      /* stores the value itself; .min/.max bound its length */
 	OPT_NUMBER,      /* an unsigned number (strtoul base 0) up to .max */
-	OPT_CHOICE,      /* one of the names in .choices (.c_choices for -o) */
+	OPT_CHOICE,      /* one of the names in .choices (for -o, of the first
+			  * .c_choice_count when not 0) */
 	OPT_PARSE,       /* its own syntax: .parse checks and stores it */
 };
 
@@ -60,7 +61,8 @@ struct opt_row {
 	enum run_action action;   /* set when not ACTION_SERVE */
 	int value;                /* OPT_CONST: stored into a bool or an enum */
 	unsigned long min, max;   /* OPT_NUMBER: max; OPT_STRING: length bounds */
-	const struct opt_choice *choices, *c_choices;   /* end with a NULL name */
+	const struct opt_choice *choices;   /* ends with a NULL name */
+	unsigned c_choice_count;  /* not 0: -o knows only the first choices */
 	/* OPT_PARSE: 0, or -EINVAL once it has written its message. */
 	int (*parse)(const struct opt_use *use, void *field, const char *val);
 	struct opt_help help;     /* its entry among the Rust dialect's options */

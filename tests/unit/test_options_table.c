@@ -53,12 +53,11 @@ static const char *sample_value(const struct opt_row *r)
 	case OPT_NUMBER:
 		return "1";
 	case OPT_CHOICE:
-		/* The last name of the C list: not the default, so a field
-		 * that did not change would show. */
-		for (const struct opt_choice *c = r->c_choices ? r->c_choices : r->choices;
-		     c->name; c++)
-			if (!c[1].name)
-				return c->name;
+		/* The last name -o knows: not the default, so a field that
+		 * did not change would show. */
+		for (unsigned n = 0; r->choices[n].name; n++)
+			if (!r->choices[n + 1].name || n + 1 == r->c_choice_count)
+				return r->choices[n].name;
 		return NULL;
 	case OPT_PARSE:
 		for (size_t i = 0; i < sizeof(parsed) / sizeof(*parsed); i++)
