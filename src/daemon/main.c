@@ -456,6 +456,21 @@ static void unlisten_vhost_user(struct vu_listener *l, bool paths_reachable)
 	l->pid_path = l->socket_path = NULL;
 }
 
+/* Both modes, once only serving is left: the seccomp filter (host_fuse
+ * adds what /dev/fuse and the unmount need), then the statistics server. */
+static int begin_serving(const struct ferry_options *o, bool host_fuse,
+			 struct stats_socket *ss, const struct stats_sources *src,
+			 struct stats_server **srv)
+{
+	int ret = seccomp_install(options_seccomp_mode(o), host_fuse);
+
+	if (ret) {
+		log_err("cannot install the seccomp filter: %s", strerror(-ret));
+		return ret;
+	}
+	return stats_begin(ss, src, srv);
+}
+
 /* Host FUSE mode: the same session and backend behind the host's /dev/fuse. */
 static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 		       struct stats_socket *ss, int *ready_fd)
@@ -490,13 +505,8 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 		goto out_df;
 	/* Mounted: from here on only serving is left, as in vhost-user mode
 	 * after accept's setup. Capabilities stay: the stop unmounts. */
-	ret = seccomp_install(options_seccomp_mode(o), true);
-	if (ret) {
-		log_err("cannot install the seccomp filter: %s", strerror(-ret));
-		goto out_df;
-	}
 	stats_src.devfuse = df;
-	ret = stats_begin(ss, &stats_src, &stats_srv);
+	ret = begin_serving(o, true, ss, &stats_src, &stats_srv);
 	if (ret)
 		goto out_df;
 	running_mount = df;
@@ -556,13 +566,8 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 		log_err("cannot limit capabilities: %s", strerror(-ret));
 		goto out_listen;
 	}
-	ret = seccomp_install(options_seccomp_mode(o), false);
-	if (ret) {
-		log_err("cannot install the seccomp filter: %s", strerror(-ret));
-		goto out_listen;
-	}
 	stats_src.vu_dev = dev;
-	ret = stats_begin(ss, &stats_src, &stats_srv);
+	ret = begin_serving(o, false, ss, &stats_src, &stats_srv);
 	if (ret)
 		goto out_listen;
 
