@@ -5,14 +5,9 @@
 #include <stdbool.h>
 
 #include "backend/idmap.h"
+#include "backend/passthrough_modes.h"
 #include "backend/xattrmap.h"
 #include "protocol/fuse_ops.h"
-
-enum cache_mode { CACHE_AUTO, CACHE_ALWAYS, CACHE_NEVER, CACHE_METADATA };
-
-/* How an inode keeps its host file: an O_PATH fd for its whole life, or a
- * file handle reopened only while requests use it. */
-enum inode_file_handles { FILE_HANDLES_NEVER, FILE_HANDLES_PREFER, FILE_HANDLES_MANDATORY };
 
 struct passthrough_opts {
 	const char *shared_dir;

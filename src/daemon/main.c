@@ -16,16 +16,17 @@
 #include "backend/passthrough.h"
 #include "common/log.h"
 #include "common/unix_socket.h"
+#include "daemon/caps.h"
 #include "daemon/options.h"
+#include "daemon/options_config.h"
 #include "daemon/sandbox.h"
+#include "daemon/seccomp.h"
 #include "daemon/stats.h"
 #include "ferryfs_config.h"
 #include "protocol/fuse_server.h"
 #include "transport/devfuse.h"
 #include "transport/vhost_user.h"
 
-/* FUSE_MAX_MAX_PAGES in Linux is 256: 1 MiB requests with 4 KiB pages. */
-#define FERRY_MAX_WRITE (1u << 20)
 /* Request queues a frontend may start (QEMU's num-request-queues, Linux
  * 6.11+ spreads its CPUs over them). Each started queue gets a thread;
  * queues the frontend does not start cost only their bookkeeping. */
@@ -456,6 +457,21 @@ static void unlisten_vhost_user(struct vu_listener *l, bool paths_reachable)
 	l->pid_path = l->socket_path = NULL;
 }
 
+/* Both modes, once only serving is left: the seccomp filter (host_fuse
+ * adds what /dev/fuse and the unmount need), then the statistics server. */
+static int begin_serving(const struct ferry_options *o, bool host_fuse,
+			 struct stats_socket *ss, const struct stats_sources *src,
+			 struct stats_server **srv)
+{
+	int ret = seccomp_install(options_seccomp_mode(o), host_fuse);
+
+	if (ret) {
+		log_err("cannot install the seccomp filter: %s", strerror(-ret));
+		return ret;
+	}
+	return stats_begin(ss, src, srv);
+}
+
 /* Host FUSE mode: the same session and backend behind the host's /dev/fuse. */
 static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 		       struct stats_socket *ss, int *ready_fd)
@@ -490,13 +506,8 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 		goto out_df;
 	/* Mounted: from here on only serving is left, as in vhost-user mode
 	 * after accept's setup. Capabilities stay: the stop unmounts. */
-	ret = seccomp_install(o->seccomp_set ? o->seccomp : seccomp_default(), true);
-	if (ret) {
-		log_err("cannot install the seccomp filter: %s", strerror(-ret));
-		goto out_df;
-	}
 	stats_src.devfuse = df;
-	ret = stats_begin(ss, &stats_src, &stats_srv);
+	ret = begin_serving(o, true, ss, &stats_src, &stats_srv);
 	if (ret)
 		goto out_df;
 	running_mount = df;
@@ -556,13 +567,8 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 		log_err("cannot limit capabilities: %s", strerror(-ret));
 		goto out_listen;
 	}
-	ret = seccomp_install(o->seccomp_set ? o->seccomp : seccomp_default(), false);
-	if (ret) {
-		log_err("cannot install the seccomp filter: %s", strerror(-ret));
-		goto out_listen;
-	}
 	stats_src.vu_dev = dev;
-	ret = stats_begin(ss, &stats_src, &stats_srv);
+	ret = begin_serving(o, false, ss, &stats_src, &stats_srv);
 	if (ret)
 		goto out_listen;
 
@@ -666,37 +672,8 @@ static int listen_vhost_user(const struct ferry_options *o, struct vu_listener *
 
 static int serve(const struct ferry_options *o)
 {
-	struct passthrough_opts pt_opts = {
-		.shared_dir = o->shared_dir,
-		.file_handles = o->inode_file_handles,
-		.cache = o->cache,
-		.timeout = o->timeout,
-		.xattr = o->xattr,
-		.allow_direct_io = o->allow_direct_io,
-		.writeback = o->writeback,
-		.readonly = o->readonly,
-		.announce_submounts = o->announce_submounts,
-		.preserve_noatime = o->preserve_noatime,
-		.uid_map = o->uid_map,
-		.gid_map = o->gid_map,
-		.xattrmap = o->xattrmap,
-	};
-	struct fuse_session_opts se_opts = {
-		.max_write = FERRY_MAX_WRITE,
-		.writeback = o->writeback,
-		.xattr = o->xattr,
-		.posix_acl = o->posix_acl,
-		.security_label = o->security_label,
-		.readdirplus = o->readdirplus,
-		.posix_lock = o->posix_lock,
-		.flock = o->flock,
-		.killpriv_v2 = o->killpriv_v2,
-		.announce_submounts = o->announce_submounts,
-		.allow_mmap = o->allow_mmap,
-		.readonly = o->readonly,
-		/* Each transport delivers replies given later its own way. */
-		.reply_later = o->mountpoint ? devfuse_request_complete : vu_request_complete,
-	};
+	struct passthrough_opts pt_opts;
+	struct fuse_session_opts se_opts;
 	struct daemon_state st = { 0 };
 	struct passthrough *pt = NULL;
 	struct vu_listener listener = { .fd = -1, .pid_fd = -1 };
@@ -705,6 +682,10 @@ static int serve(const struct ferry_options *o)
 	int ready_fd = -1;
 	int ret;
 
+	options_to_passthrough(o, &pt_opts);
+	options_to_session(o, &se_opts);
+	/* Each transport delivers replies given later its own way. */
+	se_opts.reply_later = o->mountpoint ? devfuse_request_complete : vu_request_complete;
 	ret = check_shared_dir(o->shared_dir);
 	if (ret) {
 		log_err("shared directory %s: %s", o->shared_dir, strerror(-ret));

@@ -5,7 +5,11 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "backend/passthrough.h"
+/* Only the value types of options it holds: the backend's code and the
+ * protocol stay out of the parser (options_config.c translates). */
+#include "backend/idmap.h"
+#include "backend/passthrough_modes.h"
+#include "backend/xattrmap.h"
 #include "common/log.h"
 
 /* The first fd a socket-activating manager passes (SD_LISTEN_FDS_START). */
@@ -22,6 +26,8 @@ enum run_action { ACTION_SERVE, ACTION_HELP, ACTION_VERSION, ACTION_PRINT_CAPS,
 enum sandbox_mode { SANDBOX_NAMESPACE, SANDBOX_CHROOT, SANDBOX_NONE };
 enum seccomp_mode { SECCOMP_KILL, SECCOMP_LOG, SECCOMP_TRAP, SECCOMP_NONE };
 
+/* What the command line says. The rows of options_table.c set these
+ * fields; options_config.c hands them on to the backend and session. */
 struct ferry_options {
 	enum run_action action;
 	const char *socket_path;
@@ -66,7 +72,7 @@ struct ferry_options {
 	bool sandbox_set;
 	enum seccomp_mode seccomp;
 	bool seccomp_set;             /* else sanitizer builds default to log */
-	const char *modcaps;          /* "+cap:-cap..." checked here, applied by caps.c */
+	const char *modcaps;          /* "+cap:-cap..." checked when parsed, applied by caps.c */
 	enum inode_file_handles inode_file_handles;
 };
 
@@ -80,13 +86,5 @@ struct ferry_options {
 int ferry_options_parse(struct ferry_options *opts, int argc, char **argv,
 			FILE *err);
 void ferry_options_usage(FILE *out);
-
-/*
- * Walks a --modcaps list ("+sys_admin:-chown", also ',' separated, names
- * with or without "cap_", any case). Calls each(cap, add, opaque) per item;
- * returns -EINVAL on the first bad item without calling each for it.
- */
-int ferry_modcaps_walk(const char *list, int (*each)(int cap, bool add, void *opaque),
-		       void *opaque);
 
 #endif

@@ -1,4 +1,4 @@
-/* Confines ferryfsd to the shared directory (namespaces + pivot_root, or chroot) and trims its capabilities. */
+/* Confines ferryfsd to the shared directory: namespaces + pivot_root, or chroot. */
 #include <cap-ng.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -205,49 +205,4 @@ int sandbox_enter(enum sandbox_mode mode, const char *shared_dir,
 	if (ret == 0)
 		*root = "/";
 	return ret;
-}
-
-/* What the file operations need: ownership and mode changes, bypassing
- * permission checks as root does, switching to the guest's ids, device
- * nodes and file capabilities. */
-static const int kept_caps[] = {
-	CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID, CAP_SETGID,
-	CAP_SETUID, CAP_MKNOD, CAP_SETFCAP,
-};
-
-static int modcap_apply(int cap, bool add, void *opaque)
-{
-	(void)opaque;
-	return capng_update(add ? CAPNG_ADD : CAPNG_DROP,
-			    CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_BOUNDING_SET,
-			    (unsigned)cap) ? -EINVAL : 0;
-}
-
-int caps_limit(const char *modcaps, bool file_handles)
-{
-	int ret;
-
-	if (geteuid() != 0)
-		return 0;
-	capng_clear(CAPNG_SELECT_BOTH);
-	for (size_t i = 0; i < sizeof(kept_caps) / sizeof(*kept_caps); i++)
-		if (modcap_apply(kept_caps[i], true, NULL))
-			return -EINVAL;
-	/* open_by_handle_at() requires it. */
-	if (file_handles && modcap_apply(CAP_DAC_READ_SEARCH, true, NULL))
-		return -EINVAL;
-	if (modcaps) {
-		ret = ferry_modcaps_walk(modcaps, modcap_apply, NULL);
-		if (ret)
-			return ret;
-	}
-	if (capng_apply(CAPNG_SELECT_BOTH) == 0)
-		return 0;
-	/* Trimming the bounding set needs CAP_SETPCAP, which a container may
-	 * not grant; the permitted set is what matters for the daemon. */
-	log_warn("capabilities: cannot trim the bounding set; limiting the "
-		 "effective and permitted sets only");
-	if (capng_apply(CAPNG_SELECT_CAPS))
-		return -EPERM;
-	return 0;
 }

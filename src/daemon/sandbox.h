@@ -1,8 +1,7 @@
-/* Confines ferryfsd to the shared directory: namespaces or chroot, capabilities, seccomp. */
+/* Confines ferryfsd to the shared directory: new namespaces with pivot_root, or chroot. */
 #ifndef FERRY_SANDBOX_H
 #define FERRY_SANDBOX_H
 
-#include <seccomp.h>
 #include <stdbool.h>
 
 #include "daemon/options.h"
@@ -17,24 +16,5 @@
  */
 int sandbox_enter(enum sandbox_mode mode, const char *shared_dir,
 		  int *proc_self_fd, const char **root);
-
-/*
- * Keeps only the capabilities the file operations need (and
- * CAP_DAC_READ_SEARCH when file handles are used), changed by the
- * --modcaps list. A no-op when the daemon is not root.
- */
-int caps_limit(const char *modcaps, bool file_handles);
-
-/*
- * Builds the allow-list filter for action (not SECCOMP_NONE): every system
- * call the transport, protocol and backend make; any other gets action.
- * host_fuse adds what host FUSE mode (--mount) needs besides. Tests load
- * the same filter to check it.
- */
-int seccomp_filter_build(enum seccomp_mode action, bool host_fuse, scmp_filter_ctx *out);
-/* kill, but log in sanitizer builds (their runtimes make calls of their own). */
-enum seccomp_mode seccomp_default(void);
-/* Builds and loads it on every thread of the process. */
-int seccomp_install(enum seccomp_mode action, bool host_fuse);
 
 #endif

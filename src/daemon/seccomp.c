@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "daemon/sandbox.h"
+#include "daemon/seccomp.h"
 
 /*
  * Found by reading the code, then checked against `strace -f -c` of the

@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "daemon/sandbox.h"
+#include "daemon/seccomp.h"
 
 static int failures;
 

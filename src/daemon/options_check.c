@@ -1,0 +1,99 @@
+/* Checks that span options (what excludes or needs what), and the socket systemd may pass instead of one. */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "daemon/options_table.h"
+
+/*
+ * systemd socket activation (sd_listen_fds(3)): the manager passes the
+ * listening socket as fd 3 and names this process in LISTEN_PID, so a
+ * variable inherited from a parent that was activated is not mistaken for
+ * ours. Returns the fd, -ENOENT when nothing was passed to us, or -EINVAL
+ * (with a message) when the passed sockets are not exactly one.
+ */
+static int systemd_listen_fd(FILE *err)
+{
+	const char *pid_env = getenv("LISTEN_PID");
+	const char *fds_env = getenv("LISTEN_FDS");
+	unsigned long pid, fds;
+
+	if (!pid_env || !fds_env || opt_parse_ulong(pid_env, INT_MAX, &pid) ||
+	    (pid_t)pid != getpid())
+		return -ENOENT;
+	if (opt_parse_ulong(fds_env, INT_MAX, &fds) || fds != 1) {
+		fprintf(err, "ferryfsd: socket activation passed LISTEN_FDS=%s; "
+			"ferryfsd serves exactly one socket\n", fds_env);
+		return -EINVAL;
+	}
+	return FERRY_LISTEN_FDS_START;
+}
+
+int options_check(struct ferry_options *o, FILE *err)
+{
+	if (o->stats_json && o->action != ACTION_STATS) {
+		fprintf(err, "ferryfsd: --json only goes with --stats=PATH\n");
+		return -EINVAL;
+	}
+	if (o->action != ACTION_SERVE)
+		return 0;
+	if (!o->shared_dir) {
+		fprintf(err, "ferryfsd: no shared directory: give --shared-dir=DIR "
+			"or -o source=DIR\n");
+		return -EINVAL;
+	}
+	if (o->mountpoint) {
+		/* Host FUSE mode has no VMM: the vhost-user options mean nothing. */
+		if (o->socket_path || o->listen_fd >= 0 || o->socket_group || o->tag) {
+			fprintf(err, "ferryfsd: --mount excludes --socket-path, --fd, "
+				"--socket-group and --tag\n");
+			return -EINVAL;
+		}
+	} else if (!o->socket_path && o->listen_fd < 0) {
+		int fd = systemd_listen_fd(err);
+
+		if (fd == -EINVAL)
+			return -EINVAL;
+		if (fd < 0) {
+			fprintf(err, "ferryfsd: no vhost-user socket: give --socket-path=PATH "
+				"or --fd=N, start it by systemd socket activation, or give "
+				"--mount=DIR for host FUSE mode\n");
+			return -EINVAL;
+		}
+		o->listen_fd = fd;
+		o->socket_activated = true;
+	}
+	if (o->socket_path && o->listen_fd >= 0) {
+		fprintf(err, "ferryfsd: --socket-path and --fd exclude each other\n");
+		return -EINVAL;
+	}
+	/* The guest's kernel reads and writes ACLs as xattrs. */
+	if (o->posix_acl && !o->xattr) {
+		fprintf(err, "ferryfsd: --posix-acl (-o posix_acl) needs --xattr "
+			"(-o xattr)\n");
+		return -EINVAL;
+	}
+	if (o->socket_group && !o->socket_path) {
+		fprintf(err, "ferryfsd: --socket-group needs --socket-path\n");
+		return -EINVAL;
+	}
+	/* Not yet: host FUSE mode mounts on a host path the sandbox hides
+	 * (docs/security.md). Said, not silently dropped. The seccomp filter
+	 * applies as in vhost-user mode. */
+	if (o->mountpoint) {
+		if (o->sandbox_set && o->sandbox != SANDBOX_NONE) {
+			fprintf(err, "ferryfsd: --mount runs without a sandbox so far "
+				"(its mount point is a host path): leave out --sandbox "
+				"or give 'none'\n");
+			return -EINVAL;
+		}
+		o->sandbox = SANDBOX_NONE;
+	}
+	/* Like virtiofsd: readdirplus is off with cache=never unless asked for,
+	 * because the entries it would cache expire at once. */
+	if (!o->readdirplus_set && o->cache == CACHE_NEVER)
+		o->readdirplus = false;
+	return 0;
+}
+
