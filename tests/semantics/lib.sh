@@ -6,7 +6,9 @@
 sem_here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 sem_repo="$(cd "$sem_here/../.." && pwd)"
 sem_ferryfsd="${FERRYFSD:-$sem_repo/build/ferryfsd}"
-sem_guest_dir="${FERRYFS_GUEST_DIR:-${FERRYFS_CACHE:-/var/cache/ferryfs}/guest}"
+# The guest of the stack FERRYFS_STACK selects (stable by default; tests/e2e/stack-lib.sh).
+source "$sem_repo/tests/e2e/stack-lib.sh"
+sem_guest_dir="$(stack_guest_dir)"
 sem_pids=()
 sem_qemu_extra=()
 sem_tags=()
@@ -25,6 +27,7 @@ sem_init() {
     sem_name="$1"
     sem_umounts=()
     command -v qemu-system-x86_64 >/dev/null || { sem_say "SKIP: no qemu-system-x86_64"; exit 77; }
+    stack_prepare || { sem_say "SKIP: the $(stack_name) stack cannot be had here (see above)"; exit 77; }
     "$sem_repo/tests/e2e/build-guest.sh" "$sem_guest_dir" >/dev/null || { sem_say "SKIP: no guest image"; exit 77; }
     [[ -x "$sem_ferryfsd" ]] || { sem_say "FAIL: $sem_ferryfsd not built"; exit 1; }
     sem_tmp="$(mktemp -d "/tmp/ferryfs-$sem_name.XXXXXX")"

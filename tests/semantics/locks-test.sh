@@ -12,10 +12,12 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 ferryfsd="${1:-${FERRYFSD:-$repo/build/ferryfsd}}"
 virtiofsd="${VIRTIOFSD:-/usr/lib/qemu/virtiofsd}"
-guest_dir="${FERRYFS_GUEST_DIR:-${FERRYFS_CACHE:-/var/cache/ferryfs}/guest}"
+source "$repo/tests/e2e/stack-lib.sh"
+guest_dir="$(stack_guest_dir)"
 say() { echo "locks-test: $*"; }
 
 command -v qemu-system-x86_64 >/dev/null || { say "SKIP: no qemu-system-x86_64"; exit 77; }
+stack_prepare || { say "SKIP: the $(stack_name) stack cannot be had here (see above)"; exit 77; }
 "$repo/tests/e2e/build-guest.sh" "$guest_dir" >/dev/null || { say "SKIP: no guest image"; exit 77; }
 
 tmp="$(mktemp -d /tmp/ferryfs-locks.XXXXXX)"

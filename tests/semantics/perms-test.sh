@@ -5,9 +5,11 @@
 # supplementary group, other, root with and without CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID) must
 # give ferryfsd the same outcome and the same owner, group and mode afterwards as the guest's
 # tmpfs, except the cells tests/semantics/perms-known-differences lists (each says why; the same
-# list is in docs/options.md). The reference columns only report their differences.
+# list is in docs/options.md). The reference columns (QEMU's C virtiofsd; the Rust virtiofsd when
+# scripts/stack.sh has cached it) only report their differences.
 #
-# Usage: perms-test.sh   Env: FERRYFSD (default build/ferryfsd), FERRYFS_GUEST_DIR, VIRTIOFSD
+# Usage: perms-test.sh   Env: FERRYFSD (default build/ferryfsd), FERRYFS_GUEST_DIR, VIRTIOFSD,
+#        FERRYFS_STACK (stable or current: the guest kernel and QEMU, tests/e2e/stack-lib.sh)
 # Exit: 0 pass, 1 fail, 77 skipped (no QEMU or guest image).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -15,9 +17,10 @@ sem_init perms-test
 virtiofsd="${VIRTIOFSD:-/usr/lib/qemu/virtiofsd}"
 
 t="$sem_tmp"
-main="$t/main" acl="$t/acl" kp="$t/kp" vd="$t/vd" va="$t/va"
-mkdir -p "$main/out" "$acl" "$kp" "$vd" "$va"
-chmod 755 "$main" "$acl" "$kp" "$vd" "$va"
+main="$t/main" acl="$t/acl" kp="$t/kp" vd="$t/vd" va="$t/va" rd="$t/rd" ra="$t/ra"
+mkdir -p "$main/out" "$acl" "$kp" "$vd" "$va" "$rd" "$ra"
+chmod 755 "$main" "$acl" "$kp" "$vd" "$va" "$rd" "$ra"
+virtiofsd_rs="$sem_repo/tests/e2e/virtiofsd-rs"
 gcc -static -O2 -Wall -Wextra -Werror -o "$t/gperms" "$sem_here/guest-perms.c"
 
 # ferryfsd with its defaults (cache=auto), and with POSIX ACLs and xattrs for the ACL scenario.
@@ -34,7 +37,15 @@ if [[ -x "$virtiofsd" ]]; then
         -o xattr -o posix_acl
     columns+=(virtiofsd)
 else
-    sem_say "note: no $virtiofsd, no reference column"
+    sem_say "note: no $virtiofsd, no C virtiofsd column"
+fi
+if "$virtiofsd_rs" --version >/dev/null 2>&1; then
+    sem_daemon_cmd rd "$rd" "$virtiofsd_rs" --socket-path="$t/rd.sock" --shared-dir="$rd" --cache=auto
+    sem_daemon_cmd ra "$ra" "$virtiofsd_rs" --socket-path="$t/ra.sock" --shared-dir="$ra" --cache=auto \
+        --xattr --posix-acl
+    columns+=(virtiofsd-rs)
+else
+    sem_say "note: the Rust virtiofsd is not cached (scripts/stack.sh fetch), no column for it"
 fi
 
 # Each column writes its cells to the main share; the host compares them afterwards.
@@ -60,6 +71,10 @@ run ferryfsd-setid /fkp/m --only setid-file,sgid-dir
 if [ -d /vd ]; then
     run virtiofsd-plain /vd/m
     run virtiofsd-acl /va/m --acl $x
+fi
+if [ -d /rd ]; then
+    run virtiofsd-rs-plain /rd/m
+    run virtiofsd-rs-acl /ra/m --acl $x
 fi
 exit 0
 GUEST
