@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <linux/capability.h>
 #include <linux/fuse.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -14,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -286,6 +288,20 @@ static void reply_later(void *token, const void *reply, uint32_t len, void *data
 	atomic_fetch_sub(&deferred_outstanding, 1);
 }
 
+/* The thread's effective capability set: a request that takes on a
+ * caller's role (creds.h) must leave it as it found it. */
+static uint64_t caps_at_start;
+
+static uint64_t effective_caps(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d) < 0)
+		fuzz_fail("capget");
+	return d[0].effective | (uint64_t)d[1].effective << 32;
+}
+
 static void run_request(struct fuse_worker *w, uint8_t ctl, uint8_t wrcode,
 			uint8_t *req, size_t len)
 {
@@ -323,6 +339,8 @@ static void run_request(struct fuse_worker *w, uint8_t ctl, uint8_t wrcode,
 	FUZZ_ASSERT(ret <= wr_len, "reply of %u bytes in %zu of room", ret, wr_len);
 	FUZZ_ASSERT(geteuid() == 0 && getegid() == 0 && getgroups(0, NULL) == 0,
 		    "credentials not restored after opcode %u", in.opcode);
+	FUZZ_ASSERT(effective_caps() == caps_at_start,
+		    "capabilities not restored after opcode %u", in.opcode);
 	if (ret > 0) {
 		memset(head, 0, sizeof(head));
 		gather(wr, wr_cnt, head, sizeof(head));
@@ -386,6 +404,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    fuse_session_new(&se, &se_opts, &passthrough_ops, pt) < 0 ||
 	    fuse_worker_new(se, &w) < 0)
 		fuzz_fail("cannot set up the session");
+	caps_at_start = effective_caps();
 
 	if (data[0] & 1) {
 		struct init_req init;
