@@ -64,10 +64,10 @@ run() {  # COLUMN DIR ARGS...
 }
 run local-plain /tmp/local/plain
 run local-acl /tmp/local/acl --acl $x
-run local-setid /tmp/local/setid --only setid-file,sgid-dir
+run local-killpriv-v2 /tmp/local/setid --only setid-file,sgid-dir
 run ferryfsd-plain /mnt/m
 run ferryfsd-acl /facl/m --acl $x
-run ferryfsd-setid /fkp/m --only setid-file,sgid-dir
+run ferryfsd-killpriv-v2 /fkp/m --only setid-file,sgid-dir
 if [ -d /vd ]; then
     run virtiofsd-plain /vd/m
     run virtiofsd-acl /va/m --acl $x
@@ -85,9 +85,9 @@ sem_boot 1500
 
 # The cells of one output file, sorted by name.
 cells() { grep -a '^CELL ' "$1" | sort; }
-# Cells a known host difference explains: "scenario/op/identity" patterns (globs), first field.
+# Cells a known difference explains: "run/scenario/op/identity" globs, first field.
 known="$sem_here/perms-known-differences"
-is_known() {
+is_known() {  # RUN/CELL
     local cell="$1" pat
     while read -r pat _; do
         [[ -z "$pat" || "$pat" == \#* ]] && continue
@@ -98,14 +98,14 @@ is_known() {
 }
 
 total=0
-for part in plain acl setid; do
+for part in plain acl killpriv-v2; do
     ref="$main/out/local-$part.txt"
     [[ -s "$ref" ]] || { sem_say "FAIL: no tmpfs cells for $part"; sem_fail=1; continue; }
     n="$(grep -ac '^CELL ' "$ref" || true)"
     grep -aq '^CELL-SETUP-FAILED\|SETUP-FAILED' "$ref" && { sem_say "FAIL: tmpfs $part: $(grep -a SETUP "$ref" | head -3)"; sem_fail=1; }
     for col in "${columns[@]}"; do
         out="$main/out/$col-$part.txt"
-        [[ $col != ferryfsd && $part == setid ]] && continue
+        [[ $col != ferryfsd && $part == killpriv-v2 ]] && continue
         if [[ ! -s "$out" ]]; then
             sem_say "FAIL: $col $part: no cells"; [[ $col == ferryfsd ]] && sem_fail=1; continue
         fi
@@ -113,7 +113,7 @@ for part in plain acl setid; do
         bad=0 explained=0
         while read -r cell rest; do
             [[ -z "$cell" ]] && continue
-            if [[ $col == ferryfsd && $part != setid ]] && is_known "$cell"; then
+            if [[ $col == ferryfsd ]] && is_known "$part/$cell"; then
                 explained=$((explained + 1))
                 continue
             fi
@@ -123,7 +123,7 @@ for part in plain acl setid; do
         done <<<"$diffs"
         missing="$(( n - $(grep -ac '^CELL ' "$out" || true) ))"
         ((missing == 0)) || { echo "  $col $part: $missing cells missing"; bad=$((bad + missing)); }
-        echo "$col $part: $n cells, $bad differ from tmpfs$( ((explained)) && echo ", $explained known host differences")"
+        echo "$col $part: $n cells, $bad differ from tmpfs$( ((explained)) && echo ", $explained listed in perms-known-differences")"
         if [[ $col == ferryfsd ]]; then
             total=$((total + n))
             ((bad == 0)) || sem_fail=1
