@@ -27,319 +27,18 @@
 #include "backend/offload.h"
 #include "backend/reads.h"
 #include "backend/sync.h"
+#include "backend/pt_internal.h"
 #include "common/log.h"
 
 /* fds the daemon keeps for itself (sockets, eventfds, logs) beyond the
  * guest's budget. */
 #define FD_RESERVE 128
-#define PROC_FD_NAME_MAX 16
-#define PROC_FD_PATH_MAX 40
-/* Mounts below the share that file handles can reach; beyond that the
- * inodes keep their fds (prefer) or fail (mandatory). */
-#define MOUNT_FDS_MAX 64
-
-struct passthrough {
-	struct passthrough_opts opts;
-	char *shared_dir;
-	int proc_self_fd;
-	struct fd_budget fds;
-	struct inode_table *inodes;
-	struct handle_table *handles;
-	struct lock_table *locks;
-	struct sync_runner *syncs;
-	struct read_runner *reads;
-	struct offload *offload;    /* slow syncs and cold reads */
-	pthread_mutex_t mounts_lock;
-	struct { int mnt_id; int fd; } mounts[MOUNT_FDS_MAX];
-	atomic_uint nmounts;
-	uint64_t timeout_sec;
-	uint32_t timeout_nsec;
-	bool switch_creds;      /* only root can take on the guest's ids */
-	/* Settled by INIT. */
-	bool writeback;
-	bool dont_mask;         /* the guest left umask to us (POSIX ACLs) */
-	bool submounts;         /* the guest makes host mounts its submounts */
-	bool posix_acl;
-	/* The guest's kernel strips a new file's set-group-ID bit itself when
-	 * its caller is outside the directory's group (Linux 6.0+; FUSE 7.37
-	 * came with 6.1), so the host must not strip it again without the
-	 * caller's groups. Older guests leave that to the host. */
-	bool guest_strips_sgid;
-	/* The guest says when an access ACL drops sgid (FUSE_SETXATTR_EXT's
-	 * FUSE_SETXATTR_ACL_KILL_SGID); older guests leave that to the host. */
-	bool guest_kills_acl_sgid;
-	/* The guest says when a write, truncate or O_TRUNC open must clear
-	 * suid/sgid (FUSE_HANDLE_KILLPRIV_V2). */
-	bool guest_kills_suidgid;
-};
 
 /* ---- small helpers ---------------------------------------------------- */
-
-static int errno_or(int ret)
-{
-	return ret < 0 ? -errno : 0;
-}
-
-/* The protocol already checked names; a second cheap look costs nothing
- * and keeps a protocol bug from becoming a path traversal. */
-static int check_name(const char *name)
-{
-	if (!name[0] || strchr(name, '/') || !strcmp(name, ".") ||
-	    !strcmp(name, ".."))
-		return -EINVAL;
-	return 0;
-}
 
 static bool is_dot_or_dotdot(const char *name)
 {
 	return name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]));
-}
-
-/* Only regular files and directories are ever opened for I/O: opening a
- * FIFO blocks the thread, a device node reaches host hardware
- * (CVE-2020-35517). Everything else stays an O_PATH fd. */
-static bool openable_type(mode_t type)
-{
-	return type == S_IFREG || type == S_IFDIR;
-}
-
-static void proc_fd_name(char buf[PROC_FD_NAME_MAX], int fd)
-{
-	snprintf(buf, PROC_FD_NAME_MAX, "%d", fd);
-}
-
-/* Path for the xattr calls, which have no *at() form: relative to the
- * working directory, which passthrough_new() made /proc/self/fd because a
- * sandbox leaves no absolute path to /proc. */
-static void proc_fd_path(char buf[PROC_FD_PATH_MAX], int fd)
-{
-	snprintf(buf, PROC_FD_PATH_MAX, "%d", fd);
-}
-
-/* Turns an O_PATH fd into a usable one through its /proc/self/fd link. The
- * caller checked openable_type() and took budget for the result. */
-static int reopen(struct passthrough *pt, int fd, int flags)
-{
-	char name[PROC_FD_NAME_MAX];
-	int nfd;
-
-	proc_fd_name(name, fd);
-	nfd = openat(pt->proc_self_fd, name, (flags & ~O_NOFOLLOW) | O_CLOEXEC);
-	return nfd < 0 ? -errno : nfd;
-}
-
-static int stat_fd(int fd, struct statx *stx)
-{
-	return errno_or(statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
-			      STATX_BASIC_STATS | STATX_MNT_ID, stx));
-}
-
-static void key_from_statx(const struct statx *stx, struct inode_key *key)
-{
-	key->dev = ((uint64_t)stx->stx_dev_major << 32) | stx->stx_dev_minor;
-	key->ino = stx->stx_ino;
-	/* Kernels before 5.8 do not know STATX_MNT_ID; dev then has to do. */
-	key->mnt_id = (stx->stx_mask & STATX_MNT_ID) ? stx->stx_mnt_id : 0;
-}
-
-/* The guest decodes rdev with new_decode_dev(). */
-static uint32_t encode_dev(uint32_t major, uint32_t minor)
-{
-	return (minor & 0xff) | ((major & 0xfff) << 8) | ((minor & ~0xffu) << 12);
-}
-
-static void attr_from_statx(const struct passthrough *pt, const struct statx *stx,
-			    struct fuse_attr *attr)
-{
-	memset(attr, 0, sizeof(*attr));
-	attr->ino = stx->stx_ino;
-	attr->size = stx->stx_size;
-	attr->blocks = stx->stx_blocks;
-	attr->atime = stx->stx_atime.tv_sec;
-	attr->mtime = stx->stx_mtime.tv_sec;
-	attr->ctime = stx->stx_ctime.tv_sec;
-	attr->atimensec = stx->stx_atime.tv_nsec;
-	attr->mtimensec = stx->stx_mtime.tv_nsec;
-	attr->ctimensec = stx->stx_ctime.tv_nsec;
-	attr->mode = stx->stx_mode;
-	attr->nlink = stx->stx_nlink;
-	attr->uid = idmap_to_guest(&pt->opts.uid_map, stx->stx_uid);
-	attr->gid = idmap_to_guest(&pt->opts.gid_map, stx->stx_gid);
-	attr->rdev = encode_dev(stx->stx_rdev_major, stx->stx_rdev_minor);
-	attr->blksize = stx->stx_blksize;
-}
-
-static void fill_entry(struct passthrough *pt, const struct inode *parent,
-		       const struct inode *inode, const struct statx *stx,
-		       struct fuse_entry_out *out)
-{
-	memset(out, 0, sizeof(*out));
-	out->nodeid = inode->nodeid;
-	out->generation = 0;    /* nodeids are never reused */
-	out->entry_valid = out->attr_valid = pt->timeout_sec;
-	out->entry_valid_nsec = out->attr_valid_nsec = pt->timeout_nsec;
-	attr_from_statx(pt, stx, &out->attr);
-	/* A directory on another mount: the guest makes it a submount so its
-	 * st_dev differs and inode numbers cannot collide. */
-	if (pt->submounts && parent && S_ISDIR(stx->stx_mode) &&
-	    (inode->key.mnt_id != parent->key.mnt_id ||
-	     inode->key.dev != parent->key.dev))
-		out->attr.flags |= FUSE_ATTR_SUBMOUNT;
-}
-
-/*
- * The host ids a guest request runs as; -EPERM for a forbidden guest id
- * (--translate-uid forbid-guest) and, for a daemon that switches ids, for
- * the -1 a guest's kernel sends for a caller it cannot map.
- */
-static int host_ids(const struct passthrough *pt, const struct fuse_req_ctx *ctx,
-		    uint32_t *uid, uint32_t *gid)
-{
-	int ret = idmap_to_host(&pt->opts.uid_map, ctx->uid, uid);
-
-	if (ret == 0)
-		ret = idmap_to_host(&pt->opts.gid_map, ctx->gid, gid);
-	if (ret == 0 && pt->switch_creds && (*uid == UINT32_MAX || *gid == UINT32_MAX))
-		ret = -EPERM;
-	return ret;
-}
-
-/*
- * An op whose outcome the guest's kernel has already decided runs as the
- * daemon (creds.h says why); the caller is still refused if its ids are.
- */
-static int check_caller(const struct passthrough *pt, const struct fuse_req_ctx *ctx)
-{
-	uint32_t uid, gid;
-
-	return host_ids(pt, ctx, &uid, &gid);
-}
-
-/* Takes on the caller's ids in the given role until as_daemon. */
-static int as_caller(struct passthrough *pt, const struct fuse_req_ctx *ctx,
-		     enum creds_role role)
-{
-	uint32_t uid, gid;
-	int ret = host_ids(pt, ctx, &uid, &gid);
-
-	if (ret < 0 || !pt->switch_creds)
-		return ret;
-	return creds_switch(uid, gid, role);
-}
-
-static void as_daemon(struct passthrough *pt)
-{
-	if (pt->switch_creds)
-		creds_restore();
-}
-
-/*
- * For a guest that leaves a set-group-ID decision to the host: the host
- * judges the caller as unprivileged, except the guest's root, which holds
- * CAP_FSETID there and keeps the bit.
- */
-static enum creds_role host_judged_role(const struct fuse_req_ctx *ctx)
-{
-	return ctx->uid == 0 ? CREDS_OWNER : CREDS_OWNER_NO_FSETID;
-}
-
-/*
- * Creating ops run as the caller's owner ids (creds.h) with the umask the
- * guest wants applied: none when its kernel already masked the mode, its
- * own with DONT_MASK so a default ACL can override it as it would locally.
- * For a guest that leaves set-group-ID stripping to the host, without
- * CAP_FSETID unless root, and with the parent's group as a supplementary
- * group when the guest sent it: the host then keeps a new file's
- * set-group-ID bit in a set-group-ID directory only for a member of the
- * directory's group. A group the id mapping refuses is left out, which
- * costs at most that bit.
- */
-static int begin_create(struct passthrough *pt, const struct fuse_req_ctx *ctx,
-			uint32_t guest_umask)
-{
-	uint32_t host_gid;
-	int ret = creds_set_umask(pt->dont_mask ? (guest_umask & 0777) : 0);
-
-	if (ret < 0)
-		return ret;
-	if (pt->switch_creds && ctx->has_supp_gid &&
-	    idmap_to_host(&pt->opts.gid_map, ctx->supp_gid, &host_gid) == 0) {
-		ret = creds_add_supp_group(host_gid);
-		if (ret < 0)
-			return ret;
-	}
-	ret = as_caller(pt, ctx, pt->guest_strips_sgid ? CREDS_OWNER :
-						       host_judged_role(ctx));
-	if (ret < 0 && pt->switch_creds)
-		creds_restore();
-	return ret;
-}
-
-/* Any fd on a mount serves open_by_handle_at() as its mount_fd. Only
- * directories are kept (a mount is entered through its root directory), so
- * a deleted file's blocks are never pinned. Found without a lock; the
- * mutex only orders the rare additions. */
-static int mount_fd_for(struct passthrough *pt, int mnt_id, int fd, bool is_dir)
-{
-	unsigned n = atomic_load_explicit(&pt->nmounts, memory_order_acquire);
-	int ret = -EOPNOTSUPP;
-
-	for (unsigned i = 0; i < n; i++)
-		if (pt->mounts[i].mnt_id == mnt_id)
-			return pt->mounts[i].fd;
-	if (!is_dir)
-		return ret;
-	pthread_mutex_lock(&pt->mounts_lock);
-	n = atomic_load_explicit(&pt->nmounts, memory_order_relaxed);
-	for (unsigned i = 0; i < n; i++) {
-		if (pt->mounts[i].mnt_id == mnt_id) {
-			ret = pt->mounts[i].fd;
-			goto out;
-		}
-	}
-	if (n == MOUNT_FDS_MAX)
-		goto out;
-	/* open_by_handle_at() refuses an O_PATH mount_fd (EBADF). */
-	ret = reopen(pt, fd, O_RDONLY | O_DIRECTORY);
-	if (ret < 0)
-		goto out;
-	pt->mounts[n].mnt_id = mnt_id;
-	pt->mounts[n].fd = ret;
-	atomic_store_explicit(&pt->nmounts, n + 1, memory_order_release);
-out:
-	pthread_mutex_unlock(&pt->mounts_lock);
-	return ret;
-}
-
-struct handle_buf {
-	struct inode_handle h;
-	unsigned char bytes[MAX_HANDLE_SZ];
-};
-
-/*
- * The file handle a new inode keeps instead of its fd, or NULL in *out to
- * keep the fd: never with --inode-file-handles=never, and when the file
- * system has none (EOPNOTSUPP) with prefer; mandatory fails instead.
- */
-static int handle_for_inode(struct passthrough *pt, int fd, mode_t type,
-			    struct handle_buf *hb, const struct inode_handle **out)
-{
-	int mnt_id, ret;
-
-	*out = NULL;
-	if (pt->opts.file_handles == FILE_HANDLES_NEVER)
-		return 0;
-	hb->h.fh.handle_bytes = MAX_HANDLE_SZ;
-	if (name_to_handle_at(fd, "", &hb->h.fh, &mnt_id, AT_EMPTY_PATH) < 0)
-		ret = -errno;
-	else
-		ret = mount_fd_for(pt, mnt_id, fd, S_ISDIR(type));
-	if (ret >= 0) {
-		hb->h.mount_fd = ret;
-		*out = &hb->h;
-		return 0;
-	}
-	return pt->opts.file_handles == FILE_HANDLES_MANDATORY ? ret : 0;
 }
 
 /* Shared tail of the lookups: identifies the file behind fd (an fd taken
@@ -349,16 +48,16 @@ static int add_inode(struct passthrough *pt, int fd, struct inode **out,
 		     struct statx *stx)
 {
 	const struct inode_handle *handle;
-	struct handle_buf hb;
+	struct pt_handle_buf hb;
 	struct inode_key key;
-	int ret = stat_fd(fd, stx);
+	int ret = pt_stat_fd(fd, stx);
 
 	if (ret < 0)
 		goto close_fd;
-	ret = handle_for_inode(pt, fd, stx->stx_mode, &hb, &handle);
+	ret = pt_handle_for_inode(pt, fd, stx->stx_mode, &hb, &handle);
 	if (ret < 0)
 		goto close_fd;
-	key_from_statx(stx, &key);
+	pt_key_from_statx(stx, &key);
 	/* ".." that lands on the shared dir maps to nodeid 1 via the key. */
 	return inode_lookup_add(pt->inodes, fd, &key, stx->stx_mode, handle, out);
 
@@ -377,7 +76,7 @@ static int inode_from_fd(struct passthrough *pt, int fd, struct inode **inode,
 
 	if (ret < 0)
 		return ret;
-	path_fd = reopen(pt, fd, O_PATH);
+	path_fd = pt_reopen(pt, fd, O_PATH);
 	if (path_fd < 0) {
 		fd_budget_give_back(&pt->fds);
 		return path_fd;
@@ -400,7 +99,7 @@ static int lookup_inode(struct passthrough *pt, struct inode *dir,
 	int fd, ret;
 
 	if (!strcmp(name, ".") || (!strcmp(name, "..") && dir == root)) {
-		ret = stat_fd(dir->fd, stx);
+		ret = pt_stat_fd(dir->fd, stx);
 		if (ret < 0)
 			return ret;
 		inode_get_again(pt->inodes, dir);
@@ -413,11 +112,11 @@ static int lookup_inode(struct passthrough *pt, struct inode *dir,
 	 * the name finds them without opening and closing a duplicate fd:
 	 * the table's fd keeps that inode alive, so its key cannot have been
 	 * reused by another file. Only unknown inodes are opened. */
-	ret = errno_or(statx(dir->fd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
+	ret = pt_errno_or(statx(dir->fd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
 			     STATX_BASIC_STATS | STATX_MNT_ID, stx));
 	if (ret < 0)
 		return ret;
-	key_from_statx(stx, &key);
+	pt_key_from_statx(stx, &key);
 	if (inode_find_key(pt->inodes, &key, out) == 0)
 		return 0;
 	ret = fd_budget_take(&pt->fds);
@@ -441,7 +140,7 @@ static int lookup_entry(struct passthrough *pt, struct inode *dir,
 
 	if (ret < 0)
 		return ret;
-	fill_entry(pt, dir, inode, &stx, out);
+	pt_fill_entry(pt, dir, inode, &stx, out);
 	inode_put(pt->inodes, inode);
 	return 0;
 }
@@ -553,12 +252,12 @@ static int pt_getattr(void *fs, const struct fuse_req_ctx *ctx,
 	ret = inode_get(pt->inodes, nodeid, &inode);
 	if (ret < 0)
 		return ret;
-	ret = stat_fd(inode->fd, &stx);
+	ret = pt_stat_fd(inode->fd, &stx);
 	if (ret == 0) {
 		memset(out, 0, sizeof(*out));
 		out->attr_valid = pt->timeout_sec;
 		out->attr_valid_nsec = pt->timeout_nsec;
-		attr_from_statx(pt, &stx, &out->attr);
+		pt_attr_from_statx(pt, &stx, &out->attr);
 	}
 	inode_put(pt->inodes, inode);
 	return ret;
@@ -572,7 +271,7 @@ static int kill_suidgid(struct passthrough *pt, struct inode *inode)
 	char name[PROC_FD_NAME_MAX];
 	struct statx stx;
 	mode_t mode;
-	int ret = stat_fd(inode->fd, &stx);
+	int ret = pt_stat_fd(inode->fd, &stx);
 
 	if (ret < 0 || !S_ISREG(stx.stx_mode))
 		return ret;
@@ -582,8 +281,8 @@ static int kill_suidgid(struct passthrough *pt, struct inode *inode)
 	mode &= ~S_ISUID;
 	if (mode & S_IXGRP)
 		mode &= ~S_ISGID;
-	proc_fd_name(name, inode->fd);
-	return errno_or(fchmodat(pt->proc_self_fd, name, mode, 0));
+	pt_proc_fd_name(name, inode->fd);
+	return pt_errno_or(fchmodat(pt->proc_self_fd, name, mode, 0));
 }
 
 /*
@@ -599,7 +298,7 @@ static int drop_mapped_capability(struct passthrough *pt, int fd)
 
 	if (!name[0])
 		return 0;
-	proc_fd_path(path, fd);
+	pt_proc_fd_path(path, fd);
 	if (removexattr(path, name) < 0 && errno != ENODATA && errno != EOPNOTSUPP)
 		return -errno;
 	return 0;
@@ -611,7 +310,7 @@ static int truncate_inode(struct passthrough *pt, struct inode *inode,
 	int fd, ret;
 
 	if (fh_fd >= 0)
-		return errno_or(ftruncate(fh_fd, size));
+		return pt_errno_or(ftruncate(fh_fd, size));
 	if (inode->type == S_IFDIR)
 		return -EISDIR;
 	if (inode->type != S_IFREG)
@@ -619,12 +318,12 @@ static int truncate_inode(struct passthrough *pt, struct inode *inode,
 	ret = fd_budget_take(&pt->fds);
 	if (ret < 0)
 		goto out;
-	fd = reopen(pt, inode->fd, O_WRONLY);
+	fd = pt_reopen(pt, inode->fd, O_WRONLY);
 	if (fd < 0) {
 		ret = fd;
 		goto give_back;
 	}
-	ret = errno_or(ftruncate(fd, size));
+	ret = pt_errno_or(ftruncate(fd, size));
 	close(fd);
 give_back:
 	fd_budget_give_back(&pt->fds);
@@ -676,19 +375,19 @@ static int pt_setattr(void *fs, const struct fuse_req_ctx *ctx,
 		if (!h->dir)
 			fh_fd = h->fd;
 	}
-	proc_fd_name(name, inode->fd);
+	pt_proc_fd_name(name, inode->fd);
 
 	/* The guest's kernel has checked ownership and write access, and
 	 * stripped a set-group-ID bit its caller may not set; as the daemon,
 	 * the host neither repeats the check nor strips again. */
-	ret = check_caller(pt, ctx);
+	ret = pt_check_caller(pt, ctx);
 	if (ret < 0)
 		goto put_handle;
 	if (valid & FATTR_MODE) {
 		if (fh_fd >= 0)
-			ret = errno_or(fchmod(fh_fd, in->mode & 07777));
+			ret = pt_errno_or(fchmod(fh_fd, in->mode & 07777));
 		else
-			ret = errno_or(fchmodat(pt->proc_self_fd, name,
+			ret = pt_errno_or(fchmodat(pt->proc_self_fd, name,
 						in->mode & 07777, 0));
 		if (ret < 0)
 			goto attrs_out;
@@ -702,7 +401,7 @@ static int pt_setattr(void *fs, const struct fuse_req_ctx *ctx,
 			ret = idmap_to_host(&pt->opts.gid_map, in->gid, &gid);
 		if (ret < 0)
 			goto attrs_out;
-		ret = errno_or(fchownat(inode->fd, "", uid, gid,
+		ret = pt_errno_or(fchownat(inode->fd, "", uid, gid,
 					AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
 		if (ret < 0)
 			goto attrs_out;
@@ -721,9 +420,9 @@ static int pt_setattr(void *fs, const struct fuse_req_ctx *ctx,
 		};
 
 		if (fh_fd >= 0)
-			ret = errno_or(futimens(fh_fd, ts));
+			ret = pt_errno_or(futimens(fh_fd, ts));
 		else
-			ret = errno_or(utimensat(pt->proc_self_fd, name, ts, 0));
+			ret = pt_errno_or(utimensat(pt->proc_self_fd, name, ts, 0));
 		if (ret < 0)
 			goto attrs_out;
 	}
@@ -733,12 +432,12 @@ attrs_out:
 	if (ret == 0 && (valid & FATTR_KILL_SUIDGID) && !(valid & FATTR_MODE))
 		ret = kill_suidgid(pt, inode);
 	if (ret == 0)
-		ret = stat_fd(inode->fd, &stx);
+		ret = pt_stat_fd(inode->fd, &stx);
 	if (ret == 0) {
 		memset(out, 0, sizeof(*out));
 		out->attr_valid = pt->timeout_sec;
 		out->attr_valid_nsec = pt->timeout_nsec;
-		attr_from_statx(pt, &stx, &out->attr);
+		pt_attr_from_statx(pt, &stx, &out->attr);
 	}
 put_handle:
 	if (h)
@@ -787,8 +486,8 @@ static int apply_secctx(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 	ret = xattrmap_to_host(&pt->opts.xattrmap, ctx->secctx_name, mapped, &name);
 	if (ret < 0)
 		return ret;
-	proc_fd_path(path, inode->fd);
-	return errno_or(setxattr(path, name, ctx->secctx_value,
+	pt_proc_fd_path(path, inode->fd);
+	return pt_errno_or(setxattr(path, name, ctx->secctx_value,
 				 ctx->secctx_size, 0));
 }
 
@@ -805,30 +504,30 @@ static int make_node(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 	struct statx stx;
 	int ret;
 
-	ret = check_name(name);
+	ret = pt_check_name(name);
 	if (ret < 0)
 		goto out;
 	ret = inode_get(pt->inodes, parent, &dir);
 	if (ret < 0)
 		goto out;
-	ret = begin_create(pt, ctx, guest_umask);
+	ret = pt_begin_create(pt, ctx, guest_umask);
 	if (ret < 0)
 		goto put_dir;
 	switch (kind) {
 	case MAKE_NODE:
 		/* Creating FIFOs, sockets and device nodes is harmless; only
 		 * opening them on the host is not, and OPEN refuses that. */
-		ret = errno_or(mknodat(dir->fd, name, mode, rdev));
+		ret = pt_errno_or(mknodat(dir->fd, name, mode, rdev));
 		break;
 	case MAKE_DIR:
-		ret = errno_or(mkdirat(dir->fd, name, mode));
+		ret = pt_errno_or(mkdirat(dir->fd, name, mode));
 		break;
 	case MAKE_SYMLINK:
 		/* The target is only stored; the guest resolves it. */
-		ret = errno_or(symlinkat(target, dir->fd, name));
+		ret = pt_errno_or(symlinkat(target, dir->fd, name));
 		break;
 	}
-	as_daemon(pt);
+	pt_as_daemon(pt);
 	if (ret < 0)
 		goto put_dir;
 	ret = lookup_inode(pt, dir, name, &inode, &stx);
@@ -841,7 +540,7 @@ static int make_node(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 		inode_drop_lookup(pt->inodes, inode);
 		goto put_inode;
 	}
-	fill_entry(pt, dir, inode, &stx, out);
+	pt_fill_entry(pt, dir, inode, &stx, out);
 put_inode:
 	inode_put(pt->inodes, inode);
 put_dir:
@@ -879,16 +578,16 @@ static int remove_name(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 	struct inode *dir;
 	int ret;
 
-	ret = check_name(name);
+	ret = pt_check_name(name);
 	if (ret < 0)
 		goto out;
 	ret = inode_get(pt->inodes, parent, &dir);
 	if (ret < 0)
 		goto out;
-	ret = check_caller(pt, ctx);
+	ret = pt_check_caller(pt, ctx);
 	if (ret < 0)
 		goto put_dir;
-	ret = errno_or(unlinkat(dir->fd, name, flags));
+	ret = pt_errno_or(unlinkat(dir->fd, name, flags));
 put_dir:
 	inode_put(pt->inodes, dir);
 out:
@@ -915,7 +614,7 @@ static int pt_rename(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
 	struct inode *olddir, *newdir;
 	int ret;
 
-	if (check_name(name) < 0 || check_name(newname) < 0 ||
+	if (pt_check_name(name) < 0 || pt_check_name(newname) < 0 ||
 	    (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT))) {
 		ret = -EINVAL;
 		goto out;
@@ -926,10 +625,10 @@ static int pt_rename(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
 	ret = inode_get(pt->inodes, newparent, &newdir);
 	if (ret < 0)
 		goto put_old;
-	ret = check_caller(pt, ctx);
+	ret = pt_check_caller(pt, ctx);
 	if (ret < 0)
 		goto put_new;
-	ret = errno_or(renameat2(olddir->fd, name, newdir->fd, newname, flags));
+	ret = pt_errno_or(renameat2(olddir->fd, name, newdir->fd, newname, flags));
 put_new:
 	inode_put(pt->inodes, newdir);
 put_old:
@@ -948,7 +647,7 @@ static int pt_link(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	struct statx stx;
 	int ret;
 
-	ret = check_name(newname);
+	ret = pt_check_name(newname);
 	if (ret < 0)
 		goto out;
 	ret = inode_get(pt->inodes, nodeid, &inode);
@@ -961,19 +660,19 @@ static int pt_link(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	 * sandbox keeps only for file handles; the /proc link names the inode
 	 * too (even an O_TMPFILE one) and the magic link stops at the inode
 	 * itself, so a symlink is linked, not its target. */
-	proc_fd_name(name, inode->fd);
-	ret = check_caller(pt, ctx);
+	pt_proc_fd_name(name, inode->fd);
+	ret = pt_check_caller(pt, ctx);
 	if (ret < 0)
 		goto put_newdir;
-	ret = errno_or(linkat(pt->proc_self_fd, name, newdir->fd, newname,
+	ret = pt_errno_or(linkat(pt->proc_self_fd, name, newdir->fd, newname,
 			      AT_SYMLINK_FOLLOW));
 	if (ret < 0)
 		goto put_newdir;
-	ret = stat_fd(inode->fd, &stx);
+	ret = pt_stat_fd(inode->fd, &stx);
 	if (ret < 0)
 		goto put_newdir;
 	inode_add_lookup(pt->inodes, inode);
-	fill_entry(pt, newdir, inode, &stx, out);
+	pt_fill_entry(pt, newdir, inode, &stx, out);
 put_newdir:
 	inode_put(pt->inodes, newdir);
 put_inode:
@@ -988,30 +687,30 @@ out:
  * becomes O_RDWR). An O_TRUNC is the exception: with FUSE_ATOMIC_O_TRUNC
  * the guest's kernel leaves clearing suid/sgid to us. Under killpriv v2 it
  * says when (FUSE_OPEN_KILL_SUIDGID): the caller without CAP_FSETID then.
- * Without it, the host judges the caller (host_judged_role).
+ * Without it, the host judges the caller (pt_host_judged_role).
  */
 static int open_for_guest(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 			  struct inode *inode, int flags, uint32_t open_flags)
 {
 	bool as_truncater = flags & O_TRUNC;
-	enum creds_role role = host_judged_role(ctx);
+	enum creds_role role = pt_host_judged_role(ctx);
 	int fd, ret;
 
 	if (pt->guest_kills_suidgid) {
 		as_truncater = as_truncater && (open_flags & FUSE_OPEN_KILL_SUIDGID);
 		role = CREDS_OWNER_NO_FSETID;
 	}
-	ret = as_truncater ? as_caller(pt, ctx, role) : check_caller(pt, ctx);
+	ret = as_truncater ? pt_as_caller(pt, ctx, role) : pt_check_caller(pt, ctx);
 	if (ret < 0)
 		return ret;
-	fd = reopen(pt, inode->fd, flags);
+	fd = pt_reopen(pt, inode->fd, flags);
 	/* O_NOATIME needs ownership or CAP_FOWNER on the host, which
 	 * --modcaps may take away; the guest's kernel checked its own side,
 	 * so a refusal here only costs the atime. */
 	if (fd == -EPERM && (flags & O_NOATIME))
-		fd = reopen(pt, inode->fd, flags & ~O_NOATIME);
+		fd = pt_reopen(pt, inode->fd, flags & ~O_NOATIME);
 	if (as_truncater)
-		as_daemon(pt);
+		pt_as_daemon(pt);
 	return fd;
 }
 
@@ -1033,7 +732,7 @@ static int pt_open(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 		goto out;
 	/* Same answer as virtiofsd: the guest's kernel never sends OPEN for
 	 * special files, so whoever does gets EBADF and nothing is opened. */
-	if (!openable_type(inode->type)) {
+	if (!pt_openable_type(inode->type)) {
 		ret = -EBADF;
 		goto put_inode;
 	}
@@ -1099,13 +798,13 @@ static int create_common(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 	ret = fd_budget_take(&pt->fds);
 	if (ret < 0)
 		goto put_dir;
-	ret = begin_create(pt, ctx, in->umask);
+	ret = pt_begin_create(pt, ctx, in->umask);
 	if (ret < 0)
 		goto give_back;
 	fd = openat(dir->fd, name, flags, in->mode & 07777);
 	if (fd < 0)
 		ret = -errno;
-	as_daemon(pt);
+	pt_as_daemon(pt);
 	if (ret < 0)
 		goto give_back;
 	ret = inode_from_fd(pt, fd, &inode, &stx);
@@ -1119,7 +818,7 @@ static int create_common(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 		inode_put(pt->inodes, inode);
 		goto close_fd;
 	}
-	fill_entry(pt, dir, inode, &stx, entry);
+	pt_fill_entry(pt, dir, inode, &stx, entry);
 	/* the handle takes fd, its budget and the inode's request ref */
 	ret = handle_add(pt->handles, inode, fd, NULL, &fh);
 	if (ret < 0) {
@@ -1147,7 +846,7 @@ static int pt_create(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
 		     const char *name, const struct fuse_create_in *in,
 		     struct fuse_entry_out *entry, struct fuse_open_out *open)
 {
-	int ret = check_name(name);
+	int ret = pt_check_name(name);
 
 	if (ret < 0)
 		return ret;
@@ -1213,14 +912,14 @@ static ssize_t pt_write(void *fs, const struct fuse_req_ctx *ctx,
 	 * switch; security.capability goes with any write anyway.
 	 */
 	if (kill_priv && fstat(h->fd, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID))) {
-		ret = as_caller(pt, ctx, CREDS_OWNER_NO_FSETID);
+		ret = pt_as_caller(pt, ctx, CREDS_OWNER_NO_FSETID);
 		if (ret < 0)
 			goto put;
 		as_writer = true;
 	}
 	ret = iov_transfer(true, h->fd, src, src_cnt, in->size, in->offset, 0);
 	if (as_writer)
-		as_daemon(pt);
+		pt_as_daemon(pt);
 put:
 	handle_put(pt->handles, h);
 out:
@@ -1238,7 +937,7 @@ static int pt_statfs(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	ret = inode_get(pt->inodes, nodeid, &inode);
 	if (ret < 0)
 		return ret;
-	ret = errno_or(fstatvfs(inode->fd, &sv));
+	ret = pt_errno_or(fstatvfs(inode->fd, &sv));
 	if (ret == 0) {
 		memset(out, 0, sizeof(*out));
 		out->blocks = sv.f_blocks;
@@ -1293,7 +992,7 @@ static int pt_flush(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 		return ret;
 	locks_drop_owner(pt->locks, nodeid, in->lock_owner);
 	fd = dup(h->fd);
-	ret = fd < 0 ? -errno : errno_or(close(fd));
+	ret = fd < 0 ? -errno : pt_errno_or(close(fd));
 	handle_put(pt->handles, h);
 	return ret;
 }
@@ -1498,7 +1197,7 @@ static int xattr_begin(struct passthrough *pt, uint64_t nodeid,
 	ret = inode_get(pt->inodes, nodeid, inode);
 	if (ret < 0)
 		return ret;
-	proc_fd_path(path, (*inode)->fd);
+	pt_proc_fd_path(path, (*inode)->fd);
 	return 0;
 }
 
@@ -1528,13 +1227,13 @@ static int pt_setxattr(void *fs, const struct fuse_req_ctx *ctx,
 	 * to the host: the caller's ids without CAP_FSETID, as for creates. */
 	host_judges_sgid = !pt->guest_kills_acl_sgid &&
 			   !strcmp(name, "system.posix_acl_access");
-	ret = host_judges_sgid ? as_caller(pt, ctx, host_judged_role(ctx)) :
-				 check_caller(pt, ctx);
+	ret = host_judges_sgid ? pt_as_caller(pt, ctx, pt_host_judged_role(ctx)) :
+				 pt_check_caller(pt, ctx);
 	if (ret < 0)
 		goto put;
-	ret = errno_or(setxattr(path, host_name, value, size, flags));
+	ret = pt_errno_or(setxattr(path, host_name, value, size, flags));
 	if (host_judges_sgid)
-		as_daemon(pt);
+		pt_as_daemon(pt);
 	/* Setting an access ACL the guest's kernel judged to drop sgid: the
 	 * host, as the daemon, would keep it, also for an ACL the map stores
 	 * under another name. */
@@ -1542,9 +1241,9 @@ static int pt_setxattr(void *fs, const struct fuse_req_ctx *ctx,
 	    !strcmp(name, "system.posix_acl_access")) {
 		struct statx stx;
 
-		ret = stat_fd(inode->fd, &stx);
+		ret = pt_stat_fd(inode->fd, &stx);
 		if (ret == 0 && (stx.stx_mode & S_ISGID))
-			ret = errno_or(chmod(path, stx.stx_mode & 07777 & ~S_ISGID));
+			ret = pt_errno_or(chmod(path, stx.stx_mode & 07777 & ~S_ISGID));
 	}
 put:
 	inode_put(pt->inodes, inode);
@@ -1566,7 +1265,7 @@ static ssize_t pt_getxattr(void *fs, const struct fuse_req_ctx *ctx,
 			  path);
 	if (ret < 0)
 		goto out;
-	ret = check_caller(pt, ctx);
+	ret = pt_check_caller(pt, ctx);
 	if (ret < 0)
 		goto put;
 	ret = getxattr(path, host_name, value, size);
@@ -1618,8 +1317,8 @@ static ssize_t pt_listxattr(void *fs, const struct fuse_req_ctx *ctx,
 	ret = inode_get(pt->inodes, nodeid, &inode);
 	if (ret < 0)
 		goto out;
-	proc_fd_path(path, inode->fd);
-	ret = check_caller(pt, ctx);
+	pt_proc_fd_path(path, inode->fd);
+	ret = pt_check_caller(pt, ctx);
 	if (ret < 0)
 		goto put;
 	ret = listxattr(path, list, size);
@@ -1654,11 +1353,11 @@ static int pt_removexattr(void *fs, const struct fuse_req_ctx *ctx,
 	 * explicit removal it has already checked for CAP_SETFCAP. The name
 	 * is the guest's; the host's may differ under --xattrmap. */
 	if (strcmp(name, "security.capability")) {
-		ret = check_caller(pt, ctx);
+		ret = pt_check_caller(pt, ctx);
 		if (ret < 0)
 			goto put;
 	}
-	ret = errno_or(removexattr(path, host_name));
+	ret = pt_errno_or(removexattr(path, host_name));
 put:
 	inode_put(pt->inodes, inode);
 out:
@@ -1678,13 +1377,13 @@ static int pt_access(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	/* The one op that asks the host's judgement of the caller (a client
 	 * without default_permissions sends it): the caller's ids and no
 	 * capability, so the host judges them as it would locally. */
-	ret = as_caller(pt, ctx, CREDS_CALLER_ONLY);
+	ret = pt_as_caller(pt, ctx, CREDS_CALLER_ONLY);
 	if (ret < 0)
 		goto put;
 	/* AT_EACCESS: check the switched effective ids, not the real ones. */
-	ret = errno_or(faccessat(inode->fd, "", mask & (R_OK | W_OK | X_OK),
+	ret = pt_errno_or(faccessat(inode->fd, "", mask & (R_OK | W_OK | X_OK),
 				 AT_EACCESS | AT_EMPTY_PATH));
-	as_daemon(pt);
+	pt_as_daemon(pt);
 	if (ret == 0 && pt->opts.readonly && (mask & W_OK))
 		ret = -EROFS;
 put:
@@ -1703,7 +1402,7 @@ static int pt_fallocate(void *fs, const struct fuse_req_ctx *ctx,
 	ret = get_file_handle(pt, nodeid, in->fh, &h);
 	if (ret < 0)
 		return ret;
-	ret = errno_or(fallocate(h->fd, in->mode, in->offset, in->length));
+	ret = pt_errno_or(fallocate(h->fd, in->mode, in->offset, in->length));
 	handle_put(pt->handles, h);
 	return ret;
 }
@@ -1767,16 +1466,16 @@ static int sync_fs_of(struct passthrough *pt, int path_fd, mode_t type)
 	ret = fd_budget_take(&pt->fds);
 	if (ret < 0)
 		goto out;
-	if (openable_type(type))
-		fd = reopen(pt, path_fd, O_RDONLY | O_NONBLOCK);
+	if (pt_openable_type(type))
+		fd = pt_reopen(pt, path_fd, O_RDONLY | O_NONBLOCK);
 	else
-		fd = reopen(pt, inode_table_root(pt->inodes)->fd,
+		fd = pt_reopen(pt, inode_table_root(pt->inodes)->fd,
 			    O_RDONLY | O_DIRECTORY);
 	if (fd < 0) {
 		ret = fd;
 		goto give_back;
 	}
-	ret = errno_or(syncfs(fd));
+	ret = pt_errno_or(syncfs(fd));
 	close(fd);
 give_back:
 	fd_budget_give_back(&pt->fds);
@@ -1800,7 +1499,7 @@ static void note_mount(struct inode *inode, void *arg)
 	struct mount_scan *scan = arg;
 	unsigned i;
 
-	if (!openable_type(inode->type) ||
+	if (!pt_openable_type(inode->type) ||
 	    (inode->key.dev == scan->root_dev && inode->key.mnt_id == scan->root_mnt_id))
 		return;
 	for (i = 0; i < scan->count; i++)
@@ -1969,13 +1668,6 @@ static void set_timeout(struct passthrough *pt)
 	pt->timeout_nsec = (uint32_t)((t - (double)pt->timeout_sec) * 1e9);
 }
 
-static void close_mount_fds(struct passthrough *pt)
-{
-	for (unsigned i = 0; i < pt->nmounts; i++)
-		close(pt->mounts[i].fd);
-	pthread_mutex_destroy(&pt->mounts_lock);
-}
-
 static long guest_fd_limit(void)
 {
 	struct rlimit rl;
@@ -1985,39 +1677,6 @@ static long guest_fd_limit(void)
 	if (rl.rlim_cur > 2 * FD_RESERVE)
 		return rl.rlim_cur - FD_RESERVE;
 	return rl.rlim_cur / 2;
-}
-
-/* File handles need the file system's support and CAP_DAC_READ_SEARCH:
- * find out once, on the root, rather than on the guest's first lookup. */
-static int check_file_handles(struct passthrough *pt, int root_fd)
-{
-	const struct inode_handle *handle;
-	struct handle_buf hb;
-	int fd, ret;
-
-	if (pt->opts.file_handles == FILE_HANDLES_NEVER)
-		return 0;
-	ret = handle_for_inode(pt, root_fd, S_IFDIR, &hb, &handle);
-	if (ret == 0 && handle) {
-		fd = open_by_handle_at(handle->mount_fd, (struct file_handle *)&handle->fh,
-				       O_PATH | O_CLOEXEC);
-		if (fd >= 0) {
-			close(fd);
-			return 0;
-		}
-		ret = -errno;
-	} else if (ret == 0) {
-		ret = -EOPNOTSUPP;
-	}
-	if (pt->opts.file_handles == FILE_HANDLES_MANDATORY) {
-		log_err("--inode-file-handles=mandatory: no usable file handles on %s: %s",
-			pt->shared_dir, strerror(-ret));
-		return ret;
-	}
-	log_warn("--inode-file-handles=prefer: no usable file handles on %s (%s); "
-		 "inodes keep O_PATH fds", pt->shared_dir, strerror(-ret));
-	pt->opts.file_handles = FILE_HANDLES_NEVER;
-	return 0;
 }
 
 int passthrough_new(struct passthrough **out, const struct passthrough_opts *opts)
@@ -2079,7 +1738,7 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 			strerror(errno));
 		goto err_proc;
 	}
-	ret = stat_fd(root_fd, &stx);
+	ret = pt_stat_fd(root_fd, &stx);
 	if (ret < 0)
 		goto err_root;
 	/* After the shared dir is open: its path may be relative. Threads
@@ -2089,10 +1748,10 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 		log_err("cannot enter /proc/self/fd: %s", strerror(errno));
 		goto err_root;
 	}
-	ret = check_file_handles(pt, root_fd);
+	ret = pt_check_file_handles(pt, root_fd);
 	if (ret < 0)
 		goto err_root;
-	key_from_statx(&stx, &root_key);
+	pt_key_from_statx(&stx, &root_key);
 	ret = inode_table_new(&pt->inodes, &pt->fds, root_fd, &root_key);
 	if (ret < 0)
 		goto err_root;
@@ -2130,7 +1789,7 @@ err_root:
 err_proc:
 	close(pt->proc_self_fd);
 err_dir:
-	close_mount_fds(pt);
+	pt_close_mount_fds(pt);
 	free(pt->shared_dir);
 err_free:
 	free(pt);
@@ -2160,7 +1819,7 @@ void passthrough_free(struct passthrough *pt)
 	handle_table_free(pt->handles);
 	inode_table_free(pt->inodes);
 	close(pt->proc_self_fd);
-	close_mount_fds(pt);
+	pt_close_mount_fds(pt);
 	free(pt->shared_dir);
 	free(pt);
 }

@@ -1,0 +1,150 @@
+/* Inside the passthrough backend: struct passthrough and what its files share (ops, helpers). */
+#ifndef FERRY_PT_INTERNAL_H
+#define FERRY_PT_INTERNAL_H
+
+/*
+ * The backend is split by concern, as the Rust virtiofsd's src/passthrough/:
+ *   passthrough.c     the ops table, INIT/DESTROY, setup and teardown
+ *   pt_util.c         /proc/self/fd reopening, statx into FUSE attributes
+ *   pt_caller.c       whose ids an op runs as (the model is in creds.h)
+ *   pt_file_handles.c file handles for inodes, and the mount fds they need
+ * Only what more than one file uses is here; the rest stays static.
+ */
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "backend/creds.h"
+#include "backend/fd_budget.h"
+#include "backend/handles.h"
+#include "backend/inode_table.h"
+#include "backend/locks.h"
+#include "backend/offload.h"
+#include "backend/passthrough.h"
+#include "backend/reads.h"
+#include "backend/sync.h"
+
+#define PROC_FD_NAME_MAX 16
+#define PROC_FD_PATH_MAX 40
+/* Mounts below the share that file handles can reach; beyond that the
+ * inodes keep their fds (prefer) or fail (mandatory). */
+#define MOUNT_FDS_MAX 64
+
+struct passthrough {
+	struct passthrough_opts opts;
+	char *shared_dir;
+	int proc_self_fd;
+	struct fd_budget fds;
+	struct inode_table *inodes;
+	struct handle_table *handles;
+	struct lock_table *locks;
+	struct sync_runner *syncs;
+	struct read_runner *reads;
+	struct offload *offload;    /* slow syncs and cold reads */
+	pthread_mutex_t mounts_lock;
+	struct { int mnt_id; int fd; } mounts[MOUNT_FDS_MAX];
+	atomic_uint nmounts;
+	uint64_t timeout_sec;
+	uint32_t timeout_nsec;
+	bool switch_creds;      /* only root can take on the guest's ids */
+	/* Settled by INIT. */
+	bool writeback;
+	bool dont_mask;         /* the guest left umask to us (POSIX ACLs) */
+	bool submounts;         /* the guest makes host mounts its submounts */
+	bool posix_acl;
+	/* The guest's kernel strips a new file's set-group-ID bit itself when
+	 * its caller is outside the directory's group (Linux 6.0+; FUSE 7.37
+	 * came with 6.1), so the host must not strip it again without the
+	 * caller's groups. Older guests leave that to the host. */
+	bool guest_strips_sgid;
+	/* The guest says when an access ACL drops sgid (FUSE_SETXATTR_EXT's
+	 * FUSE_SETXATTR_ACL_KILL_SGID); older guests leave that to the host. */
+	bool guest_kills_acl_sgid;
+	/* The guest says when a write, truncate or O_TRUNC open must clear
+	 * suid/sgid (FUSE_HANDLE_KILLPRIV_V2). */
+	bool guest_kills_suidgid;
+};
+
+/* ---- small helpers: inline, every op uses some of them ---------------- */
+
+static inline int pt_errno_or(int ret)
+{
+	return ret < 0 ? -errno : 0;
+}
+
+/* The protocol already checked names; a second cheap look costs nothing
+ * and keeps a protocol bug from becoming a path traversal. */
+static inline int pt_check_name(const char *name)
+{
+	if (!name[0] || strchr(name, '/') || !strcmp(name, ".") ||
+	    !strcmp(name, ".."))
+		return -EINVAL;
+	return 0;
+}
+
+/* Only regular files and directories are ever opened for I/O: opening a
+ * FIFO blocks the thread, a device node reaches host hardware
+ * (CVE-2020-35517). Everything else stays an O_PATH fd. */
+static inline bool pt_openable_type(mode_t type)
+{
+	return type == S_IFREG || type == S_IFDIR;
+}
+
+static inline void pt_proc_fd_name(char buf[PROC_FD_NAME_MAX], int fd)
+{
+	snprintf(buf, PROC_FD_NAME_MAX, "%d", fd);
+}
+
+/* Path for the xattr calls, which have no *at() form: relative to the
+ * working directory, which passthrough_new() made /proc/self/fd because a
+ * sandbox leaves no absolute path to /proc. */
+static inline void pt_proc_fd_path(char buf[PROC_FD_PATH_MAX], int fd)
+{
+	snprintf(buf, PROC_FD_PATH_MAX, "%d", fd);
+}
+
+/* ---- pt_util.c -------------------------------------------------------- */
+
+/* Turns an O_PATH fd into a usable one through its /proc/self/fd link. The
+ * caller checked pt_openable_type() and took budget for the result. */
+int pt_reopen(struct passthrough *pt, int fd, int flags);
+int pt_stat_fd(int fd, struct statx *stx);
+void pt_key_from_statx(const struct statx *stx, struct inode_key *key);
+void pt_attr_from_statx(const struct passthrough *pt, const struct statx *stx,
+			struct fuse_attr *attr);
+void pt_fill_entry(struct passthrough *pt, const struct inode *parent,
+		   const struct inode *inode, const struct statx *stx,
+		   struct fuse_entry_out *out);
+
+/* ---- pt_caller.c: the credential model of creds.h, op by op ---------- */
+
+int pt_check_caller(const struct passthrough *pt, const struct fuse_req_ctx *ctx);
+int pt_as_caller(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+		 enum creds_role role);
+void pt_as_daemon(struct passthrough *pt);
+enum creds_role pt_host_judged_role(const struct fuse_req_ctx *ctx);
+int pt_begin_create(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+		    uint32_t guest_umask);
+
+/* ---- pt_file_handles.c ------------------------------------------------ */
+
+struct pt_handle_buf {
+	struct inode_handle h;
+	unsigned char bytes[MAX_HANDLE_SZ];
+};
+
+/* The file handle a new inode keeps instead of its fd, or NULL in *out to
+ * keep the fd (--inode-file-handles decides). */
+int pt_handle_for_inode(struct passthrough *pt, int fd, mode_t type,
+			struct pt_handle_buf *hb, const struct inode_handle **out);
+/* At setup, on the share's root: whether file handles work there. */
+int pt_check_file_handles(struct passthrough *pt, int root_fd);
+void pt_close_mount_fds(struct passthrough *pt);
+
+#endif
