@@ -8,6 +8,7 @@
  *   pt_util.c         /proc/self/fd reopening, statx into FUSE attributes
  *   pt_caller.c       whose ids an op runs as (the model is in creds.h)
  *   pt_file_handles.c file handles for inodes, and the mount fds they need
+ *   pt_xattrs.c       the xattr ops, and the label of a new inode
  * Only what more than one file uses is here; the rest stays static.
  */
 
@@ -146,5 +147,20 @@ int pt_handle_for_inode(struct passthrough *pt, int fd, mode_t type,
 /* At setup, on the share's root: whether file handles work there. */
 int pt_check_file_handles(struct passthrough *pt, int root_fd);
 void pt_close_mount_fds(struct passthrough *pt);
+
+/* ---- pt_xattrs.c: the xattr ops, and a new inode's label ------------- */
+
+int pt_setxattr(void *fs, const struct fuse_req_ctx *ctx,
+		uint64_t nodeid, const char *name, const void *value,
+		size_t size, uint32_t flags, uint32_t setxattr_flags);
+ssize_t pt_getxattr(void *fs, const struct fuse_req_ctx *ctx,
+		    uint64_t nodeid, const char *name, void *value,
+		    size_t size);
+ssize_t pt_listxattr(void *fs, const struct fuse_req_ctx *ctx,
+		     uint64_t nodeid, char *list, size_t size);
+int pt_removexattr(void *fs, const struct fuse_req_ctx *ctx,
+		   uint64_t nodeid, const char *name);
+int pt_apply_secctx(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+		    struct inode *inode);
 
 #endif
