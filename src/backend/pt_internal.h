@@ -8,6 +8,7 @@
  *   pt_util.c         /proc/self/fd reopening, statx into FUSE attributes
  *   pt_caller.c       whose ids an op runs as (the model is in creds.h)
  *   pt_file_handles.c file handles for inodes, and the mount fds they need
+ *   pt_entries.c      lookup, forget and the ops that make or remove names
  *   pt_xattrs.c       the xattr ops, and the label of a new inode
  * Only what more than one file uses is here; the rest stays static.
  */
@@ -162,5 +163,36 @@ int pt_removexattr(void *fs, const struct fuse_req_ctx *ctx,
 		   uint64_t nodeid, const char *name);
 int pt_apply_secctx(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 		    struct inode *inode);
+
+/* ---- pt_entries.c: lookup, forget and the ops that change names ------ */
+
+int pt_inode_from_fd(struct passthrough *pt, int fd, struct inode **inode,
+		     struct statx *stx);
+int pt_lookup_entry(struct passthrough *pt, struct inode *dir,
+		    const char *name, struct fuse_entry_out *out);
+int pt_lookup(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	      const char *name, struct fuse_entry_out *out);
+void pt_forget(void *fs, uint64_t nodeid, uint64_t nlookup);
+ssize_t pt_readlink(void *fs, const struct fuse_req_ctx *ctx,
+		    uint64_t nodeid, char *buf, size_t size);
+int pt_symlink(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	       const char *name, const char *target,
+	       struct fuse_entry_out *out);
+int pt_mknod(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	     const char *name, const struct fuse_mknod_in *in,
+	     struct fuse_entry_out *out);
+int pt_mkdir(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	     const char *name, const struct fuse_mkdir_in *in,
+	     struct fuse_entry_out *out);
+int pt_unlink(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	      const char *name);
+int pt_rmdir(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	     const char *name);
+int pt_rename(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	      const char *name, uint64_t newparent, const char *newname,
+	      uint32_t flags);
+int pt_link(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	    uint64_t newparent, const char *newname,
+	    struct fuse_entry_out *out);
 
 #endif
