@@ -9,6 +9,7 @@
  *   pt_caller.c       whose ids an op runs as (the model is in creds.h)
  *   pt_file_handles.c file handles for inodes, and the mount fds they need
  *   pt_entries.c      lookup, forget and the ops that make or remove names
+ *   pt_files.c        open, create and the ops on an open file (read, write, locks)
  *   pt_xattrs.c       the xattr ops, and the label of a new inode
  * Only what more than one file uses is here; the rest stays static.
  */
@@ -194,5 +195,43 @@ int pt_rename(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
 int pt_link(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	    uint64_t newparent, const char *newname,
 	    struct fuse_entry_out *out);
+
+/* ---- pt_files.c: open, create and the ops on an open file ------------ */
+
+uint32_t pt_fopen_flags(struct passthrough *pt, bool is_dir);
+int pt_drop_mapped_capability(struct passthrough *pt, int fd);
+int pt_open_for_guest(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+		      struct inode *inode, int flags, uint32_t open_flags);
+int pt_open(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	    const struct fuse_open_in *in, struct fuse_open_out *out);
+int pt_create(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	      const char *name, const struct fuse_create_in *in,
+	      struct fuse_entry_out *entry, struct fuse_open_out *open);
+int pt_tmpfile(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	       const struct fuse_create_in *in,
+	       struct fuse_entry_out *entry, struct fuse_open_out *open);
+ssize_t pt_read(void *fs, const struct fuse_req_ctx *ctx,
+		uint64_t nodeid, const struct fuse_read_in *in,
+		const struct iovec *dst, unsigned dst_cnt);
+ssize_t pt_write(void *fs, const struct fuse_req_ctx *ctx,
+		 uint64_t nodeid, const struct fuse_write_in *in,
+		 const struct iovec *src, unsigned src_cnt);
+int pt_flush(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	     const struct fuse_flush_in *in);
+int pt_release(void *fs, const struct fuse_req_ctx *ctx,
+	       uint64_t nodeid, const struct fuse_release_in *in);
+int pt_fsync(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	     const struct fuse_fsync_in *in);
+int pt_fallocate(void *fs, const struct fuse_req_ctx *ctx,
+		 uint64_t nodeid, const struct fuse_fallocate_in *in);
+int pt_lseek(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	     const struct fuse_lseek_in *in, struct fuse_lseek_out *out);
+ssize_t pt_copy_file_range(void *fs, const struct fuse_req_ctx *ctx,
+			   uint64_t nodeid,
+			   const struct fuse_copy_file_range_in *in);
+int pt_getlk(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	     const struct fuse_lk_in *in, struct fuse_lk_out *out);
+int pt_setlk(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	     const struct fuse_lk_in *in, bool sleep);
 
 #endif
