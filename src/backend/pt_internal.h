@@ -9,6 +9,7 @@
  *   pt_caller.c       whose ids an op runs as (the model is in creds.h)
  *   pt_file_handles.c file handles for inodes, and the mount fds they need
  *   pt_entries.c      lookup, forget and the ops that make or remove names
+ *   pt_attr.c         getattr, setattr, access, statfs
  *   pt_files.c        open, create and the ops on an open file (read, write, locks)
  *   pt_xattrs.c       the xattr ops, and the label of a new inode
  * Only what more than one file uses is here; the rest stays static.
@@ -233,5 +234,18 @@ int pt_getlk(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	     const struct fuse_lk_in *in, struct fuse_lk_out *out);
 int pt_setlk(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	     const struct fuse_lk_in *in, bool sleep);
+
+/* ---- pt_attr.c: getattr, setattr, access, statfs --------------------- */
+
+int pt_getattr(void *fs, const struct fuse_req_ctx *ctx,
+	       uint64_t nodeid, const struct fuse_getattr_in *in,
+	       struct fuse_attr_out *out);
+int pt_setattr(void *fs, const struct fuse_req_ctx *ctx,
+	       uint64_t nodeid, const struct fuse_setattr_in *in,
+	       struct fuse_attr_out *out);
+int pt_access(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	      uint32_t mask);
+int pt_statfs(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	      struct fuse_kstatfs *out);
 
 #endif
