@@ -11,6 +11,7 @@
  *   pt_entries.c      lookup, forget and the ops that make or remove names
  *   pt_attr.c         getattr, setattr, access, statfs
  *   pt_files.c        open, create and the ops on an open file (read, write, locks)
+ *   pt_dirs.c         open directories and READDIR(PLUS)
  *   pt_xattrs.c       the xattr ops, and the label of a new inode
  * Only what more than one file uses is here; the rest stays static.
  */
@@ -247,5 +248,18 @@ int pt_access(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	      uint32_t mask);
 int pt_statfs(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	      struct fuse_kstatfs *out);
+
+/* ---- pt_dirs.c: open directories and their listing ------------------- */
+
+int pt_opendir(void *fs, const struct fuse_req_ctx *ctx,
+	       uint64_t nodeid, const struct fuse_open_in *in,
+	       struct fuse_open_out *out);
+int pt_readdir(void *fs, const struct fuse_req_ctx *ctx,
+	       uint64_t nodeid, const struct fuse_read_in *in, bool plus,
+	       struct fuse_dirbuf *db);
+int pt_releasedir(void *fs, const struct fuse_req_ctx *ctx,
+		  uint64_t nodeid, const struct fuse_release_in *in);
+int pt_fsyncdir(void *fs, const struct fuse_req_ctx *ctx,
+		uint64_t nodeid, const struct fuse_fsync_in *in);
 
 #endif
