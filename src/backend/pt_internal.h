@@ -13,6 +13,7 @@
  *   pt_files.c        open, create and the ops on an open file (read, write, locks)
  *   pt_dirs.c         open directories and READDIR(PLUS)
  *   pt_xattrs.c       the xattr ops, and the label of a new inode
+ *   pt_syncfs.c       SYNCFS, also of the host mounts below the share
  * Only what more than one file uses is here; the rest stays static.
  */
 
@@ -261,5 +262,9 @@ int pt_releasedir(void *fs, const struct fuse_req_ctx *ctx,
 		  uint64_t nodeid, const struct fuse_release_in *in);
 int pt_fsyncdir(void *fs, const struct fuse_req_ctx *ctx,
 		uint64_t nodeid, const struct fuse_fsync_in *in);
+
+/* ---- pt_syncfs.c ----------------------------------------------------- */
+
+int pt_syncfs(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid);
 
 #endif
