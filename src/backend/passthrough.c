@@ -258,16 +258,6 @@ err:
 	return ret;
 }
 
-void passthrough_hold_offload(struct passthrough *pt, bool hold)
-{
-	offload_hold(pt->offload, hold);
-}
-
-void passthrough_pretend_uncached(struct passthrough *pt, bool on)
-{
-	read_runner_pretend_uncached(pt->reads, on);
-}
-
 void passthrough_free(struct passthrough *pt)
 {
 	if (!pt)

@@ -14,7 +14,9 @@
  *   pt_dirs.c         open directories and READDIR(PLUS)
  *   pt_xattrs.c       the xattr ops, and the label of a new inode
  *   pt_syncfs.c       SYNCFS, also of the host mounts below the share
- * Only what more than one file uses is here; the rest stays static.
+ *   pt_test_hooks.c   test-only entry points (passthrough_test_hooks.h)
+ * Only what more than one file uses is here; the rest stays static. Every
+ * op is declared below its file's heading, for the ops table.
  */
 
 #include <errno.h>
