@@ -1,40 +1,19 @@
-/* Passthrough backend: FUSE ops served from a host directory through O_PATH fds. */
+/* Passthrough backend: the ops table, INIT/DESTROY, and setting the backend up and down. */
 #include "backend/passthrough.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <linux/fuse.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/statvfs.h>
-#include <sys/uio.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
-#include "backend/creds.h"
-#include "backend/fd_budget.h"
-#include "backend/handles.h"
-#include "backend/inode_table.h"
-#include "backend/file_io.h"
-#include "backend/locks.h"
-#include "backend/offload.h"
-#include "backend/reads.h"
-#include "backend/sync.h"
 #include "backend/pt_internal.h"
 #include "common/log.h"
 
 /* fds the daemon keeps for itself (sockets, eventfds, logs) beyond the
  * guest's budget. */
 #define FD_RESERVE 128
-
-/* ---- small helpers ---------------------------------------------------- */
 
 /* ---- ops -------------------------------------------------------------- */
 
@@ -62,6 +41,8 @@ static void pt_destroy(void *fs)
 	inode_forget_all(pt->inodes);
 }
 
+/* Each op lives in the file of its concern (pt_internal.h lists them); FUSE
+ * ops not here are answered ENOSYS by the protocol. */
 const struct fs_ops passthrough_ops = {
 	.init = pt_init,
 	.destroy = pt_destroy,
