@@ -23,10 +23,10 @@ static int host_xattr_name(struct passthrough *pt, const char *name,
 }
 
 /*
- * The common start of the xattr ops that take a name: whether xattrs are
- * served, the host's name for the guest's under --xattrmap,
- * and the inode, with a request ref for the caller to put, as a
- * /proc/self/fd path.
+ * The common start of the xattr ops: whether xattrs are served, the host's
+ * name for the guest's under --xattrmap (for the ops that take a name;
+ * LISTXATTR passes NULL), and the inode, with a request ref for the caller
+ * to put, as a /proc/self/fd path.
  */
 static int xattr_begin(struct passthrough *pt, uint64_t nodeid,
 		       const char *name, char mapped[XATTRMAP_NAME_MAX + 1], const char **host_name,
@@ -36,9 +36,11 @@ static int xattr_begin(struct passthrough *pt, uint64_t nodeid,
 
 	if (!pt->opts.xattr)
 		return -ENOSYS;
-	ret = host_xattr_name(pt, name, mapped, host_name);
-	if (ret < 0)
-		return ret;
+	if (name) {
+		ret = host_xattr_name(pt, name, mapped, host_name);
+		if (ret < 0)
+			return ret;
+	}
 	ret = inode_get(pt->inodes, nodeid, inode);
 	if (ret < 0)
 		return ret;
@@ -157,12 +159,9 @@ ssize_t pt_listxattr(void *fs, const struct fuse_req_ctx *ctx,
 	struct inode *inode;
 	ssize_t ret;
 
-	if (!pt->opts.xattr)
-		return -ENOSYS;
-	ret = inode_get(pt->inodes, nodeid, &inode);
+	ret = xattr_begin(pt, nodeid, NULL, NULL, NULL, &inode, path);
 	if (ret < 0)
 		goto out;
-	pt_proc_fd_path(path, inode->fd);
 	ret = pt_check_caller(pt, ctx);
 	if (ret < 0)
 		goto put;
