@@ -7,25 +7,34 @@
 
 #include "backend/pt_internal.h"
 
-int pt_getattr(void *fs, const struct fuse_req_ctx *ctx,
-	       uint64_t nodeid, const struct fuse_getattr_in *in,
-	       struct fuse_attr_out *out)
+/* The reply of GETATTR and SETATTR: the inode's attributes as they are now. */
+static int attr_out(struct passthrough *pt, struct inode *inode,
+		    struct fuse_attr_out *out)
 {
-	struct passthrough *pt = fs;
-	struct inode *inode;
 	struct statx stx;
-	int ret;
+	int ret = pt_stat_fd(inode->fd, &stx);
 
-	ret = inode_get(pt->inodes, nodeid, &inode);
-	if (ret < 0)
-		return ret;
-	ret = pt_stat_fd(inode->fd, &stx);
 	if (ret == 0) {
 		memset(out, 0, sizeof(*out));
 		out->attr_valid = pt->timeout_sec;
 		out->attr_valid_nsec = pt->timeout_nsec;
 		pt_attr_from_statx(pt, &stx, &out->attr);
 	}
+	return ret;
+}
+
+int pt_getattr(void *fs, const struct fuse_req_ctx *ctx,
+	       uint64_t nodeid, const struct fuse_getattr_in *in,
+	       struct fuse_attr_out *out)
+{
+	struct passthrough *pt = fs;
+	struct inode *inode;
+	int ret;
+
+	ret = inode_get(pt->inodes, nodeid, &inode);
+	if (ret < 0)
+		return ret;
+	ret = attr_out(pt, inode, out);
 	inode_put(pt->inodes, inode);
 	return ret;
 }
@@ -102,7 +111,6 @@ int pt_setattr(void *fs, const struct fuse_req_ctx *ctx,
 	char name[PROC_FD_NAME_MAX];
 	struct handle *h = NULL;
 	struct inode *inode;
-	struct statx stx;
 	int fh_fd = -1;
 	int ret;
 
@@ -180,13 +188,7 @@ attrs_out:
 	if (ret == 0 && (valid & FATTR_KILL_SUIDGID) && !(valid & FATTR_MODE))
 		ret = kill_suidgid(pt, inode);
 	if (ret == 0)
-		ret = pt_stat_fd(inode->fd, &stx);
-	if (ret == 0) {
-		memset(out, 0, sizeof(*out));
-		out->attr_valid = pt->timeout_sec;
-		out->attr_valid_nsec = pt->timeout_nsec;
-		pt_attr_from_statx(pt, &stx, &out->attr);
-	}
+		ret = attr_out(pt, inode, out);
 put_handle:
 	if (h)
 		handle_put(pt->handles, h);
