@@ -3,7 +3,9 @@
 #define FERRY_PT_INTERNAL_H
 
 /*
- * The backend is split by concern, as the Rust virtiofsd's src/passthrough/:
+ * One concern a file: credentials, file handles with their mount fds and
+ * small utilities apart, as in the Rust virtiofsd's src/passthrough/, and
+ * the ops grouped by what they act on:
  *   passthrough.c     the ops table, INIT/DESTROY, setup and teardown
  *   pt_util.c         /proc/self/fd reopening, statx into FUSE attributes
  *   pt_caller.c       whose ids an op runs as (the model is in creds.h)
