@@ -46,10 +46,6 @@ extern const struct fs_ops passthrough_ops;
  * calls name inodes relative to it). On success it owns opts->proc_self_fd. */
 int passthrough_new(struct passthrough **out, const struct passthrough_opts *opts);
 void passthrough_free(struct passthrough *pt);
-/* Tests: holds the offload pool's queued jobs back (offload_hold). */
-void passthrough_hold_offload(struct passthrough *pt, bool hold);
-/* Tests: reads that may be deferred take their data as not cached
- * (read_runner_pretend_uncached). */
-void passthrough_pretend_uncached(struct passthrough *pt, bool on);
+/* Test-only entry points: backend/passthrough_test_hooks.h. */
 
 #endif

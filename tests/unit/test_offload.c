@@ -17,6 +17,7 @@
 #include "../common/scratch.h"
 #include "backend/offload.h"
 #include "backend/passthrough.h"
+#include "backend/passthrough_test_hooks.h"
 #include "common/log.h"
 #include "protocol/fuse_server.h"
 

@@ -1,0 +1,254 @@
+/* Attributes of passthrough inodes: GETATTR, SETATTR, ACCESS and STATFS. */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "backend/pt_internal.h"
+
+/* The reply of GETATTR and SETATTR: the inode's attributes as they are now. */
+static int attr_out(struct passthrough *pt, struct inode *inode,
+		    struct fuse_attr_out *out)
+{
+	struct statx stx;
+	int ret = pt_stat_fd(inode->fd, &stx);
+
+	if (ret == 0) {
+		memset(out, 0, sizeof(*out));
+		out->attr_valid = pt->timeout_sec;
+		out->attr_valid_nsec = pt->timeout_nsec;
+		pt_attr_from_statx(pt, &stx, &out->attr);
+	}
+	return ret;
+}
+
+int pt_getattr(void *fs, const struct fuse_req_ctx *ctx,
+	       uint64_t nodeid, const struct fuse_getattr_in *in,
+	       struct fuse_attr_out *out)
+{
+	struct passthrough *pt = fs;
+	struct inode *inode;
+	int ret;
+
+	ret = inode_get(pt->inodes, nodeid, &inode);
+	if (ret < 0)
+		return ret;
+	ret = attr_out(pt, inode, out);
+	inode_put(pt->inodes, inode);
+	return ret;
+}
+
+/* FATTR_KILL_SUIDGID: the guest's kernel decided the bits must go (as a
+ * local truncate by a non-CAP_FSETID caller would); sgid only matters
+ * with group execute, as in the kernel. */
+static int kill_suidgid(struct passthrough *pt, struct inode *inode)
+{
+	char name[PROC_FD_NAME_MAX];
+	struct statx stx;
+	mode_t mode;
+	int ret = pt_stat_fd(inode->fd, &stx);
+
+	if (ret < 0 || !S_ISREG(stx.stx_mode))
+		return ret;
+	mode = stx.stx_mode & 07777;
+	if (!(mode & S_ISUID) && (mode & (S_ISGID | S_IXGRP)) != (S_ISGID | S_IXGRP))
+		return 0;
+	mode &= ~S_ISUID;
+	if (mode & S_IXGRP)
+		mode &= ~S_ISGID;
+	pt_proc_fd_name(name, inode->fd);
+	return pt_errno_or(fchmodat(pt->proc_self_fd, name, mode, 0));
+}
+
+static int truncate_inode(struct passthrough *pt, struct inode *inode,
+			  int fh_fd, uint64_t size)
+{
+	int fd, ret;
+
+	if (fh_fd >= 0)
+		return pt_errno_or(ftruncate(fh_fd, size));
+	if (inode->type == S_IFDIR)
+		return -EISDIR;
+	if (inode->type != S_IFREG)
+		return -EINVAL;
+	ret = fd_budget_take(&pt->fds);
+	if (ret < 0)
+		goto out;
+	fd = pt_reopen(pt, inode->fd, O_WRONLY);
+	if (fd < 0) {
+		ret = fd;
+		goto give_back;
+	}
+	ret = pt_errno_or(ftruncate(fd, size));
+	close(fd);
+give_back:
+	fd_budget_give_back(&pt->fds);
+out:
+	return ret;
+}
+
+static struct timespec guest_time(uint32_t valid, uint32_t set_bit,
+				  uint32_t now_bit, uint64_t sec, uint32_t nsec)
+{
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = UTIME_OMIT };
+
+	if (valid & now_bit) {
+		ts.tv_nsec = UTIME_NOW;
+	} else if (valid & set_bit) {
+		ts.tv_sec = sec;
+		ts.tv_nsec = nsec < 1000000000 ? nsec : 999999999;
+	}
+	return ts;
+}
+
+int pt_setattr(void *fs, const struct fuse_req_ctx *ctx,
+	       uint64_t nodeid, const struct fuse_setattr_in *in,
+	       struct fuse_attr_out *out)
+{
+	struct passthrough *pt = fs;
+	uint32_t valid = in->valid;
+	char name[PROC_FD_NAME_MAX];
+	struct handle *h = NULL;
+	struct inode *inode;
+	int fh_fd = -1;
+	int ret;
+
+	ret = inode_get(pt->inodes, nodeid, &inode);
+	if (ret < 0)
+		goto out;
+	if (pt->opts.readonly &&
+	    (valid & (FATTR_MODE | FATTR_UID | FATTR_GID | FATTR_SIZE |
+		      FATTR_ATIME | FATTR_MTIME | FATTR_ATIME_NOW |
+		      FATTR_MTIME_NOW | FATTR_KILL_SUIDGID))) {
+		ret = -EROFS;
+		goto put_inode;
+	}
+	if (valid & FATTR_FH) {
+		ret = handle_get(pt->handles, in->fh, nodeid, &h);
+		if (ret < 0)
+			goto put_inode;
+		if (!h->dir)
+			fh_fd = h->fd;
+	}
+	pt_proc_fd_name(name, inode->fd);
+
+	/* The guest's kernel has checked ownership and write access, and
+	 * stripped a set-group-ID bit its caller may not set; as the daemon,
+	 * the host neither repeats the check nor strips again. */
+	ret = pt_check_caller(pt, ctx);
+	if (ret < 0)
+		goto put_handle;
+	if (valid & FATTR_MODE) {
+		if (fh_fd >= 0)
+			ret = pt_errno_or(fchmod(fh_fd, in->mode & 07777));
+		else
+			ret = pt_errno_or(fchmodat(pt->proc_self_fd, name,
+						   in->mode & 07777, 0));
+		if (ret < 0)
+			goto attrs_out;
+	}
+	if (valid & (FATTR_UID | FATTR_GID)) {
+		uint32_t uid = (uint32_t)-1, gid = (uint32_t)-1;
+
+		if (valid & FATTR_UID)
+			ret = idmap_to_host(&pt->opts.uid_map, in->uid, &uid);
+		if (ret == 0 && (valid & FATTR_GID))
+			ret = idmap_to_host(&pt->opts.gid_map, in->gid, &gid);
+		if (ret < 0)
+			goto attrs_out;
+		ret = pt_errno_or(fchownat(inode->fd, "", uid, gid,
+					   AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
+		if (ret < 0)
+			goto attrs_out;
+	}
+	if (valid & FATTR_SIZE) {
+		ret = truncate_inode(pt, inode, fh_fd, in->size);
+		if (ret < 0)
+			goto attrs_out;
+	}
+	if (valid & (FATTR_ATIME | FATTR_MTIME | FATTR_ATIME_NOW | FATTR_MTIME_NOW)) {
+		struct timespec ts[2] = {
+			guest_time(valid, FATTR_ATIME, FATTR_ATIME_NOW,
+				   in->atime, in->atimensec),
+			guest_time(valid, FATTR_MTIME, FATTR_MTIME_NOW,
+				   in->mtime, in->mtimensec),
+		};
+
+		if (fh_fd >= 0)
+			ret = pt_errno_or(futimens(fh_fd, ts));
+		else
+			ret = pt_errno_or(utimensat(pt->proc_self_fd, name, ts, 0));
+		if (ret < 0)
+			goto attrs_out;
+	}
+attrs_out:
+	if (ret == 0 && (valid & (FATTR_UID | FATTR_GID | FATTR_SIZE)))
+		ret = pt_drop_mapped_capability(pt, inode->fd);
+	if (ret == 0 && (valid & FATTR_KILL_SUIDGID) && !(valid & FATTR_MODE))
+		ret = kill_suidgid(pt, inode);
+	if (ret == 0)
+		ret = attr_out(pt, inode, out);
+put_handle:
+	if (h)
+		handle_put(pt->handles, h);
+put_inode:
+	inode_put(pt->inodes, inode);
+out:
+	return ret;
+}
+
+int pt_access(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	      uint32_t mask)
+{
+	struct passthrough *pt = fs;
+	struct inode *inode;
+	int ret;
+
+	ret = inode_get(pt->inodes, nodeid, &inode);
+	if (ret < 0)
+		goto out;
+	/* The one op that asks the host's judgement of the caller (a client
+	 * without default_permissions sends it): the caller's ids and no
+	 * capability, so the host judges them as it would locally. */
+	ret = pt_as_caller(pt, ctx, CREDS_CALLER_ONLY);
+	if (ret < 0)
+		goto put;
+	/* AT_EACCESS: check the switched effective ids, not the real ones. */
+	ret = pt_errno_or(faccessat(inode->fd, "", mask & (R_OK | W_OK | X_OK),
+				    AT_EACCESS | AT_EMPTY_PATH));
+	pt_as_daemon(pt);
+	if (ret == 0 && pt->opts.readonly && (mask & W_OK))
+		ret = -EROFS;
+put:
+	inode_put(pt->inodes, inode);
+out:
+	return ret;
+}
+
+int pt_statfs(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	      struct fuse_kstatfs *out)
+{
+	struct passthrough *pt = fs;
+	struct inode *inode;
+	struct statvfs sv;
+	int ret;
+
+	ret = inode_get(pt->inodes, nodeid, &inode);
+	if (ret < 0)
+		return ret;
+	ret = pt_errno_or(fstatvfs(inode->fd, &sv));
+	if (ret == 0) {
+		memset(out, 0, sizeof(*out));
+		out->blocks = sv.f_blocks;
+		out->bfree = sv.f_bfree;
+		out->bavail = sv.f_bavail;
+		out->files = sv.f_files;
+		out->ffree = sv.f_ffree;
+		out->bsize = sv.f_bsize;
+		out->namelen = sv.f_namemax;
+		out->frsize = sv.f_frsize;
+	}
+	inode_put(pt->inodes, inode);
+	return ret;
+}

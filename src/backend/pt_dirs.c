@@ -1,0 +1,175 @@
+/* Directories of the passthrough backend: OPENDIR, READDIR(PLUS), RELEASEDIR and FSYNCDIR. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/pt_internal.h"
+
+static bool is_dot_or_dotdot(const char *name)
+{
+	return name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]));
+}
+
+int pt_opendir(void *fs, const struct fuse_req_ctx *ctx,
+	       uint64_t nodeid, const struct fuse_open_in *in,
+	       struct fuse_open_out *out)
+{
+	struct passthrough *pt = fs;
+	struct inode *inode;
+	uint64_t fh;
+	DIR *dir;
+	int fd, ret;
+
+	ret = inode_get(pt->inodes, nodeid, &inode);
+	if (ret < 0)
+		goto out;
+	if (inode->type != S_IFDIR) {
+		ret = -ENOTDIR;
+		goto put_inode;
+	}
+	ret = fd_budget_take(&pt->fds);
+	if (ret < 0)
+		goto put_inode;
+	fd = pt_open_for_guest(pt, ctx, inode, O_RDONLY | O_DIRECTORY | O_NONBLOCK, 0);
+	if (fd < 0) {
+		ret = fd;
+		goto give_back;
+	}
+	dir = fdopendir(fd);
+	if (!dir) {
+		ret = -errno;
+		goto close_fd;
+	}
+	ret = handle_add(pt->handles, inode, -1, dir, &fh);
+	if (ret < 0)
+		goto out;
+	memset(out, 0, sizeof(*out));
+	out->fh = fh;
+	out->open_flags = pt_fopen_flags(pt, true);
+	return 0;
+
+close_fd:
+	close(fd);
+give_back:
+	fd_budget_give_back(&pt->fds);
+put_inode:
+	inode_put(pt->inodes, inode);
+out:
+	return ret;
+}
+
+/* One READDIRPLUS entry: a lookup reference only for entries that fit. */
+static int add_plus_entry(struct passthrough *pt, struct handle *h,
+			  const struct dirent *de, size_t namelen,
+			  struct fuse_dirbuf *db)
+{
+	struct fuse_entry_out entry;
+	uint32_t type = de->d_type;
+	int ret;
+
+	if (!fuse_dirbuf_fits_plus(db, namelen))
+		return -ENOSPC;
+	/* READDIRPLUS lookups are the client prefetching: once the fd budget
+	 * runs low they would starve the lookups and opens the guest asks for
+	 * by name, so the entry goes out without attributes instead. */
+	if (is_dot_or_dotdot(de->d_name) || fd_budget_low(&pt->fds))
+		goto without_lookup;
+	ret = pt_lookup_entry(pt, h->inode, de->d_name, &entry);
+	if (ret == -ENFILE)
+		goto without_lookup;
+	if (ret < 0)
+		return ret;
+	type = (entry.attr.mode & S_IFMT) >> 12;
+	ret = fuse_dirbuf_add_plus(db, de->d_name, namelen, &entry, type,
+				   de->d_off);
+	if (ret < 0)
+		inode_forget(pt->inodes, entry.nodeid, 1);
+	return ret;
+
+without_lookup:
+	/* nodeid 0: the guest lists the name, caches nothing, takes no lookup */
+	memset(&entry, 0, sizeof(entry));
+	entry.attr.ino = de->d_ino;
+	entry.attr.mode = DTTOIF(de->d_type);
+	return fuse_dirbuf_add_plus(db, de->d_name, namelen, &entry, type,
+				    de->d_off);
+}
+
+int pt_readdir(void *fs, const struct fuse_req_ctx *ctx,
+	       uint64_t nodeid, const struct fuse_read_in *in, bool plus,
+	       struct fuse_dirbuf *db)
+{
+	struct passthrough *pt = fs;
+	struct handle *h;
+	int ret;
+
+	ret = handle_get(pt->handles, in->fh, nodeid, &h);
+	if (ret < 0)
+		goto out;
+	if (!h->dir) {
+		ret = -ENOTDIR;
+		goto put;
+	}
+	pthread_mutex_lock(&h->dir_lock);
+	/* d_off cookies are what the guest hands back as the offset; seek
+	 * only when it does not continue where the stream stands. */
+	if (!h->dir_offset_known || h->dir_offset != in->offset) {
+		seekdir(h->dir, in->offset);
+		h->dir_offset = in->offset;
+		h->dir_offset_known = true;
+		h->dir_pending = NULL;
+	}
+	for (;;) {
+		struct dirent *de = h->dir_pending;
+		size_t namelen;
+
+		h->dir_pending = NULL;
+		if (!de) {
+			errno = 0;
+			de = readdir(h->dir);
+		}
+		if (!de) {
+			if (errno && db->len == 0)
+				ret = -errno;
+			break;
+		}
+		namelen = strlen(de->d_name);
+		if (plus)
+			ret = add_plus_entry(pt, h, de, namelen, db);
+		else
+			ret = fuse_dirbuf_add(db, de->d_name, namelen,
+					      de->d_ino, de->d_type, de->d_off);
+		if (ret == -ENOENT) {
+			/* unlinked since readdir saw it: skip it */
+			ret = 0;
+		} else if (ret < 0) {
+			/* The guest did not get this entry: the next call at
+			 * dir_offset starts with it. */
+			h->dir_pending = de;
+			if (ret == -ENOSPC || db->len > 0)
+				ret = 0;
+			break;
+		}
+		h->dir_offset = de->d_off;
+	}
+	pthread_mutex_unlock(&h->dir_lock);
+put:
+	handle_put(pt->handles, h);
+out:
+	return ret;
+}
+
+int pt_releasedir(void *fs, const struct fuse_req_ctx *ctx,
+		  uint64_t nodeid, const struct fuse_release_in *in)
+{
+	struct passthrough *pt = fs;
+
+	return handle_remove(pt->handles, in->fh, nodeid);
+}
+
+int pt_fsyncdir(void *fs, const struct fuse_req_ctx *ctx,
+		uint64_t nodeid, const struct fuse_fsync_in *in)
+{
+	return pt_fsync(fs, ctx, nodeid, in);
+}

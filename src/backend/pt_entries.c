@@ -1,0 +1,347 @@
+/* Names in passthrough directories: lookup and forget, and the ops that make, link, rename and remove names. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend/pt_internal.h"
+
+/* Shared tail of the lookups: identifies the file behind fd (an fd taken
+ * from the budget) and finds or adds its inode. Consumes fd and its budget
+ * on every path. */
+static int add_inode(struct passthrough *pt, int fd, struct inode **out,
+		     struct statx *stx)
+{
+	const struct inode_handle *handle;
+	struct pt_handle_buf hb;
+	struct inode_key key;
+	int ret = pt_stat_fd(fd, stx);
+
+	if (ret < 0)
+		goto close_fd;
+	ret = pt_handle_for_inode(pt, fd, stx->stx_mode, &hb, &handle);
+	if (ret < 0)
+		goto close_fd;
+	pt_key_from_statx(stx, &key);
+	/* ".." that lands on the shared dir maps to nodeid 1 via the key. */
+	return inode_lookup_add(pt->inodes, fd, &key, stx->stx_mode, handle, out);
+
+close_fd:
+	close(fd);
+	fd_budget_give_back(&pt->fds);
+	return ret;
+}
+
+/* Gives the guest the inode behind an fd of ours (O_PATH or not); takes
+ * one lookup and one request ref on the result. */
+int pt_inode_from_fd(struct passthrough *pt, int fd, struct inode **inode,
+		     struct statx *stx)
+{
+	int path_fd, ret = fd_budget_take(&pt->fds);
+
+	if (ret < 0)
+		return ret;
+	path_fd = pt_reopen(pt, fd, O_PATH);
+	if (path_fd < 0) {
+		fd_budget_give_back(&pt->fds);
+		return path_fd;
+	}
+	return add_inode(pt, path_fd, inode, stx);
+}
+
+/*
+ * Resolves one name below dir without ever leaving the share: names are
+ * single components, opened with O_NOFOLLOW relative to the parent's fd, so
+ * a symlink is returned as itself for the guest to resolve in its own
+ * namespace. ".." of the root is the root. On success the inode has one
+ * more guest lookup and one request ref for the caller to put.
+ */
+static int lookup_inode(struct passthrough *pt, struct inode *dir,
+			const char *name, struct inode **out, struct statx *stx)
+{
+	struct inode *root = inode_table_root(pt->inodes);
+	struct inode_key key;
+	int fd, ret;
+
+	if (!strcmp(name, ".") || (!strcmp(name, "..") && dir == root)) {
+		ret = pt_stat_fd(dir->fd, stx);
+		if (ret < 0)
+			return ret;
+		inode_get_again(pt->inodes, dir);
+		inode_add_lookup(pt->inodes, dir);
+		*out = dir;
+		return 0;
+	}
+	/* Most names the guest looks up are inodes it already knows (other
+	 * names, READDIRPLUS, a lookup after its entry timed out). A stat of
+	 * the name finds them without opening and closing a duplicate fd:
+	 * the table's fd keeps that inode alive, so its key cannot have been
+	 * reused by another file. Only unknown inodes are opened. */
+	ret = pt_errno_or(statx(dir->fd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
+				STATX_BASIC_STATS | STATX_MNT_ID, stx));
+	if (ret < 0)
+		return ret;
+	pt_key_from_statx(stx, &key);
+	if (inode_find_key(pt->inodes, &key, out) == 0)
+		return 0;
+	ret = fd_budget_take(&pt->fds);
+	if (ret < 0)
+		return ret;
+	fd = openat(dir->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		fd_budget_give_back(&pt->fds);
+		return ret;
+	}
+	return add_inode(pt, fd, out, stx);
+}
+
+int pt_lookup_entry(struct passthrough *pt, struct inode *dir,
+		    const char *name, struct fuse_entry_out *out)
+{
+	struct inode *inode;
+	struct statx stx;
+	int ret = lookup_inode(pt, dir, name, &inode, &stx);
+
+	if (ret < 0)
+		return ret;
+	pt_fill_entry(pt, dir, inode, &stx, out);
+	inode_put(pt->inodes, inode);
+	return 0;
+}
+
+int pt_lookup(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	      const char *name, struct fuse_entry_out *out)
+{
+	struct passthrough *pt = fs;
+	struct inode *dir;
+	int ret;
+
+	if (!name[0] || strchr(name, '/'))
+		return -EINVAL;
+	ret = inode_get(pt->inodes, parent, &dir);
+	if (ret < 0)
+		return ret;
+	ret = pt_lookup_entry(pt, dir, name, out);
+	inode_put(pt->inodes, dir);
+	return ret;
+}
+
+void pt_forget(void *fs, uint64_t nodeid, uint64_t nlookup)
+{
+	struct passthrough *pt = fs;
+
+	inode_forget(pt->inodes, nodeid, nlookup);
+}
+
+ssize_t pt_readlink(void *fs, const struct fuse_req_ctx *ctx,
+		    uint64_t nodeid, char *buf, size_t size)
+{
+	struct passthrough *pt = fs;
+	struct inode *inode;
+	ssize_t ret;
+
+	ret = inode_get(pt->inodes, nodeid, &inode);
+	if (ret < 0)
+		return ret;
+	if (inode->type == S_IFLNK) {
+		ret = readlinkat(inode->fd, "", buf, size);
+		if (ret < 0)
+			ret = -errno;
+	} else {
+		ret = -EINVAL;
+	}
+	inode_put(pt->inodes, inode);
+	return ret;
+}
+
+/* Shared tail of MKNOD/MKDIR/SYMLINK: make the node as the guest, then
+ * look it up as the daemon. */
+enum make_kind { MAKE_NODE, MAKE_DIR, MAKE_SYMLINK };
+
+static int make_node(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+		     uint64_t parent, const char *name, enum make_kind kind,
+		     mode_t mode, uint32_t rdev, uint32_t guest_umask,
+		     const char *target, struct fuse_entry_out *out)
+{
+	struct inode *dir, *inode;
+	struct statx stx;
+	int ret;
+
+	ret = pt_check_name(name);
+	if (ret < 0)
+		goto out;
+	ret = inode_get(pt->inodes, parent, &dir);
+	if (ret < 0)
+		goto out;
+	ret = pt_begin_create(pt, ctx, guest_umask);
+	if (ret < 0)
+		goto put_dir;
+	switch (kind) {
+	case MAKE_NODE:
+		/* Creating FIFOs, sockets and device nodes is harmless; only
+		 * opening them on the host is not, and OPEN refuses that. */
+		ret = pt_errno_or(mknodat(dir->fd, name, mode, rdev));
+		break;
+	case MAKE_DIR:
+		ret = pt_errno_or(mkdirat(dir->fd, name, mode));
+		break;
+	case MAKE_SYMLINK:
+		/* The target is only stored; the guest resolves it. */
+		ret = pt_errno_or(symlinkat(target, dir->fd, name));
+		break;
+	}
+	pt_as_daemon(pt);
+	if (ret < 0)
+		goto put_dir;
+	ret = lookup_inode(pt, dir, name, &inode, &stx);
+	if (ret < 0)
+		goto put_dir;
+	ret = pt_apply_secctx(pt, ctx, inode);
+	if (ret < 0) {
+		/* an unlabelled node must not stay behind */
+		unlinkat(dir->fd, name, kind == MAKE_DIR ? AT_REMOVEDIR : 0);
+		inode_drop_lookup(pt->inodes, inode);
+		goto put_inode;
+	}
+	pt_fill_entry(pt, dir, inode, &stx, out);
+put_inode:
+	inode_put(pt->inodes, inode);
+put_dir:
+	inode_put(pt->inodes, dir);
+out:
+	return ret;
+}
+
+int pt_symlink(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	       const char *name, const char *target,
+	       struct fuse_entry_out *out)
+{
+	return make_node(fs, ctx, parent, name, MAKE_SYMLINK, 0, 0, 0, target, out);
+}
+
+int pt_mknod(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	     const char *name, const struct fuse_mknod_in *in,
+	     struct fuse_entry_out *out)
+{
+	return make_node(fs, ctx, parent, name, MAKE_NODE, in->mode, in->rdev,
+			 in->umask, NULL, out);
+}
+
+int pt_mkdir(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	     const char *name, const struct fuse_mkdir_in *in,
+	     struct fuse_entry_out *out)
+{
+	return make_node(fs, ctx, parent, name, MAKE_DIR, in->mode, 0,
+			 in->umask, NULL, out);
+}
+
+static int remove_name(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+		       uint64_t parent, const char *name, int flags)
+{
+	struct inode *dir;
+	int ret;
+
+	ret = pt_check_name(name);
+	if (ret < 0)
+		goto out;
+	ret = inode_get(pt->inodes, parent, &dir);
+	if (ret < 0)
+		goto out;
+	ret = pt_check_caller(pt, ctx);
+	if (ret < 0)
+		goto put_dir;
+	ret = pt_errno_or(unlinkat(dir->fd, name, flags));
+put_dir:
+	inode_put(pt->inodes, dir);
+out:
+	return ret;
+}
+
+int pt_unlink(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	      const char *name)
+{
+	return remove_name(fs, ctx, parent, name, 0);
+}
+
+int pt_rmdir(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	     const char *name)
+{
+	return remove_name(fs, ctx, parent, name, AT_REMOVEDIR);
+}
+
+int pt_rename(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	      const char *name, uint64_t newparent, const char *newname,
+	      uint32_t flags)
+{
+	struct passthrough *pt = fs;
+	struct inode *olddir, *newdir;
+	int ret;
+
+	if (pt_check_name(name) < 0 || pt_check_name(newname) < 0 ||
+	    (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT))) {
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = inode_get(pt->inodes, parent, &olddir);
+	if (ret < 0)
+		goto out;
+	ret = inode_get(pt->inodes, newparent, &newdir);
+	if (ret < 0)
+		goto put_old;
+	ret = pt_check_caller(pt, ctx);
+	if (ret < 0)
+		goto put_new;
+	ret = pt_errno_or(renameat2(olddir->fd, name, newdir->fd, newname, flags));
+put_new:
+	inode_put(pt->inodes, newdir);
+put_old:
+	inode_put(pt->inodes, olddir);
+out:
+	return ret;
+}
+
+int pt_link(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	    uint64_t newparent, const char *newname,
+	    struct fuse_entry_out *out)
+{
+	struct passthrough *pt = fs;
+	char name[PROC_FD_NAME_MAX];
+	struct inode *inode, *newdir;
+	struct statx stx;
+	int ret;
+
+	ret = pt_check_name(newname);
+	if (ret < 0)
+		goto out;
+	ret = inode_get(pt->inodes, nodeid, &inode);
+	if (ret < 0)
+		goto out;
+	ret = inode_get(pt->inodes, newparent, &newdir);
+	if (ret < 0)
+		goto put_inode;
+	/* linkat(fd, "", AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH, which the
+	 * sandbox keeps only for file handles; the /proc link names the inode
+	 * too (even an O_TMPFILE one) and the magic link stops at the inode
+	 * itself, so a symlink is linked, not its target. */
+	pt_proc_fd_name(name, inode->fd);
+	ret = pt_check_caller(pt, ctx);
+	if (ret < 0)
+		goto put_newdir;
+	ret = pt_errno_or(linkat(pt->proc_self_fd, name, newdir->fd, newname,
+				 AT_SYMLINK_FOLLOW));
+	if (ret < 0)
+		goto put_newdir;
+	ret = pt_stat_fd(inode->fd, &stx);
+	if (ret < 0)
+		goto put_newdir;
+	inode_add_lookup(pt->inodes, inode);
+	pt_fill_entry(pt, newdir, inode, &stx, out);
+put_newdir:
+	inode_put(pt->inodes, newdir);
+put_inode:
+	inode_put(pt->inodes, inode);
+out:
+	return ret;
+}

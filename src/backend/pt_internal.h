@@ -1,0 +1,274 @@
+/* Inside the passthrough backend: struct passthrough and what its files share (ops, helpers). */
+#ifndef FERRY_PT_INTERNAL_H
+#define FERRY_PT_INTERNAL_H
+
+/*
+ * One concern a file: credentials, file handles with their mount fds and
+ * small utilities apart, as in the Rust virtiofsd's src/passthrough/, and
+ * the ops grouped by what they act on:
+ *   passthrough.c     the ops table, INIT/DESTROY, setup and teardown
+ *   pt_util.c         /proc/self/fd reopening, statx into FUSE attributes
+ *   pt_caller.c       whose ids an op runs as (the model is in creds.h)
+ *   pt_file_handles.c file handles for inodes, and the mount fds they need
+ *   pt_entries.c      lookup, forget and the ops that make or remove names
+ *   pt_attr.c         getattr, setattr, access, statfs
+ *   pt_files.c        open, create and the ops on an open file (read, write, locks)
+ *   pt_dirs.c         open directories and READDIR(PLUS)
+ *   pt_xattrs.c       the xattr ops, and the label of a new inode
+ *   pt_syncfs.c       SYNCFS, also of the host mounts below the share
+ *   pt_test_hooks.c   test-only entry points (passthrough_test_hooks.h)
+ * Only what more than one file uses is here; the rest stays static. Every
+ * op is declared below its file's heading, for the ops table.
+ */
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "backend/creds.h"
+#include "backend/fd_budget.h"
+#include "backend/handles.h"
+#include "backend/inode_table.h"
+#include "backend/locks.h"
+#include "backend/offload.h"
+#include "backend/passthrough.h"
+#include "backend/reads.h"
+#include "backend/sync.h"
+
+#define PROC_FD_NAME_MAX 16
+#define PROC_FD_PATH_MAX 40
+/* Mounts below the share that file handles can reach; beyond that the
+ * inodes keep their fds (prefer) or fail (mandatory). */
+#define MOUNT_FDS_MAX 64
+
+struct passthrough {
+	struct passthrough_opts opts;
+	char *shared_dir;
+	int proc_self_fd;
+	struct fd_budget fds;
+	struct inode_table *inodes;
+	struct handle_table *handles;
+	struct lock_table *locks;
+	struct sync_runner *syncs;
+	struct read_runner *reads;
+	struct offload *offload;    /* slow syncs and cold reads */
+	pthread_mutex_t mounts_lock;
+	struct { int mnt_id; int fd; } mounts[MOUNT_FDS_MAX];
+	atomic_uint nmounts;
+	uint64_t timeout_sec;
+	uint32_t timeout_nsec;
+	bool switch_creds;      /* only root can take on the guest's ids */
+	/* Settled by INIT. */
+	bool writeback;
+	bool dont_mask;         /* the guest left umask to us (POSIX ACLs) */
+	bool submounts;         /* the guest makes host mounts its submounts */
+	bool posix_acl;
+	/* The guest's kernel strips a new file's set-group-ID bit itself when
+	 * its caller is outside the directory's group (Linux 6.0+; FUSE 7.37
+	 * came with 6.1), so the host must not strip it again without the
+	 * caller's groups. Older guests leave that to the host. */
+	bool guest_strips_sgid;
+	/* The guest says when an access ACL drops sgid (FUSE_SETXATTR_EXT's
+	 * FUSE_SETXATTR_ACL_KILL_SGID); older guests leave that to the host. */
+	bool guest_kills_acl_sgid;
+	/* The guest says when a write, truncate or O_TRUNC open must clear
+	 * suid/sgid (FUSE_HANDLE_KILLPRIV_V2). */
+	bool guest_kills_suidgid;
+};
+
+/* ---- small helpers: inline, every op uses some of them ---------------- */
+
+static inline int pt_errno_or(int ret)
+{
+	return ret < 0 ? -errno : 0;
+}
+
+/* The protocol already checked names; a second cheap look costs nothing
+ * and keeps a protocol bug from becoming a path traversal. */
+static inline int pt_check_name(const char *name)
+{
+	if (!name[0] || strchr(name, '/') || !strcmp(name, ".") ||
+	    !strcmp(name, ".."))
+		return -EINVAL;
+	return 0;
+}
+
+/* Only regular files and directories are ever opened for I/O: opening a
+ * FIFO blocks the thread, a device node reaches host hardware
+ * (CVE-2020-35517). Everything else stays an O_PATH fd. */
+static inline bool pt_openable_type(mode_t type)
+{
+	return type == S_IFREG || type == S_IFDIR;
+}
+
+static inline void pt_proc_fd_name(char buf[PROC_FD_NAME_MAX], int fd)
+{
+	snprintf(buf, PROC_FD_NAME_MAX, "%d", fd);
+}
+
+/* Path for the xattr calls, which have no *at() form: relative to the
+ * working directory, which passthrough_new() made /proc/self/fd because a
+ * sandbox leaves no absolute path to /proc. */
+static inline void pt_proc_fd_path(char buf[PROC_FD_PATH_MAX], int fd)
+{
+	snprintf(buf, PROC_FD_PATH_MAX, "%d", fd);
+}
+
+/* ---- pt_util.c -------------------------------------------------------- */
+
+/* Turns an O_PATH fd into a usable one through its /proc/self/fd link. The
+ * caller checked pt_openable_type() and took budget for the result. */
+int pt_reopen(struct passthrough *pt, int fd, int flags);
+int pt_stat_fd(int fd, struct statx *stx);
+void pt_key_from_statx(const struct statx *stx, struct inode_key *key);
+void pt_attr_from_statx(const struct passthrough *pt, const struct statx *stx,
+			struct fuse_attr *attr);
+void pt_fill_entry(struct passthrough *pt, const struct inode *parent,
+		   const struct inode *inode, const struct statx *stx,
+		   struct fuse_entry_out *out);
+
+/* ---- pt_caller.c: the credential model of creds.h, op by op ---------- */
+
+int pt_check_caller(const struct passthrough *pt, const struct fuse_req_ctx *ctx);
+int pt_as_caller(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+		 enum creds_role role);
+void pt_as_daemon(struct passthrough *pt);
+enum creds_role pt_host_judged_role(const struct fuse_req_ctx *ctx);
+int pt_begin_create(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+		    uint32_t guest_umask);
+
+/* ---- pt_file_handles.c ------------------------------------------------ */
+
+struct pt_handle_buf {
+	struct inode_handle h;
+	unsigned char bytes[MAX_HANDLE_SZ];
+};
+
+/* The file handle a new inode keeps instead of its fd, or NULL in *out to
+ * keep the fd (--inode-file-handles decides). */
+int pt_handle_for_inode(struct passthrough *pt, int fd, mode_t type,
+			struct pt_handle_buf *hb, const struct inode_handle **out);
+/* At setup, on the share's root: whether file handles work there. */
+int pt_check_file_handles(struct passthrough *pt, int root_fd);
+void pt_close_mount_fds(struct passthrough *pt);
+
+/* ---- pt_xattrs.c: the xattr ops, and a new inode's label ------------- */
+
+int pt_setxattr(void *fs, const struct fuse_req_ctx *ctx,
+		uint64_t nodeid, const char *name, const void *value,
+		size_t size, uint32_t flags, uint32_t setxattr_flags);
+ssize_t pt_getxattr(void *fs, const struct fuse_req_ctx *ctx,
+		    uint64_t nodeid, const char *name, void *value,
+		    size_t size);
+ssize_t pt_listxattr(void *fs, const struct fuse_req_ctx *ctx,
+		     uint64_t nodeid, char *list, size_t size);
+int pt_removexattr(void *fs, const struct fuse_req_ctx *ctx,
+		   uint64_t nodeid, const char *name);
+int pt_apply_secctx(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+		    struct inode *inode);
+
+/* ---- pt_entries.c: lookup, forget and the ops that change names ------ */
+
+int pt_inode_from_fd(struct passthrough *pt, int fd, struct inode **inode,
+		     struct statx *stx);
+int pt_lookup_entry(struct passthrough *pt, struct inode *dir,
+		    const char *name, struct fuse_entry_out *out);
+int pt_lookup(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	      const char *name, struct fuse_entry_out *out);
+void pt_forget(void *fs, uint64_t nodeid, uint64_t nlookup);
+ssize_t pt_readlink(void *fs, const struct fuse_req_ctx *ctx,
+		    uint64_t nodeid, char *buf, size_t size);
+int pt_symlink(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	       const char *name, const char *target,
+	       struct fuse_entry_out *out);
+int pt_mknod(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	     const char *name, const struct fuse_mknod_in *in,
+	     struct fuse_entry_out *out);
+int pt_mkdir(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	     const char *name, const struct fuse_mkdir_in *in,
+	     struct fuse_entry_out *out);
+int pt_unlink(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	      const char *name);
+int pt_rmdir(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	     const char *name);
+int pt_rename(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	      const char *name, uint64_t newparent, const char *newname,
+	      uint32_t flags);
+int pt_link(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	    uint64_t newparent, const char *newname,
+	    struct fuse_entry_out *out);
+
+/* ---- pt_files.c: open, create and the ops on an open file ------------ */
+
+uint32_t pt_fopen_flags(struct passthrough *pt, bool is_dir);
+int pt_drop_mapped_capability(struct passthrough *pt, int fd);
+int pt_open_for_guest(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+		      struct inode *inode, int flags, uint32_t open_flags);
+int pt_open(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	    const struct fuse_open_in *in, struct fuse_open_out *out);
+int pt_create(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	      const char *name, const struct fuse_create_in *in,
+	      struct fuse_entry_out *entry, struct fuse_open_out *open);
+int pt_tmpfile(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	       const struct fuse_create_in *in,
+	       struct fuse_entry_out *entry, struct fuse_open_out *open);
+ssize_t pt_read(void *fs, const struct fuse_req_ctx *ctx,
+		uint64_t nodeid, const struct fuse_read_in *in,
+		const struct iovec *dst, unsigned dst_cnt);
+ssize_t pt_write(void *fs, const struct fuse_req_ctx *ctx,
+		 uint64_t nodeid, const struct fuse_write_in *in,
+		 const struct iovec *src, unsigned src_cnt);
+int pt_flush(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	     const struct fuse_flush_in *in);
+int pt_release(void *fs, const struct fuse_req_ctx *ctx,
+	       uint64_t nodeid, const struct fuse_release_in *in);
+int pt_fsync(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	     const struct fuse_fsync_in *in);
+int pt_fallocate(void *fs, const struct fuse_req_ctx *ctx,
+		 uint64_t nodeid, const struct fuse_fallocate_in *in);
+int pt_lseek(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	     const struct fuse_lseek_in *in, struct fuse_lseek_out *out);
+ssize_t pt_copy_file_range(void *fs, const struct fuse_req_ctx *ctx,
+			   uint64_t nodeid,
+			   const struct fuse_copy_file_range_in *in);
+int pt_getlk(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	     const struct fuse_lk_in *in, struct fuse_lk_out *out);
+int pt_setlk(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	     const struct fuse_lk_in *in, bool sleep);
+
+/* ---- pt_attr.c: getattr, setattr, access, statfs --------------------- */
+
+int pt_getattr(void *fs, const struct fuse_req_ctx *ctx,
+	       uint64_t nodeid, const struct fuse_getattr_in *in,
+	       struct fuse_attr_out *out);
+int pt_setattr(void *fs, const struct fuse_req_ctx *ctx,
+	       uint64_t nodeid, const struct fuse_setattr_in *in,
+	       struct fuse_attr_out *out);
+int pt_access(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	      uint32_t mask);
+int pt_statfs(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	      struct fuse_kstatfs *out);
+
+/* ---- pt_dirs.c: open directories and their listing ------------------- */
+
+int pt_opendir(void *fs, const struct fuse_req_ctx *ctx,
+	       uint64_t nodeid, const struct fuse_open_in *in,
+	       struct fuse_open_out *out);
+int pt_readdir(void *fs, const struct fuse_req_ctx *ctx,
+	       uint64_t nodeid, const struct fuse_read_in *in, bool plus,
+	       struct fuse_dirbuf *db);
+int pt_releasedir(void *fs, const struct fuse_req_ctx *ctx,
+		  uint64_t nodeid, const struct fuse_release_in *in);
+int pt_fsyncdir(void *fs, const struct fuse_req_ctx *ctx,
+		uint64_t nodeid, const struct fuse_fsync_in *in);
+
+/* ---- pt_syncfs.c ----------------------------------------------------- */
+
+int pt_syncfs(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid);
+
+#endif

@@ -1,0 +1,231 @@
+/* Extended attributes of passthrough inodes: the four xattr ops, one preamble, and a new inode's security label. */
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+
+#include "backend/pt_internal.h"
+
+/* Without POSIX ACLs negotiated the guest's kernel does not enforce them,
+ * so it must not see or set them (as virtiofsd does). */
+static bool blocked_xattr(struct passthrough *pt, const char *name)
+{
+	return !pt->posix_acl && !strncmp(name, "system.posix_acl_", 17);
+}
+
+/* The host name for a name the guest sent: -EOPNOTSUPP for blocked ACL
+ * names, the --xattrmap verdict otherwise. */
+static int host_xattr_name(struct passthrough *pt, const char *name,
+			   char buf[XATTRMAP_NAME_MAX + 1], const char **host)
+{
+	if (blocked_xattr(pt, name))
+		return -EOPNOTSUPP;
+	return xattrmap_to_host(&pt->opts.xattrmap, name, buf, host);
+}
+
+/*
+ * The common start of the xattr ops: whether xattrs are served, the host's
+ * name for the guest's under --xattrmap (for the ops that take a name;
+ * LISTXATTR passes NULL), and the inode, with a request ref for the caller
+ * to put, as a /proc/self/fd path.
+ */
+static int xattr_begin(struct passthrough *pt, uint64_t nodeid,
+		       const char *name, char mapped[XATTRMAP_NAME_MAX + 1], const char **host_name,
+		       struct inode **inode, char path[PROC_FD_PATH_MAX])
+{
+	int ret;
+
+	if (!pt->opts.xattr)
+		return -ENOSYS;
+	if (name) {
+		ret = host_xattr_name(pt, name, mapped, host_name);
+		if (ret < 0)
+			return ret;
+	}
+	ret = inode_get(pt->inodes, nodeid, inode);
+	if (ret < 0)
+		return ret;
+	pt_proc_fd_path(path, (*inode)->fd);
+	return 0;
+}
+
+/*
+ * xattrs go through the /proc/self/fd path so no inode is opened for them
+ * (FIFOs and devices stay O_PATH); the path-following calls stop at the
+ * inode the magic link names, symlinks included. They run as the daemon:
+ * the guest's kernel has checked the caller's access to the inode and to
+ * the trusted.* and security.* names (its VFS and capability hooks).
+ */
+int pt_setxattr(void *fs, const struct fuse_req_ctx *ctx,
+		uint64_t nodeid, const char *name, const void *value,
+		size_t size, uint32_t flags, uint32_t setxattr_flags)
+{
+	struct passthrough *pt = fs;
+	char path[PROC_FD_PATH_MAX], mapped[XATTRMAP_NAME_MAX + 1];
+	const char *host_name;
+	bool host_judges_sgid;
+	struct inode *inode;
+	int ret;
+
+	ret = xattr_begin(pt, nodeid, name, mapped, &host_name, &inode,
+			  path);
+	if (ret < 0)
+		goto out;
+	/* A guest that cannot say whether an access ACL drops sgid leaves it
+	 * to the host: the caller's ids without CAP_FSETID, as for creates. */
+	host_judges_sgid = !pt->guest_kills_acl_sgid &&
+			   !strcmp(name, "system.posix_acl_access");
+	ret = host_judges_sgid ? pt_as_caller(pt, ctx, pt_host_judged_role(ctx)) :
+				 pt_check_caller(pt, ctx);
+	if (ret < 0)
+		goto put;
+	ret = pt_errno_or(setxattr(path, host_name, value, size, flags));
+	if (host_judges_sgid)
+		pt_as_daemon(pt);
+	/* Setting an access ACL the guest's kernel judged to drop sgid: the
+	 * host, as the daemon, would keep it, also for an ACL the map stores
+	 * under another name. */
+	if (ret == 0 && (setxattr_flags & FUSE_SETXATTR_ACL_KILL_SGID) &&
+	    !strcmp(name, "system.posix_acl_access")) {
+		struct statx stx;
+
+		ret = pt_stat_fd(inode->fd, &stx);
+		if (ret == 0 && (stx.stx_mode & S_ISGID))
+			ret = pt_errno_or(chmod(path, stx.stx_mode & 07777 & ~S_ISGID));
+	}
+put:
+	inode_put(pt->inodes, inode);
+out:
+	return ret;
+}
+
+ssize_t pt_getxattr(void *fs, const struct fuse_req_ctx *ctx,
+		    uint64_t nodeid, const char *name, void *value,
+		    size_t size)
+{
+	struct passthrough *pt = fs;
+	char path[PROC_FD_PATH_MAX], mapped[XATTRMAP_NAME_MAX + 1];
+	const char *host_name;
+	struct inode *inode;
+	ssize_t ret;
+
+	ret = xattr_begin(pt, nodeid, name, mapped, &host_name, &inode,
+			  path);
+	if (ret < 0)
+		goto out;
+	ret = pt_check_caller(pt, ctx);
+	if (ret < 0)
+		goto put;
+	ret = getxattr(path, host_name, value, size);
+	if (ret < 0)
+		ret = -errno;
+put:
+	inode_put(pt->inodes, inode);
+out:
+	return ret;
+}
+
+/* Turns a host listxattr result into the guest's in place: --xattrmap
+ * hides or shortens names, blocked ACL names go, and so do trusted.* names
+ * for a caller other than root, as a local file system hides them from a
+ * caller without CAP_SYS_ADMIN; nothing grows. */
+static size_t filter_xattr_list(struct passthrough *pt, char *list, size_t len,
+				bool show_trusted)
+{
+	size_t in = 0, out = 0;
+
+	while (in < len) {
+		size_t n = strnlen(list + in, len - in);
+		const char *guest;
+
+		list[in + n] = '\0';   /* a last name the host left unterminated */
+		if (xattrmap_to_guest(&pt->opts.xattrmap, list + in, &guest) &&
+		    !blocked_xattr(pt, guest) &&
+		    (show_trusted || strncmp(guest, "trusted.", 8))) {
+			size_t g = strlen(guest) + 1;
+
+			memmove(list + out, guest, g);
+			out += g;
+		}
+		in += n + 1;
+	}
+	return out;
+}
+
+ssize_t pt_listxattr(void *fs, const struct fuse_req_ctx *ctx,
+		     uint64_t nodeid, char *list, size_t size)
+{
+	struct passthrough *pt = fs;
+	char path[PROC_FD_PATH_MAX];
+	struct inode *inode;
+	ssize_t ret;
+
+	ret = xattr_begin(pt, nodeid, NULL, NULL, NULL, &inode, path);
+	if (ret < 0)
+		goto out;
+	ret = pt_check_caller(pt, ctx);
+	if (ret < 0)
+		goto put;
+	ret = listxattr(path, list, size);
+	if (ret < 0)
+		ret = -errno;
+	/* A size probe (size 0) may overstate, as with QEMU's virtiofsd: the
+	 * mapped list is never longer, and the guest copes with that. */
+	if (ret > 0 && size > 0)
+		ret = filter_xattr_list(pt, list, ret, ctx->uid == 0);
+put:
+	inode_put(pt->inodes, inode);
+out:
+	return ret;
+}
+
+int pt_removexattr(void *fs, const struct fuse_req_ctx *ctx,
+		   uint64_t nodeid, const char *name)
+{
+	struct passthrough *pt = fs;
+	char path[PROC_FD_PATH_MAX], mapped[XATTRMAP_NAME_MAX + 1];
+	const char *host_name;
+	struct inode *inode;
+	int ret;
+
+	ret = xattr_begin(pt, nodeid, name, mapped, &host_name, &inode,
+			  path);
+	if (ret < 0)
+		goto out;
+	/* The guest's kernel removes file capabilities itself when a writer
+	 * changes the file (security_inode_killpriv), without a permission
+	 * check, so even a forbidden writer's removal goes through; an
+	 * explicit removal it has already checked for CAP_SETFCAP. The name
+	 * is the guest's; the host's may differ under --xattrmap. */
+	if (strcmp(name, "security.capability")) {
+		ret = pt_check_caller(pt, ctx);
+		if (ret < 0)
+			goto put;
+	}
+	ret = pt_errno_or(removexattr(path, host_name));
+put:
+	inode_put(pt->inodes, inode);
+out:
+	return ret;
+}
+
+/* FUSE_SECURITY_CTX: the label the guest's LSM gave the new inode. Set as
+ * the daemon: security.* may need privileges the guest ids lack. */
+int pt_apply_secctx(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+		    struct inode *inode)
+{
+	char path[PROC_FD_PATH_MAX];
+
+	char mapped[XATTRMAP_NAME_MAX + 1];
+	const char *name;
+	int ret;
+
+	if (!ctx->secctx_name)
+		return 0;
+	/* The label is an xattr like any other: the map renames it too. */
+	ret = xattrmap_to_host(&pt->opts.xattrmap, ctx->secctx_name, mapped, &name);
+	if (ret < 0)
+		return ret;
+	pt_proc_fd_path(path, inode->fd);
+	return pt_errno_or(setxattr(path, name, ctx->secctx_value,
+				    ctx->secctx_size, 0));
+}
