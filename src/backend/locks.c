@@ -45,10 +45,10 @@ struct lock_table {
 	struct later_threads waiters;
 };
 
-/* One SETLKW answered later, on its own thread: blocking locks are rare. */
+/* One deferred SETLKW, on its own thread: blocking locks are rare. */
 struct lock_waiter {
 	struct lock_table *t;
-	struct fuse_async *async;
+	struct fuse_deferred *deferred;
 	struct handle *h;
 	struct lock_owner *owner;   /* NULL: a flock request on h->fd */
 	struct flock fl;
@@ -341,12 +341,12 @@ static void waiter_release(struct lock_waiter *w)
 /* Answers the request and lets go of everything the waiter held. */
 static void waiter_done(struct lock_waiter *w, int ret)
 {
-	fuse_async_finish(w->async, ret);
+	fuse_deferred_finish(w->deferred, ret);
 	waiter_release(w);
 	free(w);
 }
 
-/* Runs under the protocol's lock; see fuse_async_cancel_fn. */
+/* Runs under the protocol's lock; see fuse_deferred_cancel_fn. */
 static void waiter_cancel(void *arg)
 {
 	struct lock_waiter *w = arg;
@@ -419,21 +419,21 @@ finish:
 }
 
 /* Hands the wait to a thread of its own. On success the request is
- * answered later and w belongs to the thread. */
+ * deferred and w belongs to the thread. */
 static int waiter_start(struct lock_waiter *w, const struct fuse_req_ctx *ctx)
 {
 	int ret;
 
-	ret = fuse_async_begin(ctx, waiter_cancel, w, &w->async);
+	ret = fuse_deferred_begin(ctx, waiter_cancel, w, &w->deferred);
 	if (ret < 0)
 		return ret;
 	ret = later_threads_start(&w->t->waiters, waiter_thread, w);
 	if (ret == 0)
-		return FUSE_REPLY_LATER;
-	/* The request is already taken for later: answer it that way. */
+		return FERRY_DEFERRED;
+	/* The request is already deferred: answer it that way. */
 	log_err("locks: cannot start a lock waiter: %s", strerror(-ret));
 	waiter_done(w, -ENOLCK);
-	return FUSE_REPLY_LATER;
+	return FERRY_DEFERRED;
 }
 
 int locks_setlk(struct lock_table *t, const struct fuse_req_ctx *ctx,
@@ -471,7 +471,7 @@ int locks_setlk(struct lock_table *t, const struct fuse_req_ctx *ctx,
 	}
 	*w = req;
 	ret = waiter_start(w, ctx);
-	if (ret == FUSE_REPLY_LATER)
+	if (ret == FERRY_DEFERRED)
 		return ret;
 	free(w);
 put_owner:

@@ -547,7 +547,7 @@ static int do_read(struct fuse_req *req)
 	done = OPS(req)->read(FS(req), &req->ctx, req->in.nodeid, &in, req->w->iov,
 			      (unsigned)n_iov);
 	if (req->deferred)
-		return (int)done;   /* FUSE_REPLY_LATER: the op answers */
+		return (int)done;   /* FERRY_DEFERRED: the op answers */
 	if (done < 0)
 		return (int)done;
 	if ((size_t)done > size)
@@ -626,9 +626,9 @@ static int do_fsync(struct fuse_req *req)
 	if (!OPS(req)->fsync)
 		return -ENOSYS;
 	rc = OPS(req)->fsync(FS(req), &req->ctx, req->in.nodeid, in);
-	/* As for SETLKW: answering later without having taken the request
-	 * would leave the guest waiting forever. */
-	if (rc == FUSE_REPLY_LATER && !req->deferred)
+	/* As for SETLKW: FERRY_DEFERRED without having deferred the
+	 * request would leave the guest waiting forever. */
+	if (rc == FERRY_DEFERRED && !req->deferred)
 		return -EIO;
 	return rc;
 }
@@ -642,7 +642,7 @@ static int do_fsyncdir(struct fuse_req *req)
 	if (!OPS(req)->fsyncdir)
 		return -ENOSYS;
 	rc = OPS(req)->fsyncdir(FS(req), &req->ctx, req->in.nodeid, in);
-	if (rc == FUSE_REPLY_LATER && !req->deferred)
+	if (rc == FERRY_DEFERRED && !req->deferred)
 		return -EIO;
 	return rc;
 }
@@ -819,9 +819,9 @@ static int setlk_common(struct fuse_req *req, bool sleep)
 	if (!OPS(req)->setlk)
 		return -ENOSYS;
 	rc = OPS(req)->setlk(FS(req), &req->ctx, req->in.nodeid, in, sleep);
-	/* Answering later without having taken the request would leave the
-	 * guest waiting forever. */
-	if (rc == FUSE_REPLY_LATER && !req->deferred)
+	/* FERRY_DEFERRED without having deferred the request would leave
+	 * the guest waiting forever. */
+	if (rc == FERRY_DEFERRED && !req->deferred)
 		return -EIO;
 	return rc;
 }
@@ -836,12 +836,12 @@ static int do_setlkw(struct fuse_req *req)
 	return setlk_common(req, true);
 }
 
-/* Only requests answered later (SETLKW) can still be in flight. */
+/* Only deferred requests can still be in flight. */
 static int do_interrupt(struct fuse_req *req)
 {
 	const struct fuse_interrupt_in *in = arg_fixed(req, sizeof(*in));
 
-	fuse_async_interrupt(req->se, in->unique);
+	fuse_deferred_interrupt(req->se, in->unique);
 	return 0;
 }
 

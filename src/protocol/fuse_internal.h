@@ -1,4 +1,4 @@
-/* Protocol-layer internals shared by the session, the dispatch table and the iovec helpers. */
+/* Protocol-layer internals shared by the session, the dispatch table and the deferred requests. */
 #ifndef FERRY_FUSE_INTERNAL_H
 #define FERRY_FUSE_INTERNAL_H
 
@@ -60,16 +60,18 @@ struct ferry_fuse_supp_groups {
  * in practice (the Linux driver's queue size is 1024). */
 #define FERRY_MAX_IOV 1024
 
-/* Requests answered later at once (blocked lock waits), per session. */
-#define FERRY_MAX_ASYNC 256
+/* Requests deferred at once (lock waits, slow syncs, cold reads), per
+ * session. */
+#define FERRY_MAX_DEFERRED 256
 
-struct fuse_async {
+struct fuse_deferred {
 	struct fuse_session *se;
-	bool in_use;                  /* under se->async_lock, as all below */
+	bool in_use;                  /* under se->deferred_lock, as all below */
 	uint64_t unique;              /* for INTERRUPT */
 	struct fuse_worker *w;        /* whose queue it came on */
-	void *token;                  /* the transport's, for reply_later */
-	fuse_async_cancel_fn cancel;
+	struct ferry_chan *chan;      /* the transport's way back */
+	void *token;
+	fuse_deferred_cancel_fn cancel;
 	void *cancel_arg;
 };
 
@@ -92,9 +94,9 @@ struct fuse_session {
 	/* Only DESTROY and worker creation take this; never the request path. */
 	pthread_mutex_t workers_lock;
 	struct fuse_worker *workers;
-	/* Only ops that wait, their completion and INTERRUPT take this. */
-	pthread_mutex_t async_lock;
-	struct fuse_async async[FERRY_MAX_ASYNC];
+	/* Only deferring ops, their completion and INTERRUPT take this. */
+	pthread_mutex_t deferred_lock;
+	struct fuse_deferred deferred[FERRY_MAX_DEFERRED];
 	/* Counts of freed workers, under workers_lock, so totals only grow. */
 	struct fuse_stats retired_stats;
 };
@@ -105,8 +107,6 @@ struct fuse_worker {
 	/* Set while a request runs past the state check, so DESTROY can wait
 	 * for in-flight requests without a shared counter. */
 	_Atomic bool busy;
-	void *later_token;            /* the current request's, for fuse_async */
-	unsigned queued_behind;       /* for the next request only */
 	char *arg_buf;                /* FERRY_ARG_BUF_SIZE */
 	char *out_buf;                /* FERRY_OUT_BUF_SIZE */
 	struct iovec iov[FERRY_MAX_IOV];
@@ -143,6 +143,8 @@ struct fuse_req {
 	/* For FUSE_OP_HEAD_ONLY ops: argument bytes after the copied head,
 	 * left in rd at offset sizeof(fuse_in_header) + arg_len. */
 	size_t payload_len;
+	/* As the transport handed it over: buffers, channel, token. */
+	const struct ferry_req *treq;
 	const struct iovec *rd;
 	unsigned rd_cnt;
 	const struct iovec *wr;
@@ -154,7 +156,7 @@ struct fuse_req {
 	size_t reply_len;
 	size_t reply_in_place;
 	union fuse_reply_args out;
-	bool deferred;                /* the op took it with fuse_async_begin */
+	bool deferred;                /* the op took it with fuse_deferred_begin */
 };
 
 struct fuse_op_desc {
@@ -175,7 +177,15 @@ const struct fuse_op_desc *fuse_op_lookup(uint32_t opcode);
 
 int fuse_do_init(struct fuse_req *req);
 int fuse_do_destroy(struct fuse_req *req);
-/* INTERRUPT: cancels the request answered later with this unique, if any. */
-void fuse_async_interrupt(struct fuse_session *se, uint64_t unique);
+
+/* ---- fuse_deferred.c: requests an op answers after handle() returned ---- */
+
+/* Sets up a new session's slots; 0 or -errno. */
+int fuse_deferred_init(struct fuse_session *se);
+void fuse_deferred_destroy(struct fuse_session *se);
+/* INTERRUPT: cancels the deferred request with this unique, if any. */
+void fuse_deferred_interrupt(struct fuse_session *se, uint64_t unique);
+/* Cancels every deferred request and waits until each has completed. */
+void fuse_deferred_cancel_all(struct fuse_session *se);
 
 #endif
