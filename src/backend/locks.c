@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend/later_threads.h"
+#include "backend/deferred_threads.h"
 #include "common/log.h"
 
 #define OWNER_SHARDS 64u
@@ -42,7 +42,7 @@ struct lock_table {
 	int proc_self_fd;
 	struct owner_shard shards[OWNER_SHARDS];
 	/* Waiter threads alive, so the table outlives them. */
-	struct later_threads waiters;
+	struct deferred_threads waiters;
 };
 
 /* One deferred SETLKW, on its own thread: blocking locks are rare. */
@@ -92,7 +92,7 @@ int lock_table_new(struct lock_table **out, struct handle_table *handles,
 	t->proc_self_fd = proc_self_fd;
 	for (unsigned i = 0; i < OWNER_SHARDS; i++)
 		pthread_mutex_init(&t->shards[i].lock, NULL);
-	later_threads_init(&t->waiters);
+	deferred_threads_init(&t->waiters);
 	*out = t;
 	return 0;
 }
@@ -101,7 +101,7 @@ void lock_table_free(struct lock_table *t)
 {
 	if (!t)
 		return;
-	later_threads_destroy(&t->waiters);
+	deferred_threads_destroy(&t->waiters);
 	locks_drop_all(t);
 	for (unsigned i = 0; i < OWNER_SHARDS; i++)
 		pthread_mutex_destroy(&t->shards[i].lock);
@@ -414,7 +414,7 @@ static void *waiter_thread(void *arg)
 finish:
 	waiter_done(w, ret);
 	/* The table may go away once this thread is no longer counted. */
-	later_threads_exit(&t->waiters);
+	deferred_threads_exit(&t->waiters);
 	return NULL;
 }
 
@@ -427,7 +427,7 @@ static int waiter_start(struct lock_waiter *w, const struct fuse_req_ctx *ctx)
 	ret = fuse_deferred_begin(ctx, waiter_cancel, w, &w->deferred);
 	if (ret < 0)
 		return ret;
-	ret = later_threads_start(&w->t->waiters, waiter_thread, w);
+	ret = deferred_threads_start(&w->t->waiters, waiter_thread, w);
 	if (ret == 0)
 		return FERRY_DEFERRED;
 	/* The request is already deferred: answer it that way. */
