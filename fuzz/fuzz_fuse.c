@@ -558,7 +558,7 @@ static void write_seeds(const char *dir)
 	fuzz_write_seed(dir, "init-special-files-forget", s.b, s.len);
 
 	/* Locks on: a write lock, then a conflicting SETLKW from another
-	 * owner, which is answered later (cancelled at the end of the run). */
+	 * owner, which is deferred (cancelled at the end of the run). */
 	memset(&s, 0, sizeof(s));
 	opts = 1 | 0x20;
 	put(&s, &opts, 1);

@@ -149,7 +149,7 @@ static void session_close(struct session *s)
 	passthrough_free(s->pt);
 }
 
-static void test_slow_sync_answered_later(void)
+static void test_slow_sync_deferred(void)
 {
 	struct session s;
 	struct fuse_fsync_in fs = { 0 };
@@ -165,7 +165,7 @@ static void test_slow_sync_answered_later(void)
 	fs.fh = s.fh;
 	unique = next_unique;
 	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
-	CHECK(used == FERRY_DEFERRED, "FSYNC on a slow file system is taken for later (%u)", used);
+	CHECK(used == FERRY_DEFERRED, "FSYNC on a slow file system is deferred (%u)", used);
 	/* The worker (a queue thread) is free at once for what comes next. */
 	used = send_req(s.w, FUSE_GETATTR, s.nodeid, &ga, sizeof(ga), NULL, &token2);
 	CHECK(used == sizeof(rep.h) + sizeof(struct fuse_attr_out) && rep.h.error == 0,
@@ -191,7 +191,7 @@ static void test_slow_sync_answered_later(void)
 	fs.fh = s.fh;
 	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, NULL);
 	CHECK(used == sizeof(rep.h) && rep.h.error == 0,
-	      "a transport that cannot answer later gets it synced inline");
+	      "a transport that cannot defer gets it synced inline");
 
 	/* The guest may release the handle while its sync runs: the
 	 * job's handle ref keeps the fd open until the sync is done. (The
@@ -201,7 +201,7 @@ static void test_slow_sync_answered_later(void)
 	fs.fsync_flags = 0;
 	unique = next_unique;
 	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
-	CHECK(used == FERRY_DEFERRED, "one more FSYNC taken for later");
+	CHECK(used == FERRY_DEFERRED, "one more FSYNC deferred");
 	{
 		struct fuse_release_in rel = { .fh = s.fh };
 
@@ -372,7 +372,7 @@ static uint32_t send_cold_read(struct session *s, const char *dir, uint64_t off,
 	return used;
 }
 
-static void test_cold_read_answered_later(const char *dir)
+static void test_cold_read_deferred(const char *dir)
 {
 	struct fuse_getattr_in ga = { 0 };
 	struct session s;
@@ -395,7 +395,7 @@ static void test_cold_read_answered_later(const char *dir)
 	used = send_cold_read(&s, dir, 4096, 65536, 3, &token1);
 	unique = next_unique - 1;
 	CHECK(used == FERRY_DEFERRED,
-	      "READ of data on disk with requests behind it is taken for later (%u)", used);
+	      "READ of data on disk with requests behind it is deferred (%u)", used);
 	used = send_req(s.w, FUSE_GETATTR, s.nodeid, &ga, sizeof(ga), NULL, &token2);
 	CHECK(used == sizeof(rep.h) + sizeof(struct fuse_attr_out) && rep.h.error == 0,
 	      "GETATTR behind it is answered on the spot");
@@ -411,7 +411,7 @@ static void test_cold_read_answered_later(const char *dir)
 	CHECK(used == sizeof(rep.h) + 65536 && rep.h.error == 0 &&
 	      pattern_ok(rep.arg, 65536, 4096), "the same READ, now cached, is answered inline");
 
-	/* Across EOF: a short reply, still answered later. */
+	/* Across EOF: a short reply, still deferred. */
 	used = send_cold_read(&s, dir, COLD_SIZE - 4096, 65536, 1, &token1);
 	unique = next_unique - 1;
 	CHECK(used == FERRY_DEFERRED && wait_later(replies + 2) &&
@@ -422,7 +422,7 @@ static void test_cold_read_answered_later(const char *dir)
 	used = send_read(&s, COLD_SIZE, 4096, 1, &token1);
 	CHECK(used == sizeof(rep.h) && rep.h.error == 0, "a READ at EOF: 0 bytes, inline");
 
-	/* Alone on its queue, or on a transport that cannot answer later,
+	/* Alone on its queue, or on a transport that cannot defer,
 	 * the read waits for the disk where it is. */
 	make_cold(dir, "cold");
 	used = send_read(&s, 65536, 4096, 0, &token1);
@@ -431,13 +431,13 @@ static void test_cold_read_answered_later(const char *dir)
 	make_cold(dir, "cold");
 	used = send_read(&s, 65536, 4096, 5, NULL);
 	CHECK(used == sizeof(rep.h) + 4096 && pattern_ok(rep.arg, 4096, 65536),
-	      "a cold READ that cannot be answered later is answered inline");
+	      "a cold READ that cannot be deferred is answered inline");
 
 	/* The guest may release the handle while its read runs: the job's
 	 * handle ref keeps the fd open until the read is done. */
 	used = send_cold_read(&s, dir, 8192, 16384, 2, &token1);
 	unique = next_unique - 1;
-	CHECK(used == FERRY_DEFERRED, "one more cold READ taken for later");
+	CHECK(used == FERRY_DEFERRED, "one more cold READ deferred");
 	{
 		struct fuse_release_in rel = { .fh = s.fh };
 
@@ -537,7 +537,7 @@ static void test_cold_read_budget(const char *dir)
 			break;
 		deferred++;
 	}
-	CHECK(deferred == 32, "32 cold READs of 1 MiB are taken for later (%u)", deferred);
+	CHECK(deferred == 32, "32 cold READs of 1 MiB are deferred (%u)", deferred);
 	CHECK(used == sizeof(struct fuse_out_header) + (1u << 20) &&
 	      pattern_ok(big_reply + sizeof(struct fuse_out_header), 1u << 20, 1ull << 20),
 	      "the 33rd, past 32 MiB of buffers, is read inline (%u bytes)", used);
@@ -547,7 +547,7 @@ static void test_cold_read_budget(const char *dir)
 	used = send_read_mib(&s, 0, 1, &token);
 	CHECK(used == FERRY_DEFERRED && wait_later(replies + deferred + 1) &&
 	      later.h.len == sizeof(later.h) + (1u << 20),
-	      "their buffers are given back: the next cold READ is taken for later again");
+	      "their buffers are given back: the next cold READ is deferred again");
 	passthrough_pretend_uncached(s.pt, false);
 out:
 	if (fd >= 0)
@@ -645,9 +645,9 @@ int main(void)
 		return 1;
 	}
 	test_pool();
-	test_slow_sync_answered_later();
+	test_slow_sync_deferred();
 	test_quick_sync_inline();
-	test_cold_read_answered_later(scratch);
+	test_cold_read_deferred(scratch);
 	test_cold_read_budget(scratch);
 	test_read_nowait_unsupported();
 	return scratch_finish(scratch, failures);
