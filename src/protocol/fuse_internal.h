@@ -1,4 +1,4 @@
-/* Protocol-layer internals shared by the session, the dispatch table and the deferred requests. */
+/* Protocol-layer internals shared by the session, the dispatch table, argument parsing and the deferred requests. */
 #ifndef FERRY_FUSE_INTERNAL_H
 #define FERRY_FUSE_INTERNAL_H
 
@@ -174,6 +174,19 @@ struct fuse_op_desc {
 
 /* NULL for opcodes we do not know at all. */
 const struct fuse_op_desc *fuse_op_lookup(uint32_t opcode);
+
+/* ---- fuse_args.c: the arguments after an op's fixed struct ---- */
+
+/* A NUL-terminated string at the cursor, inside the argument block. */
+int fuse_arg_string(struct fuse_req *req, const char **str, size_t *len);
+/* A directory entry name: non-empty, no '/', at most NAME_MAX; "." and
+ * ".." only with allow_dots. */
+int fuse_arg_name(struct fuse_req *req, const char **name, bool allow_dots);
+/* An xattr name: non-empty, at most FERRY_XATTR_NAME_MAX. */
+int fuse_arg_xattr_name(struct fuse_req *req, const char **name);
+/* A creating op's security context and supplementary group, into
+ * req->ctx: an argument before 7.38, extensions from 7.38 on. */
+int fuse_arg_create_ext(struct fuse_req *req);
 
 int fuse_do_init(struct fuse_req *req);
 int fuse_do_destroy(struct fuse_req *req);
