@@ -11,6 +11,7 @@
  * request here may be answered after handle() returned ("deferred").
  */
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
@@ -95,5 +96,11 @@ struct ferry_handler {
 	 * before any request of a new client. */
 	void (*reset)(void *opaque);
 };
+
+/* Whether h has what every transport calls: start, stop and handle. */
+static inline bool ferry_handler_valid(const struct ferry_handler *h)
+{
+	return h && h->start && h->stop && h->handle;
+}
 
 #endif

@@ -90,7 +90,7 @@ static int do_batch_forget(struct fuse_req *req)
 	while (count > 0) {
 		size_t n = count < chunk_max ? count : chunk_max;
 
-		iov_copy_from(ones, req->rd, req->rd_cnt, offset, n * one);
+		iov_copy_from(ones, req->treq->rd, req->treq->rd_cnt, offset, n * one);
 		for (size_t i = 0; i < n; i++)
 			OPS(req)->forget(FS(req), ones[i].nodeid, ones[i].nlookup);
 		offset += n * one;
@@ -388,7 +388,7 @@ static int do_read(struct fuse_req *req)
 	if (size > req->wr_len - OUT_HDR)
 		size = req->wr_len - OUT_HDR;
 	in.size = (uint32_t)size;
-	n_iov = iov_slice(req->w->iov, FERRY_MAX_IOV, req->wr, req->wr_cnt, OUT_HDR, size);
+	n_iov = iov_slice(req->w->iov, FERRY_MAX_IOV, req->treq->wr, req->treq->wr_cnt, OUT_HDR, size);
 	if (n_iov < 0)
 		return n_iov;
 	done = OPS(req)->read(FS(req), &req->ctx, req->in.nodeid, &in, req->w->iov,
@@ -419,7 +419,7 @@ static int do_write(struct fuse_req *req)
 			  in->size, req->payload_len, req->se->conn.max_write);
 		return -EINVAL;
 	}
-	n_iov = iov_slice(req->w->iov, FERRY_MAX_IOV, req->rd, req->rd_cnt, offset, in->size);
+	n_iov = iov_slice(req->w->iov, FERRY_MAX_IOV, req->treq->rd, req->treq->rd_cnt, offset, in->size);
 	if (n_iov < 0)
 		return n_iov;
 	done = OPS(req)->write(FS(req), &req->ctx, req->in.nodeid, in, req->w->iov,

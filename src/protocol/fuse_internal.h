@@ -141,14 +141,10 @@ struct fuse_req {
 	size_t arg_len;               /* bytes in arg, extensions excluded */
 	size_t arg_pos;               /* parse cursor into arg */
 	/* For FUSE_OP_HEAD_ONLY ops: argument bytes after the copied head,
-	 * left in rd at offset sizeof(fuse_in_header) + arg_len. */
+	 * left in treq->rd at offset sizeof(fuse_in_header) + arg_len. */
 	size_t payload_len;
 	/* As the transport handed it over: buffers, channel, token. */
 	const struct ferry_req *treq;
-	const struct iovec *rd;
-	unsigned rd_cnt;
-	const struct iovec *wr;
-	unsigned wr_cnt;
 	size_t wr_len;
 	/* Reply: reply_arg is copied after the out-header; reply_in_place
 	 * bytes were already written there (READ). */

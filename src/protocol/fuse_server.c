@@ -424,7 +424,7 @@ static int req_prepare(struct fuse_req *req, const struct fuse_op_desc *desc,
 	}
 	/* The guest may rewrite its buffers while we run: from here on only
 	 * the copy is looked at. */
-	iov_copy_from(req->w->arg_buf, req->rd, req->rd_cnt,
+	iov_copy_from(req->w->arg_buf, req->treq->rd, req->treq->rd_cnt,
 		      sizeof(struct fuse_in_header), copy_len);
 	req->arg = req->w->arg_buf;
 	if (desc->flags & FUSE_OP_HEAD_ONLY) {
@@ -458,16 +458,14 @@ static uint32_t req_reply(struct fuse_req *req, int rc)
 	out.error = rc;
 	out.len = (uint32_t)len;
 	if (rc == 0 && req->reply_len)
-		iov_copy_to(req->wr, req->wr_cnt, sizeof(out) + req->reply_in_place,
+		iov_copy_to(req->treq->wr, req->treq->wr_cnt, sizeof(out) + req->reply_in_place,
 			    req->reply_arg, req->reply_len);
-	iov_copy_to(req->wr, req->wr_cnt, 0, &out, sizeof(out));
+	iov_copy_to(req->treq->wr, req->treq->wr_cnt, 0, &out, sizeof(out));
 	return (uint32_t)len;
 }
 
 uint32_t fuse_worker_process(struct fuse_worker *w, const struct ferry_req *treq)
 {
-	const struct iovec *rd = treq->rd;
-	unsigned rd_cnt = treq->rd_cnt;
 	struct fuse_req req;
 	const struct fuse_op_desc *desc;
 	uint64_t start_ns = ferry_monotonic_ns();
@@ -480,18 +478,14 @@ uint32_t fuse_worker_process(struct fuse_worker *w, const struct ferry_req *treq
 	req.w = w;
 	req.se = w->se;
 	req.treq = treq;
-	req.rd = rd;
-	req.rd_cnt = rd_cnt;
-	req.wr = treq->wr;
-	req.wr_cnt = treq->wr_cnt;
-	req.wr_len = iov_length(req.wr, req.wr_cnt);
-	rd_len = iov_length(rd, rd_cnt);
+	req.wr_len = iov_length(treq->wr, treq->wr_cnt);
+	rd_len = iov_length(treq->rd, treq->rd_cnt);
 
 	if (rd_len < sizeof(req.in)) {
 		log_debug("fuse: request of %zu bytes has no full header", rd_len);
 		return 0;
 	}
-	iov_copy_from(&req.in, rd, rd_cnt, 0, sizeof(req.in));
+	iov_copy_from(&req.in, treq->rd, treq->rd_cnt, 0, sizeof(req.in));
 	req.ctx.unique = req.in.unique;
 	req.ctx.uid = req.in.uid;
 	req.ctx.gid = req.in.gid;

@@ -105,8 +105,8 @@ int devfuse_new(struct devfuse **out, const struct devfuse_config *config,
 	struct devfuse *df;
 	int ret = -ENOMEM;
 
-	if (!config->mountpoint || config->threads > DEVFUSE_MAX_THREADS || !handler ||
-	    !handler->start || !handler->stop || !handler->handle)
+	if (!ferry_handler_valid(handler) || !config->mountpoint ||
+	    config->threads > DEVFUSE_MAX_THREADS)
 		return -EINVAL;
 	df = calloc(1, sizeof(*df));
 	if (!df)

@@ -91,7 +91,7 @@ int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
 	unsigned i = 0;
 	int ret;
 
-	if (!config || !handler || !handler->handle || !handler->start || !handler->stop)
+	if (!config || !ferry_handler_valid(handler))
 		return -EINVAL;
 	/* No tag is fine: QEMU's vhost-user-fs-pci has its own tag property
 	 * and does not read ours. */
