@@ -583,7 +583,7 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 			log_err("vhost-user connection failed: %s", strerror(-ret));
 			goto out_stats;
 		}
-		/* The session was reset through device_reset: the next
+		/* The session was reset through handler->reset: the next
 		 * frontend's guest starts with a fresh INIT. */
 		if (!o->keep_listening || stop_requested)
 			break;

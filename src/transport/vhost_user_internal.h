@@ -110,7 +110,7 @@ struct vu_dev {
 	int backend_req_fd;
 	unsigned nqueues;
 	struct vu_queue *queues;
-	/* A queue thread ran since the last device_reset: a driver may have
+	/* A queue thread ran since the last handler->reset: a driver may have
 	 * state in the user. Control thread only. */
 	bool driver_active;
 	uint64_t poll_max_ns;     /* fixed after vu_dev_new */

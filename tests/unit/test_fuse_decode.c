@@ -528,9 +528,9 @@ static struct res {
 
 /* The transport's token for every request run here. */
 /* The channel run() hands requests over with; NULL: they cannot be
- * deferred. test_deferred sets it; its token is later_token_dummy. */
+ * deferred. test_deferred sets it; its token is deferred_token_dummy. */
 static struct ferry_chan *run_chan;
-static int later_token_dummy;
+static int deferred_token_dummy;
 
 /* Every segment is its own allocation of exactly its size, so ASan catches
  * any read or write past the chain. */
@@ -565,7 +565,7 @@ static void run_raw(struct fuse_worker *w, size_t rd_len, size_t rd_chunk,
 	res.wr_len = wr_len;
 	res.ret = fuse_worker_process(w, &(struct ferry_req){
 		.rd = rd, .rd_cnt = rd_cnt, .wr = wr, .wr_cnt = wr_cnt,
-		.chan = run_chan, .token = &later_token_dummy });
+		.chan = run_chan, .token = &deferred_token_dummy });
 	for (unsigned i = 0; i < wr_cnt; i++) {
 		if (off < sizeof(struct fuse_out_header)) {
 			size_t n = wr[i].iov_len;
@@ -2017,7 +2017,7 @@ static void test_deferred(void)
 	send_interrupt(w2, later.unique[0]);
 	CHECK(res.ret == 0 && atomic_load(&later.cancelled[0]) && later.replies == 0);
 	fuse_deferred_finish(later.deferred[0], -EINTR);
-	CHECK(later.replies == 1 && later.chan == &chan && later.token == &later_token_dummy &&
+	CHECK(later.replies == 1 && later.chan == &chan && later.token == &deferred_token_dummy &&
 	      later.len == sizeof(struct fuse_out_header) &&
 	      later.out.len == sizeof(struct fuse_out_header) &&
 	      later.out.error == -EINTR && later.out.unique == later.unique[0]);

@@ -537,7 +537,7 @@ static void test_live_queue(struct vu_dev *dev)
 	st = (struct vu_vring_state){ 1, 0 };
 	CHECK(acked_ok(s.fd, VU_SET_VRING_BASE, &st, sizeof(st), NULL, 0) &&
 	      __atomic_load_n(&device_resets, __ATOMIC_SEQ_CST) == 1,
-	      "SET_VRING_BASE at a new position after stop: device_reset called once");
+	      "SET_VRING_BASE at a new position after stop: reset called once");
 	close(kick);
 	kick = eventfd(0, EFD_CLOEXEC);
 	v = 1;
