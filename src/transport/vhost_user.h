@@ -4,8 +4,8 @@
 
 #include <stdint.h>
 
-#include "common/stats.h"
 #include "common/ferry_req.h"
+#include "common/stats.h"
 
 struct vu_fs_config {
 	const char *tag;                /* config space tag, at most 36 bytes;
