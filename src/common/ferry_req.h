@@ -66,7 +66,8 @@ struct ferry_req {
 	unsigned queued_behind;
 	/* Where a deferred reply goes; NULL: this request cannot be deferred. */
 	struct ferry_chan *chan;
-	/* Names the request to chan->complete(). */
+	/* Names the request to chan->complete(); NULL where the channel
+	 * needs no name (a /dev/fuse reply carries its unique). */
 	void *token;
 };
 
