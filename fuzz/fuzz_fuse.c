@@ -60,7 +60,7 @@ static char outer[4096];     /* the private tmpfs, when we have one */
 static struct canary cy;
 static char canary_before[4096];
 
-/* Requests answered later (SETLKW); each gets its own token. */
+/* Deferred requests (SETLKW, FSYNC, READ); each gets its own token. */
 static _Atomic int deferred_outstanding;
 
 static uint64_t nodeids[ID_SLOTS], fhs[ID_SLOTS];
@@ -268,8 +268,8 @@ static void check_reply_header(const void *reply, uint32_t len, uint64_t unique)
 
 /* The token is a heap copy of the request's unique: ASan catches a reply
  * given twice (use after free) or never (leak). */
-static void reply_later(void *token, const void *reply, uint32_t len, void *data,
-			uint32_t data_len)
+static void complete_deferred(struct ferry_chan *chan, void *token, const void *reply,
+			      uint32_t len, void *data, uint32_t data_len)
 {
 	uint64_t *unique = token;
 	struct fuse_out_header out;
@@ -302,6 +302,9 @@ static uint64_t effective_caps(void)
 	return d[0].effective | (uint64_t)d[1].effective << 32;
 }
 
+/* The transport's side: every request may be deferred. */
+static struct ferry_chan fuzz_chan = { .complete = complete_deferred };
+
 static void run_request(struct fuse_worker *w, uint8_t ctl, uint8_t wrcode,
 			uint8_t *req, size_t len)
 {
@@ -328,8 +331,10 @@ static void run_request(struct fuse_worker *w, uint8_t ctl, uint8_t wrcode,
 	if (!token)
 		fuzz_fail("malloc");
 	*token = in.unique;
-	ret = fuse_worker_process(w, rd, rd_cnt, wr, wr_cnt, token);
-	if (ret == FUSE_REPLY_DEFERRED) {
+	ret = fuse_worker_process(w, &(struct ferry_req){
+		.rd = rd, .rd_cnt = rd_cnt, .wr = wr, .wr_cnt = wr_cnt,
+		.chan = &fuzz_chan, .token = token });
+	if (ret == FERRY_DEFERRED) {
 		atomic_fetch_add(&deferred_outstanding, 1);
 		ret = 0;
 	} else {
@@ -375,7 +380,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct passthrough_opts pt_opts = { .shared_dir = cy.share, .timeout = -1 };
 	struct fuse_session_opts se_opts = {
-		.max_write = 128 * 1024, .reply_later = reply_later,
+		.max_write = 128 * 1024,
 	};
 	struct passthrough *pt = NULL;
 	struct fuse_session *se = NULL;
@@ -572,7 +577,7 @@ static void write_seeds(const char *dir)
 	fuzz_write_seed(dir, "init-special-files-forget", s.b, s.len);
 
 	/* Locks on: a write lock, then a conflicting SETLKW from another
-	 * owner, which is answered later (cancelled at the end of the run). */
+	 * owner, which is deferred (cancelled at the end of the run). */
 	memset(&s, 0, sizeof(s));
 	opts = 1 | 0x20;
 	put(&s, &opts, 1);

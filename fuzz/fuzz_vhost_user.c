@@ -50,7 +50,7 @@ static void fz_queue_stop(void *opaque, unsigned index, void *ctx)
 }
 
 /* Touches every byte the transport handed over: a bad translation faults. */
-static uint32_t fz_handle(void *ctx, unsigned index, const struct vu_request *req)
+static uint32_t fz_handle(void *ctx, const struct ferry_req *req)
 {
 	uint8_t sum = 0;
 	uint32_t written = 0;
@@ -66,9 +66,9 @@ static uint32_t fz_handle(void *ctx, unsigned index, const struct vu_request *re
 	return written + 1;
 }
 
-static const struct vu_fs_ops fz_ops = {
-	.queue_start = fz_queue_start,
-	.queue_stop = fz_queue_stop,
+static const struct ferry_handler fz_ops = {
+	.start = fz_queue_start,
+	.stop = fz_queue_stop,
 	.handle = fz_handle,
 };
 

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend/later_threads.h"
+#include "backend/deferred_threads.h"
 #include "common/log.h"
 
 #define OWNER_SHARDS 64u
@@ -42,13 +42,13 @@ struct lock_table {
 	int proc_self_fd;
 	struct owner_shard shards[OWNER_SHARDS];
 	/* Waiter threads alive, so the table outlives them. */
-	struct later_threads waiters;
+	struct deferred_threads waiters;
 };
 
-/* One SETLKW answered later, on its own thread: blocking locks are rare. */
+/* One deferred SETLKW, on its own thread: blocking locks are rare. */
 struct lock_waiter {
 	struct lock_table *t;
-	struct fuse_async *async;
+	struct fuse_deferred *deferred;
 	struct handle *h;
 	struct lock_owner *owner;   /* NULL: a flock request on h->fd */
 	struct flock fl;
@@ -92,7 +92,7 @@ int lock_table_new(struct lock_table **out, struct handle_table *handles,
 	t->proc_self_fd = proc_self_fd;
 	for (unsigned i = 0; i < OWNER_SHARDS; i++)
 		pthread_mutex_init(&t->shards[i].lock, NULL);
-	later_threads_init(&t->waiters);
+	deferred_threads_init(&t->waiters);
 	*out = t;
 	return 0;
 }
@@ -101,7 +101,7 @@ void lock_table_free(struct lock_table *t)
 {
 	if (!t)
 		return;
-	later_threads_destroy(&t->waiters);
+	deferred_threads_destroy(&t->waiters);
 	locks_drop_all(t);
 	for (unsigned i = 0; i < OWNER_SHARDS; i++)
 		pthread_mutex_destroy(&t->shards[i].lock);
@@ -341,12 +341,12 @@ static void waiter_release(struct lock_waiter *w)
 /* Answers the request and lets go of everything the waiter held. */
 static void waiter_done(struct lock_waiter *w, int ret)
 {
-	fuse_async_finish(w->async, ret);
+	fuse_deferred_finish(w->deferred, ret);
 	waiter_release(w);
 	free(w);
 }
 
-/* Runs under the protocol's lock; see fuse_async_cancel_fn. */
+/* Runs under the protocol's lock; see fuse_deferred_cancel_fn. */
 static void waiter_cancel(void *arg)
 {
 	struct lock_waiter *w = arg;
@@ -414,26 +414,26 @@ static void *waiter_thread(void *arg)
 finish:
 	waiter_done(w, ret);
 	/* The table may go away once this thread is no longer counted. */
-	later_threads_exit(&t->waiters);
+	deferred_threads_exit(&t->waiters);
 	return NULL;
 }
 
 /* Hands the wait to a thread of its own. On success the request is
- * answered later and w belongs to the thread. */
+ * deferred and w belongs to the thread. */
 static int waiter_start(struct lock_waiter *w, const struct fuse_req_ctx *ctx)
 {
 	int ret;
 
-	ret = fuse_async_begin(ctx, waiter_cancel, w, &w->async);
+	ret = fuse_deferred_begin(ctx, waiter_cancel, w, &w->deferred);
 	if (ret < 0)
 		return ret;
-	ret = later_threads_start(&w->t->waiters, waiter_thread, w);
+	ret = deferred_threads_start(&w->t->waiters, waiter_thread, w);
 	if (ret == 0)
-		return FUSE_REPLY_LATER;
-	/* The request is already taken for later: answer it that way. */
+		return FERRY_DEFERRED;
+	/* The request is already deferred: answer it that way. */
 	log_err("locks: cannot start a lock waiter: %s", strerror(-ret));
 	waiter_done(w, -ENOLCK);
-	return FUSE_REPLY_LATER;
+	return FERRY_DEFERRED;
 }
 
 int locks_setlk(struct lock_table *t, const struct fuse_req_ctx *ctx,
@@ -471,7 +471,7 @@ int locks_setlk(struct lock_table *t, const struct fuse_req_ctx *ctx,
 	}
 	*w = req;
 	ret = waiter_start(w, ctx);
-	if (ret == FUSE_REPLY_LATER)
+	if (ret == FERRY_DEFERRED)
 		return ret;
 	free(w);
 put_owner:

@@ -29,8 +29,8 @@ void lock_table_free(struct lock_table *t);
 int locks_getlk(struct lock_table *t, struct handle *h, uint64_t nodeid,
 		const struct fuse_lk_in *in, struct fuse_lk_out *out);
 /*
- * SETLK/SETLKW. A SETLKW that cannot be granted at once is answered later:
- * it returns FUSE_REPLY_LATER, and a waiter thread keeps the caller's
+ * SETLK/SETLKW. A SETLKW that cannot be granted at once is deferred:
+ * it returns FERRY_DEFERRED, and a waiter thread keeps the caller's
  * reference on h until it is done; otherwise the caller still owns it.
  */
 int locks_setlk(struct lock_table *t, const struct fuse_req_ctx *ctx,

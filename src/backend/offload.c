@@ -1,4 +1,4 @@
-/* A pool of threads for requests that would hold up their queue (cold reads, slow syncs): started when needed, reused, ended when idle. */
+/* The pool that runs deferred requests' work (cold reads, slow syncs) off their queue: threads started when needed, reused, ended when idle. */
 #include "backend/offload.h"
 
 #include <errno.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend/later_threads.h"
+#include "backend/deferred_threads.h"
 #include "common/log.h"
 
 /*

@@ -1,4 +1,4 @@
-/* A pool of threads for requests that would hold up their queue (cold reads, slow syncs): started when needed, reused, ended when idle. */
+/* The pool that runs deferred requests' work (cold reads, slow syncs) off their queue: threads started when needed, reused, ended when idle. */
 #ifndef FERRY_OFFLOAD_H
 #define FERRY_OFFLOAD_H
 

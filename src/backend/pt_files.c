@@ -452,8 +452,8 @@ int pt_setlk(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	if (ret < 0)
 		return ret;
 	ret = locks_setlk(pt->locks, ctx, h, nodeid, in, sleep);
-	/* Answered later: the waiter keeps our reference. */
-	if (ret != FUSE_REPLY_LATER)
+	/* Deferred: the waiter keeps our reference. */
+	if (ret != FERRY_DEFERRED)
 		handle_put(pt->handles, h);
 	return ret;
 }

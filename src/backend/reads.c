@@ -31,7 +31,7 @@
 
 /*
  * Bytes of deferred reads in flight at most. Their buffers are the
- * daemon's own memory: up to 256 requests (FERRY_MAX_ASYNC) of up to
+ * daemon's own memory: up to 256 requests (FERRY_MAX_DEFERRED) of up to
  * max_write (1 MiB) each would be 256 MiB a guest could make us hold.
  * 32 MiB keeps 16 reads of 1 MiB or 8192 of 4 KiB going at once, more than
  * a disk gains from; past it, reads wait for the disk inline.
@@ -58,7 +58,7 @@ struct read_job {
 	struct offload_job job;         /* first: run() gets it */
 	struct read_runner *r;
 	struct handle *h;
-	struct fuse_async *async;
+	struct fuse_deferred *deferred;
 	void *buf;                      /* size bytes, page-aligned */
 	size_t size;
 	uint64_t off;
@@ -99,21 +99,21 @@ static void read_run(struct offload_job *oj)
 	ssize_t n = iov_transfer(false, job->h->fd, &iov, 1, job->size, job->off, 0);
 
 	/* The buffer goes with the reply either way. */
-	fuse_async_finish_data(job->async, n < 0 ? (int)n : 0, job->buf,
+	fuse_deferred_finish_data(job->deferred, n < 0 ? (int)n : 0, job->buf,
 			       n < 0 ? 0 : (size_t)n);
 	atomic_fetch_sub_explicit(&job->r->deferred_bytes, job->size, memory_order_relaxed);
 	handle_put(job->r->handles, job->h);
 	free(job);
 }
 
-/* Runs under the protocol's lock; see fuse_async_cancel_fn. A read from
+/* Runs under the protocol's lock; see fuse_deferred_cancel_fn. A read from
  * the disk ends on its own soon, and the queue waits for it. */
 static void read_cancel(void *arg)
 {
 	(void)arg;
 }
 
-/* FUSE_REPLY_LATER once the read is taken for later; -errno when it cannot
+/* FERRY_DEFERRED once the read is deferred; -errno when it cannot
  * be, to read inline instead. */
 static int read_defer(struct read_runner *r, const struct fuse_req_ctx *ctx,
 		      struct handle *h, size_t size, uint64_t off)
@@ -138,15 +138,15 @@ static int read_defer(struct read_runner *r, const struct fuse_req_ctx *ctx,
 	job->h = h;
 	job->size = size;
 	job->off = off;
-	ret = fuse_async_begin(ctx, read_cancel, job, &job->async);
+	ret = fuse_deferred_begin(ctx, read_cancel, job, &job->deferred);
 	if (ret < 0)
 		goto err;
 	ret = offload_submit(r->offload, &job->job);
 	if (ret < 0) {
-		/* Already taken for later: answer that way, reading here. */
+		/* Already deferred: answer that way, reading here. */
 		read_run(&job->job);
 	}
-	return FUSE_REPLY_LATER;
+	return FERRY_DEFERRED;
 err:
 	free(job->buf);
 	free(job);
@@ -189,7 +189,7 @@ ssize_t read_handle(struct read_runner *r, const struct fuse_req_ctx *ctx,
 
 	/* Alone on its queue, a read waits for the disk here at no cost to
 	 * anyone: no thread, no copy. */
-	if (!ctx->queued_behind || !ctx->can_answer_later || size == 0)
+	if (!ctx->queued_behind || !ctx->can_defer || size == 0)
 		goto inline_read;
 	slot = dev_slots_find(&r->devs, dev);
 	if (slot >= 0) {
@@ -223,7 +223,7 @@ ssize_t read_handle(struct read_runner *r, const struct fuse_req_ctx *ctx,
 	atomic_store_explicit(&r->credit[dev_slots_claim(&r->devs, dev)], READ_COLD_CREDIT,
 			      memory_order_relaxed);
 	ret = read_defer(r, ctx, h, size, off);
-	if (ret == FUSE_REPLY_LATER)
+	if (ret == FERRY_DEFERRED)
 		return ret;   /* h goes with the job */
 
 inline_read:

@@ -27,7 +27,7 @@ void read_runner_pretend_uncached(struct read_runner *r, bool on);
 /*
  * Reads up to size bytes at off from h->fd into dst, taking over the
  * caller's ref on h. Returns the bytes read or -errno when done here, or
- * FUSE_REPLY_LATER when an offload thread answers: when requests are queued
+ * FERRY_DEFERRED when an offload thread answers: when requests are queued
  * behind it (ctx->queued_behind) and the data is not in the host's page
  * cache, so that the disk read does not hold them up. dst is then no longer
  * used: the thread reads into a buffer of its own.

@@ -33,7 +33,7 @@ struct sync_job {
 	struct sync_runner *r;
 	struct handle *h;
 	bool datasync;
-	struct fuse_async *async;
+	struct fuse_deferred *deferred;
 };
 
 int sync_runner_new(struct sync_runner **out, struct handle_table *handles,
@@ -78,7 +78,7 @@ static int do_sync(int fd, bool datasync)
 
 static void job_done(struct sync_job *job, int ret)
 {
-	fuse_async_finish(job->async, ret);
+	fuse_deferred_finish(job->deferred, ret);
 	handle_put(job->r->handles, job->h);
 	free(job);
 }
@@ -90,14 +90,14 @@ static void sync_run(struct offload_job *oj)
 	job_done(job, do_sync(job->h->fd, job->datasync));
 }
 
-/* Runs under the protocol's lock; see fuse_async_cancel_fn. A sync cannot
+/* Runs under the protocol's lock; see fuse_deferred_cancel_fn. A sync cannot
  * be cut short: it ends on its own, and the queue waits for it. */
 static void sync_cancel(void *arg)
 {
 	(void)arg;
 }
 
-/* FUSE_REPLY_LATER once the request is taken for later (answered even if
+/* FERRY_DEFERRED once the request is deferred (answered even if
  * no thread starts); -errno when it cannot be, to sync inline instead. */
 static int sync_start_thread(struct sync_runner *r, const struct fuse_req_ctx *ctx,
 			     struct handle *h, bool datasync)
@@ -111,19 +111,19 @@ static int sync_start_thread(struct sync_runner *r, const struct fuse_req_ctx *c
 	job->r = r;
 	job->h = h;
 	job->datasync = datasync;
-	ret = fuse_async_begin(ctx, sync_cancel, job, &job->async);
+	ret = fuse_deferred_begin(ctx, sync_cancel, job, &job->deferred);
 	if (ret < 0) {
 		free(job);
 		return ret;
 	}
 	ret = offload_submit(r->offload, &job->job);
 	if (ret < 0) {
-		/* Already taken for later: answer that way, after syncing here. */
+		/* Already deferred: answer that way, after syncing here. */
 		log_warn("sync: no thread for a slow sync (%s); it runs on the queue",
 			 strerror(-ret));
 		job_done(job, do_sync(h->fd, datasync));
 	}
-	return FUSE_REPLY_LATER;
+	return FERRY_DEFERRED;
 }
 
 int sync_handle(struct sync_runner *r, const struct fuse_req_ctx *ctx,
@@ -137,7 +137,7 @@ int sync_handle(struct sync_runner *r, const struct fuse_req_ctx *ctx,
 	 * reply to hand back). */
 	if (r->defer_all || (ctx->queued_behind && dev_is_slow(r, dev))) {
 		ret = sync_start_thread(r, ctx, h, datasync);
-		if (ret == FUSE_REPLY_LATER)
+		if (ret == FERRY_DEFERRED)
 			return ret;
 	}
 	start = ferry_monotonic_ns();

@@ -19,7 +19,7 @@ void sync_runner_free(struct sync_runner *r);
 
 /*
  * fsync(2) (fdatasync(2) with datasync) of h->fd, taking over the caller's
- * ref on h. Returns 0 or -errno when done here, or FUSE_REPLY_LATER when an
+ * ref on h. Returns 0 or -errno when done here, or FERRY_DEFERRED when an
  * offload thread answers: when requests are queued behind it
  * (ctx->queued_behind) on a file system where a sync took longer than a
  * millisecond before, so that it does not hold them up.

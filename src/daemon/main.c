@@ -1,4 +1,4 @@
-/* ferryfsd: wires the vhost-user transport, the FUSE protocol and the passthrough backend. */
+/* ferryfsd: wires a transport (vhost-user or /dev/fuse), the FUSE protocol and the passthrough backend. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -65,81 +65,56 @@ static void install_stop_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-static void *queue_start(void *opaque, unsigned queue_index)
+/*
+ * The one adapter between a transport and the FUSE protocol: each worker of
+ * either transport (a virtqueue's thread, a /dev/fuse reader thread) gets a
+ * FUSE worker of the session, and its requests go to it as they come.
+ */
+static void *worker_start(void *opaque, unsigned worker_index)
 {
 	struct daemon_state *st = opaque;
 	struct fuse_worker *w;
 	int ret = fuse_worker_new(st->session, &w);
 
 	if (ret) {
-		log_err("queue %u: no FUSE worker: %s", queue_index, strerror(-ret));
+		log_err("worker %u: no FUSE worker: %s", worker_index, strerror(-ret));
 		return NULL;
 	}
 	return w;
 }
 
-static void queue_stop(void *opaque, unsigned queue_index, void *queue_ctx)
+static void worker_stop(void *opaque, unsigned worker_index, void *ctx)
 {
 	(void)opaque;
-	(void)queue_index;
-	fuse_worker_free(queue_ctx);
+	(void)worker_index;
+	fuse_worker_free(ctx);
 }
 
-static uint32_t queue_handle(void *queue_ctx, unsigned queue_index,
-			     const struct vu_request *req)
+static uint32_t worker_handle(void *ctx, const struct ferry_req *req)
 {
-	uint32_t len;
-
-	(void)queue_index;
-	fuse_worker_set_queued_behind(queue_ctx, req->queued_behind);
-	len = fuse_worker_process(queue_ctx, req->rd, req->rd_cnt,
-				  req->wr, req->wr_cnt, req->token);
-	return len == FUSE_REPLY_DEFERRED ? VU_DEFERRED : len;
+	return fuse_worker_process(ctx, req);
 }
 
-static void queue_cancel(void *queue_ctx, unsigned queue_index)
+static void worker_cancel(void *ctx)
 {
-	(void)queue_index;
-	fuse_worker_cancel_deferred(queue_ctx);
+	fuse_worker_cancel_deferred(ctx);
 }
 
 /* The guest rebooted (or its frontend went away) without unmounting: what
  * the old kernel held open is released, and the next INIT starts afresh. */
-static void device_reset(void *opaque)
+static void client_reset(void *opaque)
 {
 	struct daemon_state *st = opaque;
 
 	fuse_session_reset(st->session);
 }
 
-static const struct vu_fs_ops daemon_vu_ops = {
-	.queue_start = queue_start,
-	.queue_stop = queue_stop,
-	.handle = queue_handle,
-	.queue_cancel = queue_cancel,
-	.device_reset = device_reset,
-};
-
-static uint32_t mount_handle(void *thread_ctx, const struct iovec *rd, unsigned rd_cnt,
-			     const struct iovec *wr, unsigned wr_cnt, void *token)
-{
-	uint32_t len = fuse_worker_process(thread_ctx, rd, rd_cnt, wr, wr_cnt, token);
-
-	return len == FUSE_REPLY_DEFERRED ? DEVFUSE_DEFERRED : len;
-}
-
-static void mount_cancel(void *thread_ctx, unsigned thread_index)
-{
-	(void)thread_index;
-	fuse_worker_cancel_deferred(thread_ctx);
-}
-
-/* A /dev/fuse reader thread is to the protocol what a queue thread is. */
-static const struct devfuse_ops daemon_mount_ops = {
-	.thread_start = queue_start,
-	.thread_stop = queue_stop,
-	.handle = mount_handle,
-	.thread_cancel = mount_cancel,
+static const struct ferry_handler daemon_handler = {
+	.start = worker_start,
+	.stop = worker_stop,
+	.handle = worker_handle,
+	.cancel = worker_cancel,
+	.reset = client_reset,
 };
 
 static int raise_nofile_limit(const struct ferry_options *o)
@@ -496,7 +471,7 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 		log_err("mount point %s: %s", o->mountpoint, strerror(-ret));
 		goto out;
 	}
-	ret = devfuse_new(&df, &df_config, &daemon_mount_ops, st);
+	ret = devfuse_new(&df, &df_config, &daemon_handler, st);
 	if (ret) {
 		log_err("host FUSE transport: %s", strerror(-ret));
 		goto out;
@@ -552,7 +527,7 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 	int conn_fd = -1;
 	int ret;
 
-	ret = vu_dev_new(&dev, &vu_config, &daemon_vu_ops, st);
+	ret = vu_dev_new(&dev, &vu_config, &daemon_handler, st);
 	if (ret) {
 		log_err("vhost-user device: %s", strerror(-ret));
 		goto out_listen;
@@ -608,7 +583,7 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 			log_err("vhost-user connection failed: %s", strerror(-ret));
 			goto out_stats;
 		}
-		/* The session was reset through device_reset: the next
+		/* The session was reset through handler->reset: the next
 		 * frontend's guest starts with a fresh INIT. */
 		if (!o->keep_listening || stop_requested)
 			break;
@@ -684,8 +659,6 @@ static int serve(const struct ferry_options *o)
 
 	options_to_passthrough(o, &pt_opts);
 	options_to_session(o, &se_opts);
-	/* Each transport delivers replies given later its own way. */
-	se_opts.reply_later = o->mountpoint ? devfuse_request_complete : vu_request_complete;
 	ret = check_shared_dir(o->shared_dir);
 	if (ret) {
 		log_err("shared directory %s: %s", o->shared_dir, strerror(-ret));

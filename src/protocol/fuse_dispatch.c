@@ -11,7 +11,7 @@
 #define FS(req) ((req)->se->fs)
 #define OUT_HDR sizeof(struct fuse_out_header)
 
-/* ------------------------------------------------------- argument parsing */
+/* --------------------------------------- fixed arguments and replies */
 
 /* The op's fixed struct is at the start of the copy, which is malloc-aligned;
  * min_arg in the table guarantees it is all there. */
@@ -19,159 +19,6 @@ static const void *arg_fixed(struct fuse_req *req, size_t size)
 {
 	req->arg_pos = size;
 	return req->arg;
-}
-
-/* A NUL-terminated string at the cursor, inside the argument block. */
-static int arg_string(struct fuse_req *req, const char **str, size_t *len)
-{
-	const char *start = req->arg + req->arg_pos;
-	const char *nul;
-
-	if (req->arg_pos >= req->arg_len)
-		return -EINVAL;
-	nul = memchr(start, '\0', req->arg_len - req->arg_pos);
-	if (!nul)
-		return -EINVAL;
-	*str = start;
-	*len = (size_t)(nul - start);
-	req->arg_pos += *len + 1;
-	return 0;
-}
-
-/* A directory entry name: the backend resolves it relative to a directory
- * fd, so '/' or ".." would walk out of it. */
-static int arg_name(struct fuse_req *req, const char **name, bool allow_dots)
-{
-	size_t len;
-	int rc;
-
-	rc = arg_string(req, name, &len);
-	if (rc < 0)
-		return rc;
-	if (len == 0 || memchr(*name, '/', len))
-		return -EINVAL;
-	if (len > NAME_MAX)
-		return -ENAMETOOLONG;
-	if (!allow_dots && (strcmp(*name, ".") == 0 || strcmp(*name, "..") == 0))
-		return -EINVAL;
-	return 0;
-}
-
-/* xattr names may hold '/' but are otherwise bounded like Linux does. */
-static int arg_xattr_name(struct fuse_req *req, const char **name)
-{
-	size_t len;
-	int rc;
-
-	rc = arg_string(req, name, &len);
-	if (rc < 0)
-		return rc;
-	if (len == 0)
-		return -EINVAL;
-	if (len > FERRY_XATTR_NAME_MAX)
-		return -ERANGE;
-	return 0;
-}
-
-/* One fuse_secctx_header block: the total size, the count, then per context
- * a fuse_secctx, a NUL-terminated xattr name and the value. Linux sends at
- * most one context (the active LSM's); we pass the first on. */
-static int parse_secctx(struct fuse_req *req, const char *p, size_t len)
-{
-	struct fuse_secctx_header hdr;
-	struct fuse_secctx one;
-	const char *name, *nul;
-	size_t left;
-
-	if (len < sizeof(hdr))
-		return -EINVAL;
-	memcpy(&hdr, p, sizeof(hdr));
-	if (hdr.size < sizeof(hdr) || hdr.size > len)
-		return -EINVAL;
-	if (hdr.nr_secctx == 0)
-		return 0;
-	left = hdr.size - sizeof(hdr);
-	p += sizeof(hdr);
-	if (left < sizeof(one))
-		return -EINVAL;
-	memcpy(&one, p, sizeof(one));
-	name = p + sizeof(one);
-	left -= sizeof(one);
-	nul = memchr(name, '\0', left);
-	if (!nul || nul == name || (size_t)(nul - name) > FERRY_XATTR_NAME_MAX)
-		return -EINVAL;
-	left -= (size_t)(nul - name) + 1;
-	if (one.size > left || one.size > FERRY_XATTR_SIZE_MAX)
-		return -EINVAL;
-	req->ctx.secctx_name = name;
-	req->ctx.secctx_value = nul + 1;
-	req->ctx.secctx_size = one.size;
-	return 0;
-}
-
-/* A FUSE_EXT_GROUPS extension: nr_groups, then the groups. Linux sends
- * the one group of the caller's that owns the parent directory, and only
- * when it is not the caller's primary group; we pass the first on. */
-static int parse_supp_groups(struct fuse_req *req, const char *p, size_t len)
-{
-	struct ferry_fuse_supp_groups sg;
-	uint32_t gid;
-
-	if (len < sizeof(sg))
-		return -EINVAL;
-	memcpy(&sg, p, sizeof(sg));
-	if (sg.nr_groups > (len - sizeof(sg)) / sizeof(gid))
-		return -EINVAL;
-	if (sg.nr_groups == 0)
-		return 0;
-	memcpy(&gid, p + sizeof(sg), sizeof(gid));
-	req->ctx.supp_gid = gid;
-	req->ctx.has_supp_gid = true;
-	return 0;
-}
-
-/*
- * What a creating op carries besides its arguments: the new inode's
- * security context and the caller's supplementary group. Before 7.38 the
- * context is one more argument after the names; from 7.38 on both are
- * extensions after the arguments, found by total_extlen, each with a
- * fuse_ext_header whose type says which (< 32: a context block). Types not
- * agreed at INIT are skipped, as the client may add more in later versions.
- */
-static int arg_create_ext(struct fuse_req *req)
-{
-	const bool secctx = req->se->conn.flags & FUSE_SECURITY_CTX;
-	const bool groups = req->se->conn.flags & FUSE_CREATE_SUPP_GROUP;
-	const char *p;
-	size_t len;
-
-	if (req->se->conn.proto_minor < 38) {
-		if (!secctx || req->arg_pos >= req->arg_len)
-			return 0;
-		return parse_secctx(req, req->arg + req->arg_pos,
-				    req->arg_len - req->arg_pos);
-	}
-	p = req->arg + req->arg_len;
-	len = (size_t)req->in.total_extlen * 8;
-	while (len > 0) {
-		struct fuse_ext_header ext;
-		int rc = 0;
-
-		if (len < sizeof(ext))
-			return -EINVAL;
-		memcpy(&ext, p, sizeof(ext));
-		if (ext.size < sizeof(ext) || ext.size > len)
-			return -EINVAL;
-		if (ext.type <= FUSE_MAX_NR_SECCTX && secctx)
-			rc = parse_secctx(req, p, ext.size);
-		else if (ext.type == FERRY_FUSE_EXT_GROUPS && groups)
-			rc = parse_supp_groups(req, p + sizeof(ext), ext.size - sizeof(ext));
-		if (rc < 0)
-			return rc;
-		p += ext.size;
-		len -= ext.size;
-	}
-	return 0;
 }
 
 static void reply_arg(struct fuse_req *req, const void *arg, size_t len)
@@ -202,7 +49,7 @@ static int do_lookup(struct fuse_req *req)
 	if (!OPS(req)->lookup)
 		return -ENOSYS;
 	/* "." and ".." arrive with EXPORT_SUPPORT; the backend maps them. */
-	rc = arg_name(req, &name, true);
+	rc = fuse_arg_name(req, &name, true);
 	if (rc < 0)
 		return rc;
 	rc = OPS(req)->lookup(FS(req), &req->ctx, req->in.nodeid, name, &req->out.entry);
@@ -243,7 +90,7 @@ static int do_batch_forget(struct fuse_req *req)
 	while (count > 0) {
 		size_t n = count < chunk_max ? count : chunk_max;
 
-		iov_copy_from(ones, req->rd, req->rd_cnt, offset, n * one);
+		iov_copy_from(ones, req->treq->rd, req->treq->rd_cnt, offset, n * one);
 		for (size_t i = 0; i < n; i++)
 			OPS(req)->forget(FS(req), ones[i].nodeid, ones[i].nlookup);
 		offset += n * one;
@@ -304,17 +151,17 @@ static int do_symlink(struct fuse_req *req)
 
 	if (!OPS(req)->symlink)
 		return -ENOSYS;
-	rc = arg_name(req, &name, false);
+	rc = fuse_arg_name(req, &name, false);
 	if (rc < 0)
 		return rc;
-	rc = arg_string(req, &target, &target_len);
+	rc = fuse_arg_string(req, &target, &target_len);
 	if (rc < 0)
 		return rc;
 	if (target_len == 0)
 		return -EINVAL;
 	if (target_len >= PATH_MAX)
 		return -ENAMETOOLONG;
-	rc = arg_create_ext(req);
+	rc = fuse_arg_create_ext(req);
 	if (rc < 0)
 		return rc;
 	rc = OPS(req)->symlink(FS(req), &req->ctx, req->in.nodeid, name, target,
@@ -333,10 +180,10 @@ static int do_mknod(struct fuse_req *req)
 
 	if (!OPS(req)->mknod)
 		return -ENOSYS;
-	rc = arg_name(req, &name, false);
+	rc = fuse_arg_name(req, &name, false);
 	if (rc < 0)
 		return rc;
-	rc = arg_create_ext(req);
+	rc = fuse_arg_create_ext(req);
 	if (rc < 0)
 		return rc;
 	rc = OPS(req)->mknod(FS(req), &req->ctx, req->in.nodeid, name, in, &req->out.entry);
@@ -354,10 +201,10 @@ static int do_mkdir(struct fuse_req *req)
 
 	if (!OPS(req)->mkdir)
 		return -ENOSYS;
-	rc = arg_name(req, &name, false);
+	rc = fuse_arg_name(req, &name, false);
 	if (rc < 0)
 		return rc;
-	rc = arg_create_ext(req);
+	rc = fuse_arg_create_ext(req);
 	if (rc < 0)
 		return rc;
 	rc = OPS(req)->mkdir(FS(req), &req->ctx, req->in.nodeid, name, in, &req->out.entry);
@@ -374,7 +221,7 @@ static int do_unlink(struct fuse_req *req)
 
 	if (!OPS(req)->unlink)
 		return -ENOSYS;
-	rc = arg_name(req, &name, false);
+	rc = fuse_arg_name(req, &name, false);
 	if (rc < 0)
 		return rc;
 	return OPS(req)->unlink(FS(req), &req->ctx, req->in.nodeid, name);
@@ -387,7 +234,7 @@ static int do_rmdir(struct fuse_req *req)
 
 	if (!OPS(req)->rmdir)
 		return -ENOSYS;
-	rc = arg_name(req, &name, false);
+	rc = fuse_arg_name(req, &name, false);
 	if (rc < 0)
 		return rc;
 	return OPS(req)->rmdir(FS(req), &req->ctx, req->in.nodeid, name);
@@ -400,10 +247,10 @@ static int rename_common(struct fuse_req *req, uint64_t newdir, uint32_t flags)
 
 	if (!OPS(req)->rename)
 		return -ENOSYS;
-	rc = arg_name(req, &name, false);
+	rc = fuse_arg_name(req, &name, false);
 	if (rc < 0)
 		return rc;
-	rc = arg_name(req, &newname, false);
+	rc = fuse_arg_name(req, &newname, false);
 	if (rc < 0)
 		return rc;
 	return OPS(req)->rename(FS(req), &req->ctx, req->in.nodeid, name, newdir,
@@ -435,7 +282,7 @@ static int do_link(struct fuse_req *req)
 
 	if (!OPS(req)->link)
 		return -ENOSYS;
-	rc = arg_name(req, &newname, false);
+	rc = fuse_arg_name(req, &newname, false);
 	if (rc < 0)
 		return rc;
 	/* The header's nodeid is the new parent; the inode is in the args. */
@@ -455,10 +302,10 @@ static int do_create(struct fuse_req *req)
 
 	if (!OPS(req)->create)
 		return -ENOSYS;
-	rc = arg_name(req, &name, false);
+	rc = fuse_arg_name(req, &name, false);
 	if (rc < 0)
 		return rc;
-	rc = arg_create_ext(req);
+	rc = fuse_arg_create_ext(req);
 	if (rc < 0)
 		return rc;
 	rc = OPS(req)->create(FS(req), &req->ctx, req->in.nodeid, name, in,
@@ -480,10 +327,10 @@ static int do_tmpfile(struct fuse_req *req)
 
 	if (!OPS(req)->tmpfile)
 		return -ENOSYS;
-	rc = arg_string(req, &name, &len);
+	rc = fuse_arg_string(req, &name, &len);
 	if (rc < 0)
 		return rc;
-	rc = arg_create_ext(req);
+	rc = fuse_arg_create_ext(req);
 	if (rc < 0)
 		return rc;
 	rc = OPS(req)->tmpfile(FS(req), &req->ctx, req->in.nodeid, in,
@@ -541,13 +388,13 @@ static int do_read(struct fuse_req *req)
 	if (size > req->wr_len - OUT_HDR)
 		size = req->wr_len - OUT_HDR;
 	in.size = (uint32_t)size;
-	n_iov = iov_slice(req->w->iov, FERRY_MAX_IOV, req->wr, req->wr_cnt, OUT_HDR, size);
+	n_iov = iov_slice(req->w->iov, FERRY_MAX_IOV, req->treq->wr, req->treq->wr_cnt, OUT_HDR, size);
 	if (n_iov < 0)
 		return n_iov;
 	done = OPS(req)->read(FS(req), &req->ctx, req->in.nodeid, &in, req->w->iov,
 			      (unsigned)n_iov);
 	if (req->deferred)
-		return (int)done;   /* FUSE_REPLY_LATER: the op answers */
+		return (int)done;   /* FERRY_DEFERRED: the op answers */
 	if (done < 0)
 		return (int)done;
 	if ((size_t)done > size)
@@ -572,7 +419,7 @@ static int do_write(struct fuse_req *req)
 			  in->size, req->payload_len, req->se->conn.max_write);
 		return -EINVAL;
 	}
-	n_iov = iov_slice(req->w->iov, FERRY_MAX_IOV, req->rd, req->rd_cnt, offset, in->size);
+	n_iov = iov_slice(req->w->iov, FERRY_MAX_IOV, req->treq->rd, req->treq->rd_cnt, offset, in->size);
 	if (n_iov < 0)
 		return n_iov;
 	done = OPS(req)->write(FS(req), &req->ctx, req->in.nodeid, in, req->w->iov,
@@ -626,9 +473,9 @@ static int do_fsync(struct fuse_req *req)
 	if (!OPS(req)->fsync)
 		return -ENOSYS;
 	rc = OPS(req)->fsync(FS(req), &req->ctx, req->in.nodeid, in);
-	/* As for SETLKW: answering later without having taken the request
-	 * would leave the guest waiting forever. */
-	if (rc == FUSE_REPLY_LATER && !req->deferred)
+	/* As for SETLKW: FERRY_DEFERRED without having deferred the
+	 * request would leave the guest waiting forever. */
+	if (rc == FERRY_DEFERRED && !req->deferred)
 		return -EIO;
 	return rc;
 }
@@ -642,7 +489,7 @@ static int do_fsyncdir(struct fuse_req *req)
 	if (!OPS(req)->fsyncdir)
 		return -ENOSYS;
 	rc = OPS(req)->fsyncdir(FS(req), &req->ctx, req->in.nodeid, in);
-	if (rc == FUSE_REPLY_LATER && !req->deferred)
+	if (rc == FERRY_DEFERRED && !req->deferred)
 		return -EIO;
 	return rc;
 }
@@ -707,7 +554,7 @@ static int do_setxattr(struct fuse_req *req)
 	memset(&in, 0, sizeof(in));
 	memcpy(&in, req->arg, in_size);
 	req->arg_pos = in_size;
-	rc = arg_xattr_name(req, &name);
+	rc = fuse_arg_xattr_name(req, &name);
 	if (rc < 0)
 		return rc;
 	if (in.size > FERRY_XATTR_SIZE_MAX)
@@ -749,7 +596,7 @@ static int do_getxattr(struct fuse_req *req)
 
 	if (!OPS(req)->getxattr)
 		return -ENOSYS;
-	rc = arg_xattr_name(req, &name);
+	rc = fuse_arg_xattr_name(req, &name);
 	if (rc < 0)
 		return rc;
 	room = asked ? reply_room(req, asked) : 0;
@@ -780,7 +627,7 @@ static int do_removexattr(struct fuse_req *req)
 
 	if (!OPS(req)->removexattr)
 		return -ENOSYS;
-	rc = arg_xattr_name(req, &name);
+	rc = fuse_arg_xattr_name(req, &name);
 	if (rc < 0)
 		return rc;
 	return OPS(req)->removexattr(FS(req), &req->ctx, req->in.nodeid, name);
@@ -819,9 +666,9 @@ static int setlk_common(struct fuse_req *req, bool sleep)
 	if (!OPS(req)->setlk)
 		return -ENOSYS;
 	rc = OPS(req)->setlk(FS(req), &req->ctx, req->in.nodeid, in, sleep);
-	/* Answering later without having taken the request would leave the
-	 * guest waiting forever. */
-	if (rc == FUSE_REPLY_LATER && !req->deferred)
+	/* FERRY_DEFERRED without having deferred the request would leave
+	 * the guest waiting forever. */
+	if (rc == FERRY_DEFERRED && !req->deferred)
 		return -EIO;
 	return rc;
 }
@@ -836,12 +683,12 @@ static int do_setlkw(struct fuse_req *req)
 	return setlk_common(req, true);
 }
 
-/* Only requests answered later (SETLKW) can still be in flight. */
+/* Only deferred requests can still be in flight. */
 static int do_interrupt(struct fuse_req *req)
 {
 	const struct fuse_interrupt_in *in = arg_fixed(req, sizeof(*in));
 
-	fuse_async_interrupt(req->se, in->unique);
+	fuse_deferred_interrupt(req->se, in->unique);
 	return 0;
 }
 

@@ -1,4 +1,4 @@
-/* Protocol-layer internals shared by the session, the dispatch table and the iovec helpers. */
+/* Protocol-layer internals shared by the session, the dispatch table, argument parsing and the deferred requests. */
 #ifndef FERRY_FUSE_INTERNAL_H
 #define FERRY_FUSE_INTERNAL_H
 
@@ -60,16 +60,18 @@ struct ferry_fuse_supp_groups {
  * in practice (the Linux driver's queue size is 1024). */
 #define FERRY_MAX_IOV 1024
 
-/* Requests answered later at once (blocked lock waits), per session. */
-#define FERRY_MAX_ASYNC 256
+/* Requests deferred at once (lock waits, slow syncs, cold reads), per
+ * session. */
+#define FERRY_MAX_DEFERRED 256
 
-struct fuse_async {
+struct fuse_deferred {
 	struct fuse_session *se;
-	bool in_use;                  /* under se->async_lock, as all below */
+	bool in_use;                  /* under se->deferred_lock, as all below */
 	uint64_t unique;              /* for INTERRUPT */
 	struct fuse_worker *w;        /* whose queue it came on */
-	void *token;                  /* the transport's, for reply_later */
-	fuse_async_cancel_fn cancel;
+	struct ferry_chan *chan;      /* the transport's way back */
+	void *token;
+	fuse_deferred_cancel_fn cancel;
 	void *cancel_arg;
 };
 
@@ -92,9 +94,9 @@ struct fuse_session {
 	/* Only DESTROY and worker creation take this; never the request path. */
 	pthread_mutex_t workers_lock;
 	struct fuse_worker *workers;
-	/* Only ops that wait, their completion and INTERRUPT take this. */
-	pthread_mutex_t async_lock;
-	struct fuse_async async[FERRY_MAX_ASYNC];
+	/* Only deferring ops, their completion and INTERRUPT take this. */
+	pthread_mutex_t deferred_lock;
+	struct fuse_deferred deferred[FERRY_MAX_DEFERRED];
 	/* Counts of freed workers, under workers_lock, so totals only grow. */
 	struct fuse_stats retired_stats;
 };
@@ -105,8 +107,6 @@ struct fuse_worker {
 	/* Set while a request runs past the state check, so DESTROY can wait
 	 * for in-flight requests without a shared counter. */
 	_Atomic bool busy;
-	void *later_token;            /* the current request's, for fuse_async */
-	unsigned queued_behind;       /* for the next request only */
 	char *arg_buf;                /* FERRY_ARG_BUF_SIZE */
 	char *out_buf;                /* FERRY_OUT_BUF_SIZE */
 	struct iovec iov[FERRY_MAX_IOV];
@@ -141,12 +141,10 @@ struct fuse_req {
 	size_t arg_len;               /* bytes in arg, extensions excluded */
 	size_t arg_pos;               /* parse cursor into arg */
 	/* For FUSE_OP_HEAD_ONLY ops: argument bytes after the copied head,
-	 * left in rd at offset sizeof(fuse_in_header) + arg_len. */
+	 * left in treq->rd at offset sizeof(fuse_in_header) + arg_len. */
 	size_t payload_len;
-	const struct iovec *rd;
-	unsigned rd_cnt;
-	const struct iovec *wr;
-	unsigned wr_cnt;
+	/* As the transport handed it over: buffers, channel, token. */
+	const struct ferry_req *treq;
 	size_t wr_len;
 	/* Reply: reply_arg is copied after the out-header; reply_in_place
 	 * bytes were already written there (READ). */
@@ -154,7 +152,7 @@ struct fuse_req {
 	size_t reply_len;
 	size_t reply_in_place;
 	union fuse_reply_args out;
-	bool deferred;                /* the op took it with fuse_async_begin */
+	bool deferred;                /* the op took it with fuse_deferred_begin */
 };
 
 struct fuse_op_desc {
@@ -173,9 +171,30 @@ struct fuse_op_desc {
 /* NULL for opcodes we do not know at all. */
 const struct fuse_op_desc *fuse_op_lookup(uint32_t opcode);
 
+/* ---- fuse_args.c: the arguments after an op's fixed struct ---- */
+
+/* A NUL-terminated string at the cursor, inside the argument block. */
+int fuse_arg_string(struct fuse_req *req, const char **str, size_t *len);
+/* A directory entry name: non-empty, no '/', at most NAME_MAX; "." and
+ * ".." only with allow_dots. */
+int fuse_arg_name(struct fuse_req *req, const char **name, bool allow_dots);
+/* An xattr name: non-empty, at most FERRY_XATTR_NAME_MAX. */
+int fuse_arg_xattr_name(struct fuse_req *req, const char **name);
+/* A creating op's security context and supplementary group, into
+ * req->ctx: an argument before 7.38, extensions from 7.38 on. */
+int fuse_arg_create_ext(struct fuse_req *req);
+
 int fuse_do_init(struct fuse_req *req);
 int fuse_do_destroy(struct fuse_req *req);
-/* INTERRUPT: cancels the request answered later with this unique, if any. */
-void fuse_async_interrupt(struct fuse_session *se, uint64_t unique);
+
+/* ---- fuse_deferred.c: requests an op answers after handle() returned ---- */
+
+/* Sets up a new session's slots; 0 or -errno. */
+int fuse_deferred_init(struct fuse_session *se);
+void fuse_deferred_destroy(struct fuse_session *se);
+/* INTERRUPT: cancels the deferred request with this unique, if any. */
+void fuse_deferred_interrupt(struct fuse_session *se, uint64_t unique);
+/* Cancels every deferred request and waits until each has completed. */
+void fuse_deferred_cancel_all(struct fuse_session *se);
 
 #endif

@@ -9,6 +9,8 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "common/ferry_req.h"
+
 /*
  * Who sent the request. Strings handed to an op (names, link targets, xattr
  * names) are NUL-terminated copies that the protocol already checked:
@@ -20,10 +22,10 @@ struct fuse_req_ctx {
 	uint32_t uid;
 	uint32_t gid;
 	uint32_t pid;
-	/* Set by the protocol for a request it can answer later: only then may
-	 * an op call fuse_async_begin() (a backend called directly, as unit
-	 * tests do, gets -ENOLCK there and does the work at once). */
-	bool can_answer_later;
+	/* Set by the protocol for a request it can defer: only then may an op
+	 * call fuse_deferred_begin() (a backend called directly, as unit tests
+	 * do, gets -ENOLCK there and does the work at once). */
+	bool can_defer;
 	/* Requests waiting behind this one on its queue, as the transport saw
 	 * them (0 when it does not say): work a slow op done inline would hold
 	 * up. */
@@ -70,26 +72,26 @@ int fuse_dirbuf_add_plus(struct fuse_dirbuf *db, const char *name,
 			 uint32_t type, uint64_t next_off);
 
 /*
- * Answering later. An op that would wait (SETLKW) calls fuse_async_begin(),
- * returns FUSE_REPLY_LATER at once so its queue goes on, and later calls
- * fuse_async_finish() exactly once, from any thread. INTERRUPT of the
- * request, a stopping queue or DESTROY call cancel(arg) to make it finish
- * soon (with -EINTR); cancel runs under the protocol's lock, so it must
- * neither block nor call fuse_async_finish() itself. arg stays in use until
- * fuse_async_finish() returns.
+ * Deferred requests (protocol/fuse_deferred.c). An op that would wait (a
+ * SETLKW, a slow FSYNC, a cold READ with requests behind it) calls
+ * fuse_deferred_begin(), returns FERRY_DEFERRED at once so its queue goes
+ * on, and later calls fuse_deferred_finish() exactly once, from any
+ * thread. INTERRUPT of the request, a stopping queue or DESTROY call
+ * cancel(arg) to make it finish soon (with -EINTR); cancel runs under the
+ * protocol's lock, so it must neither block nor call fuse_deferred_finish()
+ * itself. arg stays in use until fuse_deferred_finish() returns.
  */
-#define FUSE_REPLY_LATER 1
-struct fuse_async;
-typedef void (*fuse_async_cancel_fn)(void *arg);
-/* -ENOLCK when the transport cannot answer later or too many requests
- * already wait. */
-int fuse_async_begin(const struct fuse_req_ctx *ctx, fuse_async_cancel_fn cancel,
-		     void *arg, struct fuse_async **out);
+struct fuse_deferred;
+typedef void (*fuse_deferred_cancel_fn)(void *arg);
+/* -ENOLCK when the transport cannot defer this request or too many
+ * requests already wait. */
+int fuse_deferred_begin(const struct fuse_req_ctx *ctx, fuse_deferred_cancel_fn cancel,
+			void *arg, struct fuse_deferred **out);
 /* rc: 0 or -errno; the reply is the bare out-header. */
-void fuse_async_finish(struct fuse_async *a, int rc);
-/* READ answered later: rc 0 with len bytes of data, or -errno. data is
+void fuse_deferred_finish(struct fuse_deferred *d, int rc);
+/* A deferred READ: rc 0 with len bytes of data, or -errno. data is
  * malloc'd (or NULL) and taken over in either case. */
-void fuse_async_finish_data(struct fuse_async *a, int rc, void *data, size_t len);
+void fuse_deferred_finish_data(struct fuse_deferred *d, int rc, void *data, size_t len);
 
 /*
  * Every op returns 0 (or a byte count where noted) on success and -errno on
@@ -189,7 +191,7 @@ struct fs_ops {
 		       struct fuse_entry_out *entry, struct fuse_open_out *open);
 	int (*getlk)(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 		     const struct fuse_lk_in *in, struct fuse_lk_out *out);
-	/* sleep: SETLKW, which may return FUSE_REPLY_LATER. flock-style
+	/* sleep: SETLKW, which may return FERRY_DEFERRED. flock-style
 	 * requests carry FUSE_LK_FLOCK in in->lk_flags. */
 	int (*setlk)(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 		     const struct fuse_lk_in *in, bool sleep);

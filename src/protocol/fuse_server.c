@@ -34,11 +34,9 @@ int fuse_session_new(struct fuse_session **out,
 	rc = -pthread_mutex_init(&se->workers_lock, NULL);
 	if (rc)
 		goto err_free;
-	rc = -pthread_mutex_init(&se->async_lock, NULL);
+	rc = fuse_deferred_init(se);
 	if (rc)
 		goto err_workers_lock;
-	for (unsigned i = 0; i < FERRY_MAX_ASYNC; i++)
-		se->async[i].se = se;
 	*out = se;
 	return 0;
 
@@ -57,7 +55,7 @@ void fuse_session_free(struct fuse_session *se)
 	 * backend still gets its one destroy call, as libfuse does. */
 	if (atomic_load(&se->state) == SESSION_READY && se->ops->destroy)
 		se->ops->destroy(se->fs);
-	pthread_mutex_destroy(&se->async_lock);
+	fuse_deferred_destroy(se);
 	pthread_mutex_destroy(&se->workers_lock);
 	free(se);
 }
@@ -151,131 +149,6 @@ void fuse_worker_free(struct fuse_worker *w)
 	free(w->arg_buf);
 	free(w->out_buf);
 	free(w);
-}
-
-void fuse_worker_set_queued_behind(struct fuse_worker *w, unsigned n)
-{
-	w->queued_behind = n;
-}
-
-/* ------------------------------------------------ answering later */
-
-int fuse_async_begin(const struct fuse_req_ctx *ctx, fuse_async_cancel_fn cancel,
-		     void *arg, struct fuse_async **out)
-{
-	/* ctx is always the one inside the request being processed. */
-	struct fuse_req *req = (struct fuse_req *)((char *)ctx - offsetof(struct fuse_req, ctx));
-	struct fuse_session *se = req->se;
-	struct fuse_async *a = NULL;
-
-	if (!ctx->can_answer_later || !se->opts.reply_later || !req->w->later_token ||
-	    req->deferred)
-		return -ENOLCK;
-	pthread_mutex_lock(&se->async_lock);
-	for (unsigned i = 0; i < FERRY_MAX_ASYNC; i++) {
-		if (!se->async[i].in_use) {
-			a = &se->async[i];
-			break;
-		}
-	}
-	if (a) {
-		a->in_use = true;
-		a->unique = req->in.unique;
-		a->w = req->w;
-		a->token = req->w->later_token;
-		a->cancel = cancel;
-		a->cancel_arg = arg;
-	}
-	pthread_mutex_unlock(&se->async_lock);
-	if (!a) {
-		log_warn("fuse: %u requests already wait; unique %llu fails with ENOLCK",
-			 FERRY_MAX_ASYNC, (unsigned long long)req->in.unique);
-		return -ENOLCK;
-	}
-	req->deferred = true;
-	*out = a;
-	return 0;
-}
-
-void fuse_async_finish_data(struct fuse_async *a, int rc, void *data, size_t len)
-{
-	struct fuse_session *se = a->se;
-	struct fuse_out_header out = { .len = sizeof(out) };
-	void *token;
-
-	if (rc > 0)
-		rc = 0;
-	if (rc < -4095 || len > UINT32_MAX - sizeof(out))
-		rc = -EIO;
-	if (rc < 0) {
-		free(data);
-		data = NULL;
-		len = 0;
-	}
-	/* The slot is free before the reply leaves: once the guest has the
-	 * reply it may reuse the unique, and INTERRUPT must not find us. */
-	pthread_mutex_lock(&se->async_lock);
-	out.unique = a->unique;
-	token = a->token;
-	a->in_use = false;
-	pthread_mutex_unlock(&se->async_lock);
-	out.error = rc;
-	out.len += (uint32_t)len;
-	se->opts.reply_later(token, &out, sizeof(out), data, (uint32_t)len);
-}
-
-void fuse_async_finish(struct fuse_async *a, int rc)
-{
-	fuse_async_finish_data(a, rc, NULL, 0);
-}
-
-/* Cancels the requests of worker w, or all of them when w is NULL. */
-static void async_cancel(struct fuse_session *se, const struct fuse_worker *w)
-{
-	pthread_mutex_lock(&se->async_lock);
-	for (unsigned i = 0; i < FERRY_MAX_ASYNC; i++) {
-		struct fuse_async *a = &se->async[i];
-
-		if (a->in_use && (!w || a->w == w))
-			a->cancel(a->cancel_arg);
-	}
-	pthread_mutex_unlock(&se->async_lock);
-}
-
-static bool async_any(struct fuse_session *se)
-{
-	bool any = false;
-
-	pthread_mutex_lock(&se->async_lock);
-	for (unsigned i = 0; i < FERRY_MAX_ASYNC && !any; i++)
-		any = se->async[i].in_use;
-	pthread_mutex_unlock(&se->async_lock);
-	return any;
-}
-
-/*
- * The guest does not learn whether an INTERRUPT found its request: a
- * request not (yet) waiting here was either answered already or will be
- * answered normally. (Linux's virtio-fs driver does not send INTERRUPT at
- * all so far; other transports' clients may.)
- */
-void fuse_async_interrupt(struct fuse_session *se, uint64_t unique)
-{
-	pthread_mutex_lock(&se->async_lock);
-	for (unsigned i = 0; i < FERRY_MAX_ASYNC; i++) {
-		struct fuse_async *a = &se->async[i];
-
-		if (a->in_use && a->unique == unique) {
-			a->cancel(a->cancel_arg);
-			break;
-		}
-	}
-	pthread_mutex_unlock(&se->async_lock);
-}
-
-void fuse_worker_cancel_deferred(struct fuse_worker *w)
-{
-	async_cancel(w->se, w);
 }
 
 /* ------------------------------------------------------------------ INIT */
@@ -438,11 +311,7 @@ static void session_end(struct fuse_session *se, const struct fuse_worker *self)
 			sched_yield();
 	}
 	pthread_mutex_unlock(&se->workers_lock);
-	/* Requests answered later are ops in flight too; cancelled, they
-	 * finish at once. */
-	async_cancel(se, NULL);
-	while (async_any(se))
-		sched_yield();
+	fuse_deferred_cancel_all(se);
 
 	if (se->ops->destroy)
 		se->ops->destroy(se->fs);
@@ -555,7 +424,7 @@ static int req_prepare(struct fuse_req *req, const struct fuse_op_desc *desc,
 	}
 	/* The guest may rewrite its buffers while we run: from here on only
 	 * the copy is looked at. */
-	iov_copy_from(req->w->arg_buf, req->rd, req->rd_cnt,
+	iov_copy_from(req->w->arg_buf, req->treq->rd, req->treq->rd_cnt,
 		      sizeof(struct fuse_in_header), copy_len);
 	req->arg = req->w->arg_buf;
 	if (desc->flags & FUSE_OP_HEAD_ONLY) {
@@ -589,16 +458,13 @@ static uint32_t req_reply(struct fuse_req *req, int rc)
 	out.error = rc;
 	out.len = (uint32_t)len;
 	if (rc == 0 && req->reply_len)
-		iov_copy_to(req->wr, req->wr_cnt, sizeof(out) + req->reply_in_place,
+		iov_copy_to(req->treq->wr, req->treq->wr_cnt, sizeof(out) + req->reply_in_place,
 			    req->reply_arg, req->reply_len);
-	iov_copy_to(req->wr, req->wr_cnt, 0, &out, sizeof(out));
+	iov_copy_to(req->treq->wr, req->treq->wr_cnt, 0, &out, sizeof(out));
 	return (uint32_t)len;
 }
 
-uint32_t fuse_worker_process(struct fuse_worker *w,
-			     const struct iovec *rd, unsigned rd_cnt,
-			     const struct iovec *wr, unsigned wr_cnt,
-			     void *later_token)
+uint32_t fuse_worker_process(struct fuse_worker *w, const struct ferry_req *treq)
 {
 	struct fuse_req req;
 	const struct fuse_op_desc *desc;
@@ -611,25 +477,21 @@ uint32_t fuse_worker_process(struct fuse_worker *w,
 	memset(&req, 0, sizeof(req));
 	req.w = w;
 	req.se = w->se;
-	req.rd = rd;
-	req.rd_cnt = rd_cnt;
-	req.wr = wr;
-	req.wr_cnt = wr_cnt;
-	req.wr_len = iov_length(wr, wr_cnt);
-	rd_len = iov_length(rd, rd_cnt);
+	req.treq = treq;
+	req.wr_len = iov_length(treq->wr, treq->wr_cnt);
+	rd_len = iov_length(treq->rd, treq->rd_cnt);
 
 	if (rd_len < sizeof(req.in)) {
 		log_debug("fuse: request of %zu bytes has no full header", rd_len);
 		return 0;
 	}
-	iov_copy_from(&req.in, rd, rd_cnt, 0, sizeof(req.in));
+	iov_copy_from(&req.in, treq->rd, treq->rd_cnt, 0, sizeof(req.in));
 	req.ctx.unique = req.in.unique;
 	req.ctx.uid = req.in.uid;
 	req.ctx.gid = req.in.gid;
 	req.ctx.pid = req.in.pid;
-	req.ctx.can_answer_later = later_token != NULL;
-	req.ctx.queued_behind = w->queued_behind;
-	w->queued_behind = 0;
+	req.ctx.can_defer = treq->chan != NULL;
+	req.ctx.queued_behind = treq->queued_behind;
 
 	desc = fuse_op_lookup(req.in.opcode);
 	no_reply = desc && (desc->flags & FUSE_OP_NO_REPLY);
@@ -639,20 +501,19 @@ uint32_t fuse_worker_process(struct fuse_worker *w,
 		return 0;
 	}
 
-	w->later_token = later_token;
 	rc = req_prepare(&req, desc, rd_len);
 	if (rc == 0)
 		rc = desc->handle(&req);
 	if (req.deferred) {
 		/* The op owns the reply now; answering here too would send
 		 * two replies for one request. */
-		if (rc != FUSE_REPLY_LATER)
-			log_err("fuse: unique %llu %s: taken for later but returned %d",
+		if (rc != FERRY_DEFERRED)
+			log_err("fuse: unique %llu %s: deferred but returned %d",
 				(unsigned long long)req.in.unique, desc->name, rc);
 		atomic_store(&w->busy, false);
 		/* Counted now; the wait for the lock is not service time. */
 		stats_record(w, desc, req.in.opcode, 0, start_ns);
-		return FUSE_REPLY_DEFERRED;
+		return FERRY_DEFERRED;
 	}
 	if (rc < 0 && ferry_log_level >= LOG_LVL_DEBUG)
 		log_debug("fuse: unique %llu %s: %s", (unsigned long long)req.in.unique,

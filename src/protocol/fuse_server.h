@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "common/ferry_req.h"
 #include "common/stats.h"
 #include "protocol/fuse_ops.h"
 
@@ -26,17 +27,7 @@ struct fuse_session_opts {
 	 * backend sees it. The backend still judges the ops that change
 	 * something only with some arguments (SETATTR, OPEN). */
 	bool readonly;
-	/* How a reply given later reaches the transport: called from any
-	 * thread with the token fuse_worker_process() got. NULL: no request
-	 * is ever answered later (ops that would wait fail with ENOLCK). The
-	 * reply is len bytes, then data_len bytes of data (READ); data is
-	 * malloc'd or NULL, and the transport frees it. */
-	void (*reply_later)(void *token, const void *reply, uint32_t len,
-			    void *data, uint32_t data_len);
 };
-
-/* fuse_worker_process() result: the reply comes later through reply_later. */
-#define FUSE_REPLY_DEFERRED UINT32_MAX
 
 struct fuse_session;
 struct fuse_worker;
@@ -60,23 +51,20 @@ int fuse_worker_new(struct fuse_session *se, struct fuse_worker **out);
 void fuse_worker_free(struct fuse_worker *w);
 
 /*
- * Processes one request. rd is the request as the client sent it (FUSE
- * in-header, arguments, write payload), wr the room for the reply. READ
- * data goes straight into wr and WRITE data straight from rd. Returns the
- * number of bytes written into wr: 0 for requests that get no reply
- * (FORGET, BATCH_FORGET, INTERRUPT) and for requests too malformed to answer,
- * or FUSE_REPLY_DEFERRED: the reply goes to reply_later(later_token) once
- * the op finishes; wr must not be used for it any more.
+ * Processes one request (the handle() of a ferry_handler). req->rd is the
+ * request as the client sent it (FUSE in-header, arguments, write payload),
+ * req->wr the room for the reply. READ data goes straight into wr and
+ * WRITE data straight from rd. Returns the number of bytes written into
+ * wr: 0 for requests that get no reply (FORGET, BATCH_FORGET, INTERRUPT)
+ * and for requests too malformed to answer, or FERRY_DEFERRED: an op
+ * deferred the request (fuse_deferred_begin), and its reply goes to
+ * req->chan once the op finishes; wr must not be used for it any more.
+ * Without req->chan no request is deferred: ops that would wait fail with
+ * ENOLCK or do their work inline.
  */
-/* For the next request fuse_worker_process() runs on w only: how many more
- * wait behind it on its queue (fuse_req_ctx.queued_behind). */
-void fuse_worker_set_queued_behind(struct fuse_worker *w, unsigned n);
-uint32_t fuse_worker_process(struct fuse_worker *w,
-			     const struct iovec *rd, unsigned rd_cnt,
-			     const struct iovec *wr, unsigned wr_cnt,
-			     void *later_token);
-/* The worker's queue stops: its requests answered later are cancelled
- * (they finish soon with EINTR through reply_later). */
+uint32_t fuse_worker_process(struct fuse_worker *w, const struct ferry_req *req);
+/* The worker stops: its deferred requests are cancelled (they complete
+ * soon, with EINTR, through their channel). */
 void fuse_worker_cancel_deferred(struct fuse_worker *w);
 
 /* Opcodes 1..63 are counted each in their own slot; slot 0 counts every

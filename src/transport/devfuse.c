@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +32,13 @@ struct devfuse_reader {
 	bool exited;              /* set by the serve loop after joining */
 	char *req_buf;
 	char *reply_buf;
+	/* Every deferred request's channel: complete() writes the reply. */
+	struct ferry_chan chan;
 	/* Deferred requests not yet completed; the lock and condition are
 	 * only touched on that rare path. */
 	pthread_mutex_t deferred_lock;
 	pthread_cond_t deferred_done;
-	unsigned deferred;
+	unsigned deferred_outstanding;
 	/* Counters this reader alone writes; on their own cache lines so the
 	 * readers do not bounce each other's lines. */
 	struct {
@@ -47,7 +50,7 @@ struct devfuse_reader {
 };
 
 struct devfuse {
-	const struct devfuse_ops *ops;
+	const struct ferry_handler *handler;
 	void *opaque;
 	char *mountpoint;
 	char *source;
@@ -72,18 +75,43 @@ static unsigned default_threads(void)
 	return cpus > DEVFUSE_MAX_THREADS ? DEVFUSE_MAX_THREADS : (unsigned)cpus;
 }
 
+/* The reader's ferry_chan: any thread may write a reply to /dev/fuse, and
+ * the reply's unique names the request, so the token is not needed. */
+static void reader_complete(struct ferry_chan *chan, void *token, const void *reply,
+			    uint32_t len, void *data, uint32_t data_len)
+{
+	struct devfuse_reader *r = (struct devfuse_reader *)((char *)chan -
+							      offsetof(struct devfuse_reader, chan));
+	struct iovec iov[2] = {
+		{ .iov_base = (void *)reply, .iov_len = len },
+		{ .iov_base = data, .iov_len = data ? data_len : 0 },
+	};
+
+	/* The kernel may have dropped the request meanwhile (interrupted,
+	 * unmounted): then there is nobody to tell. */
+	if (writev(r->df->fuse_fd, iov, 2) < 0 && errno == ENOENT)
+		ferry_count(&r->st.replies_lost, 1);
+	(void)token;
+	free(data);
+	pthread_mutex_lock(&r->deferred_lock);
+	r->deferred_outstanding--;
+	pthread_cond_broadcast(&r->deferred_done);
+	pthread_mutex_unlock(&r->deferred_lock);
+}
+
 int devfuse_new(struct devfuse **out, const struct devfuse_config *config,
-		const struct devfuse_ops *ops, void *opaque)
+		const struct ferry_handler *handler, void *opaque)
 {
 	struct devfuse *df;
 	int ret = -ENOMEM;
 
-	if (!config->mountpoint || config->threads > DEVFUSE_MAX_THREADS)
+	if (!ferry_handler_valid(handler) || !config->mountpoint ||
+	    config->threads > DEVFUSE_MAX_THREADS)
 		return -EINVAL;
 	df = calloc(1, sizeof(*df));
 	if (!df)
 		return -ENOMEM;
-	df->ops = ops;
+	df->handler = handler;
 	df->opaque = opaque;
 	df->fuse_fd = -1;
 	df->wake_fd = -1;
@@ -100,6 +128,7 @@ int devfuse_new(struct devfuse **out, const struct devfuse_config *config,
 
 		r->df = df;
 		r->index = i;
+		r->chan.complete = reader_complete;
 		pthread_mutex_init(&r->deferred_lock, NULL);
 		pthread_cond_init(&r->deferred_done, NULL);
 		r->req_buf = malloc(df->buf_size);
@@ -172,9 +201,14 @@ static void reader_serve(struct devfuse_reader *r, void *ctx)
 {
 	struct devfuse *df = r->df;
 	struct iovec wr = { .iov_base = r->reply_buf, .iov_len = df->buf_size };
+	struct iovec rd = { .iov_base = r->req_buf };
+	/* The kernel does not say how many requests wait: queued_behind 0. */
+	const struct ferry_req req = {
+		.rd = &rd, .rd_cnt = 1, .wr = &wr, .wr_cnt = 1,
+		.chan = &r->chan,
+	};
 
 	for (;;) {
-		struct iovec rd = { .iov_base = r->req_buf };
 		unsigned others_busy = 0;
 		ssize_t n = read(df->fuse_fd, r->req_buf, df->buf_size);
 		uint32_t len;
@@ -199,11 +233,11 @@ static void reader_serve(struct devfuse_reader *r, void *ctx)
 				others_busy++;
 		ferry_hist_add(&r->st.in_flight, others_busy + 1);
 		ferry_count(&r->st.requests, 1);
-		len = df->ops->handle(ctx, &rd, 1, &wr, 1, r);
+		len = df->handler->handle(ctx, &req);
 		__atomic_store_n(&r->st.busy, 0, __ATOMIC_RELAXED);
-		if (len == DEVFUSE_DEFERRED) {
+		if (len == FERRY_DEFERRED) {
 			pthread_mutex_lock(&r->deferred_lock);
-			r->deferred++;
+			r->deferred_outstanding++;
 			pthread_mutex_unlock(&r->deferred_lock);
 			continue;
 		}
@@ -223,38 +257,18 @@ static void reader_serve(struct devfuse_reader *r, void *ctx)
 	}
 }
 
-void devfuse_request_complete(void *token, const void *reply, uint32_t len,
-			      void *data, uint32_t data_len)
-{
-	struct devfuse_reader *r = token;
-	struct iovec iov[2] = {
-		{ .iov_base = (void *)reply, .iov_len = len },
-		{ .iov_base = data, .iov_len = data ? data_len : 0 },
-	};
-
-	/* The kernel may have dropped the request meanwhile (interrupted,
-	 * unmounted): then there is nobody to tell. */
-	if (writev(r->df->fuse_fd, iov, 2) < 0 && errno == ENOENT)
-		ferry_count(&r->st.replies_lost, 1);
-	free(data);
-	pthread_mutex_lock(&r->deferred_lock);
-	r->deferred--;
-	pthread_cond_broadcast(&r->deferred_done);
-	pthread_mutex_unlock(&r->deferred_lock);
-}
-
 /* Before the worker goes, its deferred requests must have completed. */
 static void reader_drain_deferred(struct devfuse_reader *r, void *ctx)
 {
 	struct devfuse *df = r->df;
 
 	pthread_mutex_lock(&r->deferred_lock);
-	if (r->deferred && df->ops->thread_cancel) {
+	if (r->deferred_outstanding && df->handler->cancel) {
 		pthread_mutex_unlock(&r->deferred_lock);
-		df->ops->thread_cancel(ctx, r->index);
+		df->handler->cancel(ctx);
 		pthread_mutex_lock(&r->deferred_lock);
 	}
-	while (r->deferred)
+	while (r->deferred_outstanding)
 		pthread_cond_wait(&r->deferred_done, &r->deferred_lock);
 	pthread_mutex_unlock(&r->deferred_lock);
 }
@@ -263,12 +277,12 @@ static void *reader_thread(void *arg)
 {
 	struct devfuse_reader *r = arg;
 	struct devfuse *df = r->df;
-	void *ctx = df->ops->thread_start(df->opaque, r->index);
+	void *ctx = df->handler->start(df->opaque, r->index);
 
 	if (ctx) {
 		reader_serve(r, ctx);
 		reader_drain_deferred(r, ctx);
-		df->ops->thread_stop(df->opaque, r->index, ctx);
+		df->handler->stop(df->opaque, r->index, ctx);
 	} else {
 		log_err("devfuse reader %u: could not start", r->index);
 	}

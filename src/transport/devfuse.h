@@ -3,35 +3,9 @@
 #define FERRY_DEVFUSE_H
 
 #include <stdint.h>
-#include <sys/uio.h>
 
+#include "common/ferry_req.h"
 #include "common/stats.h"
-
-struct devfuse_ops {
-	/* Called on each reader thread as it starts; the result is handed to
-	 * every handle() call on that thread. NULL means failure: the thread
-	 * does not serve. */
-	void *(*thread_start)(void *opaque, unsigned thread_index);
-	void (*thread_stop)(void *opaque, unsigned thread_index, void *thread_ctx);
-	/* Handles one request inline; rd is the request exactly as the kernel
-	 * sent it, wr the room for the reply. Returns the reply length, 0 for
-	 * none (FORGET, BATCH_FORGET, INTERRUPT), or DEVFUSE_DEFERRED: the
-	 * reply comes later through devfuse_request_complete(token). */
-	uint32_t (*handle)(void *thread_ctx, const struct iovec *rd, unsigned rd_cnt,
-			   const struct iovec *wr, unsigned wr_cnt, void *token);
-	/* Called on the reader thread when it stops with requests deferred:
-	 * each must then complete soon (the thread waits for that before
-	 * thread_stop). May be NULL if handle() never defers. */
-	void (*thread_cancel)(void *thread_ctx, unsigned thread_index);
-};
-
-#define DEVFUSE_DEFERRED UINT32_MAX
-
-/* Sends the reply of a deferred request: reply, then data_len bytes of data
- * (out.len counts both). data (may be NULL) is malloc'd and freed here.
- * Callable from any thread, exactly once per deferred request. */
-void devfuse_request_complete(void *token, const void *reply, uint32_t len,
-			      void *data, uint32_t data_len);
 
 struct devfuse_config {
 	const char *mountpoint;
@@ -44,8 +18,12 @@ struct devfuse_config {
 
 struct devfuse;
 
+/* Each reader thread is a worker of handler: start() and stop() get the
+ * thread's index. A deferred reply is written to /dev/fuse by the thread
+ * that completes it. handler->reset is never called: the kernel's session
+ * ends with the mount. */
 int devfuse_new(struct devfuse **out, const struct devfuse_config *config,
-		const struct devfuse_ops *ops, void *opaque);
+		const struct ferry_handler *handler, void *opaque);
 /* Opens /dev/fuse and mounts it on the mountpoint (fuse.ferryfs, with
  * allow_other and default_permissions, as root's). */
 int devfuse_mount(struct devfuse *df);

@@ -45,8 +45,8 @@ void vu_dev_driver_gone(struct vu_dev *dev, const char *why)
 	}
 	dev->driver_active = false;
 	log_info("vhost-user: device reset (%s)", why);
-	if (dev->ops->device_reset)
-		dev->ops->device_reset(dev->opaque);
+	if (dev->handler->reset)
+		dev->handler->reset(dev->opaque);
 	for (unsigned i = 0; i < dev->nqueues; i++) {
 		struct vu_queue *q = &dev->queues[i];
 
@@ -83,7 +83,7 @@ static void dev_reset(struct vu_dev *dev)
 }
 
 int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
-	       const struct vu_fs_ops *ops, void *opaque)
+	       const struct ferry_handler *handler, void *opaque)
 {
 	struct vu_dev *dev;
 	unsigned max_request_queues;
@@ -91,7 +91,7 @@ int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
 	unsigned i = 0;
 	int ret;
 
-	if (!config || !ops || !ops->handle || !ops->queue_start || !ops->queue_stop)
+	if (!config || !ferry_handler_valid(handler))
 		return -EINVAL;
 	/* No tag is fine: QEMU's vhost-user-fs-pci has its own tag property
 	 * and does not read ours. */
@@ -107,7 +107,7 @@ int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
 		return -ENOMEM;
-	dev->ops = ops;
+	dev->handler = handler;
 	dev->opaque = opaque;
 	dev->conn_fd = -1;
 	dev->backend_req_fd = -1;

@@ -3,55 +3,9 @@
 #define FERRY_VHOST_USER_H
 
 #include <stdint.h>
-#include <sys/uio.h>
 
+#include "common/ferry_req.h"
 #include "common/stats.h"
-#include "transport/vu_request.h"
-
-/* handle() returns this to answer the request later, through
- * vu_request_complete(). The iovecs of req are only valid during handle(). */
-#define VU_DEFERRED UINT32_MAX
-/* Largest reply a deferred request can carry (a FUSE header and a small
- * argument): it is copied, so the completing thread keeps no guest pointer. */
-#define VU_DEFERRED_REPLY_MAX 64u
-
-/*
- * Finishes a deferred request: copies reply (at most VU_DEFERRED_REPLY_MAX
- * bytes) and hands it to the queue's own thread, which writes it into the
- * request's writable buffers, data_len bytes of data after it, and
- * publishes the used entry. data (may be NULL) is a malloc'd buffer the
- * transport frees: a deferred READ's bytes, read on another thread into
- * memory of its own because the guest's memory table may change before the
- * queue thread writes them. Callable from any thread, exactly once per
- * deferred request, and must be called before the queue can stop (see
- * queue_cancel).
- */
-void vu_request_complete(void *token, const void *reply, uint32_t len,
-			 void *data, uint32_t data_len);
-
-struct vu_fs_ops {
-	/* Called on a queue's own thread when the queue starts; the result is
-	 * handed back to every handle() call on that queue. NULL means failure:
-	 * the queue is then marked broken. */
-	void *(*queue_start)(void *opaque, unsigned queue_index);
-	/* Called on the queue's thread when the queue stops. */
-	void (*queue_stop)(void *opaque, unsigned queue_index, void *queue_ctx);
-	/* Handles one request inline on the queue's thread; returns the number
-	 * of bytes written into req->wr (the used length), or VU_DEFERRED. */
-	uint32_t (*handle)(void *queue_ctx, unsigned queue_index,
-			   const struct vu_request *req);
-	/* Called on the queue's thread when the queue stops while requests
-	 * are deferred: it must make each of them call vu_request_complete()
-	 * soon (the thread waits for that before queue_stop). May be NULL if
-	 * handle() never defers. */
-	void (*queue_cancel)(void *queue_ctx, unsigned queue_index);
-	/* Optional. The driver that used the device is gone: the frontend
-	 * disconnected, or reset the device (a guest reboot) and now sets the
-	 * rings up again from scratch. Called on the control thread while no
-	 * queue thread runs, before any request of a new driver is handled;
-	 * state the old driver built up (e.g. a FUSE session) must go. */
-	void (*device_reset)(void *opaque);
-};
 
 struct vu_fs_config {
 	const char *tag;                /* config space tag, at most 36 bytes;
@@ -72,8 +26,14 @@ struct vu_fs_config {
 
 struct vu_dev;
 
+/* Each started queue is a worker of handler: start() and stop() get the
+ * queue's index (0 is hiprio). A deferred reply is written into the
+ * request's buffers by the queue's own thread, after the chain was walked
+ * again against the memory table of that time. handler->reset runs when
+ * the driver is gone: the frontend disconnected, or reset the device (a
+ * guest reboot) and now sets the rings up again from scratch. */
 int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
-	       const struct vu_fs_ops *ops, void *opaque);
+	       const struct ferry_handler *handler, void *opaque);
 /* Serves one frontend on conn_fd until it disconnects or vu_dev_stop() is
  * called; stops all queue threads before returning. Returns 0 when the
  * frontend went away in an orderly way (or on vu_dev_stop), -errno on a

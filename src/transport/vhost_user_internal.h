@@ -23,12 +23,13 @@
 
 #define BIT(n) (1ull << (n))
 
-struct vu_later {
-	struct vu_queue *q;
-	struct vu_later *next;
+/* One deferred request's slot: the reply its completion left for the
+ * queue's thread to write. */
+struct vu_deferred {
+	struct vu_deferred *next;
 	uint16_t head;
 	uint32_t len;
-	uint8_t reply[VU_DEFERRED_REPLY_MAX];
+	uint8_t reply[FERRY_DEFERRED_REPLY_MAX];
 	void *data;                   /* malloc'd, data_len bytes after reply */
 	uint32_t data_len;
 };
@@ -50,7 +51,7 @@ struct vu_queue {
 	int err_fd;               /* under lock */
 	bool err_signalled;       /* under lock */
 
-	void *ctx;                /* queue thread only: from ops->queue_start */
+	void *ctx;                /* queue thread only: from handler->start */
 	/* Queue thread only: see vu_queue_judge_cpu. */
 	uint64_t nivcsw;
 	unsigned preempted_avg;
@@ -61,10 +62,13 @@ struct vu_queue {
 	 * Any thread may put a slot on done; only the queue thread takes
 	 * them off, re-walks the chain and pushes the used entry.
 	 */
-	struct vu_later *later;
-	unsigned later_outstanding;   /* queue thread only */
+	struct vu_deferred *deferred;
+	unsigned deferred_outstanding; /* queue thread only */
+	/* Every deferred request's channel: its complete() puts the slot on
+	 * done. Set before the thread starts. */
+	struct ferry_chan chan;
 	pthread_mutex_t done_lock;
-	struct vu_later *done;        /* under done_lock */
+	struct vu_deferred *done;     /* under done_lock */
 
 	/* Control thread only; fixed while the thread runs. */
 	pthread_t thread;
@@ -94,7 +98,7 @@ struct vu_queue {
 };
 
 struct vu_dev {
-	const struct vu_fs_ops *ops;
+	const struct ferry_handler *handler;
 	void *opaque;
 	struct virtio_fs_config config_space;
 	int stop_fd;
@@ -106,7 +110,7 @@ struct vu_dev {
 	int backend_req_fd;
 	unsigned nqueues;
 	struct vu_queue *queues;
-	/* A queue thread ran since the last device_reset: a driver may have
+	/* A queue thread ran since the last handler->reset: a driver may have
 	 * state in the user. Control thread only. */
 	bool driver_active;
 	uint64_t poll_max_ns;     /* fixed after vu_dev_new */

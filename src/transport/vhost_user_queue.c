@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,7 +24,7 @@
  */
 static unsigned queue_push_completions(struct vu_queue *q)
 {
-	struct vu_later *l, *next;
+	struct vu_deferred *l, *next;
 	unsigned pushed = 0;
 
 	pthread_mutex_lock(&q->done_lock);
@@ -35,7 +36,7 @@ static unsigned queue_push_completions(struct vu_queue *q)
 		uint32_t len;
 
 		next = l->next;
-		q->later_outstanding--;
+		q->deferred_outstanding--;
 		if (virtq_rewalk(&q->vq, l->head, &elem) >= 0) {
 			/* Each copy returns at most its uint32_t length. */
 			len = (uint32_t)iov_copy_to(elem.req.wr, elem.req.wr_cnt, 0,
@@ -106,12 +107,13 @@ static bool queue_run_batch(struct vu_queue *q)
 			ferry_hist_add(&q->st.depth, virtq_unpopped(vq) + 1u);
 		/* Set before handle(): the completion may come from another
 		 * thread before handle() even returns. */
-		q->later[elem.head].head = elem.head;
-		elem.req.token = &q->later[elem.head];
+		q->deferred[elem.head].head = elem.head;
+		elem.req.chan = &q->chan;
+		elem.req.token = &q->deferred[elem.head];
 		elem.req.queued_behind = virtq_unpopped(vq);
-		len = dev->ops->handle(q->ctx, q->index, &elem.req);
-		if (len == VU_DEFERRED) {
-			q->later_outstanding++;
+		len = dev->handler->handle(q->ctx, &elem.req);
+		if (len == FERRY_DEFERRED) {
+			q->deferred_outstanding++;
 		} else {
 			virtq_push(vq, &elem, len);
 			pushed++;
@@ -165,12 +167,12 @@ static void queue_finish_deferred(struct vu_queue *q)
 {
 	struct vu_dev *dev = q->dev;
 
-	if (q->later_outstanding == 0)
+	if (q->deferred_outstanding == 0)
 		return;
 	log_debug("queue %u: cancelling %u deferred requests", q->index,
-		  q->later_outstanding);
-	if (dev->ops->queue_cancel)
-		dev->ops->queue_cancel(q->ctx, q->index);
+		  q->deferred_outstanding);
+	if (dev->handler->cancel)
+		dev->handler->cancel(q->ctx);
 	for (;;) {
 		struct pollfd pfd = { .fd = q->ctl_fd, .events = POLLIN };
 
@@ -179,23 +181,25 @@ static void queue_finish_deferred(struct vu_queue *q)
 		    !q->vq.broken)
 			queue_publish(q);
 		pthread_mutex_unlock(&q->lock);
-		if (q->later_outstanding == 0)
+		if (q->deferred_outstanding == 0)
 			break;
 		if (poll(&pfd, 1, -1) > 0)
 			eventfd_drain(q->ctl_fd);
 	}
 }
 
-void vu_request_complete(void *token, const void *reply, uint32_t len,
-			 void *data, uint32_t data_len)
+/* The queue's ferry_chan: leaves the reply for the queue's thread, which
+ * alone may touch the ring (see queue_push_completions). */
+static void queue_complete(struct ferry_chan *chan, void *token, const void *reply,
+			   uint32_t len, void *data, uint32_t data_len)
 {
-	struct vu_later *l = token;
-	struct vu_queue *q = l->q;
+	struct vu_queue *q = (struct vu_queue *)((char *)chan - offsetof(struct vu_queue, chan));
+	struct vu_deferred *l = token;
 
-	if (len > VU_DEFERRED_REPLY_MAX) {
+	if (len > FERRY_DEFERRED_REPLY_MAX) {
 		log_err("queue %u: deferred reply of %u bytes cut to %u", q->index,
-			len, VU_DEFERRED_REPLY_MAX);
-		len = VU_DEFERRED_REPLY_MAX;
+			len, FERRY_DEFERRED_REPLY_MAX);
+		len = FERRY_DEFERRED_REPLY_MAX;
 	}
 	memcpy(l->reply, reply, len);
 	l->len = len;
@@ -242,10 +246,10 @@ static void *queue_thread(void *arg)
 	bool more = true; /* requests may have arrived before we started */
 	uint64_t poll_ns = 0;
 
-	q->ctx = dev->ops->queue_start(dev->opaque, q->index);
+	q->ctx = dev->handler->start(dev->opaque, q->index);
 	if (!q->ctx) {
 		pthread_mutex_lock(&q->lock);
-		virtq_mark_broken(&q->vq, "queue_start failed");
+		virtq_mark_broken(&q->vq, "the handler did not start");
 		eventfd_signal(q->err_fd);
 		q->err_signalled = true;
 		pthread_mutex_unlock(&q->lock);
@@ -306,7 +310,7 @@ static void *queue_thread(void *arg)
 		pthread_mutex_unlock(&q->lock);
 	}
 	queue_finish_deferred(q);
-	dev->ops->queue_stop(dev->opaque, q->index, q->ctx);
+	dev->handler->stop(dev->opaque, q->index, q->ctx);
 	q->ctx = NULL;
 	return NULL;
 }
@@ -320,8 +324,8 @@ void vu_queue_stop_thread(struct vu_queue *q)
 	eventfd_signal(q->ctl_fd);
 	pthread_join(q->thread, NULL);
 	q->thread_running = false;
-	free(q->later);
-	q->later = NULL;
+	free(q->deferred);
+	q->deferred = NULL;
 	__atomic_store_n(&q->stop_requested, false, __ATOMIC_RELAXED);
 }
 
@@ -378,12 +382,11 @@ int vu_queue_maybe_start(struct vu_queue *q)
 	if (!ready)
 		return 0;
 
-	q->later = calloc(q->num, sizeof(q->later[0]));
-	if (!q->later)
+	q->deferred = calloc(q->num, sizeof(q->deferred[0]));
+	if (!q->deferred)
 		return -ENOMEM;
-	for (unsigned i = 0; i < q->num; i++)
-		q->later[i].q = q;
-	q->later_outstanding = 0;
+	q->deferred_outstanding = 0;
+	q->chan.complete = queue_complete;
 	eventfd_drain(q->ctl_fd);
 	__atomic_store_n(&q->stop_requested, false, __ATOMIC_RELAXED);
 	/* Queue threads inherit a full signal mask: signals go to the main
@@ -394,8 +397,8 @@ int vu_queue_maybe_start(struct vu_queue *q)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret < 0) {
 		log_err("queue %u: cannot start thread: %s", q->index, strerror(-ret));
-		free(q->later);
-		q->later = NULL;
+		free(q->deferred);
+		q->deferred = NULL;
 		return ret;
 	}
 	q->thread_running = true;

@@ -8,7 +8,7 @@
 #include <linux/virtio_ring.h>
 
 #include "transport/guest_mem.h"
-#include "transport/vu_request.h"
+#include "common/ferry_req.h"
 
 /* Largest split ring the virtio spec allows. */
 #define VIRTQ_MAX_SIZE 32768
@@ -20,7 +20,7 @@ struct virtq_elem {
 	uint16_t head;         /* descriptor index to report in the used ring */
 	uint32_t wr_len;       /* total size of the writable part */
 	uint32_t rd_len;       /* total size of the readable part */
-	struct vu_request req; /* points into the queue's iovec array */
+	struct ferry_req req;  /* points into the queue's iovec array */
 };
 
 /*

@@ -30,17 +30,23 @@ size_t raw_req_build(void *buf, size_t size, struct fuse_in_header h,
 }
 
 uint32_t raw_req_run(struct fuse_worker *w, const void *buf, size_t len, size_t room,
-		     void *later_token, struct raw_reply *r)
+		     const struct ferry_req *as, struct raw_reply *r)
 {
 	static uint8_t out[sizeof(struct fuse_out_header) + sizeof(r->arg)];
 	struct iovec rd = { (void *)buf, len };
 	struct iovec wr = { out, room < sizeof(out) ? room : sizeof(out) };
+	struct ferry_req req = { .rd = &rd, .rd_cnt = 1, .wr = &wr, .wr_cnt = 1 };
 
 	/* Poisoned, so a reply that claims bytes it never wrote shows. */
 	memset(out, 0xa5, sizeof(out));
-	r->used = fuse_worker_process(w, &rd, 1, &wr, 1, later_token);
+	if (as) {
+		req.chan = as->chan;
+		req.token = as->token;
+		req.queued_behind = as->queued_behind;
+	}
+	r->used = fuse_worker_process(w, &req);
 	memset(&r->h, 0, sizeof(r->h));
-	if (r->used != FUSE_REPLY_DEFERRED && r->used >= sizeof(r->h)) {
+	if (r->used != FERRY_DEFERRED && r->used >= sizeof(r->h)) {
 		memcpy(&r->h, out, sizeof(r->h));
 		memcpy(r->arg, out + sizeof(r->h), r->used - sizeof(r->h));
 	}

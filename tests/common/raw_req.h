@@ -27,11 +27,12 @@ size_t raw_req_build(void *buf, size_t size, struct fuse_in_header h,
 /*
  * Runs len bytes of buf as one readable iovec through w, with room bytes
  * (at most sizeof(h) + sizeof(arg)) of writable reply buffer that starts
- * poisoned, and copies what came back into r. later_token goes to the
- * worker as is (NULL: the request cannot be answered later). Returns
- * r->used, FUSE_REPLY_DEFERRED (then nothing is copied) included.
+ * poisoned, and copies what came back into r. The request's channel,
+ * token and queued_behind are those of as (its buffers are ignored); as
+ * NULL: none, the request cannot be deferred. Returns r->used,
+ * FERRY_DEFERRED (then nothing is copied) included.
  */
 uint32_t raw_req_run(struct fuse_worker *w, const void *buf, size_t len, size_t room,
-		     void *later_token, struct raw_reply *r);
+		     const struct ferry_req *as, struct raw_reply *r);
 
 #endif

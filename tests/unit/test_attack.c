@@ -391,12 +391,15 @@ static void *race_user(void *arg)
 		h.len = sizeof(req);
 		memcpy(req, &h, sizeof(h));
 		memcpy(req + sizeof(h), "f", 2);
-		if (fuse_worker_process(w, &rd, 1, &wr, 1, NULL) < sizeof(oh) + sizeof(e))
+		if (fuse_worker_process(w, &(struct ferry_req){ .rd = &rd, .rd_cnt = 1,
+							.wr = &wr, .wr_cnt = 1 }) <
+		    sizeof(oh) + sizeof(e))
 			continue;
 		memcpy(&e, out + sizeof(oh), sizeof(e));
 		ga.h.nodeid = e.nodeid;
 		rd = (struct iovec){ &ga, sizeof(ga) };
-		fuse_worker_process(w, &rd, 1, &wr, 1, NULL);
+		fuse_worker_process(w, &(struct ferry_req){ .rd = &rd, .rd_cnt = 1,
+						    .wr = &wr, .wr_cnt = 1 });
 		memcpy(&oh, out, sizeof(oh));
 		if (oh.error == 0)
 			atomic_fetch_add(&race_ok, 1);

@@ -527,7 +527,10 @@ static struct res {
 #define MAX_SEGS 4096
 
 /* The transport's token for every request run here. */
-static int later_token_dummy;
+/* The channel run() hands requests over with; NULL: they cannot be
+ * deferred. test_deferred sets it; its token is deferred_token_dummy. */
+static struct ferry_chan *run_chan;
+static int deferred_token_dummy;
 
 /* Every segment is its own allocation of exactly its size, so ASan catches
  * any read or write past the chain. */
@@ -560,7 +563,9 @@ static void run_raw(struct fuse_worker *w, size_t rd_len, size_t rd_chunk,
 
 	memset(&res, 0, sizeof(res));
 	res.wr_len = wr_len;
-	res.ret = fuse_worker_process(w, rd, rd_cnt, wr, wr_cnt, &later_token_dummy);
+	res.ret = fuse_worker_process(w, &(struct ferry_req){
+		.rd = rd, .rd_cnt = rd_cnt, .wr = wr, .wr_cnt = wr_cnt,
+		.chan = run_chan, .token = &deferred_token_dummy });
 	for (unsigned i = 0; i < wr_cnt; i++) {
 		if (off < sizeof(struct fuse_out_header)) {
 			size_t n = wr[i].iov_len;
@@ -1835,7 +1840,8 @@ static int conc_call(struct fuse_worker *w, uint32_t opcode, const void *arg,
 	memcpy(req, &h, sizeof(h));
 	if (arg_len)
 		memcpy(req + sizeof(h), arg, arg_len);
-	if (fuse_worker_process(w, &rd, 1, &wr, 1, NULL) < sizeof(out))
+	if (fuse_worker_process(w, &(struct ferry_req){ .rd = &rd, .rd_cnt = 1,
+						.wr = &wr, .wr_cnt = 1 }) < sizeof(out))
 		return 1;
 	memcpy(&out, reply, sizeof(out));
 	return out.error;
@@ -1904,18 +1910,19 @@ static void test_concurrency(void)
 	CHECK(atomic_load(&cc.destroys) == 1);
 }
 
-/* ------------------------------------------- SETLKW answered later */
+/* ------------------------------------------------- deferred SETLKW */
 
 /* Three early requests, a full table of 256 and one refused. */
 #define MAX_WAITERS (3 + 256 + 1)
 
 static struct {
-	struct fuse_async *async[MAX_WAITERS];
+	struct fuse_deferred *deferred[MAX_WAITERS];
 	uint64_t unique[MAX_WAITERS];
 	_Atomic int cancelled[MAX_WAITERS];
 	int n;
-	/* What reply_later was given. */
+	/* What the channel's complete() was given. */
 	int replies;
+	struct ferry_chan *chan;
 	void *token;
 	struct fuse_out_header out;
 	uint32_t len;
@@ -1934,20 +1941,21 @@ static int t_setlk_later(void *fs, const struct fuse_req_ctx *ctx, uint64_t node
 	rec.calls[C_SETLK]++;
 	if (!sleep)
 		return -EAGAIN;
-	rc = fuse_async_begin(ctx, t_cancel, (void *)(intptr_t)i, &later.async[i]);
+	rc = fuse_deferred_begin(ctx, t_cancel, (void *)(intptr_t)i, &later.deferred[i]);
 	if (rc < 0)
 		return rc;
 	later.unique[i] = ctx->unique;
 	later.n++;
-	return FUSE_REPLY_LATER;
+	return FERRY_DEFERRED;
 }
 
-static void t_reply_later(void *token, const void *reply, uint32_t len,
-			  void *data, uint32_t data_len)
+static void t_complete(struct ferry_chan *chan, void *token, const void *reply,
+		       uint32_t len, void *data, uint32_t data_len)
 {
 	(void)data_len;
 	free(data);
 	later.replies++;
+	later.chan = chan;
 	later.token = token;
 	later.len = len;
 	memcpy(&later.out, reply, len < sizeof(later.out) ? len : sizeof(later.out));
@@ -1977,12 +1985,13 @@ static void *finish_when_cancelled(void *arg)
 
 	while (!atomic_load(&later.cancelled[i]))
 		sched_yield();
-	fuse_async_finish(later.async[i], -EINTR);
+	fuse_deferred_finish(later.deferred[i], -EINTR);
 	return NULL;
 }
 
-static void test_reply_later(void)
+static void test_deferred(void)
 {
+	static struct ferry_chan chan = { .complete = t_complete };
 	struct fs_ops ops = test_ops;
 	struct fuse_session_opts opts = default_opts();
 	struct fuse_session *se;
@@ -1991,7 +2000,7 @@ static void test_reply_later(void)
 	int first;
 
 	ops.setlk = t_setlk_later;
-	opts.reply_later = t_reply_later;
+	run_chan = &chan;
 	memset(&later, 0, sizeof(later));
 	CHECK(fuse_session_new(&se, &opts, &ops, &rec) == 0);
 	CHECK(fuse_worker_new(se, &w) == 0);
@@ -1999,16 +2008,16 @@ static void test_reply_later(void)
 	send_init(w, 7, 38, ALL_FLAGS, ALL_FLAGS);
 	rec_reset();
 
-	/* Taken for later: the reply buffer is left untouched (0xEE), the queue goes on. */
+	/* Deferred: the reply buffer is left untouched (0xEE), the queue goes on. */
 	send_setlkw(w);
-	CHECK(res.ret == FUSE_REPLY_DEFERRED && res.out.len == 0xEEEEEEEEu && later.n == 1);
+	CHECK(res.ret == FERRY_DEFERRED && res.out.len == 0xEEEEEEEEu && later.n == 1);
 	/* INTERRUPT of a unique that does not wait: nothing happens. */
 	send_interrupt(w2, later.unique[0] + 1000);
 	CHECK(res.ret == 0 && !atomic_load(&later.cancelled[0]));
 	send_interrupt(w2, later.unique[0]);
 	CHECK(res.ret == 0 && atomic_load(&later.cancelled[0]) && later.replies == 0);
-	fuse_async_finish(later.async[0], -EINTR);
-	CHECK(later.replies == 1 && later.token == &later_token_dummy &&
+	fuse_deferred_finish(later.deferred[0], -EINTR);
+	CHECK(later.replies == 1 && later.chan == &chan && later.token == &deferred_token_dummy &&
 	      later.len == sizeof(struct fuse_out_header) &&
 	      later.out.len == sizeof(struct fuse_out_header) &&
 	      later.out.error == -EINTR && later.out.unique == later.unique[0]);
@@ -2023,8 +2032,8 @@ static void test_reply_later(void)
 	CHECK(later.n == 3);
 	fuse_worker_cancel_deferred(w2);
 	CHECK(!atomic_load(&later.cancelled[1]) && atomic_load(&later.cancelled[2]));
-	fuse_async_finish(later.async[2], -EINTR);
-	fuse_async_finish(later.async[1], 0);
+	fuse_deferred_finish(later.deferred[2], -EINTR);
+	fuse_deferred_finish(later.deferred[1], 0);
 	CHECK(later.replies == 3 && later.out.error == 0 &&
 	      later.out.unique == later.unique[1]);
 
@@ -2036,20 +2045,21 @@ static void test_reply_later(void)
 	send_setlkw(w);
 	EXPECT_ERR(ENOLCK);
 	for (int i = first; i < later.n; i++)
-		fuse_async_finish(later.async[i], 0);
+		fuse_deferred_finish(later.deferred[i], 0);
 	CHECK(later.replies == 3 + 256);
 
 	/* DESTROY cancels what waits and lets it finish first. */
 	later.n = 0;
 	send_setlkw(w);
-	CHECK(res.ret == FUSE_REPLY_DEFERRED);
+	CHECK(res.ret == FERRY_DEFERRED);
 	/* Without a waiting request or a finisher, DESTROY would wait forever. */
-	if (res.ret != FUSE_REPLY_DEFERRED ||
+	if (res.ret != FERRY_DEFERRED ||
 	    pthread_create(&finisher, NULL, finish_when_cancelled, (void *)0) != 0) {
 		CHECK(!"finisher thread started");
 		fuse_worker_free(w2);
 		fuse_worker_free(w);
 		fuse_session_free(se);
+		run_chan = NULL;
 		return;
 	}
 	rq_start(FUSE_DESTROY, 0);
@@ -2062,8 +2072,8 @@ static void test_reply_later(void)
 	fuse_worker_free(w);
 	fuse_session_free(se);
 
-	/* A transport that cannot answer later: ENOLCK, never a stall. */
-	opts.reply_later = NULL;
+	/* A transport that cannot defer: ENOLCK, never a stall. */
+	run_chan = NULL;
 	CHECK(fuse_session_new(&se, &opts, &ops, &rec) == 0);
 	CHECK(fuse_worker_new(se, &w) == 0);
 	send_init(w, 7, 38, ALL_FLAGS, ALL_FLAGS);
@@ -2190,7 +2200,7 @@ int main(void)
 	test_concurrency();
 	test_secctx();
 	test_supp_groups();
-	test_reply_later();
+	test_deferred();
 
 	open_session(&se, &w, &opts);
 	test_lengths(w);

@@ -31,7 +31,7 @@ static char scratch[] = "/tmp/ferry-offload-XXXXXX";
 static struct raw_reply rep;
 static uint64_t next_unique = 1;
 
-/* What reply_later got, for the test thread to wait on. */
+/* What the channel's complete() got, for the test thread to wait on. */
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -43,9 +43,10 @@ static struct {
 	uint32_t data_len;
 } later = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, NULL, { 0 }, 0, { 0 }, 0 };
 
-static void on_reply_later(void *token, const void *reply, uint32_t len,
-			   void *data, uint32_t data_len)
+static void on_complete(struct ferry_chan *chan, void *token, const void *reply,
+			uint32_t len, void *data, uint32_t data_len)
 {
+	(void)chan;
 	pthread_mutex_lock(&later.lock);
 	later.count++;
 	later.token = token;
@@ -62,7 +63,10 @@ static void on_reply_later(void *token, const void *reply, uint32_t len,
 	pthread_mutex_unlock(&later.lock);
 }
 
-/* Waits up to 30 s for the count-th later reply; false if it never came. */
+/* The transport's side: every request a test may let be deferred has it. */
+static struct ferry_chan test_chan = { .complete = on_complete };
+
+/* Waits up to 30 s for the count-th deferred reply; false if it never came. */
 static bool wait_later(unsigned count)
 {
 	struct timespec deadline;
@@ -89,7 +93,10 @@ static uint32_t send_req(struct fuse_worker *w, uint32_t opcode, uint64_t nodeid
 	size_t len = raw_req_build(in, sizeof(in), h, arg, arg_len, name,
 				   name ? strlen(name) + 1 : 0, NULL, 0);
 
-	return raw_req_run(w, in, len, sizeof(rep.h) + sizeof(rep.arg), token, &rep);
+	/* No token: the request cannot be deferred. */
+	return raw_req_run(w, in, len, sizeof(rep.h) + sizeof(rep.arg),
+			   token ? &(struct ferry_req){ .chan = &test_chan, .token = token } : NULL,
+			   &rep);
 }
 
 struct session {
@@ -105,8 +112,7 @@ static int session_open(struct session *s, const char *dir, bool defer_every_syn
 	struct passthrough_opts pt_opts = { .shared_dir = dir, .cache = CACHE_NEVER,
 					    .timeout = -1, .defer_every_sync = defer_every_sync,
 					    .defer_every_read = defer_every_read };
-	struct fuse_session_opts se_opts = { .max_write = 1024 * 1024,
-					     .reply_later = on_reply_later };
+	struct fuse_session_opts se_opts = { .max_write = 1024 * 1024 };
 	struct fuse_init_in init = { .major = FUSE_KERNEL_VERSION,
 				     .minor = FUSE_KERNEL_MINOR_VERSION,
 				     .max_readahead = 65536, .flags = FUSE_INIT_EXT };
@@ -144,7 +150,7 @@ static void session_close(struct session *s)
 	passthrough_free(s->pt);
 }
 
-static void test_slow_sync_answered_later(void)
+static void test_slow_sync_deferred(void)
 {
 	struct session s;
 	struct fuse_fsync_in fs = { 0 };
@@ -160,7 +166,7 @@ static void test_slow_sync_answered_later(void)
 	fs.fh = s.fh;
 	unique = next_unique;
 	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
-	CHECK(used == FUSE_REPLY_DEFERRED, "FSYNC on a slow file system is taken for later (%u)", used);
+	CHECK(used == FERRY_DEFERRED, "FSYNC on a slow file system is deferred (%u)", used);
 	/* The worker (a queue thread) is free at once for what comes next. */
 	used = send_req(s.w, FUSE_GETATTR, s.nodeid, &ga, sizeof(ga), NULL, &token2);
 	CHECK(used == sizeof(rep.h) + sizeof(struct fuse_attr_out) && rep.h.error == 0,
@@ -176,7 +182,7 @@ static void test_slow_sync_answered_later(void)
 	      "FSYNCDIR with a file's fh on another node: EBADF at once (%d)", rep.h.error);
 	unique = next_unique;
 	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
-	CHECK(used == FUSE_REPLY_DEFERRED && wait_later(2) && later.h.unique == unique &&
+	CHECK(used == FERRY_DEFERRED && wait_later(2) && later.h.unique == unique &&
 	      later.h.error == 0, "fdatasync the same way");
 	fs.fh = s.fh + 1000;
 	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
@@ -186,7 +192,7 @@ static void test_slow_sync_answered_later(void)
 	fs.fh = s.fh;
 	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, NULL);
 	CHECK(used == sizeof(rep.h) && rep.h.error == 0,
-	      "a transport that cannot answer later gets it synced inline");
+	      "a transport that cannot defer gets it synced inline");
 
 	/* The guest may release the handle while its sync runs: the
 	 * job's handle ref keeps the fd open until the sync is done. (The
@@ -196,7 +202,7 @@ static void test_slow_sync_answered_later(void)
 	fs.fsync_flags = 0;
 	unique = next_unique;
 	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
-	CHECK(used == FUSE_REPLY_DEFERRED, "one more FSYNC taken for later");
+	CHECK(used == FERRY_DEFERRED, "one more FSYNC deferred");
 	{
 		struct fuse_release_in rel = { .fh = s.fh };
 
@@ -330,8 +336,10 @@ static uint32_t send_read(struct session *s, uint64_t off, uint32_t size,
 				    .unique = next_unique++ };
 	size_t len = raw_req_build(in, sizeof(in), h, &rd, sizeof(rd), NULL, 0, NULL, 0);
 
-	fuse_worker_set_queued_behind(s->w, queued_behind);
-	return raw_req_run(s->w, in, len, sizeof(rep.h) + size, token, &rep);
+	return raw_req_run(s->w, in, len, sizeof(rep.h) + size,
+			   &(struct ferry_req){ .chan = token ? &test_chan : NULL, .token = token,
+						.queued_behind = queued_behind },
+			   &rep);
 }
 
 /*
@@ -352,7 +360,7 @@ static uint32_t send_cold_read(struct session *s, const char *dir, uint64_t off,
 	for (int tries = 0; tries < 5; tries++) {
 		make_cold(dir, "cold");
 		used = send_read(s, off, size, queued_behind, token);
-		if (used == FUSE_REPLY_DEFERRED)
+		if (used == FERRY_DEFERRED)
 			return used;
 		CHECK(rep.h.error == 0 && pattern_ok(rep.arg, rep.h.len - sizeof(rep.h), off),
 		      "a READ the disk answered within RWF_NOWAIT has the right data");
@@ -365,7 +373,7 @@ static uint32_t send_cold_read(struct session *s, const char *dir, uint64_t off,
 	return used;
 }
 
-static void test_cold_read_answered_later(const char *dir)
+static void test_cold_read_deferred(const char *dir)
 {
 	struct fuse_getattr_in ga = { 0 };
 	struct session s;
@@ -387,8 +395,8 @@ static void test_cold_read_answered_later(const char *dir)
 	}
 	used = send_cold_read(&s, dir, 4096, 65536, 3, &token1);
 	unique = next_unique - 1;
-	CHECK(used == FUSE_REPLY_DEFERRED,
-	      "READ of data on disk with requests behind it is taken for later (%u)", used);
+	CHECK(used == FERRY_DEFERRED,
+	      "READ of data on disk with requests behind it is deferred (%u)", used);
 	used = send_req(s.w, FUSE_GETATTR, s.nodeid, &ga, sizeof(ga), NULL, &token2);
 	CHECK(used == sizeof(rep.h) + sizeof(struct fuse_attr_out) && rep.h.error == 0,
 	      "GETATTR behind it is answered on the spot");
@@ -404,10 +412,10 @@ static void test_cold_read_answered_later(const char *dir)
 	CHECK(used == sizeof(rep.h) + 65536 && rep.h.error == 0 &&
 	      pattern_ok(rep.arg, 65536, 4096), "the same READ, now cached, is answered inline");
 
-	/* Across EOF: a short reply, still answered later. */
+	/* Across EOF: a short reply, still deferred. */
 	used = send_cold_read(&s, dir, COLD_SIZE - 4096, 65536, 1, &token1);
 	unique = next_unique - 1;
-	CHECK(used == FUSE_REPLY_DEFERRED && wait_later(replies + 2) &&
+	CHECK(used == FERRY_DEFERRED && wait_later(replies + 2) &&
 	      later.h.unique == unique && later.h.error == 0 && later.data_len == 4096 &&
 	      later.h.len == sizeof(later.h) + 4096 &&
 	      pattern_ok(later.data, 4096, COLD_SIZE - 4096),
@@ -415,7 +423,7 @@ static void test_cold_read_answered_later(const char *dir)
 	used = send_read(&s, COLD_SIZE, 4096, 1, &token1);
 	CHECK(used == sizeof(rep.h) && rep.h.error == 0, "a READ at EOF: 0 bytes, inline");
 
-	/* Alone on its queue, or on a transport that cannot answer later,
+	/* Alone on its queue, or on a transport that cannot defer,
 	 * the read waits for the disk where it is. */
 	make_cold(dir, "cold");
 	used = send_read(&s, 65536, 4096, 0, &token1);
@@ -424,13 +432,13 @@ static void test_cold_read_answered_later(const char *dir)
 	make_cold(dir, "cold");
 	used = send_read(&s, 65536, 4096, 5, NULL);
 	CHECK(used == sizeof(rep.h) + 4096 && pattern_ok(rep.arg, 4096, 65536),
-	      "a cold READ that cannot be answered later is answered inline");
+	      "a cold READ that cannot be deferred is answered inline");
 
 	/* The guest may release the handle while its read runs: the job's
 	 * handle ref keeps the fd open until the read is done. */
 	used = send_cold_read(&s, dir, 8192, 16384, 2, &token1);
 	unique = next_unique - 1;
-	CHECK(used == FUSE_REPLY_DEFERRED, "one more cold READ taken for later");
+	CHECK(used == FERRY_DEFERRED, "one more cold READ deferred");
 	{
 		struct fuse_release_in rel = { .fh = s.fh };
 
@@ -458,8 +466,9 @@ static uint32_t send_read_mib(struct session *s, uint64_t off, unsigned queued_b
 	size_t len = raw_req_build(in, sizeof(in), h, &rd, sizeof(rd), NULL, 0, NULL, 0);
 	struct iovec riov = { in, len }, wiov = { big_reply, sizeof(big_reply) };
 
-	fuse_worker_set_queued_behind(s->w, queued_behind);
-	return fuse_worker_process(s->w, &riov, 1, &wiov, 1, token);
+	return fuse_worker_process(s->w, &(struct ferry_req){
+		.rd = &riov, .rd_cnt = 1, .wr = &wiov, .wr_cnt = 1, .queued_behind = queued_behind,
+		.chan = token ? &test_chan : NULL, .token = token });
 }
 
 /* Deferred reads hold buffers of the daemon's own: at most 32 MiB of them
@@ -525,11 +534,11 @@ static void test_cold_read_budget(const char *dir)
 	passthrough_hold_offload(s.pt, true);
 	for (i = 33; i > 0; i--) {
 		used = send_read_mib(&s, (uint64_t)i << 20, 1, &token);
-		if (used != FUSE_REPLY_DEFERRED)
+		if (used != FERRY_DEFERRED)
 			break;
 		deferred++;
 	}
-	CHECK(deferred == 32, "32 cold READs of 1 MiB are taken for later (%u)", deferred);
+	CHECK(deferred == 32, "32 cold READs of 1 MiB are deferred (%u)", deferred);
 	CHECK(used == sizeof(struct fuse_out_header) + (1u << 20) &&
 	      pattern_ok(big_reply + sizeof(struct fuse_out_header), 1u << 20, 1ull << 20),
 	      "the 33rd, past 32 MiB of buffers, is read inline (%u bytes)", used);
@@ -537,9 +546,9 @@ static void test_cold_read_budget(const char *dir)
 	CHECK(wait_later(replies + deferred) && later.h.error == 0 && later.data_len <= sizeof(later.data),
 	      "the 32 held back are answered once the pool runs");
 	used = send_read_mib(&s, 0, 1, &token);
-	CHECK(used == FUSE_REPLY_DEFERRED && wait_later(replies + deferred + 1) &&
+	CHECK(used == FERRY_DEFERRED && wait_later(replies + deferred + 1) &&
 	      later.h.len == sizeof(later.h) + (1u << 20),
-	      "their buffers are given back: the next cold READ is taken for later again");
+	      "their buffers are given back: the next cold READ is deferred again");
 	passthrough_pretend_uncached(s.pt, false);
 out:
 	if (fd >= 0)
@@ -637,9 +646,9 @@ int main(void)
 		return 1;
 	}
 	test_pool();
-	test_slow_sync_answered_later();
+	test_slow_sync_deferred();
 	test_quick_sync_inline();
-	test_cold_read_answered_later(scratch);
+	test_cold_read_deferred(scratch);
 	test_cold_read_budget(scratch);
 	test_read_nowait_unsupported();
 	return scratch_finish(scratch, failures);

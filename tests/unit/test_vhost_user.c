@@ -41,11 +41,14 @@ static int failures;
 static int started_queues, stopped_queues, handled;
 static unsigned last_queue_index;
 static char last_request[64];
+/* Each queue's context says its index, as handle() is not told it. */
+static unsigned queue_ids[256];      /* vhost_user.c's VU_MAX_QUEUES */
 
 static void *t_queue_start(void *opaque, unsigned idx)
 {
 	__atomic_add_fetch(&started_queues, 1, __ATOMIC_SEQ_CST);
-	return opaque;
+	queue_ids[idx] = idx;
+	return &queue_ids[idx];
 }
 
 static void t_queue_stop(void *opaque, unsigned idx, void *ctx)
@@ -53,7 +56,7 @@ static void t_queue_stop(void *opaque, unsigned idx, void *ctx)
 	__atomic_add_fetch(&stopped_queues, 1, __ATOMIC_SEQ_CST);
 }
 
-static uint32_t t_handle(void *ctx, unsigned idx, const struct vu_request *req)
+static uint32_t t_handle(void *ctx, const struct ferry_req *req)
 {
 	static const char reply[] = "pong";
 	size_t n = 0;
@@ -67,7 +70,7 @@ static uint32_t t_handle(void *ctx, unsigned idx, const struct vu_request *req)
 		n += c;
 	}
 	last_request[n] = '\0';
-	last_queue_index = idx;
+	last_queue_index = *(const unsigned *)ctx;
 	if (req->wr_cnt < 1 || req->wr[0].iov_len < sizeof(reply))
 		return 0;
 	memcpy(req->wr[0].iov_base, reply, sizeof(reply));
@@ -82,9 +85,9 @@ static void t_device_reset(void *opaque)
 	__atomic_add_fetch(&device_resets, 1, __ATOMIC_SEQ_CST);
 }
 
-static const struct vu_fs_ops ops = {
-	.queue_start = t_queue_start, .queue_stop = t_queue_stop, .handle = t_handle,
-	.device_reset = t_device_reset,
+static const struct ferry_handler ops = {
+	.start = t_queue_start, .stop = t_queue_stop, .handle = t_handle,
+	.reset = t_device_reset,
 };
 
 /* ---- Frontend helpers ---- */
@@ -534,7 +537,7 @@ static void test_live_queue(struct vu_dev *dev)
 	st = (struct vu_vring_state){ 1, 0 };
 	CHECK(acked_ok(s.fd, VU_SET_VRING_BASE, &st, sizeof(st), NULL, 0) &&
 	      __atomic_load_n(&device_resets, __ATOMIC_SEQ_CST) == 1,
-	      "SET_VRING_BASE at a new position after stop: device_reset called once");
+	      "SET_VRING_BASE at a new position after stop: reset called once");
 	close(kick);
 	kick = eventfd(0, EFD_CLOEXEC);
 	v = 1;
@@ -568,38 +571,43 @@ static void test_live_queue(struct vu_dev *dev)
 /* ---- Deferred completion: a consumer that answers "wait..." later ---- */
 
 static void *deferred_token;          /* the one request held back */
+static struct ferry_chan *deferred_chan;  /* its channel: the queue's */
 static int deferred_cancels;
 
-static uint32_t t_handle_deferring(void *ctx, unsigned idx, const struct vu_request *req)
+static uint32_t t_handle_deferring(void *ctx, const struct ferry_req *req)
 {
 	if (req->rd_cnt > 0 && req->rd[0].iov_len >= 4 &&
 	    memcmp(req->rd[0].iov_base, "wait", 4) == 0) {
+		__atomic_store_n(&deferred_chan, req->chan, __ATOMIC_RELEASE);
 		__atomic_store_n(&deferred_token, req->token, __ATOMIC_RELEASE);
-		return VU_DEFERRED;
+		return FERRY_DEFERRED;
 	}
-	return t_handle(ctx, idx, req);
+	return t_handle(ctx, req);
 }
 
 /* What a backend does on cancel: answers at once, here from this thread. */
-static void t_queue_cancel(void *ctx, unsigned idx)
+static void t_queue_cancel(void *ctx)
 {
 	void *token = __atomic_exchange_n(&deferred_token, NULL, __ATOMIC_ACQ_REL);
+	struct ferry_chan *chan = __atomic_load_n(&deferred_chan, __ATOMIC_ACQUIRE);
 
 	__atomic_add_fetch(&deferred_cancels, 1, __ATOMIC_SEQ_CST);
 	if (token)
-		vu_request_complete(token, "intr", 5, NULL, 0);
+		chan->complete(chan, token, "intr", 5, NULL, 0);
 }
 
-static const struct vu_fs_ops deferring_ops = {
-	.queue_start = t_queue_start, .queue_stop = t_queue_stop,
-	.handle = t_handle_deferring, .queue_cancel = t_queue_cancel,
+static const struct ferry_handler deferring_ops = {
+	.start = t_queue_start, .stop = t_queue_stop,
+	.handle = t_handle_deferring, .cancel = t_queue_cancel,
 };
 
 /* As a deferred READ answers: a header, then data of its own (freed by
  * the transport) that lands right after it. */
 static void *complete_from_thread(void *token)
 {
-	vu_request_complete(token, "do", 2, strdup("ne"), 3);
+	struct ferry_chan *chan = __atomic_load_n(&deferred_chan, __ATOMIC_ACQUIRE);
+
+	chan->complete(chan, token, "do", 2, strdup("ne"), 3);
 	return NULL;
 }
 
@@ -708,17 +716,17 @@ static struct vring_used *watched_used;
 static int watch_base;
 static uint16_t seen_used_idx[8];
 
-static uint32_t t_handle_watching(void *ctx, unsigned idx, const struct vu_request *req)
+static uint32_t t_handle_watching(void *ctx, const struct ferry_req *req)
 {
 	int n = __atomic_load_n(&handled, __ATOMIC_ACQUIRE) - watch_base;
 
 	if (n >= 0 && n < 8)
 		seen_used_idx[n] = __atomic_load_n(&watched_used->idx, __ATOMIC_ACQUIRE);
-	return t_handle(ctx, idx, req);
+	return t_handle(ctx, req);
 }
 
-static const struct vu_fs_ops watching_ops = {
-	.queue_start = t_queue_start, .queue_stop = t_queue_stop,
+static const struct ferry_handler watching_ops = {
+	.start = t_queue_start, .stop = t_queue_stop,
 	.handle = t_handle_watching,
 };
 

@@ -1,14 +1,14 @@
-/* Detached threads that answer requests later, counted so their owner can wait for the last one before it frees what they use. */
-#include "backend/later_threads.h"
+/* Detached threads that answer deferred requests, counted so their owner can wait for the last one before it frees what they use. */
+#include "backend/deferred_threads.h"
 
-void later_threads_init(struct later_threads *lt)
+void deferred_threads_init(struct deferred_threads *lt)
 {
 	pthread_mutex_init(&lt->lock, NULL);
 	pthread_cond_init(&lt->none_left, NULL);
 	lt->running = 0;
 }
 
-void later_threads_destroy(struct later_threads *lt)
+void deferred_threads_destroy(struct deferred_threads *lt)
 {
 	pthread_mutex_lock(&lt->lock);
 	while (lt->running > 0)
@@ -31,7 +31,7 @@ int thread_start_detached(void *(*fn)(void *), void *arg)
 	return ret;
 }
 
-int later_threads_start(struct later_threads *lt, void *(*fn)(void *), void *arg)
+int deferred_threads_start(struct deferred_threads *lt, void *(*fn)(void *), void *arg)
 {
 	int ret;
 
@@ -42,11 +42,11 @@ int later_threads_start(struct later_threads *lt, void *(*fn)(void *), void *arg
 	pthread_mutex_unlock(&lt->lock);
 	ret = thread_start_detached(fn, arg);
 	if (ret < 0)
-		later_threads_exit(lt);
+		deferred_threads_exit(lt);
 	return ret;
 }
 
-void later_threads_exit(struct later_threads *lt)
+void deferred_threads_exit(struct deferred_threads *lt)
 {
 	pthread_mutex_lock(&lt->lock);
 	if (--lt->running == 0)
