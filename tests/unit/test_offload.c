@@ -19,12 +19,7 @@
 #include "backend/passthrough.h"
 #include "common/log.h"
 #include "protocol/fuse_server.h"
-
-static int failures;
-
-#define CHECK(cond, ...) do { \
-	if (cond) { printf("ok    "); } else { printf("FAIL  "); failures++; } \
-	printf(__VA_ARGS__); printf("\n"); } while (0)
+#include "../common/check.h"
 
 static char scratch[] = "/tmp/ferry-offload-XXXXXX";
 static struct raw_reply rep;
@@ -153,39 +148,39 @@ static void test_slow_sync_answered_later(void)
 	uint32_t used;
 
 	if (session_open(&s, scratch, true, false) < 0) {
-		CHECK(0, "session on %s with every sync deferred", scratch);
+		CHECK_MSG(0, "session on %s with every sync deferred", scratch);
 		return;
 	}
 	fs.fh = s.fh;
 	unique = next_unique;
 	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
-	CHECK(used == FUSE_REPLY_DEFERRED, "FSYNC on a slow file system is taken for later (%u)", used);
+	CHECK_MSG(used == FUSE_REPLY_DEFERRED, "FSYNC on a slow file system is taken for later (%u)", used);
 	/* The worker (a queue thread) is free at once for what comes next. */
 	used = send_req(s.w, FUSE_GETATTR, s.nodeid, &ga, sizeof(ga), NULL, &token2);
-	CHECK(used == sizeof(rep.h) + sizeof(struct fuse_attr_out) && rep.h.error == 0,
-	      "GETATTR behind it is answered on the spot");
-	CHECK(wait_later(1), "the FSYNC reply comes");
-	CHECK(later.token == &token1 && later.h.unique == unique && later.h.error == 0 &&
-	      later.len == sizeof(struct fuse_out_header),
-	      "it answers the FSYNC's unique with success and a bare header");
+	CHECK_MSG(used == sizeof(rep.h) + sizeof(struct fuse_attr_out) && rep.h.error == 0,
+	          "GETATTR behind it is answered on the spot");
+	CHECK_MSG(wait_later(1), "the FSYNC reply comes");
+	CHECK_MSG(later.token == &token1 && later.h.unique == unique && later.h.error == 0 &&
+	          later.len == sizeof(struct fuse_out_header),
+	          "it answers the FSYNC's unique with success and a bare header");
 
 	fs.fsync_flags = FUSE_FSYNC_FDATASYNC;
 	used = send_req(s.w, FUSE_FSYNCDIR, FUSE_ROOT_ID, &fs, sizeof(fs), NULL, &token1);
-	CHECK(used == sizeof(rep.h) && rep.h.error == -EBADF,
-	      "FSYNCDIR with a file's fh on another node: EBADF at once (%d)", rep.h.error);
+	CHECK_MSG(used == sizeof(rep.h) && rep.h.error == -EBADF,
+	          "FSYNCDIR with a file's fh on another node: EBADF at once (%d)", rep.h.error);
 	unique = next_unique;
 	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
-	CHECK(used == FUSE_REPLY_DEFERRED && wait_later(2) && later.h.unique == unique &&
-	      later.h.error == 0, "fdatasync the same way");
+	CHECK_MSG(used == FUSE_REPLY_DEFERRED && wait_later(2) && later.h.unique == unique &&
+	          later.h.error == 0, "fdatasync the same way");
 	fs.fh = s.fh + 1000;
 	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
-	CHECK(used == sizeof(rep.h) && rep.h.error == -EBADF, "an unknown fh: EBADF at once");
+	CHECK_MSG(used == sizeof(rep.h) && rep.h.error == -EBADF, "an unknown fh: EBADF at once");
 
 	/* Without a token the request cannot wait: it is synced on the spot. */
 	fs.fh = s.fh;
 	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, NULL);
-	CHECK(used == sizeof(rep.h) && rep.h.error == 0,
-	      "a transport that cannot answer later gets it synced inline");
+	CHECK_MSG(used == sizeof(rep.h) && rep.h.error == 0,
+	          "a transport that cannot answer later gets it synced inline");
 
 	/* The guest may release the handle while its sync runs: the
 	 * job's handle ref keeps the fd open until the sync is done. (The
@@ -195,15 +190,15 @@ static void test_slow_sync_answered_later(void)
 	fs.fsync_flags = 0;
 	unique = next_unique;
 	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
-	CHECK(used == FUSE_REPLY_DEFERRED, "one more FSYNC taken for later");
+	CHECK_MSG(used == FUSE_REPLY_DEFERRED, "one more FSYNC taken for later");
 	{
 		struct fuse_release_in rel = { .fh = s.fh };
 
 		used = send_req(s.w, FUSE_RELEASE, s.nodeid, &rel, sizeof(rel), NULL, NULL);
-		CHECK(used == sizeof(rep.h) && rep.h.error == 0, "RELEASE of its handle meanwhile");
+		CHECK_MSG(used == sizeof(rep.h) && rep.h.error == 0, "RELEASE of its handle meanwhile");
 	}
-	CHECK(wait_later(3) && later.h.unique == unique && later.h.error == 0,
-	      "the sync still completes and is answered");
+	CHECK_MSG(wait_later(3) && later.h.unique == unique && later.h.error == 0,
+	          "the sync still completes and is answered");
 	s.fh = 0;
 	session_close(&s);
 }
@@ -216,14 +211,14 @@ static void test_quick_sync_inline(void)
 	uint32_t used;
 
 	if (session_open(&s, scratch, false, false) < 0) {
-		CHECK(0, "session on %s", scratch);
+		CHECK_MSG(0, "session on %s", scratch);
 		return;
 	}
 	fs.fh = s.fh;
 	/* Until a sync on this file system has taken long, it runs inline. */
 	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token);
-	CHECK(used == sizeof(rep.h) && rep.h.error == 0,
-	      "the first FSYNC on a file system is answered inline");
+	CHECK_MSG(used == sizeof(rep.h) && rep.h.error == 0,
+	          "the first FSYNC on a file system is answered inline");
 	session_close(&s);
 }
 
@@ -353,8 +348,8 @@ static uint32_t send_cold_read(struct session *s, const char *dir, uint64_t off,
 		used = send_read(s, off, size, queued_behind, token);
 		if (used == FUSE_REPLY_DEFERRED)
 			return used;
-		CHECK(rep.h.error == 0 && pattern_ok(rep.arg, rep.h.len - sizeof(rep.h), off),
-		      "a READ the disk answered within RWF_NOWAIT has the right data");
+		CHECK_MSG(rep.h.error == 0 && pattern_ok(rep.arg, rep.h.len - sizeof(rep.h), off),
+		          "a READ the disk answered within RWF_NOWAIT has the right data");
 	}
 	printf("note  the disk answered 5 cold READs within RWF_NOWAIT; the next takes "
 	       "its data as not cached\n");
@@ -374,7 +369,7 @@ static void test_cold_read_answered_later(const char *dir)
 	int token1, token2, cold;
 
 	if (session_open(&s, dir, false, true) < 0 || fill_file(dir, "cold") < 0) {
-		CHECK(0, "session on %s with a file of %u bytes", dir, COLD_SIZE);
+		CHECK_MSG(0, "session on %s with a file of %u bytes", dir, COLD_SIZE);
 		return;
 	}
 	cold = make_cold(dir, "cold");
@@ -386,59 +381,59 @@ static void test_cold_read_answered_later(const char *dir)
 	}
 	used = send_cold_read(&s, dir, 4096, 65536, 3, &token1);
 	unique = next_unique - 1;
-	CHECK(used == FUSE_REPLY_DEFERRED,
-	      "READ of data on disk with requests behind it is taken for later (%u)", used);
+	CHECK_MSG(used == FUSE_REPLY_DEFERRED,
+	          "READ of data on disk with requests behind it is taken for later (%u)", used);
 	used = send_req(s.w, FUSE_GETATTR, s.nodeid, &ga, sizeof(ga), NULL, &token2);
-	CHECK(used == sizeof(rep.h) + sizeof(struct fuse_attr_out) && rep.h.error == 0,
-	      "GETATTR behind it is answered on the spot");
-	CHECK(wait_later(replies + 1), "the READ reply comes");
-	CHECK(later.token == &token1 && later.h.unique == unique && later.h.error == 0 &&
-	      later.h.len == sizeof(later.h) + 65536 && later.data_len == 65536 &&
-	      pattern_ok(later.data, 65536, 4096),
-	      "it carries the 64 KiB at offset 4096 (header len %u, %u data bytes)",
-	      later.h.len, later.data_len);
+	CHECK_MSG(used == sizeof(rep.h) + sizeof(struct fuse_attr_out) && rep.h.error == 0,
+	          "GETATTR behind it is answered on the spot");
+	CHECK_MSG(wait_later(replies + 1), "the READ reply comes");
+	CHECK_MSG(later.token == &token1 && later.h.unique == unique && later.h.error == 0 &&
+	          later.h.len == sizeof(later.h) + 65536 && later.data_len == 65536 &&
+	          pattern_ok(later.data, 65536, 4096),
+	          "it carries the 64 KiB at offset 4096 (header len %u, %u data bytes)",
+	          later.h.len, later.data_len);
 
 	/* Now cached: the same read is answered inline. */
 	used = send_read(&s, 4096, 65536, 3, &token1);
-	CHECK(used == sizeof(rep.h) + 65536 && rep.h.error == 0 &&
-	      pattern_ok(rep.arg, 65536, 4096), "the same READ, now cached, is answered inline");
+	CHECK_MSG(used == sizeof(rep.h) + 65536 && rep.h.error == 0 &&
+	          pattern_ok(rep.arg, 65536, 4096), "the same READ, now cached, is answered inline");
 
 	/* Across EOF: a short reply, still answered later. */
 	used = send_cold_read(&s, dir, COLD_SIZE - 4096, 65536, 1, &token1);
 	unique = next_unique - 1;
-	CHECK(used == FUSE_REPLY_DEFERRED && wait_later(replies + 2) &&
-	      later.h.unique == unique && later.h.error == 0 && later.data_len == 4096 &&
-	      later.h.len == sizeof(later.h) + 4096 &&
-	      pattern_ok(later.data, 4096, COLD_SIZE - 4096),
-	      "a cold READ across EOF gets the 4096 bytes before it (%u)", later.data_len);
+	CHECK_MSG(used == FUSE_REPLY_DEFERRED && wait_later(replies + 2) &&
+	          later.h.unique == unique && later.h.error == 0 && later.data_len == 4096 &&
+	          later.h.len == sizeof(later.h) + 4096 &&
+	          pattern_ok(later.data, 4096, COLD_SIZE - 4096),
+	          "a cold READ across EOF gets the 4096 bytes before it (%u)", later.data_len);
 	used = send_read(&s, COLD_SIZE, 4096, 1, &token1);
-	CHECK(used == sizeof(rep.h) && rep.h.error == 0, "a READ at EOF: 0 bytes, inline");
+	CHECK_MSG(used == sizeof(rep.h) && rep.h.error == 0, "a READ at EOF: 0 bytes, inline");
 
 	/* Alone on its queue, or on a transport that cannot answer later,
 	 * the read waits for the disk where it is. */
 	make_cold(dir, "cold");
 	used = send_read(&s, 65536, 4096, 0, &token1);
-	CHECK(used == sizeof(rep.h) + 4096 && pattern_ok(rep.arg, 4096, 65536),
-	      "a cold READ with nothing behind it is answered inline");
+	CHECK_MSG(used == sizeof(rep.h) + 4096 && pattern_ok(rep.arg, 4096, 65536),
+	          "a cold READ with nothing behind it is answered inline");
 	make_cold(dir, "cold");
 	used = send_read(&s, 65536, 4096, 5, NULL);
-	CHECK(used == sizeof(rep.h) + 4096 && pattern_ok(rep.arg, 4096, 65536),
-	      "a cold READ that cannot be answered later is answered inline");
+	CHECK_MSG(used == sizeof(rep.h) + 4096 && pattern_ok(rep.arg, 4096, 65536),
+	          "a cold READ that cannot be answered later is answered inline");
 
 	/* The guest may release the handle while its read runs: the job's
 	 * handle ref keeps the fd open until the read is done. */
 	used = send_cold_read(&s, dir, 8192, 16384, 2, &token1);
 	unique = next_unique - 1;
-	CHECK(used == FUSE_REPLY_DEFERRED, "one more cold READ taken for later");
+	CHECK_MSG(used == FUSE_REPLY_DEFERRED, "one more cold READ taken for later");
 	{
 		struct fuse_release_in rel = { .fh = s.fh };
 
 		used = send_req(s.w, FUSE_RELEASE, s.nodeid, &rel, sizeof(rel), NULL, NULL);
-		CHECK(used == sizeof(rep.h) && rep.h.error == 0, "RELEASE of its handle meanwhile");
+		CHECK_MSG(used == sizeof(rep.h) && rep.h.error == 0, "RELEASE of its handle meanwhile");
 	}
-	CHECK(wait_later(replies + 3) && later.h.unique == unique && later.h.error == 0 &&
-	      later.data_len == 16384 && pattern_ok(later.data, 16384, 8192),
-	      "the read still completes with the right data");
+	CHECK_MSG(wait_later(replies + 3) && later.h.unique == unique && later.h.error == 0 &&
+	          later.data_len == 16384 && pattern_ok(later.data, 16384, 8192),
+	          "the read still completes with the right data");
 	s.fh = 0;
 	session_close(&s);
 }
@@ -477,7 +472,7 @@ static void test_cold_read_budget(const char *dir)
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/big", dir);
 	if (session_open(&s, dir, false, true) < 0) {
-		CHECK(0, "session on %s", dir);
+		CHECK_MSG(0, "session on %s", dir);
 		return;
 	}
 	/* 34 MiB of pattern, written back to disk. */
@@ -488,7 +483,7 @@ static void test_cold_read_budget(const char *dir)
 		ok = pwrite(fd, big_reply, 1u << 20, (off_t)i << 20) == (ssize_t)(1u << 20);
 	}
 	if (fd < 0 || !ok || fsync(fd) < 0) {
-		CHECK(0, "34 MiB written to %s", path);
+		CHECK_MSG(0, "34 MiB written to %s", path);
 		goto out;
 	}
 	close(fd);
@@ -507,7 +502,7 @@ static void test_cold_read_budget(const char *dir)
 		send_req(s.w, FUSE_OPEN, e.nodeid, &oi, sizeof(oi), NULL, NULL);
 		memcpy(&o, rep.arg, sizeof(o));
 		if (rep.h.error) {
-			CHECK(0, "LOOKUP and OPEN of big");
+			CHECK_MSG(0, "LOOKUP and OPEN of big");
 			goto out;
 		}
 		s.nodeid = e.nodeid;
@@ -528,17 +523,17 @@ static void test_cold_read_budget(const char *dir)
 			break;
 		deferred++;
 	}
-	CHECK(deferred == 32, "32 cold READs of 1 MiB are taken for later (%u)", deferred);
-	CHECK(used == sizeof(struct fuse_out_header) + (1u << 20) &&
-	      pattern_ok(big_reply + sizeof(struct fuse_out_header), 1u << 20, 1ull << 20),
-	      "the 33rd, past 32 MiB of buffers, is read inline (%u bytes)", used);
+	CHECK_MSG(deferred == 32, "32 cold READs of 1 MiB are taken for later (%u)", deferred);
+	CHECK_MSG(used == sizeof(struct fuse_out_header) + (1u << 20) &&
+	          pattern_ok(big_reply + sizeof(struct fuse_out_header), 1u << 20, 1ull << 20),
+	          "the 33rd, past 32 MiB of buffers, is read inline (%u bytes)", used);
 	passthrough_hold_offload(s.pt, false);
-	CHECK(wait_later(replies + deferred) && later.h.error == 0 && later.data_len <= sizeof(later.data),
-	      "the 32 held back are answered once the pool runs");
+	CHECK_MSG(wait_later(replies + deferred) && later.h.error == 0 && later.data_len <= sizeof(later.data),
+	          "the 32 held back are answered once the pool runs");
 	used = send_read_mib(&s, 0, 1, &token);
-	CHECK(used == FUSE_REPLY_DEFERRED && wait_later(replies + deferred + 1) &&
-	      later.h.len == sizeof(later.h) + (1u << 20),
-	      "their buffers are given back: the next cold READ is taken for later again");
+	CHECK_MSG(used == FUSE_REPLY_DEFERRED && wait_later(replies + deferred + 1) &&
+	          later.h.len == sizeof(later.h) + (1u << 20),
+	          "their buffers are given back: the next cold READ is taken for later again");
 	passthrough_pretend_uncached(s.pt, false);
 out:
 	if (fd >= 0)
@@ -559,7 +554,7 @@ static void test_read_nowait_unsupported(void)
 		return;
 	}
 	if (session_open(&s, dir, false, true) < 0 || fill_file(dir, "cold") < 0) {
-		CHECK(0, "session on %s", dir);
+		CHECK_MSG(0, "session on %s", dir);
 		rmdir(dir);
 		return;
 	}
@@ -568,9 +563,9 @@ static void test_read_nowait_unsupported(void)
 	} else {
 		for (int i = 0; i < 3; i++) {
 			used = send_read(&s, 4096u * (unsigned)i, 4096, 4, &token);
-			CHECK(used == sizeof(rep.h) + 4096 && rep.h.error == 0 &&
-			      pattern_ok(rep.arg, 4096, 4096u * (unsigned)i),
-			      "READ %d on a file system without RWF_NOWAIT: inline, right data", i);
+			CHECK_MSG(used == sizeof(rep.h) + 4096 && rep.h.error == 0 &&
+			          pattern_ok(rep.arg, 4096, 4096u * (unsigned)i),
+			          "READ %d on a file system without RWF_NOWAIT: inline, right data", i);
 		}
 	}
 	session_close(&s);
@@ -605,7 +600,7 @@ static void test_pool(void)
 	int submitted = 0;
 
 	if (offload_new(&o) < 0) {
-		CHECK(0, "offload_new");
+		CHECK_MSG(0, "offload_new");
 		return;
 	}
 	for (int i = 0; i < POOL_JOBS; i++) {
@@ -619,13 +614,13 @@ static void test_pool(void)
 		else
 			free(j);
 	}
-	CHECK(submitted == POOL_JOBS, "%d of %d jobs submitted", submitted, POOL_JOBS);
-	CHECK(offload_threads(o) <= 64, "at most 64 threads (%u)", offload_threads(o));
+	CHECK_MSG(submitted == POOL_JOBS, "%d of %d jobs submitted", submitted, POOL_JOBS);
+	CHECK_MSG(offload_threads(o) <= 64, "at most 64 threads (%u)", offload_threads(o));
 	offload_free(o);
-	CHECK(atomic_load(&pool_ran) == POOL_JOBS, "offload_free ran every queued job (%u)",
-	      atomic_load(&pool_ran));
-	CHECK(atomic_load(&pool_most) > 1 && atomic_load(&pool_most) <= 64,
-	      "jobs that wait ran side by side, at most 64 at once (%u)", atomic_load(&pool_most));
+	CHECK_MSG(atomic_load(&pool_ran) == POOL_JOBS, "offload_free ran every queued job (%u)",
+	          atomic_load(&pool_ran));
+	CHECK_MSG(atomic_load(&pool_most) > 1 && atomic_load(&pool_most) <= 64,
+	          "jobs that wait ran side by side, at most 64 at once (%u)", atomic_load(&pool_most));
 }
 
 int main(void)
