@@ -17,6 +17,7 @@
 
 #include "../common/canary.h"
 #include "../common/fd_count.h"
+#include "../common/pt_session.h"
 #include "../common/raw_req.h"
 #include "backend/passthrough.h"
 #include "common/log.h"
@@ -26,9 +27,7 @@
 #define MAX_WRITE (128u * 1024u)
 
 static struct canary cy;
-static struct passthrough *pt;
-static struct fuse_session *se;
-static struct fuse_worker *wk;
+static struct pt_session ses;
 static uint64_t next_unique = 1;
 
 static struct raw_reply rep;
@@ -57,7 +56,7 @@ static int send_req_on(struct fuse_worker *w, uint32_t opcode, uint64_t nodeid,
 	return rep.h.error;
 }
 
-#define send_req(...) send_req_on(wk, __VA_ARGS__)
+#define send_req(...) send_req_on(ses.w, __VA_ARGS__)
 /* A NUL-terminated name. */
 #define NM(s) s, strlen(s) + 1
 
@@ -115,28 +114,28 @@ static void test_header_lengths(void)
 		.name = "f" };
 
 	r.h.len = sizeof(r.h) - 1;
-	CHECK_MSG(send_raw_on(wk, &r, sizeof(r), 4096) == sizeof(struct fuse_out_header) &&
+	CHECK_MSG(send_raw_on(ses.w, &r, sizeof(r), 4096) == sizeof(struct fuse_out_header) &&
 	          rep.h.error == -EINVAL && rep.h.unique == 77,
 	          "in.len shorter than the header: EINVAL");
 	r.h.len = sizeof(r) + 1;
-	CHECK_MSG(send_raw_on(wk, &r, sizeof(r), 4096) == sizeof(struct fuse_out_header) &&
+	CHECK_MSG(send_raw_on(ses.w, &r, sizeof(r), 4096) == sizeof(struct fuse_out_header) &&
 	          rep.h.error == -EINVAL, "in.len past the readable chain: EINVAL");
 	r.h.len = UINT32_MAX;
-	CHECK_MSG(send_raw_on(wk, &r, sizeof(r), 4096) == sizeof(struct fuse_out_header) &&
+	CHECK_MSG(send_raw_on(ses.w, &r, sizeof(r), 4096) == sizeof(struct fuse_out_header) &&
 	          rep.h.error == -EINVAL, "in.len 4 GiB: EINVAL");
 	r.h.len = sizeof(r);
 	r.h.total_extlen = 0xffff;
-	CHECK_MSG(send_raw_on(wk, &r, sizeof(r), 4096) == sizeof(struct fuse_out_header) &&
+	CHECK_MSG(send_raw_on(ses.w, &r, sizeof(r), 4096) == sizeof(struct fuse_out_header) &&
 	          rep.h.error == -EINVAL, "extensions longer than the request: EINVAL");
 	r.h.total_extlen = 0;
-	CHECK_MSG(send_raw_on(wk, &r, sizeof(r.h) - 1, 4096) == 0,
+	CHECK_MSG(send_raw_on(ses.w, &r, sizeof(r.h) - 1, 4096) == 0,
 	          "chain shorter than a header: dropped without a reply");
-	CHECK_MSG(send_raw_on(wk, &r, sizeof(r), sizeof(struct fuse_out_header) - 1) == 0,
+	CHECK_MSG(send_raw_on(ses.w, &r, sizeof(r), sizeof(struct fuse_out_header) - 1) == 0,
 	          "no room for a reply header: dropped without a reply");
-	CHECK_MSG(send_raw_on(wk, &r, sizeof(r), sizeof(struct fuse_out_header) + 8) ==
+	CHECK_MSG(send_raw_on(ses.w, &r, sizeof(r), sizeof(struct fuse_out_header) + 8) ==
 	          sizeof(struct fuse_out_header) && rep.h.error == -ERANGE,
 	          "no room for the entry: ERANGE (and no lookup reference leaks)");
-	CHECK_MSG(send_raw_on(wk, &r, sizeof(r), 4096) > sizeof(struct fuse_out_header) &&
+	CHECK_MSG(send_raw_on(ses.w, &r, sizeof(r), 4096) > sizeof(struct fuse_out_header) &&
 	          rep.h.error == 0, "the same LOOKUP, well-formed, still works");
 }
 
@@ -410,7 +409,7 @@ static void test_forget_race(void)
 	uint64_t id = 0;
 	int bad = 0;
 
-	CHECK_MSG(fuse_worker_new(se, &w2) == 0 && fuse_worker_new(se, &w3) == 0, "two more workers");
+	CHECK_MSG(fuse_worker_new(ses.se, &w2) == 0 && fuse_worker_new(ses.se, &w3) == 0, "two more workers");
 	pthread_create(&user, NULL, race_user, w2);
 	/* At least 2000 rounds, and on until the other thread got 200
 	 * GETATTRs in: on a loaded machine it may start late. */
@@ -496,9 +495,7 @@ int main(void)
 		return 1;
 	fds_start = fd_count();
 	pt_opts.shared_dir = cy.share;
-	if (passthrough_new(&pt, &pt_opts) < 0 ||
-	    fuse_session_new(&se, &se_opts, &passthrough_ops, pt) < 0 ||
-	    fuse_worker_new(se, &wk) < 0) {
+	if (pt_session_open(&ses, &pt_opts, &se_opts) < 0) {
 		fprintf(stderr, "cannot set up the session\n");
 		return 1;
 	}
@@ -514,9 +511,7 @@ int main(void)
 	test_forget_race();
 	test_write_limits();
 
-	fuse_worker_free(wk);
-	fuse_session_free(se);
-	passthrough_free(pt);
+	pt_session_close(&ses);
 	CHECK_MSG(fd_count() == fds_start, "every fd closed at the end (%d -> %d)",
 	          fds_start, fd_count());
 	CHECK_MSG(canary_snapshot(&cy, after, sizeof(after)) == 0 && strcmp(before, after) == 0,

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/pt_session.h"
 #include "../common/raw_req.h"
 #include "../common/scratch.h"
 #include "backend/offload.h"
@@ -87,10 +88,8 @@ static uint32_t send_req(struct fuse_worker *w, uint32_t opcode, uint64_t nodeid
 }
 
 struct session {
-	struct passthrough *pt;
-	struct fuse_session *se;
-	struct fuse_worker *w;
-	uint64_t nodeid, fh;
+	struct pt_session ps;
+	uint64_t nodeid, fh;            /* the file session_open created */
 };
 
 static int session_open(struct session *s, const char *dir, bool defer_every_sync,
@@ -109,14 +108,12 @@ static int session_open(struct session *s, const char *dir, bool defer_every_syn
 	struct fuse_open_out o;
 
 	memset(s, 0, sizeof(*s));
-	if (passthrough_new(&s->pt, &pt_opts) < 0 ||
-	    fuse_session_new(&s->se, &se_opts, &passthrough_ops, s->pt) < 0 ||
-	    fuse_worker_new(s->se, &s->w) < 0)
+	if (pt_session_open(&s->ps, &pt_opts, &se_opts) < 0)
 		return -1;
-	send_req(s->w, FUSE_INIT, 0, &init, sizeof(init), NULL, NULL);
+	send_req(s->ps.w, FUSE_INIT, 0, &init, sizeof(init), NULL, NULL);
 	if (rep.h.error)
 		return -1;
-	send_req(s->w, FUSE_CREATE, FUSE_ROOT_ID, &ci, sizeof(ci),
+	send_req(s->ps.w, FUSE_CREATE, FUSE_ROOT_ID, &ci, sizeof(ci),
 		 defer_every_sync ? "slow" : defer_every_read ? "cold" : "quick", NULL);
 	if (rep.h.error || rep.used != sizeof(rep.h) + sizeof(e) + sizeof(o))
 		return -1;
@@ -132,10 +129,8 @@ static void session_close(struct session *s)
 	struct fuse_release_in rel = { .fh = s->fh };
 
 	if (s->fh)
-		send_req(s->w, FUSE_RELEASE, s->nodeid, &rel, sizeof(rel), NULL, NULL);
-	fuse_worker_free(s->w);
-	fuse_session_free(s->se);
-	passthrough_free(s->pt);
+		send_req(s->ps.w, FUSE_RELEASE, s->nodeid, &rel, sizeof(rel), NULL, NULL);
+	pt_session_close(&s->ps);
 }
 
 static void test_slow_sync_answered_later(void)
@@ -153,10 +148,10 @@ static void test_slow_sync_answered_later(void)
 	}
 	fs.fh = s.fh;
 	unique = next_unique;
-	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
+	used = send_req(s.ps.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
 	CHECK_MSG(used == FUSE_REPLY_DEFERRED, "FSYNC on a slow file system is taken for later (%u)", used);
 	/* The worker (a queue thread) is free at once for what comes next. */
-	used = send_req(s.w, FUSE_GETATTR, s.nodeid, &ga, sizeof(ga), NULL, &token2);
+	used = send_req(s.ps.w, FUSE_GETATTR, s.nodeid, &ga, sizeof(ga), NULL, &token2);
 	CHECK_MSG(used == sizeof(rep.h) + sizeof(struct fuse_attr_out) && rep.h.error == 0,
 	          "GETATTR behind it is answered on the spot");
 	CHECK_MSG(wait_later(1), "the FSYNC reply comes");
@@ -165,20 +160,20 @@ static void test_slow_sync_answered_later(void)
 	          "it answers the FSYNC's unique with success and a bare header");
 
 	fs.fsync_flags = FUSE_FSYNC_FDATASYNC;
-	used = send_req(s.w, FUSE_FSYNCDIR, FUSE_ROOT_ID, &fs, sizeof(fs), NULL, &token1);
+	used = send_req(s.ps.w, FUSE_FSYNCDIR, FUSE_ROOT_ID, &fs, sizeof(fs), NULL, &token1);
 	CHECK_MSG(used == sizeof(rep.h) && rep.h.error == -EBADF,
 	          "FSYNCDIR with a file's fh on another node: EBADF at once (%d)", rep.h.error);
 	unique = next_unique;
-	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
+	used = send_req(s.ps.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
 	CHECK_MSG(used == FUSE_REPLY_DEFERRED && wait_later(2) && later.h.unique == unique &&
 	          later.h.error == 0, "fdatasync the same way");
 	fs.fh = s.fh + 1000;
-	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
+	used = send_req(s.ps.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
 	CHECK_MSG(used == sizeof(rep.h) && rep.h.error == -EBADF, "an unknown fh: EBADF at once");
 
 	/* Without a token the request cannot wait: it is synced on the spot. */
 	fs.fh = s.fh;
-	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, NULL);
+	used = send_req(s.ps.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, NULL);
 	CHECK_MSG(used == sizeof(rep.h) && rep.h.error == 0,
 	          "a transport that cannot answer later gets it synced inline");
 
@@ -189,12 +184,12 @@ static void test_slow_sync_answered_later(void)
 	 * offload threads' last steps.) */
 	fs.fsync_flags = 0;
 	unique = next_unique;
-	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
+	used = send_req(s.ps.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
 	CHECK_MSG(used == FUSE_REPLY_DEFERRED, "one more FSYNC taken for later");
 	{
 		struct fuse_release_in rel = { .fh = s.fh };
 
-		used = send_req(s.w, FUSE_RELEASE, s.nodeid, &rel, sizeof(rel), NULL, NULL);
+		used = send_req(s.ps.w, FUSE_RELEASE, s.nodeid, &rel, sizeof(rel), NULL, NULL);
 		CHECK_MSG(used == sizeof(rep.h) && rep.h.error == 0, "RELEASE of its handle meanwhile");
 	}
 	CHECK_MSG(wait_later(3) && later.h.unique == unique && later.h.error == 0,
@@ -216,7 +211,7 @@ static void test_quick_sync_inline(void)
 	}
 	fs.fh = s.fh;
 	/* Until a sync on this file system has taken long, it runs inline. */
-	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token);
+	used = send_req(s.ps.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token);
 	CHECK_MSG(used == sizeof(rep.h) && rep.h.error == 0,
 	          "the first FSYNC on a file system is answered inline");
 	session_close(&s);
@@ -324,8 +319,8 @@ static uint32_t send_read(struct session *s, uint64_t off, uint32_t size,
 				    .unique = next_unique++ };
 	size_t len = raw_req_build(in, sizeof(in), h, &rd, sizeof(rd), NULL, 0, NULL, 0);
 
-	fuse_worker_set_queued_behind(s->w, queued_behind);
-	return raw_req_run(s->w, in, len, sizeof(rep.h) + size, token, &rep);
+	fuse_worker_set_queued_behind(s->ps.w, queued_behind);
+	return raw_req_run(s->ps.w, in, len, sizeof(rep.h) + size, token, &rep);
 }
 
 /*
@@ -353,9 +348,9 @@ static uint32_t send_cold_read(struct session *s, const char *dir, uint64_t off,
 	}
 	printf("note  the disk answered 5 cold READs within RWF_NOWAIT; the next takes "
 	       "its data as not cached\n");
-	passthrough_pretend_uncached(s->pt, true);
+	passthrough_pretend_uncached(s->ps.pt, true);
 	used = send_read(s, off, size, queued_behind, token);
-	passthrough_pretend_uncached(s->pt, false);
+	passthrough_pretend_uncached(s->ps.pt, false);
 	return used;
 }
 
@@ -383,7 +378,7 @@ static void test_cold_read_answered_later(const char *dir)
 	unique = next_unique - 1;
 	CHECK_MSG(used == FUSE_REPLY_DEFERRED,
 	          "READ of data on disk with requests behind it is taken for later (%u)", used);
-	used = send_req(s.w, FUSE_GETATTR, s.nodeid, &ga, sizeof(ga), NULL, &token2);
+	used = send_req(s.ps.w, FUSE_GETATTR, s.nodeid, &ga, sizeof(ga), NULL, &token2);
 	CHECK_MSG(used == sizeof(rep.h) + sizeof(struct fuse_attr_out) && rep.h.error == 0,
 	          "GETATTR behind it is answered on the spot");
 	CHECK_MSG(wait_later(replies + 1), "the READ reply comes");
@@ -428,7 +423,7 @@ static void test_cold_read_answered_later(const char *dir)
 	{
 		struct fuse_release_in rel = { .fh = s.fh };
 
-		used = send_req(s.w, FUSE_RELEASE, s.nodeid, &rel, sizeof(rel), NULL, NULL);
+		used = send_req(s.ps.w, FUSE_RELEASE, s.nodeid, &rel, sizeof(rel), NULL, NULL);
 		CHECK_MSG(used == sizeof(rep.h) && rep.h.error == 0, "RELEASE of its handle meanwhile");
 	}
 	CHECK_MSG(wait_later(replies + 3) && later.h.unique == unique && later.h.error == 0 &&
@@ -452,8 +447,8 @@ static uint32_t send_read_mib(struct session *s, uint64_t off, unsigned queued_b
 	size_t len = raw_req_build(in, sizeof(in), h, &rd, sizeof(rd), NULL, 0, NULL, 0);
 	struct iovec riov = { in, len }, wiov = { big_reply, sizeof(big_reply) };
 
-	fuse_worker_set_queued_behind(s->w, queued_behind);
-	return fuse_worker_process(s->w, &riov, 1, &wiov, 1, token);
+	fuse_worker_set_queued_behind(s->ps.w, queued_behind);
+	return fuse_worker_process(s->ps.w, &riov, 1, &wiov, 1, token);
 }
 
 /* Deferred reads hold buffers of the daemon's own: at most 32 MiB of them
@@ -495,11 +490,11 @@ static void test_cold_read_budget(const char *dir)
 		struct fuse_entry_out e;
 		struct fuse_open_out o;
 
-		send_req(s.w, FUSE_RELEASE, s.nodeid, &rel, sizeof(rel), NULL, NULL);
+		send_req(s.ps.w, FUSE_RELEASE, s.nodeid, &rel, sizeof(rel), NULL, NULL);
 		s.fh = 0;
-		send_req(s.w, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "big", NULL);
+		send_req(s.ps.w, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "big", NULL);
 		memcpy(&e, rep.arg, sizeof(e));
-		send_req(s.w, FUSE_OPEN, e.nodeid, &oi, sizeof(oi), NULL, NULL);
+		send_req(s.ps.w, FUSE_OPEN, e.nodeid, &oi, sizeof(oi), NULL, NULL);
 		memcpy(&o, rep.arg, sizeof(o));
 		if (rep.h.error) {
 			CHECK_MSG(0, "LOOKUP and OPEN of big");
@@ -515,8 +510,8 @@ static void test_cold_read_budget(const char *dir)
 	/* The budget, not the kernel, is under test here: a READ the disk
 	 * answered within RWF_NOWAIT (see send_cold_read) would end the
 	 * count early. */
-	passthrough_pretend_uncached(s.pt, true);
-	passthrough_hold_offload(s.pt, true);
+	passthrough_pretend_uncached(s.ps.pt, true);
+	passthrough_hold_offload(s.ps.pt, true);
 	for (i = 33; i > 0; i--) {
 		used = send_read_mib(&s, (uint64_t)i << 20, 1, &token);
 		if (used != FUSE_REPLY_DEFERRED)
@@ -527,14 +522,14 @@ static void test_cold_read_budget(const char *dir)
 	CHECK_MSG(used == sizeof(struct fuse_out_header) + (1u << 20) &&
 	          pattern_ok(big_reply + sizeof(struct fuse_out_header), 1u << 20, 1ull << 20),
 	          "the 33rd, past 32 MiB of buffers, is read inline (%u bytes)", used);
-	passthrough_hold_offload(s.pt, false);
+	passthrough_hold_offload(s.ps.pt, false);
 	CHECK_MSG(wait_later(replies + deferred) && later.h.error == 0 && later.data_len <= sizeof(later.data),
 	          "the 32 held back are answered once the pool runs");
 	used = send_read_mib(&s, 0, 1, &token);
 	CHECK_MSG(used == FUSE_REPLY_DEFERRED && wait_later(replies + deferred + 1) &&
 	          later.h.len == sizeof(later.h) + (1u << 20),
 	          "their buffers are given back: the next cold READ is taken for later again");
-	passthrough_pretend_uncached(s.pt, false);
+	passthrough_pretend_uncached(s.ps.pt, false);
 out:
 	if (fd >= 0)
 		close(fd);

@@ -12,6 +12,7 @@
 #include "backend/passthrough.h"
 #include "backend/xattrmap.h"
 #include "protocol/fuse_server.h"
+#include "../common/pt_session.h"
 #include "../common/raw_req.h"
 #include "../common/scratch.h"
 #include "../common/check.h"
@@ -163,8 +164,7 @@ static void test_parser(void)
 
 #define MAX_WRITE (128u * 1024u)
 static char scratch[] = "/tmp/ferry-xattrs-XXXXXX";
-static struct fuse_session *se;
-static struct fuse_worker *wk;
+static struct pt_session ses;
 static uint64_t next_unique = 1;
 static struct raw_reply rep;
 
@@ -178,7 +178,7 @@ static int send_req(uint32_t opcode, uint64_t nodeid, uint32_t uid,
 				    .unique = next_unique++, .uid = uid, .gid = uid };
 	size_t len = raw_req_build(in, sizeof(in), h, arg, arg_len, p1, p1_len, p2, p2_len);
 
-	if (raw_req_run(wk, in, len, sizeof(rep.h) + sizeof(rep.arg), NULL, &rep) <
+	if (raw_req_run(ses.w, in, len, sizeof(rep.h) + sizeof(rep.arg), NULL, &rep) <
 	    sizeof(rep.h))
 		return 1;
 	return rep.h.error;
@@ -508,7 +508,6 @@ int main(void)
 	struct fuse_session_opts se_opts = {
 		.max_write = MAX_WRITE, .xattr = true, .posix_acl = true, .security_label = true,
 	};
-	struct passthrough *pt = NULL;
 
 	test_parser();
 
@@ -523,16 +522,12 @@ int main(void)
 	CHECK_MSG(xattrmap_parse(&pt_opts.xattrmap, ":map:security.:user.guest.:", err,
 			         sizeof(err)) == 0, "the session's map parses");
 	pt_opts.shared_dir = scratch;
-	if (passthrough_new(&pt, &pt_opts) < 0 ||
-	    fuse_session_new(&se, &se_opts, &passthrough_ops, pt) < 0 ||
-	    fuse_worker_new(se, &wk) < 0) {
+	if (pt_session_open(&ses, &pt_opts, &se_opts) < 0) {
 		fprintf(stderr, "cannot set up the session\n");
 		return 1;
 	}
 	test_session();
 	test_acl_without_setxattr_ext();
-	fuse_worker_free(wk);
-	fuse_session_free(se);
-	passthrough_free(pt);
+	pt_session_close(&ses);
 	return scratch_finish(scratch, failures);
 }
