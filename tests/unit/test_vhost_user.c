@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "transport/vhost_user.h"
 #include "transport/vhost_user_wire.h"
+#include "../common/vu_client.h"
 #include "../common/check.h"
 
 #define BIT(n) (1ull << (n))
@@ -84,44 +85,10 @@ static const struct vu_fs_ops ops = {
 
 /* ---- Frontend helpers ---- */
 
-static int send_msg(int fd, uint32_t req, uint32_t flags, const void *payload,
-		    uint32_t size, const int *fds, unsigned nfds)
-{
-	struct vu_msg_hdr h = { req, VU_VERSION | flags, size };
-	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)payload, size } };
-	union { char buf[CMSG_SPACE(16 * sizeof(int))]; struct cmsghdr a; } c;
-	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = size ? 2 : 1 };
-
-	if (nfds) {
-		struct cmsghdr *cm;
-
-		mh.msg_control = c.buf;
-		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
-	}
-	return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)(sizeof(h) + size) ? 0 : -1;
-}
-
-/* 0 with the reply, -ECONNRESET on EOF, -ETIMEDOUT after 2 s. */
+/* The device answers within 2 s or not at all. */
 static int recv_reply(int fd, struct vu_msg_hdr *h, void *payload, size_t max)
 {
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	ssize_t n;
-
-	if (poll(&p, 1, 2000) <= 0)
-		return -ETIMEDOUT;
-	n = recv(fd, h, sizeof(*h), MSG_WAITALL);
-	if (n == 0 || (n < 0 && errno == ECONNRESET))
-		return -ECONNRESET;
-	if (n != sizeof(*h) || h->size > max)
-		return -EPROTO;
-	if (h->size && recv(fd, payload, h->size, MSG_WAITALL) != h->size)
-		return -EPROTO;
-	return 0;
+	return vu_client_recv(fd, h, payload, max, 2000);
 }
 
 static int ack(int fd, uint32_t req, const void *payload, uint32_t size,
@@ -129,7 +96,7 @@ static int ack(int fd, uint32_t req, const void *payload, uint32_t size,
 {
 	struct vu_msg_hdr h;
 
-	if (send_msg(fd, req, VU_FLAG_NEED_REPLY, payload, size, fds, nfds) < 0)
+	if (vu_client_send(fd, req, VU_FLAG_NEED_REPLY, payload, size, fds, nfds) < 0)
 		return -EIO;
 	if (recv_reply(fd, &h, status, 8) < 0 || h.request != req || h.size != 8 ||
 	    h.flags != (VU_VERSION | VU_FLAG_REPLY))
@@ -159,7 +126,7 @@ static uint64_t get_u64(int fd, uint32_t req)
 	struct vu_msg_hdr h;
 	uint64_t v = 0;
 
-	if (send_msg(fd, req, 0, NULL, 0, NULL, 0) < 0 || recv_reply(fd, &h, &v, 8) < 0 ||
+	if (vu_client_send(fd, req, 0, NULL, 0, NULL, 0) < 0 || recv_reply(fd, &h, &v, 8) < 0 ||
 	    h.size != 8 || h.request != req)
 		return UINT64_MAX;
 	return v;
@@ -265,14 +232,14 @@ static void test_control_messages(struct vu_dev *dev)
 
 	cfg.offset = 0;
 	cfg.size = 40;
-	send_msg(s.fd, VU_GET_CONFIG, 0, &cfg, VU_CONFIG_HDR_SIZE + 40, NULL, 0);
+	vu_client_send(s.fd, VU_GET_CONFIG, 0, &cfg, VU_CONFIG_HDR_SIZE + 40, NULL, 0);
 	memset(&cfg, 0, sizeof(cfg));
 	CHECK_MSG(recv_reply(s.fd, &h, &cfg, sizeof(cfg)) == 0 && h.size == 52 &&
 	          memcmp(cfg.data, "myfs\0", 5) == 0 && cfg.data[36] == 2,
 	          "GET_CONFIG: tag and num_request_queues");
 	cfg.offset = 30;
 	cfg.size = 20;
-	send_msg(s.fd, VU_GET_CONFIG, 0, &cfg, VU_CONFIG_HDR_SIZE + 20, NULL, 0);
+	vu_client_send(s.fd, VU_GET_CONFIG, 0, &cfg, VU_CONFIG_HDR_SIZE + 20, NULL, 0);
 	CHECK_MSG(recv_reply(s.fd, &h, &cfg, sizeof(cfg)) == 0 && h.request == VU_GET_CONFIG && h.size == 0,
 	          "GET_CONFIG past the config space: empty reply (error)");
 	cfg.offset = 0;
@@ -319,7 +286,7 @@ static void test_control_messages(struct vu_dev *dev)
 	CHECK_MSG(nacked(s.fd, VU_SET_LOG_FD, NULL, 0, &efd, 1), "SET_LOG_FD refused (no migration support)");
 	/* GET_FEATURES with a payload is malformed and its reply has no way
 	 * to say error, REPLY_ACK or not: the device drops the connection. */
-	send_msg(s.fd, VU_GET_FEATURES, VU_FLAG_NEED_REPLY, &v, 8, NULL, 0);
+	vu_client_send(s.fd, VU_GET_FEATURES, VU_FLAG_NEED_REPLY, &v, 8, NULL, 0);
 	CHECK_MSG(dropped(&s), "malformed GET_FEATURES: connection dropped");
 	close(memfd);
 	close(efd);
@@ -333,7 +300,7 @@ static void test_disconnects(struct vu_dev *dev)
 
 	printf("-- malformed messages without REPLY_ACK drop the connection\n");
 	session_start(&s, dev);
-	send_msg(s.fd, VU_SET_FEATURES, 0, &v, 4, NULL, 0);
+	vu_client_send(s.fd, VU_SET_FEATURES, 0, &v, 4, NULL, 0);
 	CHECK_MSG(dropped(&s), "SET_FEATURES with 4-byte payload");
 
 	session_start(&s, dev);
@@ -355,11 +322,11 @@ static void test_disconnects(struct vu_dev *dev)
 	CHECK_MSG(dropped(&s), "header with protocol version 2");
 
 	session_start(&s, dev);
-	send_msg(s.fd, VU_GET_VRING_BASE, 0, &st, sizeof(st), NULL, 0);
+	vu_client_send(s.fd, VU_GET_VRING_BASE, 0, &st, sizeof(st), NULL, 0);
 	CHECK_MSG(dropped(&s), "GET_VRING_BASE index 5 of 3 (no way to reply an error)");
 
 	session_start(&s, dev);
-	send_msg(s.fd, 99, 0, NULL, 0, NULL, 0);
+	vu_client_send(s.fd, 99, 0, NULL, 0, NULL, 0);
 	CHECK_MSG(dropped(&s), "unknown request 99");
 
 	session_start(&s, dev);
@@ -368,7 +335,7 @@ static void test_disconnects(struct vu_dev *dev)
 
 		for (int i = 0; i < 9; i++)
 			fds[i] = eventfd(0, EFD_CLOEXEC);
-		send_msg(s.fd, VU_SET_OWNER, 0, NULL, 0, fds, 9);
+		vu_client_send(s.fd, VU_SET_OWNER, 0, NULL, 0, fds, 9);
 		for (int i = 0; i < 9; i++)
 			close(fds[i]);
 	}
@@ -509,7 +476,7 @@ static void test_live_queue(struct vu_dev *dev)
 	CHECK_MSG(wait_readable(err, 2000) && r.used->idx == 2,
 	          "buffer in the removed region: queue broken, err fd signalled");
 
-	send_msg(s.fd, VU_GET_VRING_BASE, 0, &(struct vu_vring_state){ 1, 0 }, 8, NULL, 0);
+	vu_client_send(s.fd, VU_GET_VRING_BASE, 0, &(struct vu_vring_state){ 1, 0 }, 8, NULL, 0);
 	CHECK_MSG(recv_reply(s.fd, &h, &st, sizeof(st)) == 0 && h.request == VU_GET_VRING_BASE && st.index == 1 &&
 	          st.num == 2 && __atomic_load_n(&stopped_queues, __ATOMIC_SEQ_CST) == 1,
 	          "GET_VRING_BASE stops the queue (queue_stop called), reports avail index 2");
@@ -519,7 +486,7 @@ static void test_live_queue(struct vu_dev *dev)
 	CHECK_MSG(acked_ok(s.fd, VU_SET_VRING_BASE, &st, sizeof(st), NULL, 0) &&
 	          __atomic_load_n(&device_resets, __ATOMIC_SEQ_CST) == 0,
 	          "SET_VRING_BASE at the stop position (resume): no device reset");
-	send_msg(s.fd, VU_GET_VRING_BASE, 0, &(struct vu_vring_state){ 1, 0 }, 8, NULL, 0);
+	vu_client_send(s.fd, VU_GET_VRING_BASE, 0, &(struct vu_vring_state){ 1, 0 }, 8, NULL, 0);
 	CHECK_MSG(recv_reply(s.fd, &h, &st, sizeof(st)) == 0 && st.num == 2,
 	          "GET_VRING_BASE on the stopped ring reports 2 again");
 
@@ -620,11 +587,11 @@ static bool queue1_prepare(int fd, int memfd, int call)
 	uint64_t v = BIT(VIRTIO_F_VERSION_1);
 
 	mt.regions[0] = (struct vu_mem_region){ GPA, MEM_SIZE, UVA, 0 };
-	return send_msg(fd, VU_SET_FEATURES, 0, &v, 8, NULL, 0) == 0 &&
-	       send_msg(fd, VU_SET_MEM_TABLE, 0, &mt, VU_MEM_TABLE_HDR_SIZE + 32, &memfd, 1) == 0 &&
-	       send_msg(fd, VU_SET_VRING_NUM, 0, &st, sizeof(st), NULL, 0) == 0 &&
-	       send_msg(fd, VU_SET_VRING_ADDR, 0, &addr, sizeof(addr), NULL, 0) == 0 &&
-	       send_msg(fd, VU_SET_VRING_CALL, 0, &(uint64_t){ 1 }, 8, &call, 1) == 0;
+	return vu_client_send(fd, VU_SET_FEATURES, 0, &v, 8, NULL, 0) == 0 &&
+	       vu_client_send(fd, VU_SET_MEM_TABLE, 0, &mt, VU_MEM_TABLE_HDR_SIZE + 32, &memfd, 1) == 0 &&
+	       vu_client_send(fd, VU_SET_VRING_NUM, 0, &st, sizeof(st), NULL, 0) == 0 &&
+	       vu_client_send(fd, VU_SET_VRING_ADDR, 0, &addr, sizeof(addr), NULL, 0) == 0 &&
+	       vu_client_send(fd, VU_SET_VRING_CALL, 0, &(uint64_t){ 1 }, 8, &call, 1) == 0;
 }
 
 /* Ends a test that used ring_map and one queue: the frontend leaves in
@@ -663,7 +630,7 @@ static void test_deferred(void)
 
 	session_start(&s, dev);
 	CHECK_MSG(queue1_prepare(s.fd, memfd, call) &&
-	          send_msg(s.fd, VU_SET_VRING_KICK, 0, &(uint64_t){ 1 }, 8, &kick, 1) == 0,
+	          vu_client_send(s.fd, VU_SET_VRING_KICK, 0, &(uint64_t){ 1 }, 8, &kick, 1) == 0,
 	          "queue 1 set up without protocol features (enabled at start)");
 
 	ring_request(&r, "wait1", BUF + 0x1000);       /* head 0 */
@@ -687,7 +654,7 @@ static void test_deferred(void)
 		usleep(10000);
 	CHECK_MSG(__atomic_load_n(&deferred_token, __ATOMIC_ACQUIRE) && r.used->idx == 2,
 	          "second request deferred");
-	send_msg(s.fd, VU_GET_VRING_BASE, 0, &(struct vu_vring_state){ 1, 0 }, 8, NULL, 0);
+	vu_client_send(s.fd, VU_GET_VRING_BASE, 0, &(struct vu_vring_state){ 1, 0 }, 8, NULL, 0);
 	CHECK_MSG(recv_reply(s.fd, &h, &st, sizeof(st)) == 0 && st.num == 3 &&
 	          __atomic_load_n(&deferred_cancels, __ATOMIC_SEQ_CST) == 1 &&
 	          r.used->idx == 3 && r.used->ring[2].id == 4 &&
@@ -746,7 +713,7 @@ static void test_publish_mid_batch(void)
 	memcpy(r.base + 0x40000, "big", 4);
 	ring_request(&r, "ping", BUF + 0x1100);
 	ring_request(&r, "ping", BUF + 0x1200);
-	CHECK_MSG(send_msg(s.fd, VU_SET_VRING_KICK, 0, &(uint64_t){ 1 }, 8, &kick, 1) == 0 &&
+	CHECK_MSG(vu_client_send(s.fd, VU_SET_VRING_KICK, 0, &(uint64_t){ 1 }, 8, &kick, 1) == 0 &&
 	          eventfd_write(kick, 1) == 0 && wait_readable(call, 2000) &&
 	          wait_handled(watch_base + 3),
 	          "three requests handled");
@@ -943,8 +910,8 @@ static void test_stop_while_kicked(void)
 	for (i = 0; i < 3000; i++) {
 		/* ENABLE wakes the thread through its control fd; the stop
 		 * right behind it must not be lost in the same wake-up. */
-		send_msg(s.fd, VU_SET_VRING_ENABLE, 0, &(struct vu_vring_state){ 1, 1 }, 8, NULL, 0);
-		send_msg(s.fd, VU_GET_VRING_BASE, 0, &(struct vu_vring_state){ 1, 0 }, 8, NULL, 0);
+		vu_client_send(s.fd, VU_SET_VRING_ENABLE, 0, &(struct vu_vring_state){ 1, 1 }, 8, NULL, 0);
+		vu_client_send(s.fd, VU_GET_VRING_BASE, 0, &(struct vu_vring_state){ 1, 0 }, 8, NULL, 0);
 		if (recv_reply(s.fd, &h, &st, sizeof(st)) != 0 || h.request != VU_GET_VRING_BASE)
 			break;
 		stopped++;
