@@ -15,27 +15,20 @@
 # to run is reported.
 set -euo pipefail
 
+name="fsops-test"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo="$(cd "$here/../.." && pwd)"
-ferryfsd="${1:-${FERRYFSD:-$repo/build/ferryfsd}}"
+source "$here/../lib/guest.sh"
+ferryfsd="${1:-$ferryfsd}"
 virtiofsd="${VIRTIOFSD:-/usr/lib/qemu/virtiofsd}"
 read -r -a daemons <<<"${FERRYFS_E2E_DAEMONS:-ferryfsd virtiofsd}"
 guest_timeout="${FERRYFS_E2E_TIMEOUT:-300}"
-source "$here/stack-lib.sh"
 stack="$(stack_name)"
 guest_dir="$(stack_guest_dir)"
 read -r -a ferryfsd_extra <<<"${FERRYFSD_ARGS:-}"
 
-say() { echo "fsops-test: $*"; }
-
-if ! stack_prepare; then
-    say "SKIP: the $stack stack is not available here (see above)"
-    exit 77
-fi
-if ! "$here/build-guest.sh" "$guest_dir"; then
-    say "SKIP: could not build the $stack guest image (needs apt access to a Debian kernel package once)"
-    exit 77
-fi
+stack_prepare || skip "the $stack stack is not available here (see above)"
+"$here/build-guest.sh" "$guest_dir" ||
+    skip "could not build the $stack guest image (needs apt access to a Debian kernel package once)"
 say "stack $stack: $(stack_qemu "$stack" --version | head -1), guest kernel $(cat "$guest_dir/kernel-version" 2>/dev/null)"
 fsops="$guest_dir/fsops"
 

@@ -8,25 +8,20 @@
 # Exit:  0 all checks pass; 1 a check failed; 77 skipped (no QEMU or guest image).
 set -euo pipefail
 
+name="stats-test"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo="$(cd "$here/../.." && pwd)"
-ferryfsd="${1:-${FERRYFSD:-$repo/build/ferryfsd}}"
+source "$here/../lib/guest.sh"
+ferryfsd="${1:-$ferryfsd}"
 guest_timeout="${FERRYFS_E2E_TIMEOUT:-300}"
-source "$here/stack-lib.sh"
 stack="$(stack_name)"
 guest_dir="$(stack_guest_dir)"
 # The guest writes this many 64 KiB blocks; with cache=never each write(2) is one FUSE WRITE.
 blocks=32
 
-say() { echo "stats-test: $*"; }
-
-stack_prepare || { say "SKIP: the $stack stack (FERRYFS_STACK) is not available here (see above)"; exit 77; }
-command -v jq >/dev/null || { say "SKIP: jq not installed (run scripts/deps.sh)"; exit 77; }
-[[ -x "$ferryfsd" ]] || { say "FAIL: $ferryfsd not built"; exit 1; }
-if ! "$here/build-guest.sh" "$guest_dir"; then
-    say "SKIP: could not build the guest image"
-    exit 77
-fi
+stack_prepare || skip "the $stack stack (FERRYFS_STACK) is not available here (see above)"
+need_cmd jq
+need_built "$ferryfsd"
+"$here/build-guest.sh" "$guest_dir" || skip "could not build the guest image"
 
 tmp="$(mktemp -d /tmp/ferryfs-stats.XXXXXX)"
 share="$tmp/share" sock="$tmp/vhost.sock" stats="$tmp/vhost.stats" res="$tmp/results"
@@ -41,6 +36,7 @@ cleanup() {
     fi
 }
 trap cleanup EXIT
+# This test's own pass/fail: rows of a results table, printed at the end.
 pass() { printf '%s\tPASS\n' "$1" >>"$res"; }
 fail() { printf '%s\tFAIL %s\n' "$1" "$2" >>"$res"; failed=1; }
 : >"$res"

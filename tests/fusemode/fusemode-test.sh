@@ -6,17 +6,15 @@
 # Exit:  0 all checks pass; 1 a check failed; 77 skipped (not root, no /dev/fuse, mounting not allowed).
 set -euo pipefail
 
+name="fusemode-test"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo="$(cd "$here/../.." && pwd)"
-ferryfsd="${1:-${FERRYFSD:-$repo/build/ferryfsd}}"
+source "$here/../lib/common.sh"
+ferryfsd="${1:-$ferryfsd}"
 
-say() { echo "fusemode-test: $*"; }
-
-[[ $(id -u) == 0 ]] || { say "SKIP: needs root (mount(2), setuid checks)"; exit 77; }
-[[ -c /dev/fuse ]] || { say "SKIP: no /dev/fuse"; exit 77; }
-command -v gcc >/dev/null || { say "SKIP: no gcc for the fsops helper (run scripts/deps.sh)"; exit 77; }
-command -v jq >/dev/null || { say "SKIP: no jq (run scripts/deps.sh)"; exit 77; }
-[[ -x "$ferryfsd" ]] || { say "FAIL: $ferryfsd not built"; exit 1; }
+need_root "mount(2), setuid checks"
+[[ -c /dev/fuse ]] || skip "no /dev/fuse"
+need_cmd gcc jq
+need_built "$ferryfsd"
 
 tmp="$(mktemp -d /tmp/ferryfs-fusemode.XXXXXX)"
 # The non-root checks walk to the mount point as uid 1000.
@@ -40,6 +38,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# This test's own pass/fail: rows of a results table, printed at the end.
 pass() { printf '%s\tPASS\n' "$1" >>"$res"; }
 fail() { printf '%s\tFAIL %s\n' "$1" "$2" >>"$res"; failed=1; }
 # mountinfo: field 5 is the mount point; the type follows the " - " separator (optional fields vary).
