@@ -15,9 +15,7 @@
 # to run is reported.
 set -euo pipefail
 
-name="fsops-test"
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-source "$here/../lib/guest.sh"
+source "$(dirname "$0")/../lib/guest.sh"
 ferryfsd="${1:-$ferryfsd}"
 virtiofsd="${VIRTIOFSD:-/usr/lib/qemu/virtiofsd}"
 read -r -a daemons <<<"${FERRYFS_E2E_DAEMONS:-ferryfsd virtiofsd}"

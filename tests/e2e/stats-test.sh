@@ -8,9 +8,7 @@
 # Exit:  0 all checks pass; 1 a check failed; 77 skipped (no QEMU or guest image).
 set -euo pipefail
 
-name="stats-test"
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-source "$here/../lib/guest.sh"
+source "$(dirname "$0")/../lib/guest.sh"
 ferryfsd="${1:-$ferryfsd}"
 guest_timeout="${FERRYFS_E2E_TIMEOUT:-300}"
 stack="$(stack_name)"
@@ -23,19 +21,11 @@ need_cmd jq
 need_built "$ferryfsd"
 "$here/build-guest.sh" "$guest_dir" || skip "could not build the guest image"
 
-tmp="$(mktemp -d /tmp/ferryfs-stats.XXXXXX)"
+make_tmp
 share="$tmp/share" sock="$tmp/vhost.sock" stats="$tmp/vhost.stats" res="$tmp/results"
 daemon_pid="" guest_pid="" failed=0
-cleanup() {
-    [[ -z "$guest_pid" ]] || kill -TERM "$guest_pid" 2>/dev/null || true
-    [[ -z "$daemon_pid" ]] || kill -KILL "$daemon_pid" 2>/dev/null || true
-    if [[ "${FERRYFS_E2E_KEEP:-0}" == 1 ]] || ((failed)); then
-        say "logs kept in $tmp"
-    else
-        rm -rf "$tmp"
-    fi
-}
-trap cleanup EXIT
+cleanup_cmds+=('[[ -z "$guest_pid" ]] || kill -TERM "$guest_pid" 2>/dev/null'
+               '[[ -z "$daemon_pid" ]] || kill -KILL "$daemon_pid" 2>/dev/null')
 # This test's own pass/fail: rows of a results table, printed at the end.
 pass() { printf '%s\tPASS\n' "$1" >>"$res"; }
 fail() { printf '%s\tFAIL %s\n' "$1" "$2" >>"$res"; failed=1; }

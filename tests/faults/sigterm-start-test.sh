@@ -8,7 +8,7 @@
 # Exit 0 pass, 1 fail, 77 skip. Usage: sigterm-start-test.sh [BUILD_DIR]   (default: build/ of this checkout)
 set -uo pipefail
 name="sigterm-start"
-source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh"
 
 build=${1:-$build}
 daemon=$build/ferryfsd

@@ -16,27 +16,15 @@ need_root "mount(2), setuid checks"
 need_cmd gcc jq
 need_built "$ferryfsd"
 
-tmp="$(mktemp -d /tmp/ferryfs-fusemode.XXXXXX)"
+make_tmp
 # The non-root checks walk to the mount point as uid 1000.
 chmod 755 "$tmp"
 share="$tmp/share" mnt="$tmp/mnt" res="$tmp/results"
 daemon_pid="" busy_pid="" failed=0
-cleanup() {
-    [[ -z "$busy_pid" ]] || kill -KILL "$busy_pid" 2>/dev/null || true
-    if [[ -n "$daemon_pid" ]] && kill -0 "$daemon_pid" 2>/dev/null; then
-        kill -KILL "$daemon_pid" 2>/dev/null || true
-    fi
-    umount -l "$mnt" 2>/dev/null || true
-    if [[ "${FERRYFS_E2E_KEEP:-0}" == 1 ]]; then
-        say "kept $tmp"
-    elif ((failed)); then
-        rm -rf "$share"   # a 5 GiB sparse file and 32 MiB blobs; the logs are what matter
-        say "logs kept in $tmp"
-    else
-        rm -rf "$tmp"
-    fi
-}
-trap cleanup EXIT
+tmp_drop=("$share")   # a 5 GiB sparse file and 32 MiB blobs; the logs are what matter
+cleanup_cmds+=('[[ -z "$busy_pid" ]] || kill -KILL "$busy_pid" 2>/dev/null'
+               '[[ -z "$daemon_pid" ]] || kill -KILL "$daemon_pid" 2>/dev/null'
+               'umount -l "$mnt" 2>/dev/null')
 
 # This test's own pass/fail: rows of a results table, printed at the end.
 pass() { printf '%s\tPASS\n' "$1" >>"$res"; }

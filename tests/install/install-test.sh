@@ -9,7 +9,7 @@
 # Exit: 0 pass, 1 fail.
 set -euo pipefail
 name="install-test"
-source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh"
 prefix=/opt/ferryfs-test
 
 dest="$(mktemp -d /tmp/ferryfs-install.XXXXXX)"

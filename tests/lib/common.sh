@@ -3,6 +3,7 @@
 
 lib_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$lib_dir/../.." && pwd)"
+here="$(cd "$(dirname "$0")" && pwd)"  # the test's own directory
 # make check (tests/meson.build) sets both to its own build; by hand, build/ of this checkout.
 build="${MESON_BUILD_ROOT:-$repo/build}"
 ferryfsd="${FERRYFSD:-$build/ferryfsd}"
@@ -40,12 +41,16 @@ need_built() { # FILE...: fails when one is not built
     local f
     for f; do [[ -x "$f" ]] || die "$f not built (run make)"; done
 }
+need_exec() { # FILE...: skips when one is not built
+    local f
+    for f; do [[ -x "$f" ]] || skip "$f not built"; done
+}
 
 # make_tmp: $tmp, a new /tmp/ferryfs-NAME.XXXXXX. At exit the pids in
-# cleanup_pids are killed, the commands in cleanup_cmds run, and $tmp is
-# removed, unless the test failed (exit status or fails) or
-# FERRYFS_E2E_KEEP=1: then only the paths in tmp_drop go (big data; the logs
-# are what matter) and "logs kept in $tmp" is said.
+# cleanup_pids are killed, the commands in cleanup_cmds run in order, and
+# $tmp is removed; with FERRYFS_E2E_KEEP=1 it all stays, and when the test
+# failed (exit status or fails) all but the paths in tmp_drop stays (big
+# data; the logs are what matter).
 cleanup_pids=()
 cleanup_cmds=()
 tmp_drop=()
@@ -57,7 +62,9 @@ tmp_cleanup() {
     local rc=$? p c
     for p in "${cleanup_pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
     for c in "${cleanup_cmds[@]}"; do eval "$c" || true; done
-    if ((rc != 0 || fails)) || [[ "${FERRYFS_E2E_KEEP:-0}" == 1 ]]; then
+    if [[ "${FERRYFS_E2E_KEEP:-0}" == 1 ]]; then
+        say "kept $tmp"
+    elif ((rc != 0 || fails)); then
         for p in "${tmp_drop[@]}"; do rm -rf "$p"; done
         say "logs kept in $tmp"
     else

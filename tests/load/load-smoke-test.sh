@@ -2,18 +2,11 @@
 # make check: a short ferryfs-load run of every workload against build/ferryfsd; checks counts, never timings.
 # Exit 0 pass, 1 fail, 77 skip. Usage: load-smoke-test.sh [BUILD_DIR]   (default: build/ of this checkout)
 set -uo pipefail
-name="load-smoke"
-source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
-
+source "$(dirname "$0")/../lib/common.sh"
 build=${1:-$build}
-daemon=$build/ferryfsd
-load=$build/ferryfs-load
-seconds=${LOAD_SMOKE_SECONDS:-1}
-
-[[ -x $daemon ]] || skip "$daemon not built"
-[[ -x $load ]] || skip "ferryfs-load not built in $build"
+daemon=$build/ferryfsd load=$build/ferryfs-load seconds=${LOAD_SMOKE_SECONDS:-1}
 need_cmd jq
-
+need_exec "$daemon" "$load"
 make_tmp
 pid=
 cleanup_cmds+=('[[ -z $pid ]] || kill "$pid" 2>/dev/null')

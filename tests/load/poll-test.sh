@@ -4,17 +4,11 @@
 # Checks CPU use and counters, never speed: a queue thread that kept spinning after
 # the load stopped would use a whole CPU while idle, which shows on any host.
 set -uo pipefail
-name=poll
-source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
-
+source "$(dirname "$0")/../lib/common.sh"
 build=${1:-$build}
-daemon=$build/ferryfsd
-load=$build/ferryfs-load
-
-[[ -x $daemon ]] || skip "$daemon not built"
-[[ -x $load ]] || skip "ferryfs-load not built in $build"
+daemon=$build/ferryfsd load=$build/ferryfs-load
 need_cmd jq
-
+need_exec "$daemon" "$load"
 make_tmp
 pid=
 cleanup_cmds+=('[[ -z $pid ]] || kill "$pid" 2>/dev/null; wait 2>/dev/null')

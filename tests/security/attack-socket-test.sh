@@ -2,7 +2,7 @@
 # make check: a hostile guest (tests/security/attack_client.c) against a running ferryfsd; nothing outside the share changes, exit 0.
 set -uo pipefail
 name="attack-socket"
-source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh"
 cd "$repo"
 daemon=${1:-$ferryfsd}
 client=$build/tests/security/attack-client

@@ -8,9 +8,7 @@
 # lets go). INTERRUPT and cancellation are covered by tests/unit (test_fuse_decode, test_vhost_user).
 set -euo pipefail
 
-name="locks-test"
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-source "$here/../lib/guest.sh"
+source "$(dirname "$0")/../lib/guest.sh"
 ferryfsd="${1:-$ferryfsd}"
 virtiofsd="${VIRTIOFSD:-/usr/lib/qemu/virtiofsd}"
 guest_dir="$(stack_guest_dir)"
