@@ -94,13 +94,7 @@ run_daemon() { # NAME
     say "[$name] starting: ${cmd[*]}"
     "${cmd[@]}" >"$dir/daemon.log" 2>&1 &
     daemon_pid=$!
-    local i
-    for ((i = 0; i < 100; i++)); do
-        [[ -S "$sock" ]] && break
-        kill -0 "$daemon_pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if [[ ! -S "$sock" ]]; then
+    if ! wait_socket "$sock" "$daemon_pid"; then
         echo "daemon failed" >"$dir/status"
         printf 'daemon_start\tFAIL no socket after 10s (see %s)\n' "$dir/daemon.log" >>"$res"
         say "[$name] daemon did not create its socket; log:"
@@ -119,11 +113,7 @@ run_daemon() { # NAME
     say "[$name] guest finished in $((SECONDS - t0))s (run-guest exit $grc)"
 
     # The daemon must notice the frontend is gone and exit by itself.
-    for ((i = 0; i < 100; i++)); do
-        kill -0 "$daemon_pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "$daemon_pid" 2>/dev/null; then
+    if ! wait_gone "$daemon_pid" 10; then
         printf 'daemon_exit\tFAIL still running 10s after QEMU quit\n' >>"$res"
         kill -TERM "$daemon_pid" 2>/dev/null || true
         sleep 2

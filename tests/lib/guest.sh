@@ -64,7 +64,7 @@ status_kb() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
 # then checks that the guest read the host's file, that its writes reached
 # the host, and that the daemon exited by itself (pass/fail, not fatal).
 boot_demo_and_check() {
-    local sock=$1 pid=$2 label=$3 rc=0 i
+    local sock=$1 pid=$2 label=$3 rc=0
     say "[$label] booting the guest (demo command)"
     "$run_guest" --guest "$guest_dir" --sock "$sock" --cmd demo --quiet \
         --log "$tmp/$label-console.log" --timeout "$guest_timeout" --watch-pid "$pid" || rc=$?
@@ -82,11 +82,7 @@ boot_demo_and_check() {
         fail "[$label] guest-hello.txt or from-guest/renamed.txt missing or wrong on the host"
     fi
     rm -rf "$share/guest-hello.txt" "$share/from-guest"
-    for ((i = 0; i < 100; i++)); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null; then
+    if ! wait_gone "$pid" 10; then
         fail "[$label] daemon still running 10 s after the guest powered off"
         kill -TERM "$pid" 2>/dev/null || true
     else
