@@ -54,8 +54,11 @@ def main(argv):
             failures.append((argv[i + 1], []))
             i += 2
         elif argv[i] == "--registered":
-            for path in unregistered(argv[i + 1]):
-                failures.append((f"{path} is not a meson test: add it to tests/meson.build", []))
+            try:
+                for path in unregistered(argv[i + 1]):
+                    failures.append((f"{path} is not a meson test: add it to tests/meson.build", []))
+            except (OSError, ValueError, subprocess.CalledProcessError) as e:
+                failures.append((f"cannot list the tests of {argv[i + 1]}: {e}", []))
             i += 2
         else:
             logs.append(argv[i])
@@ -67,9 +70,9 @@ def main(argv):
         try:
             with open(path) as fh:
                 tests = [json.loads(line) for line in fh if line.strip()]
-        except OSError as e:
+        except (OSError, ValueError) as e:
             failed += 1
-            failures.append((f"{label}: no test log ({e.strerror}: {path})", []))
+            failures.append((f"{label}: no readable test log {path} ({e})", []))
             continue
         for t in tests:
             result = t.get("result")
