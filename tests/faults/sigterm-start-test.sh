@@ -7,7 +7,6 @@
 # before it set up its handlers).
 # Exit 0 pass, 1 fail, 77 skip. Usage: sigterm-start-test.sh [BUILD_DIR]   (default: build/ of this checkout)
 set -uo pipefail
-name="sigterm-start"
 source "$(dirname "$0")/../lib/common.sh"
 
 build=${1:-$build}

@@ -6,9 +6,7 @@
 # Exit:  0 all checks pass; 1 a check failed; 77 skipped (not root, no /dev/fuse, mounting not allowed).
 set -euo pipefail
 
-name="fusemode-test"
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-source "$here/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh"
 ferryfsd="${1:-$ferryfsd}"
 
 need_root "mount(2), setuid checks"

@@ -8,7 +8,6 @@
 # option of --help appears in docs/options.md.
 # Exit: 0 pass, 1 fail.
 set -euo pipefail
-name="install-test"
 source "$(dirname "$0")/../lib/common.sh"
 prefix=/opt/ferryfs-test
 

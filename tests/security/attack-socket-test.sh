@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # make check: a hostile guest (tests/security/attack_client.c) against a running ferryfsd; nothing outside the share changes, exit 0.
 set -uo pipefail
-name="attack-socket"
 source "$(dirname "$0")/../lib/common.sh"
 cd "$repo"
 daemon=${1:-$ferryfsd}
