@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "../tests/common/canary.h"
 #include "../tests/common/fd_count.h"
+#include "../tests/common/pt_session.h"
 #include "fuzz_common.h"
 #include "protocol/fuse_server.h"
 
@@ -382,9 +383,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fuse_session_opts se_opts = {
 		.max_write = 128 * 1024,
 	};
-	struct passthrough *pt = NULL;
-	struct fuse_session *se = NULL;
-	struct fuse_worker *w = NULL;
+	struct pt_session ses;
 	char now[sizeof(canary_before)];
 	size_t at = 1;
 	int fds, fd_baseline;
@@ -405,9 +404,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	n_nodeids = n_fhs = 0;
 
 	populate_share();
-	if (passthrough_new(&pt, &pt_opts) < 0 ||
-	    fuse_session_new(&se, &se_opts, &passthrough_ops, pt) < 0 ||
-	    fuse_worker_new(se, &w) < 0)
+	if (pt_session_open(&ses, &pt_opts, &se_opts) < 0)
 		fuzz_fail("cannot set up the session");
 	caps_at_start = effective_caps();
 
@@ -415,7 +412,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct init_req init;
 
 		init_request(&init);
-		run_request(w, 0, 2, (uint8_t *)&init, sizeof(init));
+		run_request(ses.w, 0, 2, (uint8_t *)&init, sizeof(init));
 	}
 	for (unsigned n = 0; n < MAX_RECORDS && at + 4 <= size; n++) {
 		uint8_t ctl = data[at], wrcode = data[at + 1];
@@ -429,22 +426,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!req)
 			fuzz_fail("malloc");
 		memcpy(req, data + at, len);
-		run_request(w, ctl, wrcode, req, len);
+		run_request(ses.w, ctl, wrcode, req, len);
 		free(req);
 		at += len;
 	}
 
 	/* A queue stopping cancels what waits; every deferred request must
 	 * then be answered, promptly. */
-	fuse_worker_cancel_deferred(w);
+	fuse_worker_cancel_deferred(ses.w);
 	for (int i = 0; atomic_load(&deferred_outstanding) > 0; i++) {
 		FUZZ_ASSERT(i < 10000, "%d deferred requests never answered",
 			    atomic_load(&deferred_outstanding));
 		usleep(1000);
 	}
-	fuse_worker_free(w);
-	fuse_session_free(se);
-	passthrough_free(pt);
+	pt_session_close(&ses);
 
 	fds = fd_count();
 	FUZZ_ASSERT(fds == fd_baseline, "%d fds open after the run, %d before", fds, fd_baseline);

@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "../tests/common/fd_count.h"
+#include "../tests/common/vu_client.h"
 #include "fuzz_common.h"
 #include "transport/vhost_user.h"
 #include "transport/vhost_user_wire.h"
@@ -102,33 +103,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 static void send_msg(int sock, const struct vu_msg_hdr *h, const uint8_t *payload,
 		     size_t len, uint8_t fdspec)
 {
-	union {
-		char buf[CMSG_SPACE(MAX_FDS * sizeof(int))];
-		struct cmsghdr align;
-	} control;
-	struct iovec iov[2] = {
-		{ .iov_base = (void *)h, .iov_len = sizeof(*h) },
-		{ .iov_base = (void *)payload, .iov_len = len },
-	};
-	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
 	unsigned nfds = fdspec & 7;
 	int src = fdspec & 8 ? kick_fd : (fdspec & 0x10 ? small_fd : mem_fd);
+	int fds[MAX_FDS];
 
-	if (nfds) {
-		struct cmsghdr *c;
-
-		memset(&control, 0, sizeof(control));
-		mh.msg_control = control.buf;
-		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		/* The kernel duplicates them into the receiver; ours stay. */
-		for (unsigned i = 0; i < nfds; i++)
-			memcpy(CMSG_DATA(c) + i * sizeof(int), &src, sizeof(int));
-	}
-	if (sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 &&
+	for (unsigned i = 0; i < nfds; i++)
+		fds[i] = src;
+	if (vu_client_send_raw(sock, h, payload, len, fds, nfds, MSG_DONTWAIT) < 0 &&
 	    errno != EPIPE && errno != ECONNRESET && errno != EAGAIN)
 		fuzz_fail("sendmsg: %s", strerror(errno));
 }

@@ -11,9 +11,11 @@ int scratch_finish(const char *dir, int failures)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
+	/* As check_result() in check.h says it, for the same summary. */
 	if (failures) {
-		fprintf(stderr, "%d check(s) failed\n", failures);
+		printf("FAIL  %d check(s) failed\n", failures);
 		return 1;
 	}
+	printf("all passed\n");
 	return 0;
 }

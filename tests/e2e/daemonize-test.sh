@@ -26,7 +26,7 @@ if ((rc == 0)) && [[ -S "$sock" && -n "$pid" && "$pid" != "$parent" ]] &&
     pass "--daemonize returned 0 with the socket listening and the child's pid $pid in $pidfile"
 else
     fail "--daemonize: exit $rc, socket $([[ -S "$sock" ]] && echo present || echo missing), pid file '$pid' (parent $parent); output: $out"
-    start_finish
+    finish
 fi
 
 # Up to 10 s for PID to write the pid file (while it lives).
@@ -55,7 +55,7 @@ else
     fail "the second daemon disturbed the first (socket, pid file or process)"
 fi
 
-boot_and_check "$sock" "$pid" daemonize
+boot_demo_and_check "$sock" "$pid" daemonize
 # With --sandbox=none the daemon still sees the socket's path and removes
 # both files; a sandboxed one (the default) leaves them to the next start,
 # which the restarts below go through.
@@ -106,4 +106,4 @@ else
 fi
 kill -TERM "$rpid" 2>/dev/null || true
 wait "$rpid" 2>/dev/null || true
-start_finish
+finish

@@ -15,27 +15,18 @@
 # to run is reported.
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo="$(cd "$here/../.." && pwd)"
-ferryfsd="${1:-${FERRYFSD:-$repo/build/ferryfsd}}"
+source "$(dirname "$0")/../lib/guest.sh"
+ferryfsd="${1:-$ferryfsd}"
 virtiofsd="${VIRTIOFSD:-/usr/lib/qemu/virtiofsd}"
 read -r -a daemons <<<"${FERRYFS_E2E_DAEMONS:-ferryfsd virtiofsd}"
 guest_timeout="${FERRYFS_E2E_TIMEOUT:-300}"
-source "$here/stack-lib.sh"
 stack="$(stack_name)"
 guest_dir="$(stack_guest_dir)"
 read -r -a ferryfsd_extra <<<"${FERRYFSD_ARGS:-}"
 
-say() { echo "fsops-test: $*"; }
-
-if ! stack_prepare; then
-    say "SKIP: the $stack stack is not available here (see above)"
-    exit 77
-fi
-if ! "$here/build-guest.sh" "$guest_dir"; then
-    say "SKIP: could not build the $stack guest image (needs apt access to a Debian kernel package once)"
-    exit 77
-fi
+stack_prepare || skip "the $stack stack is not available here (see above)"
+"$here/build-guest.sh" "$guest_dir" ||
+    skip "could not build the $stack guest image (needs apt access to a Debian kernel package once)"
 say "stack $stack: $(stack_qemu "$stack" --version | head -1), guest kernel $(cat "$guest_dir/kernel-version" 2>/dev/null)"
 fsops="$guest_dir/fsops"
 
@@ -103,13 +94,7 @@ run_daemon() { # NAME
     say "[$name] starting: ${cmd[*]}"
     "${cmd[@]}" >"$dir/daemon.log" 2>&1 &
     daemon_pid=$!
-    local i
-    for ((i = 0; i < 100; i++)); do
-        [[ -S "$sock" ]] && break
-        kill -0 "$daemon_pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if [[ ! -S "$sock" ]]; then
+    if ! wait_socket "$sock" "$daemon_pid"; then
         echo "daemon failed" >"$dir/status"
         printf 'daemon_start\tFAIL no socket after 10s (see %s)\n' "$dir/daemon.log" >>"$res"
         say "[$name] daemon did not create its socket; log:"
@@ -128,11 +113,7 @@ run_daemon() { # NAME
     say "[$name] guest finished in $((SECONDS - t0))s (run-guest exit $grc)"
 
     # The daemon must notice the frontend is gone and exit by itself.
-    for ((i = 0; i < 100; i++)); do
-        kill -0 "$daemon_pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "$daemon_pid" 2>/dev/null; then
+    if ! wait_gone "$daemon_pid" 10; then
         printf 'daemon_exit\tFAIL still running 10s after QEMU quit\n' >>"$res"
         kill -TERM "$daemon_pid" 2>/dev/null || true
         sleep 2

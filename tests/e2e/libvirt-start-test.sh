@@ -30,7 +30,7 @@ done
 # sandbox is 1: the pid is not compared.
 if grep -Eq 'ferryfsd\[[0-9]+\]: waiting for a vhost-user frontend on the inherited fd 7' "$log"; then
     pass "started on the inherited fd 7; its first message arrived in syslog"
-    boot_and_check "$sock" "$pid" libvirt
+    boot_demo_and_check "$sock" "$pid" libvirt
 else
     fail "no 'waiting' message in syslog; daemon output:"
     sed 's/^/    /' "$tmp/daemon.out"
@@ -84,4 +84,4 @@ if ((rc == 1)) && grep -q "error: shared directory $tmp/missing" <<<"$out"; then
 else
     fail "--log-level=error with a missing directory: exit $rc, '$out'"
 fi
-start_finish
+finish

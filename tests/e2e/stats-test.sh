@@ -8,39 +8,25 @@
 # Exit:  0 all checks pass; 1 a check failed; 77 skipped (no QEMU or guest image).
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo="$(cd "$here/../.." && pwd)"
-ferryfsd="${1:-${FERRYFSD:-$repo/build/ferryfsd}}"
+source "$(dirname "$0")/../lib/guest.sh"
+ferryfsd="${1:-$ferryfsd}"
 guest_timeout="${FERRYFS_E2E_TIMEOUT:-300}"
-source "$here/stack-lib.sh"
 stack="$(stack_name)"
 guest_dir="$(stack_guest_dir)"
 # The guest writes this many 64 KiB blocks; with cache=never each write(2) is one FUSE WRITE.
 blocks=32
 
-say() { echo "stats-test: $*"; }
+stack_prepare || skip "the $stack stack (FERRYFS_STACK) is not available here (see above)"
+need_cmd jq
+need_built "$ferryfsd"
+"$here/build-guest.sh" "$guest_dir" || skip "could not build the guest image"
 
-stack_prepare || { say "SKIP: the $stack stack (FERRYFS_STACK) is not available here (see above)"; exit 77; }
-command -v jq >/dev/null || { say "SKIP: jq not installed (run scripts/deps.sh)"; exit 77; }
-[[ -x "$ferryfsd" ]] || { say "FAIL: $ferryfsd not built"; exit 1; }
-if ! "$here/build-guest.sh" "$guest_dir"; then
-    say "SKIP: could not build the guest image"
-    exit 77
-fi
-
-tmp="$(mktemp -d /tmp/ferryfs-stats.XXXXXX)"
+make_tmp
 share="$tmp/share" sock="$tmp/vhost.sock" stats="$tmp/vhost.stats" res="$tmp/results"
 daemon_pid="" guest_pid="" failed=0
-cleanup() {
-    [[ -z "$guest_pid" ]] || kill -TERM "$guest_pid" 2>/dev/null || true
-    [[ -z "$daemon_pid" ]] || kill -KILL "$daemon_pid" 2>/dev/null || true
-    if [[ "${FERRYFS_E2E_KEEP:-0}" == 1 ]] || ((failed)); then
-        say "logs kept in $tmp"
-    else
-        rm -rf "$tmp"
-    fi
-}
-trap cleanup EXIT
+cleanup_cmds+=('[[ -z "$guest_pid" ]] || kill -TERM "$guest_pid" 2>/dev/null'
+               '[[ -z "$daemon_pid" ]] || kill -KILL "$daemon_pid" 2>/dev/null')
+# This test's own pass/fail: rows of a results table, printed at the end.
 pass() { printf '%s\tPASS\n' "$1" >>"$res"; }
 fail() { printf '%s\tFAIL %s\n' "$1" "$2" >>"$res"; failed=1; }
 : >"$res"

@@ -10,10 +10,8 @@
 set -euo pipefail
 name=systemd-start
 source "$(dirname "${BASH_SOURCE[0]}")/start-lib.sh"
-if ! command -v systemd-socket-activate >/dev/null; then
-    say "SKIP: systemd-socket-activate not installed (Debian package systemd)"
-    exit 77
-fi
+command -v systemd-socket-activate >/dev/null ||
+    skip "systemd-socket-activate not installed (Debian package systemd)"
 start_prepare
 
 instance=ferryfs
@@ -32,7 +30,7 @@ systemd-socket-activate -l "$sock" "${cmd[@]}" >"$tmp/daemon.out" 2>&1 &
 pid=$!
 cleanup_pids+=("$pid")
 if wait_socket "$sock" "$pid"; then
-    boot_and_check "$sock" "$pid" systemd
+    boot_demo_and_check "$sock" "$pid" systemd
 else
     fail "systemd-socket-activate did not listen on $sock: $(cat "$tmp/daemon.out")"
 fi
@@ -47,4 +45,4 @@ if [[ -S "$sock" ]]; then
 else
     fail "ferryfsd removed the socket file it did not create"
 fi
-start_finish
+finish

@@ -57,4 +57,3 @@ rc=0
 wait "$daemon_pid" || rc=$?
 ((rc == 0)) || fail "ferryfsd --keep-listening exited with $rc on SIGTERM"
 say "PASS: default exits 0; --keep-listening served a second QEMU (fds $fds_idle idle, $fds_between after the killed one) and exits 0 on SIGTERM"
-failed_run=0

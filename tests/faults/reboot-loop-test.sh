@@ -53,4 +53,3 @@ drc=0
 wait "$daemon_pid" || drc=$?
 ((drc == 0)) || fail "ferryfsd exited with $drc after the guest powered off"
 say "PASS: $boots boots in ${elapsed} s, fds ${fds[$first]} -> ${fds[$boots]}, RssAnon ${anon[$first]} -> ${anon[$boots]} kB, $resets session resets"
-failed_run=0

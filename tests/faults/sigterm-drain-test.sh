@@ -49,4 +49,3 @@ werrs=$(awk '$4 == "WRITE" { print $6 }' "$tmp/daemon.log" | tail -1)
 ((werrs == 0)) || fail "$werrs WRITEs failed"
 ((writes == whole)) || fail "the daemon performed $writes WRITEs, the host holds $whole whole records"
 say "PASS: SIGTERM mid-write: exit 0; acknowledged/host records per writer:$report; $writes WRITEs performed = $whole whole records, none torn"
-failed_run=0

@@ -5,13 +5,14 @@
 # and nothing looked at the flag the parent's handler had set. Each start gets SIGTERM after a
 # different delay and must be gone within 10 s, with exit status 0 (stopped) or 143 (killed
 # before it set up its handlers).
-# Exit 0 pass, 1 fail, 77 skip. Usage: sigterm-start-test.sh [BUILD_DIR]   (default: ./build)
+# Exit 0 pass, 1 fail, 77 skip. Usage: sigterm-start-test.sh [BUILD_DIR]   (default: build/ of this checkout)
 set -uo pipefail
+source "$(dirname "$0")/../lib/common.sh"
 
-build=${1:-${MESON_BUILD_ROOT:-build}}
+build=${1:-$build}
 daemon=$build/ferryfsd
-if [[ ! -x $daemon ]]; then echo "SKIP: $daemon not built"; exit 77; fi
-if [[ $(id -u) != 0 ]]; then echo "SKIP: the namespace sandbox needs root"; exit 77; fi
+[[ -x $daemon ]] || skip "$daemon not built"
+need_root "the namespace sandbox"
 
 tmp=$(mktemp -d /tmp/ferryfs-sigterm-start.XXXXXX)
 pids=()

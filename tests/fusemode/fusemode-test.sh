@@ -6,40 +6,25 @@
 # Exit:  0 all checks pass; 1 a check failed; 77 skipped (not root, no /dev/fuse, mounting not allowed).
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo="$(cd "$here/../.." && pwd)"
-ferryfsd="${1:-${FERRYFSD:-$repo/build/ferryfsd}}"
+source "$(dirname "$0")/../lib/common.sh"
+ferryfsd="${1:-$ferryfsd}"
 
-say() { echo "fusemode-test: $*"; }
+need_root "mount(2), setuid checks"
+[[ -c /dev/fuse ]] || skip "no /dev/fuse"
+need_cmd gcc jq
+need_built "$ferryfsd"
 
-[[ $(id -u) == 0 ]] || { say "SKIP: needs root (mount(2), setuid checks)"; exit 77; }
-[[ -c /dev/fuse ]] || { say "SKIP: no /dev/fuse"; exit 77; }
-command -v gcc >/dev/null || { say "SKIP: no gcc for the fsops helper (run scripts/deps.sh)"; exit 77; }
-command -v jq >/dev/null || { say "SKIP: no jq (run scripts/deps.sh)"; exit 77; }
-[[ -x "$ferryfsd" ]] || { say "FAIL: $ferryfsd not built"; exit 1; }
-
-tmp="$(mktemp -d /tmp/ferryfs-fusemode.XXXXXX)"
+make_tmp
 # The non-root checks walk to the mount point as uid 1000.
 chmod 755 "$tmp"
 share="$tmp/share" mnt="$tmp/mnt" res="$tmp/results"
 daemon_pid="" busy_pid="" failed=0
-cleanup() {
-    [[ -z "$busy_pid" ]] || kill -KILL "$busy_pid" 2>/dev/null || true
-    if [[ -n "$daemon_pid" ]] && kill -0 "$daemon_pid" 2>/dev/null; then
-        kill -KILL "$daemon_pid" 2>/dev/null || true
-    fi
-    umount -l "$mnt" 2>/dev/null || true
-    if [[ "${FERRYFS_E2E_KEEP:-0}" == 1 ]]; then
-        say "kept $tmp"
-    elif ((failed)); then
-        rm -rf "$share"   # a 5 GiB sparse file and 32 MiB blobs; the logs are what matter
-        say "logs kept in $tmp"
-    else
-        rm -rf "$tmp"
-    fi
-}
-trap cleanup EXIT
+tmp_drop=("$share")   # a 5 GiB sparse file and 32 MiB blobs; the logs are what matter
+cleanup_cmds+=('[[ -z "$busy_pid" ]] || kill -KILL "$busy_pid" 2>/dev/null'
+               '[[ -z "$daemon_pid" ]] || kill -KILL "$daemon_pid" 2>/dev/null'
+               'umount -l "$mnt" 2>/dev/null')
 
+# This test's own pass/fail: rows of a results table, printed at the end.
 pass() { printf '%s\tPASS\n' "$1" >>"$res"; }
 fail() { printf '%s\tFAIL %s\n' "$1" "$2" >>"$res"; failed=1; }
 # mountinfo: field 5 is the mount point; the type follows the " - " separator (optional fields vary).

@@ -8,12 +8,8 @@
 # option of --help appears in docs/options.md.
 # Exit: 0 pass, 1 fail.
 set -euo pipefail
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$(dirname "$0")/../lib/common.sh"
 prefix=/opt/ferryfs-test
-fails=0
-say() { echo "install-test: $*"; }
-pass() { say "PASS $*"; }
-fail() { say "FAIL $*"; fails=$((fails + 1)); }
 
 dest="$(mktemp -d /tmp/ferryfs-install.XXXXXX)"
 trap 'rm -rf "$dest"' EXIT
@@ -91,5 +87,4 @@ else
     fail "docs/options.md lacks: ${undocumented[*]}"
 fi
 
-((fails == 0)) || { say "$fails check(s) failed"; exit 1; }
-say "all checks passed"
+finish

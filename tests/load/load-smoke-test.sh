@@ -1,27 +1,15 @@
 #!/usr/bin/env bash
 # make check: a short ferryfs-load run of every workload against build/ferryfsd; checks counts, never timings.
-# Exit 0 pass, 1 fail, 77 skip. Usage: load-smoke-test.sh [BUILD_DIR]   (default: ./build)
+# Exit 0 pass, 1 fail, 77 skip. Usage: load-smoke-test.sh [BUILD_DIR]   (default: build/ of this checkout)
 set -uo pipefail
-
-build=${1:-${MESON_BUILD_ROOT:-build}}
-daemon=$build/ferryfsd
-load=$build/ferryfs-load
-seconds=${LOAD_SMOKE_SECONDS:-1}
-
-if [[ ! -x $daemon ]]; then echo "SKIP: $daemon not built"; exit 77; fi
-if [[ ! -x $load ]]; then echo "SKIP: ferryfs-load not built in $build"; exit 77; fi
-if ! command -v jq >/dev/null; then echo "SKIP: jq missing (scripts/deps.sh installs it)"; exit 77; fi
-
-tmp=$(mktemp -d /tmp/ferryfs-load-smoke.XXXXXX)
+source "$(dirname "$0")/../lib/common.sh"
+build=${1:-$build}
+daemon=$build/ferryfsd load=$build/ferryfs-load seconds=${LOAD_SMOKE_SECONDS:-1}
+need_cmd jq
+need_exec "$daemon" "$load"
+make_tmp
 pid=
-cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
-
-fail=0
-check() { # check DESCRIPTION CONDITION...
-    local what=$1; shift
-    if "$@"; then echo "  ok   $what"; else echo "  FAIL $what"; fail=1; fi
-}
+cleanup_cmds+=('[[ -z $pid ]] || kill "$pid" 2>/dev/null')
 
 # WORKLOAD[:QUEUES]: the multi-queue runs start several request queue threads
 # in the daemon, sharing its inode and handle tables. randread-cold reads a file
@@ -39,7 +27,7 @@ for run in read randread write randwrite getattr lookup create-unlink readdirplu
     "$daemon" --socket-path="$sock" --shared-dir="$share" --cache never -o readdirplus \
         "${dextra[@]}" >"$tmp/$run.daemon.log" 2>&1 &
     pid=$!
-    for _ in $(seq 100); do [[ -S $sock ]] && break; sleep 0.05; done
+    wait_socket "$sock" "$pid"
     echo "$run: ferryfs-load --workload $wl --queues $queues --seconds $seconds against $daemon (pid $pid)"
     # A small directory and file keep setup short; the checks are about counts.
     timeout 120 "$load" --socket "$sock" --workload "$wl" --seconds "$seconds" --warmup 0.2 \
@@ -90,12 +78,10 @@ for run in read randread write randwrite getattr lookup create-unlink readdirplu
     fi
     wait "$pid" 2>/dev/null
     pid=
-    if [[ $fail -ne 0 ]]; then
+    if ((fails)); then
         sed 's/^/  stderr: /' "$tmp/$run.err" | head -20
         sed 's/^/  daemon: /' "$tmp/$run.daemon.log" | tail -20
     fi
 done
 
-if [[ $fail -ne 0 ]]; then echo "FAIL"; exit 1; fi
-echo "PASS"
-exit 0
+finish

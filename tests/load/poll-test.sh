@@ -1,32 +1,21 @@
 #!/usr/bin/env bash
 # make check: queue threads busy-poll only while the driver keeps them busy: an idle daemon sleeps, --poll-max-us=0 never spins.
-# Exit 0 pass, 1 fail, 77 skip. Usage: poll-test.sh [BUILD_DIR]   (default: ./build)
+# Exit 0 pass, 1 fail, 77 skip. Usage: poll-test.sh [BUILD_DIR]   (default: build/ of this checkout)
 # Checks CPU use and counters, never speed: a queue thread that kept spinning after
 # the load stopped would use a whole CPU while idle, which shows on any host.
 set -uo pipefail
-
-build=${1:-${MESON_BUILD_ROOT:-build}}
-daemon=$build/ferryfsd
-load=$build/ferryfs-load
-
-if [[ ! -x $daemon ]]; then echo "SKIP: $daemon not built"; exit 77; fi
-if [[ ! -x $load ]]; then echo "SKIP: ferryfs-load not built in $build"; exit 77; fi
-if ! command -v jq >/dev/null; then echo "SKIP: jq missing (scripts/deps.sh installs it)"; exit 77; fi
-
-tmp=$(mktemp -d /tmp/ferryfs-poll.XXXXXX)
+source "$(dirname "$0")/../lib/common.sh"
+build=${1:-$build}
+daemon=$build/ferryfsd load=$build/ferryfs-load
+need_cmd jq
+need_exec "$daemon" "$load"
+make_tmp
 pid=
-cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
-
-fail=0
-check() { # check DESCRIPTION CONDITION...
-    local what=$1; shift
-    if "$@"; then echo "  ok   $what"; else echo "  FAIL $what"; fail=1; fi
-}
+cleanup_cmds+=('[[ -z $pid ]] || kill "$pid" 2>/dev/null; wait 2>/dev/null')
 
 jq_ok() { jq -e "$@" >/dev/null; }
 
-start_daemon() { # start_daemon NAME EXTRA_OPTS...
+start_named_daemon() { # start_named_daemon NAME EXTRA_OPTS...
     local name=$1; shift
     sock=$tmp/$name.sock stats=$tmp/$name.stats share=$tmp/share-$name
     mkdir -p "$share"
@@ -51,7 +40,7 @@ run_load() { # run_load QUEUES
 }
 
 echo "default polling, 2 request queues: served, then the idle daemon sleeps"
-start_daemon default
+start_named_daemon default
 run_load 2
 check "stats report each request queue's waits" jq_ok \
     '[.queues[] | select(.index >= 1) | (.poll_hits | type) == "number" and .sleeps >= 1 and
@@ -63,7 +52,7 @@ check "idle daemon uses < 10% of a CPU (got ${idle}%)" test "$idle" -ge 0 -a "$i
 kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
 
 echo "--poll-max-us=0: queue threads never spin"
-start_daemon nopoll --poll-max-us=0
+start_named_daemon nopoll --poll-max-us=0
 run_load 1
 check "no wait ended by polling" jq_ok \
     '[.queues[] | select(.index >= 1) | .poll_hits == 0 and .sleeps >= 1] | length == 1 and all' \
@@ -79,5 +68,4 @@ for bad in -1 abc 1000001 ""; do
     check "--poll-max-us='$bad' created no socket" test ! -e "$tmp/bad.sock"
 done
 
-if [[ $fail -eq 0 ]]; then echo "PASS"; exit 0; fi
-echo "FAIL"; exit 1
+finish

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # make check: a hostile guest (tests/security/attack_client.c) against a running ferryfsd; nothing outside the share changes, exit 0.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-daemon=${1:-build/ferryfsd}
-client=build/tests/security/attack-client
-[ -x "$daemon" ] && [ -x "$client" ] || { echo "attack-socket: build first (make)"; exit 1; }
+source "$(dirname "$0")/../lib/common.sh"
+cd "$repo"
+daemon=${1:-$ferryfsd}
+client=$build/tests/security/attack-client
+need_built "$daemon" "$client"
 
 base=$(mktemp -d /tmp/ferry-attack-sock-XXXXXX)
 sockdir=$(mktemp -d /tmp/ferry-attack-sockdir-XXXXXX)
@@ -25,7 +26,7 @@ before=$(snapshot)
 
 "$daemon" --socket-path="$sockdir/vfs.sock" --shared-dir="$base/share" --log-level=error &
 pid=$!
-for _ in $(seq 100); do [ -S "$sockdir/vfs.sock" ] && break; sleep 0.1; done
+wait_socket "$sockdir/vfs.sock" "$pid"
 
 fail=0
 "$client" "$sockdir/vfs.sock" "$base/canary" || fail=1

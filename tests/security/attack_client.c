@@ -12,6 +12,7 @@
 
 #include "fuse_client.h"
 #include "vu_frontend.h"
+#include "../common/check.h"
 
 /*
  * Usage: attack-client SOCKET CANARY_DIR
@@ -22,14 +23,9 @@
 #define SLOTS 4
 #define DATA_CAP 65536u
 
-static int failures;
 static struct vu_dev dev = { .sock = -1, .memfd = -1 };
 static struct fc_slot slots[2][SLOTS];
 static uint64_t next_unique = 2;
-
-#define CHECK(cond, ...) do { \
-	if (cond) { printf("ok    "); } else { printf("FAIL  "); failures++; } \
-	printf(__VA_ARGS__); printf("\n"); fflush(stdout); } while (0)
 
 /* Submits slot s on queue qi and waits (up to timeout_ms) for its used
  * entry. Returns the used length, or -ETIMEDOUT. */
@@ -151,37 +147,37 @@ int main(int argc, char **argv)
 		fprintf(stderr, "attack-client: cannot set up the device\n");
 		return 1;
 	}
-	CHECK(request(1, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "f", NULL, sizeof(struct fuse_entry_out)) ==
-	      -EIO, "LOOKUP before INIT: EIO");
-	CHECK(request(1, FUSE_INIT, 0, &init, sizeof(init), NULL, NULL,
-		      sizeof(struct fuse_init_out)) == 0, "INIT");
-	CHECK(request(1, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "../canary", NULL,
-		      sizeof(struct fuse_entry_out)) == -EINVAL, "LOOKUP '../canary': EINVAL");
+	CHECK_MSG(request(1, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "f", NULL, sizeof(struct fuse_entry_out)) ==
+	          -EIO, "LOOKUP before INIT: EIO");
+	CHECK_MSG(request(1, FUSE_INIT, 0, &init, sizeof(init), NULL, NULL,
+		          sizeof(struct fuse_init_out)) == 0, "INIT");
+	CHECK_MSG(request(1, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "../canary", NULL,
+		          sizeof(struct fuse_entry_out)) == -EINVAL, "LOOKUP '../canary': EINVAL");
 	ret = request(1, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "..", NULL, sizeof(struct fuse_entry_out));
-	CHECK(ret < 0 || (ret == 0 && entry_nodeid(1) == FUSE_ROOT_ID),
-	      "LOOKUP '..' at the root: the root or an error");
-	CHECK(request(1, 1000, FUSE_ROOT_ID, NULL, 0, NULL, NULL, 0) == -ENOSYS,
-	      "unknown opcode 1000: ENOSYS");
+	CHECK_MSG(ret < 0 || (ret == 0 && entry_nodeid(1) == FUSE_ROOT_ID),
+	          "LOOKUP '..' at the root: the root or an error");
+	CHECK_MSG(request(1, 1000, FUSE_ROOT_ID, NULL, 0, NULL, NULL, 0) == -ENOSYS,
+	          "unknown opcode 1000: ENOSYS");
 	{
 		struct fuse_mknod_in mn = { .mode = S_IFIFO | 0666 };
 		struct fuse_open_in oi = { .flags = O_RDONLY };
 
-		CHECK(request(1, FUSE_MKNOD, FUSE_ROOT_ID, &mn, sizeof(mn), "fifo", NULL,
-			      sizeof(struct fuse_entry_out)) == 0, "MKNOD a FIFO");
+		CHECK_MSG(request(1, FUSE_MKNOD, FUSE_ROOT_ID, &mn, sizeof(mn), "fifo", NULL,
+			          sizeof(struct fuse_entry_out)) == 0, "MKNOD a FIFO");
 		id = entry_nodeid(1);
 		ret = request(1, FUSE_OPEN, id, &oi, sizeof(oi), NULL, NULL,
 			      sizeof(struct fuse_open_out));
-		CHECK(ret < 0 && ret != 1, "OPEN of the FIFO answered at once with an error (%d)", ret);
+		CHECK_MSG(ret < 0 && ret != 1, "OPEN of the FIFO answered at once with an error (%d)", ret);
 	}
 	snprintf(target, sizeof(target), "%s/secret", argv[2]);
-	CHECK(request(1, FUSE_SYMLINK, FUSE_ROOT_ID, NULL, 0, "esc", target,
-		      sizeof(struct fuse_entry_out)) == 0, "SYMLINK to the canary's file (contents only)");
+	CHECK_MSG(request(1, FUSE_SYMLINK, FUSE_ROOT_ID, NULL, 0, "esc", target,
+		          sizeof(struct fuse_entry_out)) == 0, "SYMLINK to the canary's file (contents only)");
 	{
 		struct fuse_open_in oi = { .flags = O_WRONLY | O_TRUNC };
 
 		id = entry_nodeid(1);
-		CHECK(request(1, FUSE_OPEN, id, &oi, sizeof(oi), NULL, NULL,
-			      sizeof(struct fuse_open_out)) < 0, "OPEN O_TRUNC of that symlink refused");
+		CHECK_MSG(request(1, FUSE_OPEN, id, &oi, sizeof(oi), NULL, NULL,
+			          sizeof(struct fuse_open_out)) < 0, "OPEN O_TRUNC of that symlink refused");
 	}
 	{
 		/* in.len 100 bytes past the chain */
@@ -195,8 +191,8 @@ int main(int argc, char **argv)
 		fc_finish(s);
 		((struct fuse_in_header *)(s->ctrl + FC_CTRL_RD))->len += 100;
 		used = call(1, s, 10000);
-		CHECK(used == sizeof(struct fuse_out_header) && fc_out_hdr(s)->error == -EINVAL,
-		      "in.len past the chain: EINVAL");
+		CHECK_MSG(used == sizeof(struct fuse_out_header) && fc_out_hdr(s)->error == -EINVAL,
+		          "in.len past the chain: EINVAL");
 	}
 	{
 		struct fuse_forget_in fg = { .nlookup = UINT64_MAX };
@@ -206,9 +202,9 @@ int main(int argc, char **argv)
 		next_unique += 2;
 		fc_arg(s, &fg, sizeof(fg));
 		fc_finish(s);
-		CHECK(call(1, s, 10000) == 0, "FORGET of the root with 2^64-1: used, no reply");
-		CHECK(request(1, FUSE_GETATTR, FUSE_ROOT_ID, &ga, sizeof(ga), NULL, NULL,
-			      sizeof(struct fuse_attr_out)) == 0, "the root still answers GETATTR");
+		CHECK_MSG(call(1, s, 10000) == 0, "FORGET of the root with 2^64-1: used, no reply");
+		CHECK_MSG(request(1, FUSE_GETATTR, FUSE_ROOT_ID, &ga, sizeof(ga), NULL, NULL,
+			          sizeof(struct fuse_attr_out)) == 0, "the root still answers GETATTR");
 	}
 	{
 		/* A buffer far outside guest memory breaks queue 1. */
@@ -220,23 +216,22 @@ int main(int argc, char **argv)
 		fc_reply(s, sizeof(struct fuse_attr_out));
 		s->seg[s->nseg - 1].gpa = 1ull << 40;
 		fc_finish(s);
-		CHECK(call(1, s, 1000) == -ETIMEDOUT, "queue 1 with a buffer outside memory: no answer");
+		CHECK_MSG(call(1, s, 1000) == -ETIMEDOUT, "queue 1 with a buffer outside memory: no answer");
 	}
-	CHECK(request(0, FUSE_GETATTR, FUSE_ROOT_ID, &ga, sizeof(ga), NULL, NULL,
-		      sizeof(struct fuse_attr_out)) == 0, "queue 0 still answers GETATTR");
+	CHECK_MSG(request(0, FUSE_GETATTR, FUSE_ROOT_ID, &ga, sizeof(ga), NULL, NULL,
+		          sizeof(struct fuse_attr_out)) == 0, "queue 0 still answers GETATTR");
 	{
 		struct { uint32_t index, num; } st = { 300, 8 };
 		uint64_t status = raw_vhost(8, &st, sizeof(st));
 
-		CHECK(status != 0 && status != UINT64_MAX, "SET_VRING_NUM for queue 300: NACK");
+		CHECK_MSG(status != 0 && status != UINT64_MAX, "SET_VRING_NUM for queue 300: NACK");
 		st.index = 0;
 		st.num = 100;
 		status = raw_vhost(8, &st, sizeof(st));
-		CHECK(status != 0 && status != UINT64_MAX, "SET_VRING_NUM 100 on a running queue: NACK");
+		CHECK_MSG(status != 0 && status != UINT64_MAX, "SET_VRING_NUM 100 on a running queue: NACK");
 	}
-	CHECK(request(0, FUSE_GETATTR, FUSE_ROOT_ID, &ga, sizeof(ga), NULL, NULL,
-		      sizeof(struct fuse_attr_out)) == 0, "queue 0 answers after the bad messages");
+	CHECK_MSG(request(0, FUSE_GETATTR, FUSE_ROOT_ID, &ga, sizeof(ga), NULL, NULL,
+		          sizeof(struct fuse_attr_out)) == 0, "queue 0 answers after the bad messages");
 	vu_close(&dev);
-	printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-	return failures ? 1 : 0;
+	return check_result();
 }

@@ -188,4 +188,3 @@ grep -aq '^MKNOD-CHR: .*Operation not permitted' < <(tr -d '\r' <"$tmp/console-c
 [[ ! -e "$share/cdev" ]] || fail "chroot: a device node was made without CAP_MKNOD"
 say "chroot: Seccomp 2, NoNewPrivs 1, CapEff $(cap_mask chown dac_override dac_read_search fowner fsetid setgid setuid setfcap), root = share, $fds_chroot fds for 300 held inodes, mknod c EPERM, FIFO and files work; nothing outside the share reachable"
 say PASS
-failed_run=0

@@ -4,17 +4,18 @@
 # the guest end up in "$sem_out". Each further TAG is mounted by guest.sh itself (see sem_mount_line).
 
 sem_here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-sem_repo="$(cd "$sem_here/../.." && pwd)"
-sem_ferryfsd="${FERRYFSD:-$sem_repo/build/ferryfsd}"
-# The guest of the stack FERRYFS_STACK selects (stable by default; tests/e2e/stack-lib.sh).
-source "$sem_repo/tests/e2e/stack-lib.sh"
+# Paths, skip and the guest image: tests/lib/ (which sources tests/e2e/stack-lib.sh).
+source "$sem_here/../lib/guest.sh"
+sem_repo="$repo"
+sem_ferryfsd="$ferryfsd"
+# The guest of the stack FERRYFS_STACK selects (stable by default).
 sem_guest_dir="$(stack_guest_dir)"
 sem_pids=()
 sem_qemu_extra=()
 sem_tags=()
 sem_fail=0
 
-sem_say() { echo "$sem_name: $*"; }
+sem_say() { say "$@"; }
 
 sem_cleanup() {
     for p in "${sem_pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
@@ -24,12 +25,9 @@ sem_cleanup() {
 
 # sem_init NAME: skips (77) without QEMU or a guest image; builds the guest program.
 sem_init() {
-    sem_name="$1"
+    sem_name="$1" test_name="$1"
     sem_umounts=()
-    command -v qemu-system-x86_64 >/dev/null || { sem_say "SKIP: no qemu-system-x86_64"; exit 77; }
-    stack_prepare || { sem_say "SKIP: the $(stack_name) stack cannot be had here (see above)"; exit 77; }
-    "$sem_repo/tests/e2e/build-guest.sh" "$sem_guest_dir" >/dev/null || { sem_say "SKIP: no guest image"; exit 77; }
-    [[ -x "$sem_ferryfsd" ]] || { sem_say "FAIL: $sem_ferryfsd not built"; exit 1; }
+    guest_prepare
     sem_tmp="$(mktemp -d "/tmp/ferryfs-$sem_name.XXXXXX")"
     chmod 755 "$sem_tmp"
     trap sem_cleanup EXIT
@@ -52,7 +50,7 @@ sem_daemon_cmd() {
     local pid=$!
     sem_pids+=("$pid")
     printf -v "sem_pid_${tag}" '%s' "$pid"
-    for _ in $(seq 100); do [[ -S "$sock" ]] && break; sleep 0.1; done
+    wait_socket "$sock" || true
     if [[ -z "$sem_main" ]]; then
         sem_main="$share" sem_main_tag="$tag" sem_main_pid="$pid"
         cp "$sem_tmp/gsem" "$share/gsem"

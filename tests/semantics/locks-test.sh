@@ -8,17 +8,13 @@
 # lets go). INTERRUPT and cancellation are covered by tests/unit (test_fuse_decode, test_vhost_user).
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo="$(cd "$here/../.." && pwd)"
-ferryfsd="${1:-${FERRYFSD:-$repo/build/ferryfsd}}"
+source "$(dirname "$0")/../lib/guest.sh"
+ferryfsd="${1:-$ferryfsd}"
 virtiofsd="${VIRTIOFSD:-/usr/lib/qemu/virtiofsd}"
-source "$repo/tests/e2e/stack-lib.sh"
 guest_dir="$(stack_guest_dir)"
-say() { echo "locks-test: $*"; }
 
-command -v qemu-system-x86_64 >/dev/null || { say "SKIP: no qemu-system-x86_64"; exit 77; }
-stack_prepare || { say "SKIP: the $(stack_name) stack cannot be had here (see above)"; exit 77; }
-"$repo/tests/e2e/build-guest.sh" "$guest_dir" >/dev/null || { say "SKIP: no guest image"; exit 77; }
+stack_prepare || skip "the $(stack_name) stack cannot be had here (see above)"
+"$repo/tests/e2e/build-guest.sh" "$guest_dir" >/dev/null || skip "no guest image"
 
 tmp="$(mktemp -d /tmp/ferryfs-locks.XXXXXX)"
 pids=()

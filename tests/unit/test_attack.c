@@ -17,23 +17,17 @@
 
 #include "../common/canary.h"
 #include "../common/fd_count.h"
+#include "../common/pt_session.h"
 #include "../common/raw_req.h"
 #include "backend/passthrough.h"
 #include "common/log.h"
 #include "protocol/fuse_server.h"
-
-static int failures;
-
-#define CHECK(cond, ...) do { \
-	if (cond) { printf("ok    "); } else { printf("FAIL  "); failures++; } \
-	printf(__VA_ARGS__); printf("\n"); } while (0)
+#include "../common/check.h"
 
 #define MAX_WRITE (128u * 1024u)
 
 static struct canary cy;
-static struct passthrough *pt;
-static struct fuse_session *se;
-static struct fuse_worker *wk;
+static struct pt_session ses;
 static uint64_t next_unique = 1;
 
 static struct raw_reply rep;
@@ -62,7 +56,7 @@ static int send_req_on(struct fuse_worker *w, uint32_t opcode, uint64_t nodeid,
 	return rep.h.error;
 }
 
-#define send_req(...) send_req_on(wk, __VA_ARGS__)
+#define send_req(...) send_req_on(ses.w, __VA_ARGS__)
 /* A NUL-terminated name. */
 #define NM(s) s, strlen(s) + 1
 
@@ -92,11 +86,11 @@ static void test_before_init(void)
 {
 	struct fuse_getattr_in g = { 0 };
 
-	CHECK(lookup(FUSE_ROOT_ID, "f", NULL) == -EIO, "LOOKUP before INIT: EIO");
-	CHECK(send_req(FUSE_GETATTR, FUSE_ROOT_ID, &g, sizeof(g), NULL, 0, NULL, 0) == -EIO,
-	      "GETATTR before INIT: EIO");
-	CHECK(send_req(4242, FUSE_ROOT_ID, NULL, 0, NULL, 0, NULL, 0) == -EIO,
-	      "unknown opcode before INIT: EIO");
+	CHECK_MSG(lookup(FUSE_ROOT_ID, "f", NULL) == -EIO, "LOOKUP before INIT: EIO");
+	CHECK_MSG(send_req(FUSE_GETATTR, FUSE_ROOT_ID, &g, sizeof(g), NULL, 0, NULL, 0) == -EIO,
+	          "GETATTR before INIT: EIO");
+	CHECK_MSG(send_req(4242, FUSE_ROOT_ID, NULL, 0, NULL, 0, NULL, 0) == -EIO,
+	          "unknown opcode before INIT: EIO");
 }
 
 static void do_init(void)
@@ -106,9 +100,9 @@ static void do_init(void)
 		.flags = FUSE_INIT_EXT | FUSE_MAX_PAGES | FUSE_BIG_WRITES,
 	};
 
-	CHECK(send_req(FUSE_INIT, 0, &in, sizeof(in), NULL, 0, NULL, 0) == 0, "INIT");
-	CHECK(send_req(FUSE_INIT, 0, &in, sizeof(in), NULL, 0, NULL, 0) == -EIO,
-	      "second INIT refused");
+	CHECK_MSG(send_req(FUSE_INIT, 0, &in, sizeof(in), NULL, 0, NULL, 0) == 0, "INIT");
+	CHECK_MSG(send_req(FUSE_INIT, 0, &in, sizeof(in), NULL, 0, NULL, 0) == -EIO,
+	          "second INIT refused");
 }
 
 static void test_header_lengths(void)
@@ -120,29 +114,29 @@ static void test_header_lengths(void)
 		.name = "f" };
 
 	r.h.len = sizeof(r.h) - 1;
-	CHECK(send_raw_on(wk, &r, sizeof(r), 4096) == sizeof(struct fuse_out_header) &&
-	      rep.h.error == -EINVAL && rep.h.unique == 77,
-	      "in.len shorter than the header: EINVAL");
+	CHECK_MSG(send_raw_on(ses.w, &r, sizeof(r), 4096) == sizeof(struct fuse_out_header) &&
+	          rep.h.error == -EINVAL && rep.h.unique == 77,
+	          "in.len shorter than the header: EINVAL");
 	r.h.len = sizeof(r) + 1;
-	CHECK(send_raw_on(wk, &r, sizeof(r), 4096) == sizeof(struct fuse_out_header) &&
-	      rep.h.error == -EINVAL, "in.len past the readable chain: EINVAL");
+	CHECK_MSG(send_raw_on(ses.w, &r, sizeof(r), 4096) == sizeof(struct fuse_out_header) &&
+	          rep.h.error == -EINVAL, "in.len past the readable chain: EINVAL");
 	r.h.len = UINT32_MAX;
-	CHECK(send_raw_on(wk, &r, sizeof(r), 4096) == sizeof(struct fuse_out_header) &&
-	      rep.h.error == -EINVAL, "in.len 4 GiB: EINVAL");
+	CHECK_MSG(send_raw_on(ses.w, &r, sizeof(r), 4096) == sizeof(struct fuse_out_header) &&
+	          rep.h.error == -EINVAL, "in.len 4 GiB: EINVAL");
 	r.h.len = sizeof(r);
 	r.h.total_extlen = 0xffff;
-	CHECK(send_raw_on(wk, &r, sizeof(r), 4096) == sizeof(struct fuse_out_header) &&
-	      rep.h.error == -EINVAL, "extensions longer than the request: EINVAL");
+	CHECK_MSG(send_raw_on(ses.w, &r, sizeof(r), 4096) == sizeof(struct fuse_out_header) &&
+	          rep.h.error == -EINVAL, "extensions longer than the request: EINVAL");
 	r.h.total_extlen = 0;
-	CHECK(send_raw_on(wk, &r, sizeof(r.h) - 1, 4096) == 0,
-	      "chain shorter than a header: dropped without a reply");
-	CHECK(send_raw_on(wk, &r, sizeof(r), sizeof(struct fuse_out_header) - 1) == 0,
-	      "no room for a reply header: dropped without a reply");
-	CHECK(send_raw_on(wk, &r, sizeof(r), sizeof(struct fuse_out_header) + 8) ==
-	      sizeof(struct fuse_out_header) && rep.h.error == -ERANGE,
-	      "no room for the entry: ERANGE (and no lookup reference leaks)");
-	CHECK(send_raw_on(wk, &r, sizeof(r), 4096) > sizeof(struct fuse_out_header) &&
-	      rep.h.error == 0, "the same LOOKUP, well-formed, still works");
+	CHECK_MSG(send_raw_on(ses.w, &r, sizeof(r.h) - 1, 4096) == 0,
+	          "chain shorter than a header: dropped without a reply");
+	CHECK_MSG(send_raw_on(ses.w, &r, sizeof(r), sizeof(struct fuse_out_header) - 1) == 0,
+	          "no room for a reply header: dropped without a reply");
+	CHECK_MSG(send_raw_on(ses.w, &r, sizeof(r), sizeof(struct fuse_out_header) + 8) ==
+	          sizeof(struct fuse_out_header) && rep.h.error == -ERANGE,
+	          "no room for the entry: ERANGE (and no lookup reference leaks)");
+	CHECK_MSG(send_raw_on(ses.w, &r, sizeof(r), 4096) > sizeof(struct fuse_out_header) &&
+	          rep.h.error == 0, "the same LOOKUP, well-formed, still works");
 }
 
 static void test_unknown_opcodes(void)
@@ -151,8 +145,8 @@ static void test_unknown_opcodes(void)
 	const uint32_t ops[] = { 0, 7, 19, 52, 1000, 4096, 436207616, UINT32_MAX };
 
 	for (unsigned i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		CHECK(send_req(ops[i], FUSE_ROOT_ID, NULL, 0, NULL, 0, NULL, 0) == -ENOSYS,
-		      "opcode %u: ENOSYS", ops[i]);
+		CHECK_MSG(send_req(ops[i], FUSE_ROOT_ID, NULL, 0, NULL, 0, NULL, 0) == -ENOSYS,
+		          "opcode %u: ENOSYS", ops[i]);
 }
 
 static void test_names(void)
@@ -164,36 +158,36 @@ static void test_names(void)
 
 	memset(longname, 'a', sizeof(longname));
 	longname[256] = 0;
-	CHECK(send_req(FUSE_MKDIR, FUSE_ROOT_ID, &md, sizeof(md), NM("a/b"), NULL, 0) == -EINVAL,
-	      "MKDIR 'a/b': EINVAL");
-	CHECK(send_req(FUSE_MKDIR, FUSE_ROOT_ID, &md, sizeof(md), NM("../escape"), NULL, 0) == -EINVAL,
-	      "MKDIR '../escape': EINVAL");
-	CHECK(send_req(FUSE_MKDIR, FUSE_ROOT_ID, &md, sizeof(md), NM(".."), NULL, 0) == -EINVAL,
-	      "MKDIR '..': EINVAL");
-	CHECK(send_req(FUSE_MKDIR, FUSE_ROOT_ID, &md, sizeof(md), NM("."), NULL, 0) == -EINVAL,
-	      "MKDIR '.': EINVAL");
-	CHECK(send_req(FUSE_MKDIR, FUSE_ROOT_ID, &md, sizeof(md), NM(""), NULL, 0) == -EINVAL,
-	      "MKDIR '': EINVAL");
-	CHECK(send_req(FUSE_MKNOD, FUSE_ROOT_ID, &mn, sizeof(mn), "unterminated", 12, NULL, 0) ==
-	      -EINVAL, "MKNOD with an unterminated name: EINVAL");
-	CHECK(send_req(FUSE_MKNOD, FUSE_ROOT_ID, &mn, sizeof(mn), NM(longname), NULL, 0) ==
-	      -ENAMETOOLONG, "MKNOD with a 256-byte name: ENAMETOOLONG");
-	CHECK(lookup(FUSE_ROOT_ID, "a/b", NULL) == -EINVAL, "LOOKUP 'a/b': EINVAL");
-	CHECK(lookup(FUSE_ROOT_ID, "", NULL) == -EINVAL, "LOOKUP '': EINVAL");
-	CHECK(send_req(FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "f", 1, NULL, 0) == -EINVAL,
-	      "LOOKUP with an unterminated name: EINVAL");
+	CHECK_MSG(send_req(FUSE_MKDIR, FUSE_ROOT_ID, &md, sizeof(md), NM("a/b"), NULL, 0) == -EINVAL,
+	          "MKDIR 'a/b': EINVAL");
+	CHECK_MSG(send_req(FUSE_MKDIR, FUSE_ROOT_ID, &md, sizeof(md), NM("../escape"), NULL, 0) == -EINVAL,
+	          "MKDIR '../escape': EINVAL");
+	CHECK_MSG(send_req(FUSE_MKDIR, FUSE_ROOT_ID, &md, sizeof(md), NM(".."), NULL, 0) == -EINVAL,
+	          "MKDIR '..': EINVAL");
+	CHECK_MSG(send_req(FUSE_MKDIR, FUSE_ROOT_ID, &md, sizeof(md), NM("."), NULL, 0) == -EINVAL,
+	          "MKDIR '.': EINVAL");
+	CHECK_MSG(send_req(FUSE_MKDIR, FUSE_ROOT_ID, &md, sizeof(md), NM(""), NULL, 0) == -EINVAL,
+	          "MKDIR '': EINVAL");
+	CHECK_MSG(send_req(FUSE_MKNOD, FUSE_ROOT_ID, &mn, sizeof(mn), "unterminated", 12, NULL, 0) ==
+	          -EINVAL, "MKNOD with an unterminated name: EINVAL");
+	CHECK_MSG(send_req(FUSE_MKNOD, FUSE_ROOT_ID, &mn, sizeof(mn), NM(longname), NULL, 0) ==
+	          -ENAMETOOLONG, "MKNOD with a 256-byte name: ENAMETOOLONG");
+	CHECK_MSG(lookup(FUSE_ROOT_ID, "a/b", NULL) == -EINVAL, "LOOKUP 'a/b': EINVAL");
+	CHECK_MSG(lookup(FUSE_ROOT_ID, "", NULL) == -EINVAL, "LOOKUP '': EINVAL");
+	CHECK_MSG(send_req(FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "f", 1, NULL, 0) == -EINVAL,
+	          "LOOKUP with an unterminated name: EINVAL");
 	/* LOOKUP of '..' is legal FUSE (NFS export); at the root it must
 	 * stay at the root, never reach the share's parent. */
 	id = 0;
-	CHECK(lookup(FUSE_ROOT_ID, "..", &id) < 0 || id == FUSE_ROOT_ID,
-	      "LOOKUP '..' at the root stays inside (error or the root itself)");
-	CHECK(lookup(FUSE_ROOT_ID, "canary", NULL) == -ENOENT,
-	      "LOOKUP of the canary's name: ENOENT (it is outside)");
-	CHECK(send_req(FUSE_UNLINK, FUSE_ROOT_ID, NULL, 0, NM(".."), NULL, 0) == -EINVAL,
-	      "UNLINK '..': EINVAL");
-	CHECK(send_req(FUSE_RMDIR, FUSE_ROOT_ID, NULL, 0, NM("../canary"), NULL, 0) == -EINVAL,
-	      "RMDIR '../canary': EINVAL");
-	CHECK(!host_exists("escape") && !host_exists("share/a"), "nothing was created");
+	CHECK_MSG(lookup(FUSE_ROOT_ID, "..", &id) < 0 || id == FUSE_ROOT_ID,
+	          "LOOKUP '..' at the root stays inside (error or the root itself)");
+	CHECK_MSG(lookup(FUSE_ROOT_ID, "canary", NULL) == -ENOENT,
+	          "LOOKUP of the canary's name: ENOENT (it is outside)");
+	CHECK_MSG(send_req(FUSE_UNLINK, FUSE_ROOT_ID, NULL, 0, NM(".."), NULL, 0) == -EINVAL,
+	          "UNLINK '..': EINVAL");
+	CHECK_MSG(send_req(FUSE_RMDIR, FUSE_ROOT_ID, NULL, 0, NM("../canary"), NULL, 0) == -EINVAL,
+	          "RMDIR '../canary': EINVAL");
+	CHECK_MSG(!host_exists("escape") && !host_exists("share/a"), "nothing was created");
 }
 
 static void test_symlink_link_rename(void)
@@ -208,59 +202,59 @@ static void test_symlink_link_rename(void)
 	uint64_t abs_id = 0, rel_id = 0, file_id = 0;
 
 	snprintf(target, sizeof(target), "%s/secret", cy.canary);
-	CHECK(send_req(FUSE_SYMLINK, FUSE_ROOT_ID, NULL, 0, NM("abs"), NM(target)) == 0,
-	      "SYMLINK with an absolute target outside: created (contents only)");
-	CHECK(send_req(FUSE_SYMLINK, FUSE_ROOT_ID, NULL, 0, NM("rel"), NM("../canary")) == 0,
-	      "SYMLINK '../canary': created (contents only)");
-	CHECK(lookup(FUSE_ROOT_ID, "abs", &abs_id) == 0 && lookup(FUSE_ROOT_ID, "rel", &rel_id) == 0,
-	      "both links looked up");
-	CHECK(send_req(FUSE_OPEN, abs_id, &oin, sizeof(oin), NULL, 0, NULL, 0) < 0,
-	      "OPEN of the absolute link is refused, not followed");
-	CHECK(lookup(rel_id, "secret", NULL) < 0, "LOOKUP through '../canary' refused");
-	CHECK(send_req(FUSE_CREATE, rel_id, &cin, sizeof(cin), NM("planted"), NULL, 0) < 0,
-	      "CREATE inside the '../canary' link refused");
-	CHECK(send_req(FUSE_MKDIR, rel_id, &md, sizeof(md), NM("planted"), NULL, 0) < 0,
-	      "MKDIR inside the '../canary' link refused");
+	CHECK_MSG(send_req(FUSE_SYMLINK, FUSE_ROOT_ID, NULL, 0, NM("abs"), NM(target)) == 0,
+	          "SYMLINK with an absolute target outside: created (contents only)");
+	CHECK_MSG(send_req(FUSE_SYMLINK, FUSE_ROOT_ID, NULL, 0, NM("rel"), NM("../canary")) == 0,
+	          "SYMLINK '../canary': created (contents only)");
+	CHECK_MSG(lookup(FUSE_ROOT_ID, "abs", &abs_id) == 0 && lookup(FUSE_ROOT_ID, "rel", &rel_id) == 0,
+	          "both links looked up");
+	CHECK_MSG(send_req(FUSE_OPEN, abs_id, &oin, sizeof(oin), NULL, 0, NULL, 0) < 0,
+	          "OPEN of the absolute link is refused, not followed");
+	CHECK_MSG(lookup(rel_id, "secret", NULL) < 0, "LOOKUP through '../canary' refused");
+	CHECK_MSG(send_req(FUSE_CREATE, rel_id, &cin, sizeof(cin), NM("planted"), NULL, 0) < 0,
+	          "CREATE inside the '../canary' link refused");
+	CHECK_MSG(send_req(FUSE_MKDIR, rel_id, &md, sizeof(md), NM("planted"), NULL, 0) < 0,
+	          "MKDIR inside the '../canary' link refused");
 	{
 		struct fuse_setattr_in sa = { .valid = FATTR_SIZE, .size = 0 };
 
-		CHECK(send_req(FUSE_SETATTR, abs_id, &sa, sizeof(sa), NULL, 0, NULL, 0) < 0,
-		      "SETATTR truncate on the absolute link refused (not followed)");
+		CHECK_MSG(send_req(FUSE_SETATTR, abs_id, &sa, sizeof(sa), NULL, 0, NULL, 0) < 0,
+		          "SETATTR truncate on the absolute link refused (not followed)");
 	}
 
-	CHECK(send_req(FUSE_CREATE, FUSE_ROOT_ID, &cin, sizeof(cin), NM("file"), NULL, 0) == 0,
-	      "CREATE file");
-	CHECK(lookup(FUSE_ROOT_ID, "file", &file_id) == 0, "LOOKUP file");
+	CHECK_MSG(send_req(FUSE_CREATE, FUSE_ROOT_ID, &cin, sizeof(cin), NM("file"), NULL, 0) == 0,
+	          "CREATE file");
+	CHECK_MSG(lookup(FUSE_ROOT_ID, "file", &file_id) == 0, "LOOKUP file");
 	lin.oldnodeid = file_id;
-	CHECK(send_req(FUSE_LINK, 0xdead0000beefull, &lin, sizeof(lin), NM("l"), NULL, 0) == -EBADF,
-	      "LINK into a newparent that does not exist: EBADF");
+	CHECK_MSG(send_req(FUSE_LINK, 0xdead0000beefull, &lin, sizeof(lin), NM("l"), NULL, 0) == -EBADF,
+	          "LINK into a newparent that does not exist: EBADF");
 	lin.oldnodeid = 0xdead0000beefull;
-	CHECK(send_req(FUSE_LINK, FUSE_ROOT_ID, &lin, sizeof(lin), NM("l"), NULL, 0) == -EBADF,
-	      "LINK of an oldnodeid that does not exist: EBADF");
+	CHECK_MSG(send_req(FUSE_LINK, FUSE_ROOT_ID, &lin, sizeof(lin), NM("l"), NULL, 0) == -EBADF,
+	          "LINK of an oldnodeid that does not exist: EBADF");
 	lin.oldnodeid = file_id;
-	CHECK(send_req(FUSE_LINK, FUSE_ROOT_ID, &lin, sizeof(lin), NM("../l"), NULL, 0) == -EINVAL,
-	      "LINK to '../l': EINVAL");
-	CHECK(send_req(FUSE_LINK, rel_id, &lin, sizeof(lin), NM("l"), NULL, 0) < 0,
-	      "LINK into the '../canary' link refused");
+	CHECK_MSG(send_req(FUSE_LINK, FUSE_ROOT_ID, &lin, sizeof(lin), NM("../l"), NULL, 0) == -EINVAL,
+	          "LINK to '../l': EINVAL");
+	CHECK_MSG(send_req(FUSE_LINK, rel_id, &lin, sizeof(lin), NM("l"), NULL, 0) < 0,
+	          "LINK into the '../canary' link refused");
 
 	rin.newdir = 0xdead0000beefull;
-	CHECK(send_req(FUSE_RENAME, FUSE_ROOT_ID, &rin, sizeof(rin), NM("file"), NM("x")) == -EBADF,
-	      "RENAME into a newdir that does not exist: EBADF");
+	CHECK_MSG(send_req(FUSE_RENAME, FUSE_ROOT_ID, &rin, sizeof(rin), NM("file"), NM("x")) == -EBADF,
+	          "RENAME into a newdir that does not exist: EBADF");
 	rin.newdir = FUSE_ROOT_ID;
-	CHECK(send_req(FUSE_RENAME, FUSE_ROOT_ID, &rin, sizeof(rin), NM("file"), NM("../x")) == -EINVAL,
-	      "RENAME to '../x': EINVAL");
-	CHECK(send_req(FUSE_RENAME, FUSE_ROOT_ID, &rin, sizeof(rin), NM("file"), NM("..")) == -EINVAL,
-	      "RENAME to '..': EINVAL");
+	CHECK_MSG(send_req(FUSE_RENAME, FUSE_ROOT_ID, &rin, sizeof(rin), NM("file"), NM("../x")) == -EINVAL,
+	          "RENAME to '../x': EINVAL");
+	CHECK_MSG(send_req(FUSE_RENAME, FUSE_ROOT_ID, &rin, sizeof(rin), NM("file"), NM("..")) == -EINVAL,
+	          "RENAME to '..': EINVAL");
 	rin.newdir = rel_id;
-	CHECK(send_req(FUSE_RENAME, FUSE_ROOT_ID, &rin, sizeof(rin), NM("file"), NM("x")) < 0,
-	      "RENAME into the '../canary' link refused");
+	CHECK_MSG(send_req(FUSE_RENAME, FUSE_ROOT_ID, &rin, sizeof(rin), NM("file"), NM("x")) < 0,
+	          "RENAME into the '../canary' link refused");
 	r2.newdir = FUSE_ROOT_ID;
 	r2.flags = 0xffffffffu;
-	CHECK(send_req(FUSE_RENAME2, FUSE_ROOT_ID, &r2, sizeof(r2), NM("file"), NM("y")) == -EINVAL,
-	      "RENAME2 with unknown flags: EINVAL");
-	CHECK(host_exists("share/file") && !host_exists("x") && !host_exists("canary/x") &&
-	      !host_exists("canary/planted") && !host_exists("canary/l"),
-	      "the file stayed where it was; nothing appeared outside");
+	CHECK_MSG(send_req(FUSE_RENAME2, FUSE_ROOT_ID, &r2, sizeof(r2), NM("file"), NM("y")) == -EINVAL,
+	          "RENAME2 with unknown flags: EINVAL");
+	CHECK_MSG(host_exists("share/file") && !host_exists("x") && !host_exists("canary/x") &&
+	          !host_exists("canary/planted") && !host_exists("canary/l"),
+	          "the file stayed where it was; nothing appeared outside");
 	{
 		struct fuse_forget_in fg = { .nlookup = 1 };
 
@@ -306,20 +300,20 @@ static void test_special_files(void)
 			printf("skip  %s: mknod: %s\n", files[i].name, strerror(errno));
 			continue;
 		}
-		CHECK(lookup(FUSE_ROOT_ID, files[i].name, &id) == 0, "LOOKUP %s", files[i].name);
+		CHECK_MSG(lookup(FUSE_ROOT_ID, files[i].name, &id) == 0, "LOOKUP %s", files[i].name);
 		alarm(10);
 		oin.flags = O_RDWR;
-		CHECK(send_req(FUSE_OPEN, id, &oin, sizeof(oin), NULL, 0, NULL, 0) < 0,
-		      "OPEN O_RDWR of %s refused", files[i].name);
+		CHECK_MSG(send_req(FUSE_OPEN, id, &oin, sizeof(oin), NULL, 0, NULL, 0) < 0,
+		          "OPEN O_RDWR of %s refused", files[i].name);
 		oin.flags = O_RDONLY | O_NONBLOCK;
-		CHECK(send_req(FUSE_OPEN, id, &oin, sizeof(oin), NULL, 0, NULL, 0) < 0,
-		      "OPEN O_RDONLY|O_NONBLOCK of %s refused", files[i].name);
-		CHECK(send_req(FUSE_SETATTR, id, &sa, sizeof(sa), NULL, 0, NULL, 0) < 0,
-		      "SETATTR truncate of %s refused", files[i].name);
-		CHECK(send_req(FUSE_GETXATTR, id, &gx, sizeof(gx), NM("user.x"), NULL, 0) < 0,
-		      "GETXATTR of %s answered with an error", files[i].name);
-		CHECK(send_req(FUSE_LISTXATTR, id, &gx, sizeof(gx), NULL, 0, NULL, 0) <= 0,
-		      "LISTXATTR of %s answered", files[i].name);
+		CHECK_MSG(send_req(FUSE_OPEN, id, &oin, sizeof(oin), NULL, 0, NULL, 0) < 0,
+		          "OPEN O_RDONLY|O_NONBLOCK of %s refused", files[i].name);
+		CHECK_MSG(send_req(FUSE_SETATTR, id, &sa, sizeof(sa), NULL, 0, NULL, 0) < 0,
+		          "SETATTR truncate of %s refused", files[i].name);
+		CHECK_MSG(send_req(FUSE_GETXATTR, id, &gx, sizeof(gx), NM("user.x"), NULL, 0) < 0,
+		          "GETXATTR of %s answered with an error", files[i].name);
+		CHECK_MSG(send_req(FUSE_LISTXATTR, id, &gx, sizeof(gx), NULL, 0, NULL, 0) <= 0,
+		          "LISTXATTR of %s answered", files[i].name);
 		alarm(0);
 		{
 			struct fuse_forget_in fg = { .nlookup = 1 };
@@ -327,8 +321,8 @@ static void test_special_files(void)
 			send_req(FUSE_FORGET, id, &fg, sizeof(fg), NULL, 0, NULL, 0);
 		}
 	}
-	CHECK(fd_count() == fds_before, "no fd left open by special-file requests (%d -> %d)",
-	      fds_before, fd_count());
+	CHECK_MSG(fd_count() == fds_before, "no fd left open by special-file requests (%d -> %d)",
+	          fds_before, fd_count());
 }
 
 static void test_forget(void)
@@ -337,34 +331,34 @@ static void test_forget(void)
 	struct fuse_forget_in fg = { .nlookup = UINT64_MAX };
 	uint64_t id = 0, id2 = 0;
 
-	CHECK(lookup(FUSE_ROOT_ID, "f", &id) == 0 && lookup(FUSE_ROOT_ID, "f", NULL) == 0,
-	      "LOOKUP f twice");
-	CHECK(send_req(FUSE_FORGET, id, &fg, sizeof(fg), NULL, 0, NULL, 0) == 1,
-	      "FORGET with count 2^64-1: no reply");
-	CHECK(send_req(FUSE_FORGET, id, &fg, sizeof(fg), NULL, 0, NULL, 0) == 1,
-	      "the same FORGET again: no reply");
-	CHECK(send_req(FUSE_GETATTR, id, &g, sizeof(g), NULL, 0, NULL, 0) == -EBADF,
-	      "GETATTR on the forgotten nodeid: EBADF (no use after free)");
-	CHECK(send_req(FUSE_FORGET, FUSE_ROOT_ID, &fg, sizeof(fg), NULL, 0, NULL, 0) == 1 &&
-	      send_req(FUSE_GETATTR, FUSE_ROOT_ID, &g, sizeof(g), NULL, 0, NULL, 0) == 0,
-	      "FORGET of the root with a huge count: the root lives on");
+	CHECK_MSG(lookup(FUSE_ROOT_ID, "f", &id) == 0 && lookup(FUSE_ROOT_ID, "f", NULL) == 0,
+	          "LOOKUP f twice");
+	CHECK_MSG(send_req(FUSE_FORGET, id, &fg, sizeof(fg), NULL, 0, NULL, 0) == 1,
+	          "FORGET with count 2^64-1: no reply");
+	CHECK_MSG(send_req(FUSE_FORGET, id, &fg, sizeof(fg), NULL, 0, NULL, 0) == 1,
+	          "the same FORGET again: no reply");
+	CHECK_MSG(send_req(FUSE_GETATTR, id, &g, sizeof(g), NULL, 0, NULL, 0) == -EBADF,
+	          "GETATTR on the forgotten nodeid: EBADF (no use after free)");
+	CHECK_MSG(send_req(FUSE_FORGET, FUSE_ROOT_ID, &fg, sizeof(fg), NULL, 0, NULL, 0) == 1 &&
+	          send_req(FUSE_GETATTR, FUSE_ROOT_ID, &g, sizeof(g), NULL, 0, NULL, 0) == 0,
+	          "FORGET of the root with a huge count: the root lives on");
 	{
 		struct {
 			struct fuse_batch_forget_in b;
 			struct fuse_forget_one one[2];
 		} bf = { .b = { .count = 1000000 } };
 
-		CHECK(lookup(FUSE_ROOT_ID, "f", &id2) == 0, "LOOKUP f again");
+		CHECK_MSG(lookup(FUSE_ROOT_ID, "f", &id2) == 0, "LOOKUP f again");
 		bf.one[0].nodeid = id2;
 		bf.one[0].nlookup = UINT64_MAX;
-		CHECK(send_req(FUSE_BATCH_FORGET, 0, &bf, sizeof(bf), NULL, 0, NULL, 0) == 1,
-		      "BATCH_FORGET claiming 10^6 entries in 2: no reply");
+		CHECK_MSG(send_req(FUSE_BATCH_FORGET, 0, &bf, sizeof(bf), NULL, 0, NULL, 0) == 1,
+		          "BATCH_FORGET claiming 10^6 entries in 2: no reply");
 		bf.b.count = 2;
 		bf.one[1].nodeid = id2;
-		CHECK(send_req(FUSE_BATCH_FORGET, 0, &bf, sizeof(bf), NULL, 0, NULL, 0) == 1,
-		      "BATCH_FORGET naming one nodeid twice: no reply");
-		CHECK(send_req(FUSE_GETATTR, id2, &g, sizeof(g), NULL, 0, NULL, 0) == -EBADF,
-		      "GETATTR after the batch: EBADF");
+		CHECK_MSG(send_req(FUSE_BATCH_FORGET, 0, &bf, sizeof(bf), NULL, 0, NULL, 0) == 1,
+		          "BATCH_FORGET naming one nodeid twice: no reply");
+		CHECK_MSG(send_req(FUSE_GETATTR, id2, &g, sizeof(g), NULL, 0, NULL, 0) == -EBADF,
+		          "GETATTR after the batch: EBADF");
 	}
 }
 
@@ -418,7 +412,7 @@ static void test_forget_race(void)
 	uint64_t id = 0;
 	int bad = 0;
 
-	CHECK(fuse_worker_new(se, &w2) == 0 && fuse_worker_new(se, &w3) == 0, "two more workers");
+	CHECK_MSG(fuse_worker_new(ses.se, &w2) == 0 && fuse_worker_new(ses.se, &w3) == 0, "two more workers");
 	pthread_create(&user, NULL, race_user, w2);
 	/* At least 2000 rounds, and on until the other thread got 200
 	 * GETATTRs in: on a loaded machine it may start late. */
@@ -434,11 +428,11 @@ static void test_forget_race(void)
 	}
 	atomic_store(&race_stop, true);
 	pthread_join(user, NULL);
-	CHECK(bad == 0, "LOOKUP kept working while FORGETs raced GETATTRs");
-	CHECK(atomic_load(&race_ok) + atomic_load(&race_badf) >= 200 &&
-	      atomic_load(&race_other) == 0,
-	      "racing GETATTRs answered: %u ok, %u EBADF, %u anything else",
-	      atomic_load(&race_ok), atomic_load(&race_badf), atomic_load(&race_other));
+	CHECK_MSG(bad == 0, "LOOKUP kept working while FORGETs raced GETATTRs");
+	CHECK_MSG(atomic_load(&race_ok) + atomic_load(&race_badf) >= 200 &&
+	          atomic_load(&race_other) == 0,
+	          "racing GETATTRs answered: %u ok, %u EBADF, %u anything else",
+	          atomic_load(&race_ok), atomic_load(&race_badf), atomic_load(&race_other));
 	fuse_worker_free(w2);
 	fuse_worker_free(w3);
 }
@@ -453,28 +447,28 @@ static void test_write_limits(void)
 	struct stat st;
 	char path[sizeof(cy.share) + 16];
 
-	CHECK(send_req(FUSE_CREATE, FUSE_ROOT_ID, &cin, sizeof(cin), NM("w"), NULL, 0) == 0,
-	      "CREATE w");
+	CHECK_MSG(send_req(FUSE_CREATE, FUSE_ROOT_ID, &cin, sizeof(cin), NM("w"), NULL, 0) == 0,
+	          "CREATE w");
 	memcpy(&e, rep.arg, sizeof(e));
 	memcpy(&oo, rep.arg + sizeof(e), sizeof(oo));
 	memset(big, 'x', sizeof(big));
 	memset(wi, 0, sizeof(*wi));
 	wi->fh = oo.fh;
 	wi->size = MAX_WRITE + 4096;
-	CHECK(send_req(FUSE_WRITE, e.nodeid, big, sizeof(big), NULL, 0, NULL, 0) == -EINVAL,
-	      "WRITE of max_write + 4096 bytes: EINVAL");
+	CHECK_MSG(send_req(FUSE_WRITE, e.nodeid, big, sizeof(big), NULL, 0, NULL, 0) == -EINVAL,
+	          "WRITE of max_write + 4096 bytes: EINVAL");
 	wi->size = MAX_WRITE + 4096 + 1;
-	CHECK(send_req(FUSE_WRITE, e.nodeid, big, sizeof(big), NULL, 0, NULL, 0) == -EINVAL,
-	      "WRITE claiming more bytes than it carries: EINVAL");
+	CHECK_MSG(send_req(FUSE_WRITE, e.nodeid, big, sizeof(big), NULL, 0, NULL, 0) == -EINVAL,
+	          "WRITE claiming more bytes than it carries: EINVAL");
 	wi->size = 100;
-	CHECK(send_req(FUSE_WRITE, e.nodeid, big, sizeof(*wi) + 10, NULL, 0, NULL, 0) == -EINVAL,
-	      "WRITE of 100 bytes carrying 10: EINVAL");
+	CHECK_MSG(send_req(FUSE_WRITE, e.nodeid, big, sizeof(*wi) + 10, NULL, 0, NULL, 0) == -EINVAL,
+	          "WRITE of 100 bytes carrying 10: EINVAL");
 	snprintf(path, sizeof(path), "%s/w", cy.share);
-	CHECK(stat(path, &st) == 0 && st.st_size == 0, "nothing was written");
+	CHECK_MSG(stat(path, &st) == 0 && st.st_size == 0, "nothing was written");
 	wi->size = MAX_WRITE;
-	CHECK(send_req(FUSE_WRITE, e.nodeid, big, sizeof(*wi) + MAX_WRITE, NULL, 0, NULL, 0) == 0,
-	      "WRITE of exactly max_write works");
-	CHECK(stat(path, &st) == 0 && st.st_size == MAX_WRITE, "max_write bytes landed");
+	CHECK_MSG(send_req(FUSE_WRITE, e.nodeid, big, sizeof(*wi) + MAX_WRITE, NULL, 0, NULL, 0) == 0,
+	          "WRITE of exactly max_write works");
+	CHECK_MSG(stat(path, &st) == 0 && st.st_size == MAX_WRITE, "max_write bytes landed");
 }
 
 int main(void)
@@ -488,7 +482,7 @@ int main(void)
 	ferry_log_init(LOG_LVL_ERROR, false);
 	if (geteuid() != 0) {
 		printf("skip: needs root (device nodes, credential switching)\n");
-		return 77;
+		return TEST_SKIP;
 	}
 	ret = canary_setup(&cy, NULL, "ferry-attack");
 	if (ret < 0) {
@@ -504,9 +498,7 @@ int main(void)
 		return 1;
 	fds_start = fd_count();
 	pt_opts.shared_dir = cy.share;
-	if (passthrough_new(&pt, &pt_opts) < 0 ||
-	    fuse_session_new(&se, &se_opts, &passthrough_ops, pt) < 0 ||
-	    fuse_worker_new(se, &wk) < 0) {
+	if (pt_session_open(&ses, &pt_opts, &se_opts) < 0) {
 		fprintf(stderr, "cannot set up the session\n");
 		return 1;
 	}
@@ -522,17 +514,11 @@ int main(void)
 	test_forget_race();
 	test_write_limits();
 
-	fuse_worker_free(wk);
-	fuse_session_free(se);
-	passthrough_free(pt);
-	CHECK(fd_count() == fds_start, "every fd closed at the end (%d -> %d)",
-	      fds_start, fd_count());
-	CHECK(canary_snapshot(&cy, after, sizeof(after)) == 0 && strcmp(before, after) == 0,
-	      "nothing outside the share changed");
+	pt_session_close(&ses);
+	CHECK_MSG(fd_count() == fds_start, "every fd closed at the end (%d -> %d)",
+	          fds_start, fd_count());
+	CHECK_MSG(canary_snapshot(&cy, after, sizeof(after)) == 0 && strcmp(before, after) == 0,
+	          "nothing outside the share changed");
 	canary_remove(&cy);
-	if (failures) {
-		fprintf(stderr, "%d check(s) failed\n", failures);
-		return 1;
-	}
-	return 0;
+	return check_result();
 }

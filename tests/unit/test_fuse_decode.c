@@ -13,12 +13,8 @@
 #include "protocol/fuse_ops.h"
 #include "protocol/fuse_server.h"
 #include "protocol/fuse_internal.h"
+#include "../common/check.h"
 
-static int failures;
-
-#define CHECK(cond) do { if (!(cond)) { \
-	fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-	failures++; } } while (0)
 
 /* ------------------------------------------------ recording test backend */
 
@@ -602,7 +598,7 @@ static void expect_err_at(int line, int err)
 {
 	if (res.ret != 16 || res.out.len != 16 || res.out.error != -err ||
 	    res.out.unique != last_unique()) {
-		fprintf(stderr, "line %d: want error %d, got ret %u len %u error %d unique %llu/%llu\n",
+		fprintf(stderr, "FAIL  line %d: want error %d, got ret %u len %u error %d unique %llu/%llu\n",
 			line, -err, res.ret, res.out.len, res.out.error,
 			(unsigned long long)res.out.unique,
 			(unsigned long long)last_unique());
@@ -614,7 +610,7 @@ static void expect_ok_at(int line, size_t body)
 {
 	if (res.ret != 16 + body || res.out.len != 16 + body || res.out.error != 0 ||
 	    res.out.unique != last_unique()) {
-		fprintf(stderr, "line %d: want ok with %zu bytes, got ret %u len %u error %d\n",
+		fprintf(stderr, "FAIL  line %d: want ok with %zu bytes, got ret %u len %u error %d\n",
 			line, body, res.ret, res.out.len, res.out.error);
 		failures++;
 	}
@@ -624,7 +620,7 @@ static void expect_ok_at(int line, size_t body)
 #define EXPECT_OK(n) expect_ok_at(__LINE__, (n))
 /* A rejected request must not have reached the backend. */
 #define EXPECT_NO_CALLS() do { int n_ = total_calls(); if (n_) { \
-	fprintf(stderr, "line %d: backend called %d times\n", __LINE__, n_); \
+	fprintf(stderr, "FAIL  line %d: backend called %d times\n", __LINE__, n_); \
 	failures++; } } while (0)
 
 /* --------------------------------------------------------------- setup */
@@ -2214,10 +2210,5 @@ int main(void)
 	fuse_worker_free(w);
 	fuse_session_free(se);
 
-	if (failures) {
-		fprintf(stderr, "test_fuse_decode: %d failure(s)\n", failures);
-		return 1;
-	}
-	printf("test_fuse_decode: ok\n");
-	return 0;
+	return check_result();
 }

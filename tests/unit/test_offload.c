@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/pt_session.h"
 #include "../common/raw_req.h"
 #include "../common/scratch.h"
 #include "backend/offload.h"
@@ -20,12 +21,7 @@
 #include "backend/passthrough_test_hooks.h"
 #include "common/log.h"
 #include "protocol/fuse_server.h"
-
-static int failures;
-
-#define CHECK(cond, ...) do { \
-	if (cond) { printf("ok    "); } else { printf("FAIL  "); failures++; } \
-	printf(__VA_ARGS__); printf("\n"); } while (0)
+#include "../common/check.h"
 
 static char scratch[] = "/tmp/ferry-offload-XXXXXX";
 static struct raw_reply rep;
@@ -100,10 +96,8 @@ static uint32_t send_req(struct fuse_worker *w, uint32_t opcode, uint64_t nodeid
 }
 
 struct session {
-	struct passthrough *pt;
-	struct fuse_session *se;
-	struct fuse_worker *w;
-	uint64_t nodeid, fh;
+	struct pt_session ps;
+	uint64_t nodeid, fh;            /* the file session_open created */
 };
 
 static int session_open(struct session *s, const char *dir, bool defer_every_sync,
@@ -121,14 +115,12 @@ static int session_open(struct session *s, const char *dir, bool defer_every_syn
 	struct fuse_open_out o;
 
 	memset(s, 0, sizeof(*s));
-	if (passthrough_new(&s->pt, &pt_opts) < 0 ||
-	    fuse_session_new(&s->se, &se_opts, &passthrough_ops, s->pt) < 0 ||
-	    fuse_worker_new(s->se, &s->w) < 0)
+	if (pt_session_open(&s->ps, &pt_opts, &se_opts) < 0)
 		return -1;
-	send_req(s->w, FUSE_INIT, 0, &init, sizeof(init), NULL, NULL);
+	send_req(s->ps.w, FUSE_INIT, 0, &init, sizeof(init), NULL, NULL);
 	if (rep.h.error)
 		return -1;
-	send_req(s->w, FUSE_CREATE, FUSE_ROOT_ID, &ci, sizeof(ci),
+	send_req(s->ps.w, FUSE_CREATE, FUSE_ROOT_ID, &ci, sizeof(ci),
 		 defer_every_sync ? "slow" : defer_every_read ? "cold" : "quick", NULL);
 	if (rep.h.error || rep.used != sizeof(rep.h) + sizeof(e) + sizeof(o))
 		return -1;
@@ -144,10 +136,8 @@ static void session_close(struct session *s)
 	struct fuse_release_in rel = { .fh = s->fh };
 
 	if (s->fh)
-		send_req(s->w, FUSE_RELEASE, s->nodeid, &rel, sizeof(rel), NULL, NULL);
-	fuse_worker_free(s->w);
-	fuse_session_free(s->se);
-	passthrough_free(s->pt);
+		send_req(s->ps.w, FUSE_RELEASE, s->nodeid, &rel, sizeof(rel), NULL, NULL);
+	pt_session_close(&s->ps);
 }
 
 static void test_slow_sync_deferred(void)
@@ -160,39 +150,39 @@ static void test_slow_sync_deferred(void)
 	uint32_t used;
 
 	if (session_open(&s, scratch, true, false) < 0) {
-		CHECK(0, "session on %s with every sync deferred", scratch);
+		CHECK_MSG(0, "session on %s with every sync deferred", scratch);
 		return;
 	}
 	fs.fh = s.fh;
 	unique = next_unique;
-	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
-	CHECK(used == FERRY_DEFERRED, "FSYNC on a slow file system is deferred (%u)", used);
+	used = send_req(s.ps.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
+	CHECK_MSG(used == FERRY_DEFERRED, "FSYNC on a slow file system is deferred (%u)", used);
 	/* The worker (a queue thread) is free at once for what comes next. */
-	used = send_req(s.w, FUSE_GETATTR, s.nodeid, &ga, sizeof(ga), NULL, &token2);
-	CHECK(used == sizeof(rep.h) + sizeof(struct fuse_attr_out) && rep.h.error == 0,
-	      "GETATTR behind it is answered on the spot");
-	CHECK(wait_later(1), "the FSYNC reply comes");
-	CHECK(later.token == &token1 && later.h.unique == unique && later.h.error == 0 &&
-	      later.len == sizeof(struct fuse_out_header),
-	      "it answers the FSYNC's unique with success and a bare header");
+	used = send_req(s.ps.w, FUSE_GETATTR, s.nodeid, &ga, sizeof(ga), NULL, &token2);
+	CHECK_MSG(used == sizeof(rep.h) + sizeof(struct fuse_attr_out) && rep.h.error == 0,
+	          "GETATTR behind it is answered on the spot");
+	CHECK_MSG(wait_later(1), "the FSYNC reply comes");
+	CHECK_MSG(later.token == &token1 && later.h.unique == unique && later.h.error == 0 &&
+	          later.len == sizeof(struct fuse_out_header),
+	          "it answers the FSYNC's unique with success and a bare header");
 
 	fs.fsync_flags = FUSE_FSYNC_FDATASYNC;
-	used = send_req(s.w, FUSE_FSYNCDIR, FUSE_ROOT_ID, &fs, sizeof(fs), NULL, &token1);
-	CHECK(used == sizeof(rep.h) && rep.h.error == -EBADF,
-	      "FSYNCDIR with a file's fh on another node: EBADF at once (%d)", rep.h.error);
+	used = send_req(s.ps.w, FUSE_FSYNCDIR, FUSE_ROOT_ID, &fs, sizeof(fs), NULL, &token1);
+	CHECK_MSG(used == sizeof(rep.h) && rep.h.error == -EBADF,
+	          "FSYNCDIR with a file's fh on another node: EBADF at once (%d)", rep.h.error);
 	unique = next_unique;
-	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
-	CHECK(used == FERRY_DEFERRED && wait_later(2) && later.h.unique == unique &&
-	      later.h.error == 0, "fdatasync the same way");
+	used = send_req(s.ps.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
+	CHECK_MSG(used == FERRY_DEFERRED && wait_later(2) && later.h.unique == unique &&
+	          later.h.error == 0, "fdatasync the same way");
 	fs.fh = s.fh + 1000;
-	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
-	CHECK(used == sizeof(rep.h) && rep.h.error == -EBADF, "an unknown fh: EBADF at once");
+	used = send_req(s.ps.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
+	CHECK_MSG(used == sizeof(rep.h) && rep.h.error == -EBADF, "an unknown fh: EBADF at once");
 
 	/* Without a token the request cannot wait: it is synced on the spot. */
 	fs.fh = s.fh;
-	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, NULL);
-	CHECK(used == sizeof(rep.h) && rep.h.error == 0,
-	      "a transport that cannot defer gets it synced inline");
+	used = send_req(s.ps.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, NULL);
+	CHECK_MSG(used == sizeof(rep.h) && rep.h.error == 0,
+	          "a transport that cannot defer gets it synced inline");
 
 	/* The guest may release the handle while its sync runs: the
 	 * job's handle ref keeps the fd open until the sync is done. (The
@@ -201,16 +191,16 @@ static void test_slow_sync_deferred(void)
 	 * offload threads' last steps.) */
 	fs.fsync_flags = 0;
 	unique = next_unique;
-	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
-	CHECK(used == FERRY_DEFERRED, "one more FSYNC deferred");
+	used = send_req(s.ps.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
+	CHECK_MSG(used == FERRY_DEFERRED, "one more FSYNC deferred");
 	{
 		struct fuse_release_in rel = { .fh = s.fh };
 
-		used = send_req(s.w, FUSE_RELEASE, s.nodeid, &rel, sizeof(rel), NULL, NULL);
-		CHECK(used == sizeof(rep.h) && rep.h.error == 0, "RELEASE of its handle meanwhile");
+		used = send_req(s.ps.w, FUSE_RELEASE, s.nodeid, &rel, sizeof(rel), NULL, NULL);
+		CHECK_MSG(used == sizeof(rep.h) && rep.h.error == 0, "RELEASE of its handle meanwhile");
 	}
-	CHECK(wait_later(3) && later.h.unique == unique && later.h.error == 0,
-	      "the sync still completes and is answered");
+	CHECK_MSG(wait_later(3) && later.h.unique == unique && later.h.error == 0,
+	          "the sync still completes and is answered");
 	s.fh = 0;
 	session_close(&s);
 }
@@ -223,14 +213,14 @@ static void test_quick_sync_inline(void)
 	uint32_t used;
 
 	if (session_open(&s, scratch, false, false) < 0) {
-		CHECK(0, "session on %s", scratch);
+		CHECK_MSG(0, "session on %s", scratch);
 		return;
 	}
 	fs.fh = s.fh;
 	/* Until a sync on this file system has taken long, it runs inline. */
-	used = send_req(s.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token);
-	CHECK(used == sizeof(rep.h) && rep.h.error == 0,
-	      "the first FSYNC on a file system is answered inline");
+	used = send_req(s.ps.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token);
+	CHECK_MSG(used == sizeof(rep.h) && rep.h.error == 0,
+	          "the first FSYNC on a file system is answered inline");
 	session_close(&s);
 }
 
@@ -336,7 +326,7 @@ static uint32_t send_read(struct session *s, uint64_t off, uint32_t size,
 				    .unique = next_unique++ };
 	size_t len = raw_req_build(in, sizeof(in), h, &rd, sizeof(rd), NULL, 0, NULL, 0);
 
-	return raw_req_run(s->w, in, len, sizeof(rep.h) + size,
+	return raw_req_run(s->ps.w, in, len, sizeof(rep.h) + size,
 			   &(struct ferry_req){ .chan = token ? &test_chan : NULL, .token = token,
 						.queued_behind = queued_behind },
 			   &rep);
@@ -362,14 +352,14 @@ static uint32_t send_cold_read(struct session *s, const char *dir, uint64_t off,
 		used = send_read(s, off, size, queued_behind, token);
 		if (used == FERRY_DEFERRED)
 			return used;
-		CHECK(rep.h.error == 0 && pattern_ok(rep.arg, rep.h.len - sizeof(rep.h), off),
-		      "a READ the disk answered within RWF_NOWAIT has the right data");
+		CHECK_MSG(rep.h.error == 0 && pattern_ok(rep.arg, rep.h.len - sizeof(rep.h), off),
+		          "a READ the disk answered within RWF_NOWAIT has the right data");
 	}
 	printf("note  the disk answered 5 cold READs within RWF_NOWAIT; the next takes "
 	       "its data as not cached\n");
-	passthrough_pretend_uncached(s->pt, true);
+	passthrough_pretend_uncached(s->ps.pt, true);
 	used = send_read(s, off, size, queued_behind, token);
-	passthrough_pretend_uncached(s->pt, false);
+	passthrough_pretend_uncached(s->ps.pt, false);
 	return used;
 }
 
@@ -383,7 +373,7 @@ static void test_cold_read_deferred(const char *dir)
 	int token1, token2, cold;
 
 	if (session_open(&s, dir, false, true) < 0 || fill_file(dir, "cold") < 0) {
-		CHECK(0, "session on %s with a file of %u bytes", dir, COLD_SIZE);
+		CHECK_MSG(0, "session on %s with a file of %u bytes", dir, COLD_SIZE);
 		return;
 	}
 	cold = make_cold(dir, "cold");
@@ -395,59 +385,59 @@ static void test_cold_read_deferred(const char *dir)
 	}
 	used = send_cold_read(&s, dir, 4096, 65536, 3, &token1);
 	unique = next_unique - 1;
-	CHECK(used == FERRY_DEFERRED,
-	      "READ of data on disk with requests behind it is deferred (%u)", used);
-	used = send_req(s.w, FUSE_GETATTR, s.nodeid, &ga, sizeof(ga), NULL, &token2);
-	CHECK(used == sizeof(rep.h) + sizeof(struct fuse_attr_out) && rep.h.error == 0,
-	      "GETATTR behind it is answered on the spot");
-	CHECK(wait_later(replies + 1), "the READ reply comes");
-	CHECK(later.token == &token1 && later.h.unique == unique && later.h.error == 0 &&
-	      later.h.len == sizeof(later.h) + 65536 && later.data_len == 65536 &&
-	      pattern_ok(later.data, 65536, 4096),
-	      "it carries the 64 KiB at offset 4096 (header len %u, %u data bytes)",
-	      later.h.len, later.data_len);
+	CHECK_MSG(used == FERRY_DEFERRED,
+	          "READ of data on disk with requests behind it is deferred (%u)", used);
+	used = send_req(s.ps.w, FUSE_GETATTR, s.nodeid, &ga, sizeof(ga), NULL, &token2);
+	CHECK_MSG(used == sizeof(rep.h) + sizeof(struct fuse_attr_out) && rep.h.error == 0,
+	          "GETATTR behind it is answered on the spot");
+	CHECK_MSG(wait_later(replies + 1), "the READ reply comes");
+	CHECK_MSG(later.token == &token1 && later.h.unique == unique && later.h.error == 0 &&
+	          later.h.len == sizeof(later.h) + 65536 && later.data_len == 65536 &&
+	          pattern_ok(later.data, 65536, 4096),
+	          "it carries the 64 KiB at offset 4096 (header len %u, %u data bytes)",
+	          later.h.len, later.data_len);
 
 	/* Now cached: the same read is answered inline. */
 	used = send_read(&s, 4096, 65536, 3, &token1);
-	CHECK(used == sizeof(rep.h) + 65536 && rep.h.error == 0 &&
-	      pattern_ok(rep.arg, 65536, 4096), "the same READ, now cached, is answered inline");
+	CHECK_MSG(used == sizeof(rep.h) + 65536 && rep.h.error == 0 &&
+	          pattern_ok(rep.arg, 65536, 4096), "the same READ, now cached, is answered inline");
 
 	/* Across EOF: a short reply, still deferred. */
 	used = send_cold_read(&s, dir, COLD_SIZE - 4096, 65536, 1, &token1);
 	unique = next_unique - 1;
-	CHECK(used == FERRY_DEFERRED && wait_later(replies + 2) &&
-	      later.h.unique == unique && later.h.error == 0 && later.data_len == 4096 &&
-	      later.h.len == sizeof(later.h) + 4096 &&
-	      pattern_ok(later.data, 4096, COLD_SIZE - 4096),
-	      "a cold READ across EOF gets the 4096 bytes before it (%u)", later.data_len);
+	CHECK_MSG(used == FERRY_DEFERRED && wait_later(replies + 2) &&
+	          later.h.unique == unique && later.h.error == 0 && later.data_len == 4096 &&
+	          later.h.len == sizeof(later.h) + 4096 &&
+	          pattern_ok(later.data, 4096, COLD_SIZE - 4096),
+	          "a cold READ across EOF gets the 4096 bytes before it (%u)", later.data_len);
 	used = send_read(&s, COLD_SIZE, 4096, 1, &token1);
-	CHECK(used == sizeof(rep.h) && rep.h.error == 0, "a READ at EOF: 0 bytes, inline");
+	CHECK_MSG(used == sizeof(rep.h) && rep.h.error == 0, "a READ at EOF: 0 bytes, inline");
 
 	/* Alone on its queue, or on a transport that cannot defer,
 	 * the read waits for the disk where it is. */
 	make_cold(dir, "cold");
 	used = send_read(&s, 65536, 4096, 0, &token1);
-	CHECK(used == sizeof(rep.h) + 4096 && pattern_ok(rep.arg, 4096, 65536),
-	      "a cold READ with nothing behind it is answered inline");
+	CHECK_MSG(used == sizeof(rep.h) + 4096 && pattern_ok(rep.arg, 4096, 65536),
+	          "a cold READ with nothing behind it is answered inline");
 	make_cold(dir, "cold");
 	used = send_read(&s, 65536, 4096, 5, NULL);
-	CHECK(used == sizeof(rep.h) + 4096 && pattern_ok(rep.arg, 4096, 65536),
-	      "a cold READ that cannot be deferred is answered inline");
+	CHECK_MSG(used == sizeof(rep.h) + 4096 && pattern_ok(rep.arg, 4096, 65536),
+	          "a cold READ that cannot be deferred is answered inline");
 
 	/* The guest may release the handle while its read runs: the job's
 	 * handle ref keeps the fd open until the read is done. */
 	used = send_cold_read(&s, dir, 8192, 16384, 2, &token1);
 	unique = next_unique - 1;
-	CHECK(used == FERRY_DEFERRED, "one more cold READ deferred");
+	CHECK_MSG(used == FERRY_DEFERRED, "one more cold READ deferred");
 	{
 		struct fuse_release_in rel = { .fh = s.fh };
 
-		used = send_req(s.w, FUSE_RELEASE, s.nodeid, &rel, sizeof(rel), NULL, NULL);
-		CHECK(used == sizeof(rep.h) && rep.h.error == 0, "RELEASE of its handle meanwhile");
+		used = send_req(s.ps.w, FUSE_RELEASE, s.nodeid, &rel, sizeof(rel), NULL, NULL);
+		CHECK_MSG(used == sizeof(rep.h) && rep.h.error == 0, "RELEASE of its handle meanwhile");
 	}
-	CHECK(wait_later(replies + 3) && later.h.unique == unique && later.h.error == 0 &&
-	      later.data_len == 16384 && pattern_ok(later.data, 16384, 8192),
-	      "the read still completes with the right data");
+	CHECK_MSG(wait_later(replies + 3) && later.h.unique == unique && later.h.error == 0 &&
+	          later.data_len == 16384 && pattern_ok(later.data, 16384, 8192),
+	          "the read still completes with the right data");
 	s.fh = 0;
 	session_close(&s);
 }
@@ -466,7 +456,7 @@ static uint32_t send_read_mib(struct session *s, uint64_t off, unsigned queued_b
 	size_t len = raw_req_build(in, sizeof(in), h, &rd, sizeof(rd), NULL, 0, NULL, 0);
 	struct iovec riov = { in, len }, wiov = { big_reply, sizeof(big_reply) };
 
-	return fuse_worker_process(s->w, &(struct ferry_req){
+	return fuse_worker_process(s->ps.w, &(struct ferry_req){
 		.rd = &riov, .rd_cnt = 1, .wr = &wiov, .wr_cnt = 1, .queued_behind = queued_behind,
 		.chan = token ? &test_chan : NULL, .token = token });
 }
@@ -487,7 +477,7 @@ static void test_cold_read_budget(const char *dir)
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/big", dir);
 	if (session_open(&s, dir, false, true) < 0) {
-		CHECK(0, "session on %s", dir);
+		CHECK_MSG(0, "session on %s", dir);
 		return;
 	}
 	/* 34 MiB of pattern, written back to disk. */
@@ -498,7 +488,7 @@ static void test_cold_read_budget(const char *dir)
 		ok = pwrite(fd, big_reply, 1u << 20, (off_t)i << 20) == (ssize_t)(1u << 20);
 	}
 	if (fd < 0 || !ok || fsync(fd) < 0) {
-		CHECK(0, "34 MiB written to %s", path);
+		CHECK_MSG(0, "34 MiB written to %s", path);
 		goto out;
 	}
 	close(fd);
@@ -510,14 +500,14 @@ static void test_cold_read_budget(const char *dir)
 		struct fuse_entry_out e;
 		struct fuse_open_out o;
 
-		send_req(s.w, FUSE_RELEASE, s.nodeid, &rel, sizeof(rel), NULL, NULL);
+		send_req(s.ps.w, FUSE_RELEASE, s.nodeid, &rel, sizeof(rel), NULL, NULL);
 		s.fh = 0;
-		send_req(s.w, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "big", NULL);
+		send_req(s.ps.w, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "big", NULL);
 		memcpy(&e, rep.arg, sizeof(e));
-		send_req(s.w, FUSE_OPEN, e.nodeid, &oi, sizeof(oi), NULL, NULL);
+		send_req(s.ps.w, FUSE_OPEN, e.nodeid, &oi, sizeof(oi), NULL, NULL);
 		memcpy(&o, rep.arg, sizeof(o));
 		if (rep.h.error) {
-			CHECK(0, "LOOKUP and OPEN of big");
+			CHECK_MSG(0, "LOOKUP and OPEN of big");
 			goto out;
 		}
 		s.nodeid = e.nodeid;
@@ -530,26 +520,26 @@ static void test_cold_read_budget(const char *dir)
 	/* The budget, not the kernel, is under test here: a READ the disk
 	 * answered within RWF_NOWAIT (see send_cold_read) would end the
 	 * count early. */
-	passthrough_pretend_uncached(s.pt, true);
-	passthrough_hold_offload(s.pt, true);
+	passthrough_pretend_uncached(s.ps.pt, true);
+	passthrough_hold_offload(s.ps.pt, true);
 	for (i = 33; i > 0; i--) {
 		used = send_read_mib(&s, (uint64_t)i << 20, 1, &token);
 		if (used != FERRY_DEFERRED)
 			break;
 		deferred++;
 	}
-	CHECK(deferred == 32, "32 cold READs of 1 MiB are deferred (%u)", deferred);
-	CHECK(used == sizeof(struct fuse_out_header) + (1u << 20) &&
-	      pattern_ok(big_reply + sizeof(struct fuse_out_header), 1u << 20, 1ull << 20),
-	      "the 33rd, past 32 MiB of buffers, is read inline (%u bytes)", used);
-	passthrough_hold_offload(s.pt, false);
-	CHECK(wait_later(replies + deferred) && later.h.error == 0 && later.data_len <= sizeof(later.data),
-	      "the 32 held back are answered once the pool runs");
+	CHECK_MSG(deferred == 32, "32 cold READs of 1 MiB are deferred (%u)", deferred);
+	CHECK_MSG(used == sizeof(struct fuse_out_header) + (1u << 20) &&
+	          pattern_ok(big_reply + sizeof(struct fuse_out_header), 1u << 20, 1ull << 20),
+	          "the 33rd, past 32 MiB of buffers, is read inline (%u bytes)", used);
+	passthrough_hold_offload(s.ps.pt, false);
+	CHECK_MSG(wait_later(replies + deferred) && later.h.error == 0 && later.data_len <= sizeof(later.data),
+	          "the 32 held back are answered once the pool runs");
 	used = send_read_mib(&s, 0, 1, &token);
-	CHECK(used == FERRY_DEFERRED && wait_later(replies + deferred + 1) &&
-	      later.h.len == sizeof(later.h) + (1u << 20),
-	      "their buffers are given back: the next cold READ is deferred again");
-	passthrough_pretend_uncached(s.pt, false);
+	CHECK_MSG(used == FERRY_DEFERRED && wait_later(replies + deferred + 1) &&
+	          later.h.len == sizeof(later.h) + (1u << 20),
+	          "their buffers are given back: the next cold READ is deferred again");
+	passthrough_pretend_uncached(s.ps.pt, false);
 out:
 	if (fd >= 0)
 		close(fd);
@@ -569,7 +559,7 @@ static void test_read_nowait_unsupported(void)
 		return;
 	}
 	if (session_open(&s, dir, false, true) < 0 || fill_file(dir, "cold") < 0) {
-		CHECK(0, "session on %s", dir);
+		CHECK_MSG(0, "session on %s", dir);
 		rmdir(dir);
 		return;
 	}
@@ -578,9 +568,9 @@ static void test_read_nowait_unsupported(void)
 	} else {
 		for (int i = 0; i < 3; i++) {
 			used = send_read(&s, 4096u * (unsigned)i, 4096, 4, &token);
-			CHECK(used == sizeof(rep.h) + 4096 && rep.h.error == 0 &&
-			      pattern_ok(rep.arg, 4096, 4096u * (unsigned)i),
-			      "READ %d on a file system without RWF_NOWAIT: inline, right data", i);
+			CHECK_MSG(used == sizeof(rep.h) + 4096 && rep.h.error == 0 &&
+			          pattern_ok(rep.arg, 4096, 4096u * (unsigned)i),
+			          "READ %d on a file system without RWF_NOWAIT: inline, right data", i);
 		}
 	}
 	session_close(&s);
@@ -615,7 +605,7 @@ static void test_pool(void)
 	int submitted = 0;
 
 	if (offload_new(&o) < 0) {
-		CHECK(0, "offload_new");
+		CHECK_MSG(0, "offload_new");
 		return;
 	}
 	for (int i = 0; i < POOL_JOBS; i++) {
@@ -629,13 +619,13 @@ static void test_pool(void)
 		else
 			free(j);
 	}
-	CHECK(submitted == POOL_JOBS, "%d of %d jobs submitted", submitted, POOL_JOBS);
-	CHECK(offload_threads(o) <= 64, "at most 64 threads (%u)", offload_threads(o));
+	CHECK_MSG(submitted == POOL_JOBS, "%d of %d jobs submitted", submitted, POOL_JOBS);
+	CHECK_MSG(offload_threads(o) <= 64, "at most 64 threads (%u)", offload_threads(o));
 	offload_free(o);
-	CHECK(atomic_load(&pool_ran) == POOL_JOBS, "offload_free ran every queued job (%u)",
-	      atomic_load(&pool_ran));
-	CHECK(atomic_load(&pool_most) > 1 && atomic_load(&pool_most) <= 64,
-	      "jobs that wait ran side by side, at most 64 at once (%u)", atomic_load(&pool_most));
+	CHECK_MSG(atomic_load(&pool_ran) == POOL_JOBS, "offload_free ran every queued job (%u)",
+	          atomic_load(&pool_ran));
+	CHECK_MSG(atomic_load(&pool_most) > 1 && atomic_load(&pool_most) <= 64,
+	          "jobs that wait ran side by side, at most 64 at once (%u)", atomic_load(&pool_most));
 }
 
 int main(void)

@@ -6,8 +6,7 @@
 #include <unistd.h>
 
 #include "daemon/options.h"
-
-static int failures;
+#include "../common/check.h"
 
 /* Parses a NULL-terminated argument list; err_text gets what was printed. */
 static int parse(struct ferry_options *o, char *err_text, size_t err_size, ...)
@@ -36,10 +35,6 @@ static int parse(struct ferry_options *o, char *err_text, size_t err_size, ...)
 	return ret;
 }
 
-#define CHECK(cond, ...) do { \
-	if (cond) { printf("ok: "); } else { printf("FAIL: "); failures++; } \
-	printf(__VA_ARGS__); printf("\n"); } while (0)
-
 int main(void)
 {
 	struct ferry_options o;
@@ -49,128 +44,128 @@ int main(void)
 	ret = parse(&o, err, sizeof(err), "--socket-path=/tmp/s", "--shared-dir",
 		    "/srv", "--cache", "never", "--xattr", "--tag=myfs",
 		    "--thread-pool-size=64", "--log-level=debug", "--keep-listening", NULL);
-	CHECK(ret == 0 && !strcmp(o.socket_path, "/tmp/s") && o.keep_listening &&
-	      !strcmp(o.shared_dir, "/srv") && o.cache == CACHE_NEVER && o.xattr &&
-	      !strcmp(o.tag, "myfs") && o.thread_pool_size == 64 &&
-	      o.log_level == LOG_LVL_DEBUG,
-	      "Rust dialect with '=' and separate values");
-	CHECK(ret == 0 && !o.readdirplus, "cache=never turns readdirplus off by default");
+	CHECK_MSG(ret == 0 && !strcmp(o.socket_path, "/tmp/s") && o.keep_listening &&
+	          !strcmp(o.shared_dir, "/srv") && o.cache == CACHE_NEVER && o.xattr &&
+	          !strcmp(o.tag, "myfs") && o.thread_pool_size == 64 &&
+	          o.log_level == LOG_LVL_DEBUG,
+	          "Rust dialect with '=' and separate values");
+	CHECK_MSG(ret == 0 && !o.readdirplus, "cache=never turns readdirplus off by default");
 
 	ret = parse(&o, err, sizeof(err), "--socket-path", "/tmp/s", "-o",
 		    "source=/srv,cache=always,xattr,writeback,no_flock,log_level=warn",
 		    "-f", "--thread-pool-size=0", NULL);
-	CHECK(ret == 0 && !strcmp(o.shared_dir, "/srv") && o.cache == CACHE_ALWAYS &&
-	      o.xattr && o.writeback && o.log_level == LOG_LVL_WARN && o.readdirplus,
-	      "C dialect -o list");
+	CHECK_MSG(ret == 0 && !strcmp(o.shared_dir, "/srv") && o.cache == CACHE_ALWAYS &&
+	          o.xattr && o.writeback && o.log_level == LOG_LVL_WARN && o.readdirplus,
+	          "C dialect -o list");
 
 	ret = parse(&o, err, sizeof(err), "--fd=3", "-osource=/srv,cache=none", "-d", NULL);
-	CHECK(ret == 0 && o.listen_fd == 3 && o.cache == CACHE_NEVER &&
-	      o.log_level == LOG_LVL_DEBUG, "--fd, joined -o, -d");
+	CHECK_MSG(ret == 0 && o.listen_fd == 3 && o.cache == CACHE_NEVER &&
+	          o.log_level == LOG_LVL_DEBUG, "--fd, joined -o, -d");
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--migration-mode=find-paths", NULL);
-	CHECK(ret != 0 && strstr(err, "'--migration-mode=find-paths'") && strstr(err, "not supported"),
-	      "unsupported Rust option refused by name: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "'--migration-mode=find-paths'") && strstr(err, "not supported"),
+	          "unsupported Rust option refused by name: %s", err);
 
 	/* xattrs: --xattrmap, --posix-acl, --security-label and their -o forms */
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--xattrmap=:map::user.virtiofs.:", NULL);
-	CHECK(ret == 0 && o.xattr && o.xattrmap.count == 3 &&
-	      !strcmp(o.xattrmap.capability_name, "user.virtiofs.security.capability"),
-	      "--xattrmap parsed, turns xattrs on, knows where security.capability goes");
+	CHECK_MSG(ret == 0 && o.xattr && o.xattrmap.count == 3 &&
+	          !strcmp(o.xattrmap.capability_name, "user.virtiofs.security.capability"),
+	          "--xattrmap parsed, turns xattrs on, knows where security.capability goes");
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--xattrmap", " :ok:all::: ", NULL);
-	CHECK(ret == 0 && o.xattrmap.count == 2 && !o.xattrmap.capability_name[0],
-	      "--xattrmap RULES as a separate word; an ok rule leaves security.capability alone");
+	CHECK_MSG(ret == 0 && o.xattrmap.count == 2 && !o.xattrmap.capability_name[0],
+	          "--xattrmap RULES as a separate word; an ok rule leaves security.capability alone");
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--xattrmap=:ok:all::: :bogus:all:::", NULL);
-	CHECK(ret != 0 && strstr(err, "'--xattrmap'") && strstr(err, "rule 2") &&
-	      strstr(err, ":bogus:all:::") && strstr(err, "unknown type 'bogus'"),
-	      "a bad rule names the option, the rule and the fault: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "'--xattrmap'") && strstr(err, "rule 2") &&
+	          strstr(err, ":bogus:all:::") && strstr(err, "unknown type 'bogus'"),
+	          "a bad rule names the option, the rule and the fault: %s", err);
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o",
 		    "source=/d,xattrmap=/ok/client/a\\,b//  /bad/all///,posix_acl", NULL);
-	CHECK(ret == 0 && o.xattr && o.posix_acl && o.xattrmap.count == 3 &&
-	      !strcmp(o.xattrmap.rules[0].key, "a,b"),
-	      "-o xattrmap= with an escaped ',' in a rule, then more options");
+	CHECK_MSG(ret == 0 && o.xattr && o.posix_acl && o.xattrmap.count == 3 &&
+	          !strcmp(o.xattrmap.rules[0].key, "a,b"),
+	          "-o xattrmap= with an escaped ',' in a rule, then more options");
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o",
 		    "source=/d,xattrmap=:prefix:all", NULL);
-	CHECK(ret != 0 && strstr(err, "'-o xattrmap'") && strstr(err, "rule 1") &&
-	      strstr(err, "scope field"), "-o xattrmap= with a cut rule: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "'-o xattrmap'") && strstr(err, "rule 1") &&
+	          strstr(err, "scope field"), "-o xattrmap= with a cut rule: %s", err);
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--posix-acl", NULL);
-	CHECK(ret != 0 && strstr(err, "--posix-acl") && strstr(err, "needs --xattr"),
-	      "--posix-acl without --xattr: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "--posix-acl") && strstr(err, "needs --xattr"),
+	          "--posix-acl without --xattr: %s", err);
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--posix-acl", "--xattr", "--security-label", NULL);
-	CHECK(ret == 0 && o.posix_acl && o.xattr && o.security_label,
-	      "--posix-acl --xattr --security-label");
+	CHECK_MSG(ret == 0 && o.posix_acl && o.xattr && o.security_label,
+	          "--posix-acl --xattr --security-label");
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o",
 		    "source=/d,xattr,posix_acl,security_label,no_posix_acl,no_security_label", NULL);
-	CHECK(ret == 0 && !o.posix_acl && !o.security_label,
-	      "-o no_posix_acl,no_security_label: the last word wins");
+	CHECK_MSG(ret == 0 && !o.posix_acl && !o.security_label,
+	          "-o no_posix_acl,no_security_label: the last word wins");
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o",
 		    "source=/d,xattr,security_label", NULL);
-	CHECK(ret == 0 && o.security_label && o.xattrmap.count == 0,
-	      "-o security_label; no map unless given");
+	CHECK_MSG(ret == 0 && o.security_label && o.xattrmap.count == 0,
+	          "-o security_label; no map unless given");
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o", "source=/d,allow_root", NULL);
-	CHECK(ret != 0 && strstr(err, "'allow_root'"), "unsupported C option refused by name: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "'allow_root'"), "unsupported C option refused by name: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d", NULL);
-	CHECK(ret == 0 && !o.posix_lock && !o.flock,
-	      "locks stay guest-local unless asked for, like both virtiofsds");
+	CHECK_MSG(ret == 0 && !o.posix_lock && !o.flock,
+	          "locks stay guest-local unless asked for, like both virtiofsds");
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--posix-lock", "--flock", NULL);
-	CHECK(ret == 0 && o.posix_lock && o.flock, "--posix-lock --flock");
+	CHECK_MSG(ret == 0 && o.posix_lock && o.flock, "--posix-lock --flock");
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o",
 		    "source=/d,posix_lock,flock", NULL);
-	CHECK(ret == 0 && o.posix_lock && o.flock, "-o posix_lock,flock");
+	CHECK_MSG(ret == 0 && o.posix_lock && o.flock, "-o posix_lock,flock");
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o",
 		    "source=/d,posix_lock,flock,no_posix_lock,no_flock", NULL);
-	CHECK(ret == 0 && !o.posix_lock && !o.flock, "-o no_posix_lock,no_flock: the last word wins");
+	CHECK_MSG(ret == 0 && !o.posix_lock && !o.flock, "-o no_posix_lock,no_flock: the last word wins");
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o", "source=/d,flock=1", NULL);
-	CHECK(ret != 0 && strstr(err, "flock=1"), "-o flock takes no value: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "flock=1"), "-o flock takes no value: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d", NULL);
-	CHECK(ret == 0 && o.sandbox == SANDBOX_NAMESPACE && !o.seccomp_set &&
-	      o.seccomp == SECCOMP_KILL && !o.modcaps &&
-	      o.inode_file_handles == FILE_HANDLES_NEVER,
-	      "defaults: namespace sandbox, seccomp kill, no file handles");
+	CHECK_MSG(ret == 0 && o.sandbox == SANDBOX_NAMESPACE && !o.seccomp_set &&
+	          o.seccomp == SECCOMP_KILL && !o.modcaps &&
+	          o.inode_file_handles == FILE_HANDLES_NEVER,
+	          "defaults: namespace sandbox, seccomp kill, no file handles");
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--sandbox", "none", "--seccomp=none", NULL);
-	CHECK(ret == 0 && o.sandbox == SANDBOX_NONE && o.seccomp == SECCOMP_NONE &&
-	      o.seccomp_set, "--sandbox none and --seccomp=none");
+	CHECK_MSG(ret == 0 && o.sandbox == SANDBOX_NONE && o.seccomp == SECCOMP_NONE &&
+	          o.seccomp_set, "--sandbox none and --seccomp=none");
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--sandbox=chroot", "--seccomp", "trap", "--modcaps=+sys_admin:-CAP_CHOWN",
 		    "--inode-file-handles=mandatory", NULL);
-	CHECK(ret == 0 && o.sandbox == SANDBOX_CHROOT && o.seccomp == SECCOMP_TRAP &&
-	      !strcmp(o.modcaps, "+sys_admin:-CAP_CHOWN") &&
-	      o.inode_file_handles == FILE_HANDLES_MANDATORY,
-	      "--sandbox=chroot --seccomp trap --modcaps --inode-file-handles");
+	CHECK_MSG(ret == 0 && o.sandbox == SANDBOX_CHROOT && o.seccomp == SECCOMP_TRAP &&
+	          !strcmp(o.modcaps, "+sys_admin:-CAP_CHOWN") &&
+	          o.inode_file_handles == FILE_HANDLES_MANDATORY,
+	          "--sandbox=chroot --seccomp trap --modcaps --inode-file-handles");
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o",
 		    "source=/d,sandbox=chroot,modcaps=-mknod", NULL);
-	CHECK(ret == 0 && o.sandbox == SANDBOX_CHROOT && !strcmp(o.modcaps, "-mknod"),
-	      "C dialect sandbox= and modcaps=");
+	CHECK_MSG(ret == 0 && o.sandbox == SANDBOX_CHROOT && !strcmp(o.modcaps, "-mknod"),
+	          "C dialect sandbox= and modcaps=");
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--sandbox=jail", NULL);
-	CHECK(ret != 0 && strstr(err, "jail") && strstr(err, "--sandbox"),
-	      "bad sandbox value: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "jail") && strstr(err, "--sandbox"),
+	          "bad sandbox value: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o", "source=/d,sandbox=none", NULL);
-	CHECK(ret != 0 && strstr(err, "sandbox"),
-	      "C dialect has no sandbox=none, as QEMU's virtiofsd: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "sandbox"),
+	          "C dialect has no sandbox=none, as QEMU's virtiofsd: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--seccomp=strict", NULL);
-	CHECK(ret != 0 && strstr(err, "strict"), "bad seccomp value: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "strict"), "bad seccomp value: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--inode-file-handles=always", NULL);
-	CHECK(ret != 0 && strstr(err, "always"), "bad inode-file-handles value: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "always"), "bad inode-file-handles value: %s", err);
 
 	const char *bad_caps[] = { "+no_such_cap", "sys_admin", "+", "", "+chown:",
 				   "+chown::-mknod", NULL };
@@ -180,186 +175,185 @@ int main(void)
 		snprintf(arg, sizeof(arg), "--modcaps=%s", bad_caps[i]);
 		ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 			    arg, NULL);
-		CHECK(ret != 0 && strstr(err, "--modcaps"), "bad modcaps '%s': %s",
-		      bad_caps[i], err);
+		CHECK_MSG(ret != 0 && strstr(err, "--modcaps"), "bad modcaps '%s': %s",
+		          bad_caps[i], err);
 	}
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--bogus", NULL);
-	CHECK(ret != 0 && strstr(err, "unknown option '--bogus'"), "unknown option: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "unknown option '--bogus'"), "unknown option: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o", "source=/d,nonsense", NULL);
-	CHECK(ret != 0 && strstr(err, "nonsense"), "unknown -o item: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "nonsense"), "unknown -o item: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--cache=sometimes", NULL);
-	CHECK(ret != 0 && strstr(err, "sometimes"), "bad cache value: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "sometimes"), "bad cache value: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--thread-pool-size=-1", NULL);
-	CHECK(ret != 0, "negative thread pool size refused: %s", err);
+	CHECK_MSG(ret != 0, "negative thread pool size refused: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d", NULL);
-	CHECK(ret == 0 && o.poll_max_us == FERRY_POLL_MAX_US_DEFAULT,
-	      "queue threads poll by default (%u us)", o.poll_max_us);
+	CHECK_MSG(ret == 0 && o.poll_max_us == FERRY_POLL_MAX_US_DEFAULT,
+	          "queue threads poll by default (%u us)", o.poll_max_us);
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--poll-max-us=0", NULL);
-	CHECK(ret == 0 && o.poll_max_us == 0, "--poll-max-us=0 turns polling off");
+	CHECK_MSG(ret == 0 && o.poll_max_us == 0, "--poll-max-us=0 turns polling off");
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--poll-max-us", "1000000", NULL);
-	CHECK(ret == 0 && o.poll_max_us == 1000000, "--poll-max-us up to a second");
+	CHECK_MSG(ret == 0 && o.poll_max_us == 1000000, "--poll-max-us up to a second");
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--poll-max-us=1000001", NULL);
-	CHECK(ret != 0 && strstr(err, "--poll-max-us"), "--poll-max-us over a second refused: %s",
-	      err);
+	CHECK_MSG(ret != 0 && strstr(err, "--poll-max-us"), "--poll-max-us over a second refused: %s",
+	          err);
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--tag=0123456789012345678901234567890123456", NULL);
-	CHECK(ret != 0 && strstr(err, "--tag"), "37-byte tag refused: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "--tag"), "37-byte tag refused: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--shared-dir=/d", NULL);
-	CHECK(ret != 0 && strstr(err, "socket"), "missing socket: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "socket"), "missing socket: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", NULL);
-	CHECK(ret != 0 && strstr(err, "shared directory"), "missing shared dir: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "shared directory"), "missing shared dir: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--fd=4", "--shared-dir=/d", NULL);
-	CHECK(ret != 0 && strstr(err, "exclude"), "--fd with --socket-path: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "exclude"), "--fd with --socket-path: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--xattr=yes", NULL);
-	CHECK(ret != 0 && strstr(err, "takes no value"), "flag given a value: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "takes no value"), "flag given a value: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--socket-path", NULL);
-	CHECK(ret != 0 && strstr(err, "needs a value"), "value missing: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "needs a value"), "value missing: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--mount=/mnt/x", "--shared-dir=/d", NULL);
-	CHECK(ret == 0 && !strcmp(o.mountpoint, "/mnt/x") && !o.socket_path &&
-	      o.listen_fd < 0, "--mount needs no vhost-user socket");
+	CHECK_MSG(ret == 0 && !strcmp(o.mountpoint, "/mnt/x") && !o.socket_path &&
+	          o.listen_fd < 0, "--mount needs no vhost-user socket");
 
 	ret = parse(&o, err, sizeof(err), "--mount", "/mnt/x", "--shared-dir=/d",
 		    "--socket-path=/s", NULL);
-	CHECK(ret != 0 && strstr(err, "--mount excludes"), "--mount with --socket-path: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "--mount excludes"), "--mount with --socket-path: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--mount=/mnt/x", "--shared-dir=/d", "--tag=t", NULL);
-	CHECK(ret != 0 && strstr(err, "--tag"), "--mount with --tag: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "--tag"), "--mount with --tag: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--mount=", "--shared-dir=/d", NULL);
-	CHECK(ret != 0 && strstr(err, "--mount"), "empty --mount: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "--mount"), "empty --mount: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--stats-socket=/run/x.stats", NULL);
-	CHECK(ret == 0 && o.action == ACTION_SERVE && !strcmp(o.stats_socket, "/run/x.stats") &&
-	      o.sandbox == SANDBOX_NAMESPACE && o.seccomp != SECCOMP_NONE,
-	      "--stats-socket while serving, in the default sandbox and seccomp filter");
+	CHECK_MSG(ret == 0 && o.action == ACTION_SERVE && !strcmp(o.stats_socket, "/run/x.stats") &&
+	          o.sandbox == SANDBOX_NAMESPACE && o.seccomp != SECCOMP_NONE,
+	          "--stats-socket while serving, in the default sandbox and seccomp filter");
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--stats-socket=/run/x.stats", "--sandbox=chroot", "--seccomp=kill", NULL);
-	CHECK(ret == 0 && o.sandbox == SANDBOX_CHROOT && o.seccomp == SECCOMP_KILL,
-	      "--stats-socket with --sandbox=chroot --seccomp=kill");
+	CHECK_MSG(ret == 0 && o.sandbox == SANDBOX_CHROOT && o.seccomp == SECCOMP_KILL,
+	          "--stats-socket with --sandbox=chroot --seccomp=kill");
 	ret = parse(&o, err, sizeof(err), "--mount=/mnt/x", "--shared-dir=/d",
 		    "--sandbox=namespace", NULL);
-	CHECK(ret != 0 && strstr(err, "--mount runs without a sandbox"),
-	      "--mount with --sandbox=namespace refused: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "--mount runs without a sandbox"),
+	          "--mount with --sandbox=namespace refused: %s", err);
 	ret = parse(&o, err, sizeof(err), "--mount=/mnt/x", "--shared-dir=/d",
 		    "--seccomp=kill", NULL);
-	CHECK(ret == 0 && o.sandbox == SANDBOX_NONE && o.seccomp == SECCOMP_KILL,
-	      "--mount with --seccomp=kill: %s", err);
+	CHECK_MSG(ret == 0 && o.sandbox == SANDBOX_NONE && o.seccomp == SECCOMP_KILL,
+	          "--mount with --seccomp=kill: %s", err);
 	ret = parse(&o, err, sizeof(err), "--mount=/mnt/x", "--shared-dir=/d", NULL);
-	CHECK(ret == 0 && o.sandbox == SANDBOX_NONE && !o.seccomp_set,
-	      "--mount: no sandbox, the default seccomp filter: %s", err);
+	CHECK_MSG(ret == 0 && o.sandbox == SANDBOX_NONE && !o.seccomp_set,
+	          "--mount: no sandbox, the default seccomp filter: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--stats", "/run/x.stats", "--json", NULL);
-	CHECK(ret == 0 && o.action == ACTION_STATS && !strcmp(o.stats_query, "/run/x.stats") &&
-	      o.stats_json, "--stats client needs no shared dir or socket");
+	CHECK_MSG(ret == 0 && o.action == ACTION_STATS && !strcmp(o.stats_query, "/run/x.stats") &&
+	          o.stats_json, "--stats client needs no shared dir or socket");
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d", "--json", NULL);
-	CHECK(ret != 0 && strstr(err, "--json only goes with --stats"), "--json alone: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "--json only goes with --stats"), "--json alone: %s", err);
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d", NULL);
-	CHECK(ret == 0 && o.announce_submounts && !o.killpriv_v2 && !o.readonly &&
-	      !o.preserve_noatime && !o.allow_mmap && idmap_empty(&o.uid_map) &&
-	      idmap_empty(&o.gid_map),
-	      "defaults: submounts announced (as the Rust virtiofsd), killpriv_v2 off");
+	CHECK_MSG(ret == 0 && o.announce_submounts && !o.killpriv_v2 && !o.readonly &&
+	          !o.preserve_noatime && !o.allow_mmap && idmap_empty(&o.uid_map) &&
+	          idmap_empty(&o.gid_map),
+	          "defaults: submounts announced (as the Rust virtiofsd), killpriv_v2 off");
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--no-announce-submounts", "--killpriv-v2", "--readonly",
 		    "--preserve-noatime", "--allow-mmap", "--cache=never", NULL);
-	CHECK(ret == 0 && !o.announce_submounts && o.killpriv_v2 && o.readonly &&
-	      o.preserve_noatime && o.allow_mmap, "semantics flags (Rust dialect)");
+	CHECK_MSG(ret == 0 && !o.announce_submounts && o.killpriv_v2 && o.readonly &&
+	          o.preserve_noatime && o.allow_mmap, "semantics flags (Rust dialect)");
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--killpriv-v2", "--no-killpriv-v2", NULL);
-	CHECK(ret == 0 && !o.killpriv_v2, "--no-killpriv-v2 after --killpriv-v2 wins");
+	CHECK_MSG(ret == 0 && !o.killpriv_v2, "--no-killpriv-v2 after --killpriv-v2 wins");
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o",
 		    "source=/d,killpriv_v2,announce_submounts,timeout=2.5", NULL);
-	CHECK(ret == 0 && o.killpriv_v2 && o.announce_submounts && o.timeout == 2.5,
-	      "-o killpriv_v2,announce_submounts,timeout=2.5");
+	CHECK_MSG(ret == 0 && o.killpriv_v2 && o.announce_submounts && o.timeout == 2.5,
+	          "-o killpriv_v2,announce_submounts,timeout=2.5");
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o",
 		    "source=/d,killpriv_v2,no_killpriv_v2", NULL);
-	CHECK(ret == 0 && !o.killpriv_v2, "-o no_killpriv_v2");
+	CHECK_MSG(ret == 0 && !o.killpriv_v2, "-o no_killpriv_v2");
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o", "source=/d,cache=metadata", NULL);
-	CHECK(ret != 0 && strstr(err, "metadata"), "-o cache=metadata is not C dialect: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "metadata"), "-o cache=metadata is not C dialect: %s", err);
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o", "source=/d,timeout=-1", NULL);
-	CHECK(ret != 0 && strstr(err, "timeout"), "negative timeout refused: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "timeout"), "negative timeout refused: %s", err);
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--cache", "metadata", NULL);
-	CHECK(ret == 0 && o.cache == CACHE_METADATA && o.readdirplus,
-	      "--cache metadata keeps readdirplus");
+	CHECK_MSG(ret == 0 && o.cache == CACHE_METADATA && o.readdirplus,
+	          "--cache metadata keeps readdirplus");
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "-o", "source=/d,cache=none,readdirplus", NULL);
-	CHECK(ret == 0 && o.cache == CACHE_NEVER && o.readdirplus,
-	      "readdirplus asked for with cache=none stays on");
+	CHECK_MSG(ret == 0 && o.cache == CACHE_NEVER && o.readdirplus,
+	          "readdirplus asked for with cache=none stays on");
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--translate-uid", "map:1000:5000:10", "--translate-uid=squash-guest:2000:7000:5",
 		    "--translate-gid=host:8000:3000:2", "--translate-uid=forbid-guest:4000:10", NULL);
-	CHECK(ret == 0 && o.uid_map.nrules == 4 && o.gid_map.nrules == 1 && !o.uid_map.strict,
-	      "--translate-uid/gid rules: %s", err);
+	CHECK_MSG(ret == 0 && o.uid_map.nrules == 4 && o.gid_map.nrules == 1 && !o.uid_map.strict,
+	          "--translate-uid/gid rules: %s", err);
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--translate-uid=guest:0:100:10", "--translate-uid=squash-guest:5:1:2", NULL);
-	CHECK(ret != 0 && strstr(err, "squash-guest:5:1:2"), "overlapping guest ranges refused: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "squash-guest:5:1:2"), "overlapping guest ranges refused: %s", err);
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--translate-uid=guest:4294967295:0:2", NULL);
-	CHECK(ret != 0 && strstr(err, "--translate-uid"), "range past 2^32 refused: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "--translate-uid"), "range past 2^32 refused: %s", err);
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--translate-gid=sideways:1:2:3", NULL);
-	CHECK(ret != 0 && strstr(err, "sideways"), "unknown map type refused: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "sideways"), "unknown map type refused: %s", err);
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--translate-uid=guest:1:2:0", NULL);
-	CHECK(ret != 0, "count 0 refused: %s", err);
+	CHECK_MSG(ret != 0, "count 0 refused: %s", err);
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--translate-uid=forbid-guest:1:2:3", NULL);
-	CHECK(ret != 0, "forbid-guest takes FROM:COUNT only: %s", err);
+	CHECK_MSG(ret != 0, "forbid-guest takes FROM:COUNT only: %s", err);
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--uid-map=:0:100000:65536:", "--gid-map=:0:100000:65536:", NULL);
-	CHECK(ret == 0 && o.uid_map.strict && o.gid_map.strict, "--uid-map/--gid-map: %s", err);
+	CHECK_MSG(ret == 0 && o.uid_map.strict && o.gid_map.strict, "--uid-map/--gid-map: %s", err);
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--uid-map=0:100000:65536", NULL);
-	CHECK(ret != 0 && strstr(err, "--uid-map"), "--uid-map needs the colons: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "--uid-map"), "--uid-map needs the colons: %s", err);
 	/* systemd socket activation: fd 3 when LISTEN_PID names this process. */
 	char self[16];
 	snprintf(self, sizeof(self), "%d", (int)getpid());
 	setenv("LISTEN_PID", self, 1);
 	setenv("LISTEN_FDS", "1", 1);
 	ret = parse(&o, err, sizeof(err), "--shared-dir=/d", NULL);
-	CHECK(ret == 0 && o.listen_fd == 3 && o.socket_activated,
-	      "socket activation gives fd 3: %s", err);
+	CHECK_MSG(ret == 0 && o.listen_fd == 3 && o.socket_activated,
+	          "socket activation gives fd 3: %s", err);
 	ret = parse(&o, err, sizeof(err), "--fd=5", "--shared-dir=/d", NULL);
-	CHECK(ret == 0 && o.listen_fd == 5 && !o.socket_activated,
-	      "--fd wins over socket activation");
+	CHECK_MSG(ret == 0 && o.listen_fd == 5 && !o.socket_activated,
+	          "--fd wins over socket activation");
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d", NULL);
-	CHECK(ret == 0 && o.listen_fd == -1 && !strcmp(o.socket_path, "/s"),
-	      "--socket-path wins over socket activation");
+	CHECK_MSG(ret == 0 && o.listen_fd == -1 && !strcmp(o.socket_path, "/s"),
+	          "--socket-path wins over socket activation");
 	setenv("LISTEN_FDS", "2", 1);
 	ret = parse(&o, err, sizeof(err), "--shared-dir=/d", NULL);
-	CHECK(ret != 0 && strstr(err, "LISTEN_FDS=2"), "two activated sockets refused: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "LISTEN_FDS=2"), "two activated sockets refused: %s", err);
 	snprintf(self, sizeof(self), "%d", (int)getpid() + 1);
 	setenv("LISTEN_PID", self, 1);
 	setenv("LISTEN_FDS", "1", 1);
 	ret = parse(&o, err, sizeof(err), "--shared-dir=/d", NULL);
-	CHECK(ret != 0 && strstr(err, "no vhost-user socket"),
-	      "activation meant for another process ignored: %s", err);
+	CHECK_MSG(ret != 0 && strstr(err, "no vhost-user socket"),
+	          "activation meant for another process ignored: %s", err);
 	unsetenv("LISTEN_PID");
 	unsetenv("LISTEN_FDS");
 
 	ret = parse(&o, err, sizeof(err), "--print-capabilities", NULL);
-	CHECK(ret == 0 && o.action == ACTION_PRINT_CAPS, "--print-capabilities needs no socket");
+	CHECK_MSG(ret == 0 && o.action == ACTION_PRINT_CAPS, "--print-capabilities needs no socket");
 
-	printf("%s\n", failures ? "FAILED" : "all passed");
-	return failures ? 1 : 0;
+	return check_result();
 }

@@ -7,12 +7,7 @@
 #include <string.h>
 
 #include "daemon/options_table.h"
-
-static int failures;
-
-#define CHECK(cond, ...) do { \
-	if (cond) { printf("ok: "); } else { printf("FAIL: "); failures++; } \
-	printf(__VA_ARGS__); printf("\n"); } while (0)
+#include "../common/check.h"
 
 static char help_text[32768];
 static const char *c_section;   /* where the C dialect's entries begin */
@@ -120,8 +115,8 @@ static void check_names(void)
 	for (size_t i = 0; i < opt_row_count; i++) {
 		const struct opt_row *a = &opt_rows[i];
 
-		CHECK(a->long_name || a->c_name || a->words[0],
-		      "row %zu has a name in some dialect", i);
+		CHECK_MSG(a->long_name || a->c_name || a->words[0],
+		          "row %zu has a name in some dialect", i);
 		for (size_t j = i + 1; j < opt_row_count; j++) {
 			const struct opt_row *b = &opt_rows[j];
 
@@ -140,12 +135,12 @@ static void check_names(void)
 		/* A whole word is matched before long names: it must not hide one. */
 		for (size_t w = 0; w < 2; w++)
 			if (a->words[w] && !strncmp(a->words[w], "--", 2))
-				CHECK(!opt_find_long(a->words[w] + 2, strlen(a->words[w] + 2)),
-				      "word %s hides no long option", a->words[w]);
+				CHECK_MSG(!opt_find_long(a->words[w] + 2, strlen(a->words[w] + 2)),
+				          "word %s hides no long option", a->words[w]);
 	}
 	failures += dup;
-	CHECK(!dup, "names of each dialect and C help positions are unique (%zu rows)",
-	      opt_row_count);
+	CHECK_MSG(!dup, "names of each dialect and C help positions are unique (%zu rows)",
+	          opt_row_count);
 }
 
 static void check_help(void)
@@ -155,7 +150,7 @@ static void check_help(void)
 	ferry_options_usage(f);
 	fclose(f);
 	c_section = strstr(help_text, "QEMU's C virtiofsd dialect");
-	CHECK(c_section != NULL, "--help has the C dialect's section");
+	CHECK_MSG(c_section != NULL, "--help has the C dialect's section");
 	if (!c_section)
 		return;
 	for (size_t i = 0; i < opt_row_count; i++) {
@@ -163,32 +158,32 @@ static void check_help(void)
 		char word[96];
 
 		if (r->kind == OPT_REFUSED) {
-			CHECK(!r->help.text && !r->c_help.text, "refused %s has no help entry",
-			      row_name(r));
+			CHECK_MSG(!r->help.text && !r->c_help.text, "refused %s has no help entry",
+			          row_name(r));
 			continue;
 		}
 		if (r->long_name) {
 			snprintf(word, sizeof(word), "--%s", r->long_name);
-			CHECK(mentions(help_text, c_section, word),
-			      "--help's Rust dialect section names %s", word);
+			CHECK_MSG(mentions(help_text, c_section, word),
+			          "--help's Rust dialect section names %s", word);
 		}
 		if (r->c_name) {
 			snprintf(word, sizeof(word), "-o %s", r->c_name);
-			CHECK(mentions(c_section, NULL, word), "--help's C dialect section names %s",
-			      word);
+			CHECK_MSG(mentions(c_section, NULL, word), "--help's C dialect section names %s",
+			          word);
 		}
 		if (r->words[0])
-			CHECK(mentions(help_text, NULL, r->words[0]), "--help names %s",
-			      r->words[0]);
-		CHECK(!r->c_help.text || r->c_help_at > 0, "%s has a C help position",
-		      row_name(r));
+			CHECK_MSG(mentions(help_text, NULL, r->words[0]), "--help names %s",
+			          r->words[0]);
+		CHECK_MSG(!r->c_help.text || r->c_help_at > 0, "%s has a C help position",
+		          row_name(r));
 	}
 	for (const char *line = help_text; *line; line = strchr(line, '\n') + 1) {
 		size_t len = strcspn(line, "\n");
 
 		/* help2man reads 80-column text. */
 		if (len > 80)
-			CHECK(0, "--help line within 80 columns: %.*s", (int)len, line);
+			CHECK_MSG(0, "--help line within 80 columns: %.*s", (int)len, line);
 		if (!line[len])
 			break;
 	}
@@ -226,7 +221,7 @@ static void check_fields(void)
 			fits &= !r->field && !r->c_help.text;
 			break;
 		}
-		CHECK(fits, "%s: its field fits its kind", row_name(r));
+		CHECK_MSG(fits, "%s: its field fits its kind", row_name(r));
 	}
 }
 
@@ -252,40 +247,40 @@ static void check_dialects(void)
 				ret_long = lex(&by_long, &long_words, err, sizeof(err), "-o",
 					       r->c_name);
 			}
-			CHECK(ret_long && strstr(err, "not supported yet"), "%s is refused: %s",
-			      row_name(r), err);
+			CHECK_MSG(ret_long && strstr(err, "not supported yet"), "%s is refused: %s",
+			          row_name(r), err);
 			continue;
 		}
 		if (opt_takes_value(r) && !val) {
-			CHECK(0, "%s: this test has a sample value for it", row_name(r));
+			CHECK_MSG(0, "%s: this test has a sample value for it", row_name(r));
 			continue;
 		}
 		if (r->long_name) {
 			snprintf(arg, sizeof(arg), "--%s%s%s", r->long_name, val ? "=" : "",
 				 val ? val : "");
 			ret_long = lex(&by_long, &long_words, err, sizeof(err), arg, NULL);
-			CHECK(!ret_long, "%s accepted: %s", arg, err);
+			CHECK_MSG(!ret_long, "%s accepted: %s", arg, err);
 		}
 		if (!r->c_name)
 			continue;
 		snprintf(item, sizeof(item), "%s%s%s", r->c_name, val ? "=" : "", val ? val : "");
 		ret_c = lex(&by_c, &c_words, err, sizeof(err), "-o", item);
-		CHECK(!ret_c, "-o %s accepted: %s", item, err);
+		CHECK_MSG(!ret_c, "-o %s accepted: %s", item, err);
 		if (!r->long_name || ret_long || ret_c || !r->field)
 			continue;
 		const char *s_long = string_in(&by_long, r, &long_words);
 		const char *s_c = string_in(&by_c, r, &c_words);
 
 		if (s_long || s_c)
-			CHECK(s_long && s_c && !strcmp(s_long, s_c),
-			      "--%s and -o %s store the string alike", r->long_name, r->c_name);
+			CHECK_MSG(s_long && s_c && !strcmp(s_long, s_c),
+			          "--%s and -o %s store the string alike", r->long_name, r->c_name);
 		else
-			CHECK(!memcmp((char *)&by_long + r->field - 1,
-				      (char *)&by_c + r->field - 1, r->size),
-			      "--%s and -o %s store the same value", r->long_name, r->c_name);
-		CHECK(!r->also || *((bool *)&by_long + r->also - 1) ==
-				  *((bool *)&by_c + r->also - 1),
-		      "--%s and -o %s set the same companion flag", r->long_name, r->c_name);
+			CHECK_MSG(!memcmp((char *)&by_long + r->field - 1,
+				          (char *)&by_c + r->field - 1, r->size),
+			          "--%s and -o %s store the same value", r->long_name, r->c_name);
+		CHECK_MSG(!r->also || *((bool *)&by_long + r->also - 1) ==
+				      *((bool *)&by_c + r->also - 1),
+		          "--%s and -o %s set the same companion flag", r->long_name, r->c_name);
 	}
 }
 
@@ -295,6 +290,5 @@ int main(void)
 	check_help();
 	check_fields();
 	check_dialects();
-	printf("%s\n", failures ? "FAILED" : "all passed");
-	return failures ? 1 : 0;
+	return check_result();
 }

@@ -20,15 +20,7 @@
 
 #include "../common/scratch.h"
 #include "backend/passthrough.h"
-
-static int failures;
-
-#define CHECK(cond) do { if (!(cond)) { \
-	fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-	failures++; } } while (0)
-#define CHECK_EQ(a, b) do { long long a_ = (long long)(a), b_ = (long long)(b); \
-	if (a_ != b_) { fprintf(stderr, "%s:%d: %s = %lld, expected %s = %lld\n", \
-		__FILE__, __LINE__, #a, a_, #b, b_); failures++; } } while (0)
+#include "../common/check.h"
 
 static const struct fs_ops *ops = &passthrough_ops;
 static struct passthrough *pt;

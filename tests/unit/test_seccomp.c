@@ -15,12 +15,7 @@
 #include <unistd.h>
 
 #include "daemon/seccomp.h"
-
-static int failures;
-
-#define CHECK(cond, ...) do { \
-	if (cond) { printf("ok: "); } else { printf("FAIL: "); failures++; } \
-	printf(__VA_ARGS__); printf("\n"); } while (0)
+#include "../common/check.h"
 
 /* A bad magic number: even if the filter let it through, the kernel
  * refuses it with EINVAL before looking at anything else. */
@@ -126,38 +121,37 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	CHECK(seccomp_filter_build(SECCOMP_NONE, false, &ctx) == -EINVAL,
-	      "no filter is built for --seccomp=none");
+	CHECK_MSG(seccomp_filter_build(SECCOMP_NONE, false, &ctx) == -EINVAL,
+	          "no filter is built for --seccomp=none");
 
 	status = run_child(SECCOMP_KILL, PROBE_ALLOWED);
-	CHECK(exited_ok(status), "kill: the daemon's everyday calls pass (status 0x%x)", status);
+	CHECK_MSG(exited_ok(status), "kill: the daemon's everyday calls pass (status 0x%x)", status);
 
 	status = run_child(SECCOMP_KILL, PROBE_REBOOT);
-	CHECK(killed_by_sigsys(status), "kill: reboot(2) kills the process with SIGSYS "
-	      "(status 0x%x)", status);
+	CHECK_MSG(killed_by_sigsys(status), "kill: reboot(2) kills the process with SIGSYS "
+	          "(status 0x%x)", status);
 
 	status = run_child(SECCOMP_TRAP, PROBE_REBOOT);
-	CHECK(killed_by_sigsys(status), "trap: reboot(2) raises SIGSYS (status 0x%x)", status);
+	CHECK_MSG(killed_by_sigsys(status), "trap: reboot(2) raises SIGSYS (status 0x%x)", status);
 
 	status = run_child(SECCOMP_LOG, PROBE_REBOOT);
-	CHECK(exited_ok(status), "log: reboot(2) is logged and runs (EINVAL) "
-	      "(status 0x%x)", status);
+	CHECK_MSG(exited_ok(status), "log: reboot(2) is logged and runs (EINVAL) "
+	          "(status 0x%x)", status);
 
 	status = run_child(SECCOMP_KILL, PROBE_SOCKET);
-	CHECK(exited_ok(status), "kill: socket(2) fails with EACCES instead of killing "
-	      "(status 0x%x)", status);
+	CHECK_MSG(exited_ok(status), "kill: socket(2) fails with EACCES instead of killing "
+	          "(status 0x%x)", status);
 
 	/* --mount's filter adds the unmount at stop; vhost-user's has none. */
 	status = run_child_mode(SECCOMP_KILL, true, PROBE_UMOUNT);
-	CHECK(exited_ok(status), "kill, host FUSE mode: umount2 is allowed (status 0x%x)", status);
+	CHECK_MSG(exited_ok(status), "kill, host FUSE mode: umount2 is allowed (status 0x%x)", status);
 	status = run_child_mode(SECCOMP_KILL, true, PROBE_ALLOWED);
-	CHECK(exited_ok(status), "kill, host FUSE mode: the everyday calls pass (status 0x%x)",
-	      status);
+	CHECK_MSG(exited_ok(status), "kill, host FUSE mode: the everyday calls pass (status 0x%x)",
+	          status);
 	status = run_child(SECCOMP_KILL, PROBE_UMOUNT);
-	CHECK(killed_by_sigsys(status), "kill, vhost-user mode: umount2 kills (status 0x%x)",
-	      status);
+	CHECK_MSG(killed_by_sigsys(status), "kill, vhost-user mode: umount2 kills (status 0x%x)",
+	          status);
 
 	rmdir(scratch);
-	printf("%s\n", failures ? "FAILED" : "all passed");
-	return failures ? 1 : 0;
+	return check_result();
 }

@@ -11,12 +11,7 @@
 
 #include "common/log.h"
 #include "common/unix_socket.h"
-
-static int failures;
-
-#define CHECK(cond, ...) do { \
-	if (cond) { printf("ok    "); } else { printf("FAIL  "); failures++; } \
-	printf(__VA_ARGS__); printf("\n"); } while (0)
+#include "../common/check.h"
 
 static void test_listen(void)
 {
@@ -30,29 +25,29 @@ static void test_listen(void)
 	snprintf(path, sizeof(path), "%s/sock", dir);
 	snprintf(file, sizeof(file), "%s/file", dir);
 	ret = ferry_unix_listen(path, NULL, &lfd);
-	CHECK(ret == 0 && stat(path, &st) == 0 && S_ISSOCK(st.st_mode) &&
-	      (st.st_mode & 0777) == 0600, "listening socket with mode 0600");
-	CHECK(ferry_unix_listen(path, NULL, &lfd2) == -EADDRINUSE,
-	      "a socket someone listens on is not removed");
+	CHECK_MSG(ret == 0 && stat(path, &st) == 0 && S_ISSOCK(st.st_mode) &&
+	          (st.st_mode & 0777) == 0600, "listening socket with mode 0600");
+	CHECK_MSG(ferry_unix_listen(path, NULL, &lfd2) == -EADDRINUSE,
+	          "a socket someone listens on is not removed");
 	cfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	{
 		struct sockaddr_un a = { .sun_family = AF_UNIX };
 
 		strcpy(a.sun_path, path);
-		CHECK(connect(cfd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-		      ferry_unix_accept(lfd, &afd) == 0 && (fcntl(afd, F_GETFD) & FD_CLOEXEC),
-		      "ferry_unix_accept returns a close-on-exec connection");
+		CHECK_MSG(connect(cfd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+		          ferry_unix_accept(lfd, &afd) == 0 && (fcntl(afd, F_GETFD) & FD_CLOEXEC),
+		          "ferry_unix_accept returns a close-on-exec connection");
 	}
 	close(cfd);
 	close(afd);
 	close(lfd);
-	CHECK(ferry_unix_listen(path, NULL, &lfd) == 0, "stale socket file replaced");
+	CHECK_MSG(ferry_unix_listen(path, NULL, &lfd) == 0, "stale socket file replaced");
 	close(lfd);
 	close(open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
-	CHECK(ferry_unix_listen(file, NULL, &lfd2) == -EEXIST && stat(file, &st) == 0,
-	      "a regular file at the path is left alone");
-	CHECK(ferry_unix_listen(path, "no-such-group-ferry", &lfd2) == -ENOENT,
-	      "unknown group refused");
+	CHECK_MSG(ferry_unix_listen(file, NULL, &lfd2) == -EEXIST && stat(file, &st) == 0,
+	          "a regular file at the path is left alone");
+	CHECK_MSG(ferry_unix_listen(path, "no-such-group-ferry", &lfd2) == -ENOENT,
+	          "unknown group refused");
 	unlink(path);
 	unlink(file);
 	rmdir(dir);
@@ -62,6 +57,5 @@ int main(void)
 {
 	ferry_log_init(getenv("T_DEBUG") ? LOG_LVL_DEBUG : LOG_LVL_ERROR, false);
 	test_listen();
-	printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-	return failures ? 1 : 0;
+	return check_result();
 }

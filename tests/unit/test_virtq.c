@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "transport/guest_mem.h"
 #include "transport/virtq.h"
+#include "../common/check.h"
 
 /*
  * Guest layout, all from one memfd:
@@ -30,7 +31,6 @@
 #define BUF (GPA_A + 0x4000)      /* scratch buffers */
 #define TABLE (GPA_A + 0x8000)    /* indirect tables */
 
-static int failures;
 static int memfd = -1;
 static struct guest_mem *mem;
 
@@ -42,10 +42,6 @@ static struct {
 	struct vring_used *used;
 	uint16_t avail_idx;
 } t;
-
-#define CHECK(cond, ...) do { \
-	if (cond) { printf("ok    "); } else { printf("FAIL  "); failures++; } \
-	printf(__VA_ARGS__); printf("\n"); } while (0)
 
 static void *host(uint64_t gpa)
 {
@@ -116,9 +112,9 @@ static void expect_broken(const char *what, const char *want)
 	struct virtq_elem e;
 	int ret = virtq_pop(&t.vq, &e);
 
-	CHECK(ret == -EIO && t.vq.broken && t.vq.broken_reason &&
-	      strstr(t.vq.broken_reason, want),
-	      "%s -> broken (%s)", what, t.vq.broken_reason ? t.vq.broken_reason : "not broken");
+	CHECK_MSG(ret == -EIO && t.vq.broken && t.vq.broken_reason &&
+	          strstr(t.vq.broken_reason, want),
+	          "%s -> broken (%s)", what, t.vq.broken_reason ? t.vq.broken_reason : "not broken");
 }
 
 static void test_guest_mem_validation(void)
@@ -132,44 +128,44 @@ static void test_guest_mem_validation(void)
 	if (guest_mem_new(&m) < 0)
 		exit(1);
 	d = (struct guest_region_desc){ .gpa = 0, .size = 0, .uva = 0, .mmap_offset = 0 };
-	CHECK(guest_region_map(&r, &d, memfd) == -EINVAL, "zero-size region refused");
+	CHECK_MSG(guest_region_map(&r, &d, memfd) == -EINVAL, "zero-size region refused");
 	d = (struct guest_region_desc){ .gpa = UINT64_MAX - 0xfff, .size = 0x2000, .uva = 0 };
-	CHECK(guest_region_map(&r, &d, memfd) == -EINVAL, "gpa + size wrapping refused");
+	CHECK_MSG(guest_region_map(&r, &d, memfd) == -EINVAL, "gpa + size wrapping refused");
 	d = (struct guest_region_desc){ .gpa = 0, .size = 0x2000, .uva = UINT64_MAX - 0xfff };
-	CHECK(guest_region_map(&r, &d, memfd) == -EINVAL, "uva + size wrapping refused");
+	CHECK_MSG(guest_region_map(&r, &d, memfd) == -EINVAL, "uva + size wrapping refused");
 	d = (struct guest_region_desc){ .gpa = 0, .size = 0x2000, .uva = 0,
 					.mmap_offset = UINT64_MAX - 0xfff };
-	CHECK(guest_region_map(&r, &d, memfd) == -EINVAL, "mmap_offset + size wrapping refused");
+	CHECK_MSG(guest_region_map(&r, &d, memfd) == -EINVAL, "mmap_offset + size wrapping refused");
 	d = (struct guest_region_desc){ .gpa = 0, .size = 4 * REG_SIZE, .uva = 0 };
-	CHECK(guest_region_map(&r, &d, memfd) == -EINVAL,
-	      "region larger than its file refused (would SIGBUS)");
+	CHECK_MSG(guest_region_map(&r, &d, memfd) == -EINVAL,
+	          "region larger than its file refused (would SIGBUS)");
 	d = (struct guest_region_desc){ .gpa = 0, .size = 0x1000, .uva = 0 };
-	CHECK(guest_region_map(&r, &d, -1) < 0, "bad fd refused");
+	CHECK_MSG(guest_region_map(&r, &d, -1) < 0, "bad fd refused");
 
-	CHECK(add_region(m, 0x100000, REG_SIZE, 0x1000000, 0) == 0, "first region added");
-	CHECK(add_region(m, 0x100000 + REG_SIZE - 0x1000, REG_SIZE, 0x2000000, 0) == -EEXIST,
-	      "region overlapping in gpa refused");
-	CHECK(add_region(m, 0x900000, REG_SIZE, 0x1000000 + 0x1000, 0) == -EEXIST,
-	      "region overlapping in uva refused");
-	CHECK(add_region(m, 0x100000 + REG_SIZE, REG_SIZE, 0x3000000, 0) == 0,
-	      "adjacent region accepted");
-	CHECK(add_region(m, UINT64_MAX - 0xfff, 0x1000, 0x4000000, 0) == 0,
-	      "region ending exactly at 2^64 accepted");
-	CHECK(guest_mem_gpa_to_ptr(m, UINT64_MAX, 1) != NULL, "last byte of address space translates");
-	CHECK(guest_mem_gpa_to_ptr(m, UINT64_MAX, 2) == NULL, "range wrapping past 2^64 does not");
-	CHECK(m->count == 3 && m->regions[0].desc.gpa == 0x100000 &&
-	      m->regions[1].desc.gpa == 0x100000 + REG_SIZE, "table sorted by gpa");
-	CHECK(guest_mem_uva_to_ptr(m, 0x1000000 + REG_SIZE - 8, 16) == NULL,
-	      "uva range crossing a region end refused (rings must be in one region)");
-	CHECK(guest_mem_uva_to_ptr(m, 0x1000000 + REG_SIZE - 16, 16) != NULL,
-	      "uva range at a region end accepted");
+	CHECK_MSG(add_region(m, 0x100000, REG_SIZE, 0x1000000, 0) == 0, "first region added");
+	CHECK_MSG(add_region(m, 0x100000 + REG_SIZE - 0x1000, REG_SIZE, 0x2000000, 0) == -EEXIST,
+	          "region overlapping in gpa refused");
+	CHECK_MSG(add_region(m, 0x900000, REG_SIZE, 0x1000000 + 0x1000, 0) == -EEXIST,
+	          "region overlapping in uva refused");
+	CHECK_MSG(add_region(m, 0x100000 + REG_SIZE, REG_SIZE, 0x3000000, 0) == 0,
+	          "adjacent region accepted");
+	CHECK_MSG(add_region(m, UINT64_MAX - 0xfff, 0x1000, 0x4000000, 0) == 0,
+	          "region ending exactly at 2^64 accepted");
+	CHECK_MSG(guest_mem_gpa_to_ptr(m, UINT64_MAX, 1) != NULL, "last byte of address space translates");
+	CHECK_MSG(guest_mem_gpa_to_ptr(m, UINT64_MAX, 2) == NULL, "range wrapping past 2^64 does not");
+	CHECK_MSG(m->count == 3 && m->regions[0].desc.gpa == 0x100000 &&
+	          m->regions[1].desc.gpa == 0x100000 + REG_SIZE, "table sorted by gpa");
+	CHECK_MSG(guest_mem_uva_to_ptr(m, 0x1000000 + REG_SIZE - 8, 16) == NULL,
+	          "uva range crossing a region end refused (rings must be in one region)");
+	CHECK_MSG(guest_mem_uva_to_ptr(m, 0x1000000 + REG_SIZE - 16, 16) != NULL,
+	          "uva range at a region end accepted");
 
 	d = (struct guest_region_desc){ .gpa = 0x100000, .size = REG_SIZE, .uva = 0x9999 };
-	CHECK(guest_mem_remove(m, &d, &removed) == -ENOENT, "remove with wrong uva refused");
+	CHECK_MSG(guest_mem_remove(m, &d, &removed) == -ENOENT, "remove with wrong uva refused");
 	d.uva = 0x1000000;
-	CHECK(guest_mem_remove(m, &d, &removed) == 0 && m->count == 2, "remove matching region");
+	CHECK_MSG(guest_mem_remove(m, &d, &removed) == 0 && m->count == 2, "remove matching region");
 	guest_region_unmap(&removed);
-	CHECK(guest_mem_gpa_to_ptr(m, 0x100000, 1) == NULL, "removed region no longer translates");
+	CHECK_MSG(guest_mem_gpa_to_ptr(m, 0x100000, 1) == NULL, "removed region no longer translates");
 	guest_mem_free(m);
 }
 
@@ -179,19 +175,19 @@ static void test_translation(void)
 	unsigned cnt = 0;
 
 	printf("-- translation\n");
-	CHECK(guest_mem_gpa_to_iov(mem, GPA_B - 10, 30, iov, 4, &cnt) == 0 && cnt == 2 &&
-	      iov[0].iov_base == (uint8_t *)host(GPA_B - 10) && iov[0].iov_len == 10 &&
-	      iov[1].iov_base == host(GPA_B) && iov[1].iov_len == 20,
-	      "range straddling adjacent regions -> two iovecs");
+	CHECK_MSG(guest_mem_gpa_to_iov(mem, GPA_B - 10, 30, iov, 4, &cnt) == 0 && cnt == 2 &&
+	          iov[0].iov_base == (uint8_t *)host(GPA_B - 10) && iov[0].iov_len == 10 &&
+	          iov[1].iov_base == host(GPA_B) && iov[1].iov_len == 20,
+	          "range straddling adjacent regions -> two iovecs");
 	cnt = 0;
-	CHECK(guest_mem_gpa_to_iov(mem, GPA_GAP - 10, 30, iov, 4, &cnt) == -EFAULT,
-	      "range running into unmapped gap refused");
+	CHECK_MSG(guest_mem_gpa_to_iov(mem, GPA_GAP - 10, 30, iov, 4, &cnt) == -EFAULT,
+	          "range running into unmapped gap refused");
 	cnt = 3;
-	CHECK(guest_mem_gpa_to_iov(mem, GPA_B - 10, 30, iov, 4, &cnt) == -E2BIG,
-	      "iovec limit enforced");
+	CHECK_MSG(guest_mem_gpa_to_iov(mem, GPA_B - 10, 30, iov, 4, &cnt) == -E2BIG,
+	          "iovec limit enforced");
 	cnt = 0;
-	CHECK(guest_mem_gpa_to_ptr(mem, GPA_B - 10, 30) == NULL,
-	      "contiguous pointer never spans two regions");
+	CHECK_MSG(guest_mem_gpa_to_ptr(mem, GPA_B - 10, 30) == NULL,
+	          "contiguous pointer never spans two regions");
 }
 
 static void test_normal_chain(void)
@@ -209,27 +205,27 @@ static void test_normal_chain(void)
 	set_desc(t.desc, 1, BUF + 0x100, 200, VRING_DESC_F_WRITE, 0);
 	publish(3);
 	ret = virtq_pop(&t.vq, &e);
-	CHECK(ret == 1 && e.head == 3 && e.req.rd_cnt == 2 && e.req.wr_cnt == 1 &&
-	      e.req.rd[0].iov_base == rd && e.req.rd[0].iov_len == 64 &&
-	      e.req.rd[1].iov_base == rd + 64 && e.req.rd[1].iov_len == 36 &&
-	      e.req.wr[0].iov_base == wr && e.req.wr[0].iov_len == 200 && e.wr_len == 200,
-	      "readable+writable chain: 2 rd iovecs, 1 wr iovec, right pointers");
-	CHECK(virtq_pop(&t.vq, &e) == 0, "ring then empty");
+	CHECK_MSG(ret == 1 && e.head == 3 && e.req.rd_cnt == 2 && e.req.wr_cnt == 1 &&
+	          e.req.rd[0].iov_base == rd && e.req.rd[0].iov_len == 64 &&
+	          e.req.rd[1].iov_base == rd + 64 && e.req.rd[1].iov_len == 36 &&
+	          e.req.wr[0].iov_base == wr && e.req.wr[0].iov_len == 200 && e.wr_len == 200,
+	          "readable+writable chain: 2 rd iovecs, 1 wr iovec, right pointers");
+	CHECK_MSG(virtq_pop(&t.vq, &e) == 0, "ring then empty");
 	virtq_push(&t.vq, &e, 500);
-	CHECK(t.used->idx == 0, "used entry invisible before flush");
+	CHECK_MSG(t.used->idx == 0, "used entry invisible before flush");
 	virtq_flush(&t.vq);
-	CHECK(t.used->idx == 1 && t.used->ring[0].id == 3 && t.used->ring[0].len == 200,
-	      "flush publishes used idx; used len clamped to writable size");
+	CHECK_MSG(t.used->idx == 1 && t.used->ring[0].id == 3 && t.used->ring[0].len == 200,
+	          "flush publishes used idx; used len clamped to writable size");
 
 	ring_setup(8, false, true);
 	set_desc(t.desc, 0, BUF, 16, VRING_DESC_F_WRITE | VRING_DESC_F_NEXT, 1);
 	set_desc(t.desc, 1, GPA_B - 10, 30, VRING_DESC_F_WRITE, 0);
 	publish(0);
 	ret = virtq_pop(&t.vq, &e);
-	CHECK(ret == 1 && e.req.rd_cnt == 0 && e.req.wr_cnt == 3 &&
-	      e.req.wr[1].iov_len == 10 && e.req.wr[2].iov_base == host(GPA_B) &&
-	      e.req.wr[2].iov_len == 20 && e.wr_len == 46,
-	      "write-only chain, descriptor straddling A/B split into two iovecs");
+	CHECK_MSG(ret == 1 && e.req.rd_cnt == 0 && e.req.wr_cnt == 3 &&
+	          e.req.wr[1].iov_len == 10 && e.req.wr[2].iov_base == host(GPA_B) &&
+	          e.req.wr[2].iov_len == 20 && e.wr_len == 46,
+	          "write-only chain, descriptor straddling A/B split into two iovecs");
 
 	/* Indirect: a direct readable head, then a table of two. */
 	ring_setup(8, false, true);
@@ -241,9 +237,9 @@ static void test_normal_chain(void)
 		set_desc(t.desc, 2, TABLE, 32, VRING_DESC_F_INDIRECT, 0);
 		publish(2);
 		ret = virtq_pop(&t.vq, &e);
-		CHECK(ret == 1 && e.head == 2 && e.req.rd_cnt == 1 && e.req.wr_cnt == 1 &&
-		      e.req.rd[0].iov_len == 40 && e.req.wr[0].iov_len == 80,
-		      "indirect table of two descriptors");
+		CHECK_MSG(ret == 1 && e.head == 2 && e.req.rd_cnt == 1 && e.req.wr_cnt == 1 &&
+		          e.req.rd[0].iov_len == 40 && e.req.wr[0].iov_len == 80,
+		          "indirect table of two descriptors");
 	}
 	/* Indirect table straddling A/B: read through the copy. */
 	ring_setup(8, false, true);
@@ -258,8 +254,8 @@ static void test_normal_chain(void)
 		set_desc(t.desc, 0, GPA_B - 16, 32, VRING_DESC_F_INDIRECT, 0);
 		publish(0);
 		ret = virtq_pop(&t.vq, &e);
-		CHECK(ret == 1 && e.req.rd_cnt == 1 && e.req.wr_cnt == 1 &&
-		      e.req.wr[0].iov_len == 80, "indirect table straddling two regions");
+		CHECK_MSG(ret == 1 && e.req.rd_cnt == 1 && e.req.wr_cnt == 1 &&
+		          e.req.wr[0].iov_len == 80, "indirect table straddling two regions");
 	}
 }
 
@@ -407,8 +403,8 @@ static void test_4gib(void)
 	{
 		struct virtq_elem e;
 
-		CHECK(virtq_pop(&t.vq, &e) == 1 && e.wr_len == UINT32_MAX,
-		      "a chain of exactly 4 GiB - 1 is accepted");
+		CHECK_MSG(virtq_pop(&t.vq, &e) == 1 && e.wr_len == UINT32_MAX,
+		          "a chain of exactly 4 GiB - 1 is accepted");
 	}
 out:
 	mem = saved_mem;
@@ -430,47 +426,47 @@ static void test_notify(void)
 
 	publish(0);
 	virtq_disable_notify(&t.vq);
-	CHECK(virtq_pop(&t.vq, &e) == 1, "pop");
+	CHECK_MSG(virtq_pop(&t.vq, &e) == 1, "pop");
 	virtq_push(&t.vq, &e, 0);
 	virtq_flush(&t.vq);
 	*used_event = 100;
-	CHECK(virtq_should_notify(&t.vq), "EVENT_IDX: first decision after start notifies");
-	CHECK(!virtq_enable_notify(&t.vq) && *avail_event == 1,
-	      "EVENT_IDX: enable writes avail_event = last avail (1), nothing pending");
+	CHECK_MSG(virtq_should_notify(&t.vq), "EVENT_IDX: first decision after start notifies");
+	CHECK_MSG(!virtq_enable_notify(&t.vq) && *avail_event == 1,
+	          "EVENT_IDX: enable writes avail_event = last avail (1), nothing pending");
 
 	*used_event = 1; /* driver: interrupt me once used idx passes 1 */
 	publish(0);
-	CHECK(virtq_pop(&t.vq, &e) == 1, "pop");
+	CHECK_MSG(virtq_pop(&t.vq, &e) == 1, "pop");
 	virtq_push(&t.vq, &e, 0);
 	virtq_flush(&t.vq);
-	CHECK(virtq_should_notify(&t.vq), "EVENT_IDX: used 1->2 crosses used_event 1: notify");
+	CHECK_MSG(virtq_should_notify(&t.vq), "EVENT_IDX: used 1->2 crosses used_event 1: notify");
 
 	*used_event = 5;
 	publish(0);
-	CHECK(virtq_pop(&t.vq, &e) == 1, "pop");
+	CHECK_MSG(virtq_pop(&t.vq, &e) == 1, "pop");
 	virtq_push(&t.vq, &e, 0);
 	virtq_flush(&t.vq);
-	CHECK(!virtq_should_notify(&t.vq), "EVENT_IDX: used 2->3 short of used_event 5: no notify");
+	CHECK_MSG(!virtq_should_notify(&t.vq), "EVENT_IDX: used 2->3 short of used_event 5: no notify");
 
 	publish(0);
-	CHECK(virtq_enable_notify(&t.vq), "enable_notify re-check sees a buffer added meanwhile");
-	CHECK(virtq_need_event(0xffff, 0x0001, 0xfffe) && !virtq_need_event(0x0002, 0x0001, 0xfffe),
-	      "vring_need_event across 16-bit wrap");
+	CHECK_MSG(virtq_enable_notify(&t.vq), "enable_notify re-check sees a buffer added meanwhile");
+	CHECK_MSG(virtq_need_event(0xffff, 0x0001, 0xfffe) && !virtq_need_event(0x0002, 0x0001, 0xfffe),
+	          "vring_need_event across 16-bit wrap");
 
 	ring_setup(8, false, true);
 	set_desc(t.desc, 0, BUF, 16, VRING_DESC_F_WRITE, 0);
 	virtq_disable_notify(&t.vq);
-	CHECK(t.used->flags & VRING_USED_F_NO_NOTIFY, "no EVENT_IDX: disable sets NO_NOTIFY");
-	CHECK(!virtq_enable_notify(&t.vq) && !(t.used->flags & VRING_USED_F_NO_NOTIFY),
-	      "no EVENT_IDX: enable clears NO_NOTIFY");
+	CHECK_MSG(t.used->flags & VRING_USED_F_NO_NOTIFY, "no EVENT_IDX: disable sets NO_NOTIFY");
+	CHECK_MSG(!virtq_enable_notify(&t.vq) && !(t.used->flags & VRING_USED_F_NO_NOTIFY),
+	          "no EVENT_IDX: enable clears NO_NOTIFY");
 	publish(0);
-	CHECK(virtq_pop(&t.vq, &e) == 1, "pop");
+	CHECK_MSG(virtq_pop(&t.vq, &e) == 1, "pop");
 	virtq_push(&t.vq, &e, 0);
 	virtq_flush(&t.vq);
 	t.avail->flags = VRING_AVAIL_F_NO_INTERRUPT;
-	CHECK(!virtq_should_notify(&t.vq), "no EVENT_IDX: NO_INTERRUPT suppresses notify");
+	CHECK_MSG(!virtq_should_notify(&t.vq), "no EVENT_IDX: NO_INTERRUPT suppresses notify");
 	t.avail->flags = 0;
-	CHECK(virtq_should_notify(&t.vq), "no EVENT_IDX: without NO_INTERRUPT notify");
+	CHECK_MSG(virtq_should_notify(&t.vq), "no EVENT_IDX: without NO_INTERRUPT notify");
 }
 
 static void test_broken_stays_broken(void)
@@ -504,16 +500,16 @@ static void test_broken_stays_broken(void)
 	fflush(stderr);
 	dup2(saved_stderr, 2);
 	close(saved_stderr);
-	CHECK(n == -EIO, "valid entry after breakage is not processed");
+	CHECK_MSG(n == -EIO, "valid entry after breakage is not processed");
 	n = pread(logfd, logbuf, sizeof(logbuf) - 1, 0);
 	logbuf[n > 0 ? n : 0] = '\0';
 	for (char *p = logbuf; (p = strstr(p, "broken")); p++)
 		lines++;
-	CHECK(lines == 1 && strstr(logbuf, "head descriptor index"),
-	      "exactly one log line, with the first reason (%u lines)", lines);
-	CHECK(t.vq.last_avail_idx == 0, "no avail entry consumed by a broken queue");
+	CHECK_MSG(lines == 1 && strstr(logbuf, "head descriptor index"),
+	          "exactly one log line, with the first reason (%u lines)", lines);
+	CHECK_MSG(t.vq.last_avail_idx == 0, "no avail entry consumed by a broken queue");
 	virtq_set_base(&t.vq, 0);
-	CHECK(!t.vq.broken, "SET_VRING_BASE (re-initialisation) clears broken");
+	CHECK_MSG(!t.vq.broken, "SET_VRING_BASE (re-initialisation) clears broken");
 	close(logfd);
 }
 
@@ -523,7 +519,7 @@ int main(void)
 	memfd = memfd_create("ferry-guest", MFD_CLOEXEC);
 	if (memfd < 0 || ftruncate(memfd, 3 * REG_SIZE) < 0) {
 		perror("memfd");
-		return 77;
+		return TEST_SKIP;
 	}
 	if (guest_mem_new(&mem) < 0 ||
 	    add_region(mem, GPA_B, REG_SIZE, UVA_BASE + 0x100000, REG_SIZE) < 0 ||
@@ -541,6 +537,5 @@ int main(void)
 	test_broken_stays_broken();
 	guest_mem_free(mem);
 	close(memfd);
-	printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-	return failures ? 1 : 0;
+	return check_result();
 }

@@ -12,14 +12,10 @@
 #include "backend/passthrough.h"
 #include "backend/xattrmap.h"
 #include "protocol/fuse_server.h"
+#include "../common/pt_session.h"
 #include "../common/raw_req.h"
 #include "../common/scratch.h"
-
-static int failures;
-
-#define CHECK(cond, ...) do { \
-	if (cond) { printf("ok    "); } else { printf("FAIL  "); failures++; } \
-	printf(__VA_ARGS__); printf("\n"); } while (0)
+#include "../common/check.h"
 
 /* ---- the parser and the mapping ---------------------------------------- */
 
@@ -65,29 +61,29 @@ static int parse(const char *spec)
 /* QEMU's example 1, and the map rule its docs call equivalent. */
 static void check_prefix_everything(const char *spec)
 {
-	CHECK(parse(spec) == 0, "parse '%s'", spec);
-	CHECK(maps_to("user.a", "user.virtiofs.user.a") &&
-	      maps_to("trusted.t", "user.virtiofs.trusted.t"), "%s: every guest name prefixed", spec);
-	CHECK(shown_as("user.virtiofs.trusted.t", "trusted.t"), "%s: prefix stripped in lists", spec);
-	CHECK(hidden("security.selinux") && hidden("user.other"),
-	      "%s: host names outside the prefix hidden", spec);
-	CHECK(hidden("user.virtiofs."), "%s: the bare prefix (an empty guest name) hidden", spec);
-	CHECK(!strcmp(map.capability_name, "user.virtiofs.security.capability"),
-	      "%s: security.capability's host name known (%s)", spec, map.capability_name);
+	CHECK_MSG(parse(spec) == 0, "parse '%s'", spec);
+	CHECK_MSG(maps_to("user.a", "user.virtiofs.user.a") &&
+	          maps_to("trusted.t", "user.virtiofs.trusted.t"), "%s: every guest name prefixed", spec);
+	CHECK_MSG(shown_as("user.virtiofs.trusted.t", "trusted.t"), "%s: prefix stripped in lists", spec);
+	CHECK_MSG(hidden("security.selinux") && hidden("user.other"),
+	          "%s: host names outside the prefix hidden", spec);
+	CHECK_MSG(hidden("user.virtiofs."), "%s: the bare prefix (an empty guest name) hidden", spec);
+	CHECK_MSG(!strcmp(map.capability_name, "user.virtiofs.security.capability"),
+	          "%s: security.capability's host name known (%s)", spec, map.capability_name);
 }
 
 /* QEMU's example 2 ('/' separator, newlines between rules), and its map form. */
 static void check_prefix_trusted(const char *spec)
 {
-	CHECK(parse(spec) == 0, "parse '%s'", spec);
-	CHECK(maps_to("trusted.o", "user.virtiofs.trusted.o"), "trusted.* prefixed");
-	CHECK(maps_to("user.x", "user.x") && maps_to("security.capability", "security.capability"),
-	      "other names unchanged");
-	CHECK(host_verdict("user.virtiofs.x") == -EPERM, "the guest cannot reach the prefix itself");
-	CHECK(hidden("trusted.hostonly"), "host trusted.* hidden");
-	CHECK(shown_as("user.virtiofs.trusted.o", "trusted.o") && shown_as("user.y", "user.y"),
-	      "prefixed names stripped, others shown");
-	CHECK(map.capability_name[0] == '\0', "security.capability not renamed: nothing to clear");
+	CHECK_MSG(parse(spec) == 0, "parse '%s'", spec);
+	CHECK_MSG(maps_to("trusted.o", "user.virtiofs.trusted.o"), "trusted.* prefixed");
+	CHECK_MSG(maps_to("user.x", "user.x") && maps_to("security.capability", "security.capability"),
+	          "other names unchanged");
+	CHECK_MSG(host_verdict("user.virtiofs.x") == -EPERM, "the guest cannot reach the prefix itself");
+	CHECK_MSG(hidden("trusted.hostonly"), "host trusted.* hidden");
+	CHECK_MSG(shown_as("user.virtiofs.trusted.o", "trusted.o") && shown_as("user.y", "user.y"),
+	          "prefixed names stripped, others shown");
+	CHECK_MSG(map.capability_name[0] == '\0', "security.capability not renamed: nothing to clear");
 }
 
 static void test_parser(void)
@@ -96,33 +92,33 @@ static void test_parser(void)
 
 	check_prefix_everything(":prefix:all::user.virtiofs.::bad:all:::");
 	check_prefix_everything(" :map::user.virtiofs.: ");
-	CHECK(map.count == 3, "map with an empty key: 2 rules + terminator (%u)", map.count);
+	CHECK_MSG(map.count == 3, "map with an empty key: 2 rules + terminator (%u)", map.count);
 	check_prefix_trusted("/prefix/all/trusted./user.virtiofs./\n"
 			     "  /bad/server//trusted./\n"
 			     "\t/bad/client/user.virtiofs.//\n"
 			     "  /ok/all///");
 	check_prefix_trusted("/map/trusted./user.virtiofs./");
-	CHECK(map.count == 5, "map with a key: 4 rules + terminator (%u)", map.count);
+	CHECK_MSG(map.count == 5, "map with a key: 4 rules + terminator (%u)", map.count);
 
 	/* example 3, one rule per scope, each with its own separator */
-	CHECK(parse("/bad/all/security./security./ |ok|all|||") == 0, "example 3 parses");
-	CHECK(host_verdict("security.selinux") == -EPERM && hidden("security.selinux") &&
-	      maps_to("user.z", "user.z"), "security.* refused and hidden, the rest passes");
-	CHECK(parse(":ok:client:user.:: :ok:server::trusted.: :prefix:server::x.:") == 0,
-	      "client-only and server-only rules");
-	CHECK(maps_to("user.a", "user.a") && host_verdict("trusted.a") == -EPERM,
-	      "a client name no rule matches is refused (the implicit terminator)");
-	CHECK(shown_as("trusted.a", "trusted.a") && shown_as("x.y", "y") && hidden("user.a"),
-	      "server rules only judge host names");
-	CHECK(parse(":unsupported:all:security.:security.: :ok:all:::") == 0 &&
-	      host_verdict("security.x") == -EOPNOTSUPP && hidden("security.x"),
-	      "unsupported (the Rust virtiofsd's type): ENOTSUP and hidden");
+	CHECK_MSG(parse("/bad/all/security./security./ |ok|all|||") == 0, "example 3 parses");
+	CHECK_MSG(host_verdict("security.selinux") == -EPERM && hidden("security.selinux") &&
+	          maps_to("user.z", "user.z"), "security.* refused and hidden, the rest passes");
+	CHECK_MSG(parse(":ok:client:user.:: :ok:server::trusted.: :prefix:server::x.:") == 0,
+	          "client-only and server-only rules");
+	CHECK_MSG(maps_to("user.a", "user.a") && host_verdict("trusted.a") == -EPERM,
+	          "a client name no rule matches is refused (the implicit terminator)");
+	CHECK_MSG(shown_as("trusted.a", "trusted.a") && shown_as("x.y", "y") && hidden("user.a"),
+	          "server rules only judge host names");
+	CHECK_MSG(parse(":unsupported:all:security.:security.: :ok:all:::") == 0 &&
+	          host_verdict("security.x") == -EOPNOTSUPP && hidden("security.x"),
+	          "unsupported (the Rust virtiofsd's type): ENOTSUP and hidden");
 
 	memset(long_rule, 0, sizeof(long_rule));
 	snprintf(long_rule, sizeof(long_rule), ":prefix:all::%0200d:", 0);
-	CHECK(parse(long_rule) == 0, "a 200-byte prefix");
-	CHECK(host_verdict("user.0123456789012345678901234567890123456789012345678901234567") ==
-	      -ERANGE, "a mapped name longer than 255 bytes: ERANGE");
+	CHECK_MSG(parse(long_rule) == 0, "a 200-byte prefix");
+	CHECK_MSG(host_verdict("user.0123456789012345678901234567890123456789012345678901234567") ==
+	          -ERANGE, "a mapped name longer than 255 bytes: ERANGE");
 
 	/* malformed rules: each refused with the rule named */
 	static const struct { const char *spec, *want; } bad[] = {
@@ -146,30 +142,29 @@ static void test_parser(void)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		int ret = parse(bad[i].spec);
 
-		CHECK(ret == -EINVAL && strstr(err, bad[i].want) && map.count == 0,
-		      "refused '%s': %s", bad[i].spec, err);
+		CHECK_MSG(ret == -EINVAL && strstr(err, bad[i].want) && map.count == 0,
+		          "refused '%s': %s", bad[i].spec, err);
 	}
 	snprintf(long_rule, sizeof(long_rule), ":ok:all:%0256d::", 0);
-	CHECK(parse(long_rule) == -EINVAL && strstr(err, "key field is longer than 255"),
-	      "a 256-byte key: %s", err);
+	CHECK_MSG(parse(long_rule) == -EINVAL && strstr(err, "key field is longer than 255"),
+	          "a 256-byte key: %s", err);
 	for (int i = 0; i < 64; i++)
 		strcat(many, ":ok:all::: ");
-	CHECK(parse(many) == -EINVAL && strstr(err, "rule 64") && strstr(err, "too many rules"),
-	      "64 rules leave no room for the terminator: %s", err);
+	CHECK_MSG(parse(many) == -EINVAL && strstr(err, "rule 64") && strstr(err, "too many rules"),
+	          "64 rules leave no room for the terminator: %s", err);
 	many[0] = '\0';
 	for (int i = 0; i < 60; i++)
 		strcat(many, ":ok:all::: ");
 	strcat(many, ":map:k:p:");
-	CHECK(parse(many) == -EINVAL && strstr(err, "rule 61") && strstr(err, "too many rules"),
-	      "a map's expansion counts against the limit too: %s", err);
+	CHECK_MSG(parse(many) == -EINVAL && strstr(err, "rule 61") && strstr(err, "too many rules"),
+	          "a map's expansion counts against the limit too: %s", err);
 }
 
 /* ---- through the protocol and the real passthrough ---------------------- */
 
 #define MAX_WRITE (128u * 1024u)
 static char scratch[] = "/tmp/ferry-xattrs-XXXXXX";
-static struct fuse_session *se;
-static struct fuse_worker *wk;
+static struct pt_session ses;
 static uint64_t next_unique = 1;
 static struct raw_reply rep;
 
@@ -183,7 +178,7 @@ static int send_req(uint32_t opcode, uint64_t nodeid, uint32_t uid,
 				    .unique = next_unique++, .uid = uid, .gid = uid };
 	size_t len = raw_req_build(in, sizeof(in), h, arg, arg_len, p1, p1_len, p2, p2_len);
 
-	if (raw_req_run(wk, in, len, sizeof(rep.h) + sizeof(rep.arg), NULL, &rep) <
+	if (raw_req_run(ses.w, in, len, sizeof(rep.h) + sizeof(rep.arg), NULL, &rep) <
 	    sizeof(rep.h))
 		return 1;
 	return rep.h.error;
@@ -303,39 +298,39 @@ static void test_session(void)
 	bool host_security;
 	ssize_t n;
 
-	CHECK(send_req(FUSE_INIT, 0, 0, &init, sizeof(init), NULL, 0, NULL, 0) == 0, "INIT");
+	CHECK_MSG(send_req(FUSE_INIT, 0, 0, &init, sizeof(init), NULL, 0, NULL, 0) == 0, "INIT");
 	memcpy(&io, rep.arg, sizeof(io));
-	CHECK((io.flags & FUSE_POSIX_ACL) && (io.flags & FUSE_DONT_MASK) &&
-	      (io.flags2 & (uint32_t)(FUSE_SECURITY_CTX >> 32)),
-	      "POSIX_ACL, DONT_MASK and SECURITY_CTX agreed (flags 0x%x, flags2 0x%x)",
-	      io.flags, io.flags2);
+	CHECK_MSG((io.flags & FUSE_POSIX_ACL) && (io.flags & FUSE_DONT_MASK) &&
+	          (io.flags2 & (uint32_t)(FUSE_SECURITY_CTX >> 32)),
+	          "POSIX_ACL, DONT_MASK and SECURITY_CTX agreed (flags 0x%x, flags2 0x%x)",
+	          io.flags, io.flags2);
 
 	/* the security context lands under its mapped name */
-	CHECK(mkdir_req(FUSE_ROOT_ID, "d", 0777, 022, "security.selinux",
-			"system_u:object_r:test_t:s0", &dir) == 0, "MKDIR with a security context");
-	CHECK(host_get("d", "user.guest.security.selinux", val, sizeof(val)) == 28 &&
-	      !strcmp(val, "system_u:object_r:test_t:s0"),
-	      "host: the label is stored as user.guest.security.selinux");
-	CHECK(host_get("d", "security.selinux", val, sizeof(val)) < 0 ||
-	      strcmp(val, "system_u:object_r:test_t:s0"), "host: its own security.selinux untouched");
-	CHECK(mkdir_req(FUSE_ROOT_ID, "e", 0777, 022, "user.guest.x", "v", NULL) == -EPERM &&
-	      host_mode("e") == (mode_t)-1,
-	      "a context the map refuses fails the MKDIR and leaves no directory");
+	CHECK_MSG(mkdir_req(FUSE_ROOT_ID, "d", 0777, 022, "security.selinux",
+			    "system_u:object_r:test_t:s0", &dir) == 0, "MKDIR with a security context");
+	CHECK_MSG(host_get("d", "user.guest.security.selinux", val, sizeof(val)) == 28 &&
+	          !strcmp(val, "system_u:object_r:test_t:s0"),
+	          "host: the label is stored as user.guest.security.selinux");
+	CHECK_MSG(host_get("d", "security.selinux", val, sizeof(val)) < 0 ||
+	          strcmp(val, "system_u:object_r:test_t:s0"), "host: its own security.selinux untouched");
+	CHECK_MSG(mkdir_req(FUSE_ROOT_ID, "e", 0777, 022, "user.guest.x", "v", NULL) == -EPERM &&
+	          host_mode("e") == (mode_t)-1,
+	          "a context the map refuses fails the MKDIR and leaves no directory");
 
 	/* names both ways */
-	CHECK(setxattr_req(dir, 0, "security.test", "v", 1) == 0 &&
-	      host_get("d", "user.guest.security.test", val, sizeof(val)) == 1,
-	      "SETXATTR security.test: host has user.guest.security.test");
-	CHECK(setxattr_req(dir, 0, "user.plain", "p", 1) == 0 &&
-	      host_get("d", "user.plain", val, sizeof(val)) == 1, "user.plain passes unchanged");
-	CHECK(setxattr_req(dir, 0, "user.guest.security.test", "x", 1) == -EPERM,
-	      "the guest cannot write the mapped names directly (EPERM)");
+	CHECK_MSG(setxattr_req(dir, 0, "security.test", "v", 1) == 0 &&
+	          host_get("d", "user.guest.security.test", val, sizeof(val)) == 1,
+	          "SETXATTR security.test: host has user.guest.security.test");
+	CHECK_MSG(setxattr_req(dir, 0, "user.plain", "p", 1) == 0 &&
+	          host_get("d", "user.plain", val, sizeof(val)) == 1, "user.plain passes unchanged");
+	CHECK_MSG(setxattr_req(dir, 0, "user.guest.security.test", "x", 1) == -EPERM,
+	          "the guest cannot write the mapped names directly (EPERM)");
 	{
 		char path[128];
 
 		host_path(path, sizeof(path), "d");
-		CHECK(lsetxattr(path, "user.guest.security.fromhost", "h", 1, 0) == 0,
-		      "host sets user.guest.security.fromhost");
+		CHECK_MSG(lsetxattr(path, "user.guest.security.fromhost", "h", 1, 0) == 0,
+		          "host sets user.guest.security.fromhost");
 		host_security = lsetxattr(path, "security.hostonly", "h", 1, 0) == 0;
 		if (!host_security)
 			printf("skip  host cannot set security.hostonly (%s)\n", strerror(errno));
@@ -344,51 +339,51 @@ static void test_session(void)
 		struct fuse_getxattr_in gi = { .size = 0 };
 		uint32_t probe;
 
-		CHECK(send_req(FUSE_LISTXATTR, dir, 0, &gi, sizeof(gi), NULL, 0, NULL, 0) == 0,
-		      "LISTXATTR size probe");
+		CHECK_MSG(send_req(FUSE_LISTXATTR, dir, 0, &gi, sizeof(gi), NULL, 0, NULL, 0) == 0,
+		          "LISTXATTR size probe");
 		memcpy(&probe, rep.arg, sizeof(probe));
 		gi.size = sizeof(val);
-		CHECK(send_req(FUSE_LISTXATTR, dir, 0, &gi, sizeof(gi), NULL, 0, NULL, 0) == 0,
-		      "LISTXATTR");
+		CHECK_MSG(send_req(FUSE_LISTXATTR, dir, 0, &gi, sizeof(gi), NULL, 0, NULL, 0) == 0,
+		          "LISTXATTR");
 		n = rep.used - sizeof(rep.h);
-		CHECK(probe >= n, "the probe (%u) covers the list (%zd)", probe, n);
-		CHECK(list_has((char *)rep.arg, n, "security.selinux") &&
-		      list_has((char *)rep.arg, n, "security.test") &&
-		      list_has((char *)rep.arg, n, "security.fromhost") &&
-		      list_has((char *)rep.arg, n, "user.plain"),
-		      "the guest lists the unmapped names");
-		CHECK(!(host_security && list_has((char *)rep.arg, n, "security.hostonly")) &&
-		      !list_has((char *)rep.arg, n, "user.guest.security.test"),
-		      "host security.* and the mapped names themselves hidden");
+		CHECK_MSG(probe >= n, "the probe (%u) covers the list (%zd)", probe, n);
+		CHECK_MSG(list_has((char *)rep.arg, n, "security.selinux") &&
+		          list_has((char *)rep.arg, n, "security.test") &&
+		          list_has((char *)rep.arg, n, "security.fromhost") &&
+		          list_has((char *)rep.arg, n, "user.plain"),
+		          "the guest lists the unmapped names");
+		CHECK_MSG(!(host_security && list_has((char *)rep.arg, n, "security.hostonly")) &&
+		          !list_has((char *)rep.arg, n, "user.guest.security.test"),
+		          "host security.* and the mapped names themselves hidden");
 	}
 	{
 		struct fuse_getxattr_in gi = { .size = sizeof(val) };
 
-		CHECK(send_req(FUSE_GETXATTR, dir, 0, &gi, sizeof(gi), NM("security.fromhost"),
-			       NULL, 0) == 0 && rep.arg[0] == 'h', "GETXATTR through the map");
-		CHECK(send_req(FUSE_REMOVEXATTR, dir, 0, NM("security.test"), NULL, 0, NULL, 0) == 0 &&
-		      host_get("d", "user.guest.security.test", val, sizeof(val)) < 0 &&
-		      errno == ENODATA, "REMOVEXATTR removes the mapped name");
+		CHECK_MSG(send_req(FUSE_GETXATTR, dir, 0, &gi, sizeof(gi), NM("security.fromhost"),
+			           NULL, 0) == 0 && rep.arg[0] == 'h', "GETXATTR through the map");
+		CHECK_MSG(send_req(FUSE_REMOVEXATTR, dir, 0, NM("security.test"), NULL, 0, NULL, 0) == 0 &&
+		          host_get("d", "user.guest.security.test", val, sizeof(val)) < 0 &&
+		          errno == ENODATA, "REMOVEXATTR removes the mapped name");
 	}
 
 	/* DONT_MASK: the guest's umask applies unless a default ACL rules */
-	CHECK(mkdir_req(dir, "plain", 0777, 027, NULL, NULL, NULL) == 0 &&
-	      host_mode("d/plain") == 0750, "umask 027 applied without a default ACL (%o)",
-	      host_mode("d/plain"));
+	CHECK_MSG(mkdir_req(dir, "plain", 0777, 027, NULL, NULL, NULL) == 0 &&
+	          host_mode("d/plain") == 0750, "umask 027 applied without a default ACL (%o)",
+	          host_mode("d/plain"));
 	{
 		const struct acl_entry_le def[] = {
 			{ 0x01, 7, ~0u }, { 0x04, 7, ~0u }, { 0x20, 7, ~0u },
 		};
 
-		CHECK(setxattr_req(dir, 0, "system.posix_acl_default", blob,
-				   acl_blob(blob, def, 3)) == 0 &&
-		      host_get("d", "system.posix_acl_default", val, sizeof(val)) == 28,
-		      "default ACL set from the guest lands on the host");
-		CHECK(mkdir_req(dir, "inherits", 0777, 077, NULL, NULL, &sub) == 0 &&
-		      host_mode("d/inherits") == 0777 &&
-		      host_get("d/inherits", "system.posix_acl_default", val, sizeof(val)) == 28,
-		      "under a default ACL the umask is ignored and the ACL inherited (%o)",
-		      host_mode("d/inherits"));
+		CHECK_MSG(setxattr_req(dir, 0, "system.posix_acl_default", blob,
+				       acl_blob(blob, def, 3)) == 0 &&
+		          host_get("d", "system.posix_acl_default", val, sizeof(val)) == 28,
+		          "default ACL set from the guest lands on the host");
+		CHECK_MSG(mkdir_req(dir, "inherits", 0777, 077, NULL, NULL, &sub) == 0 &&
+		          host_mode("d/inherits") == 0777 &&
+		          host_get("d/inherits", "system.posix_acl_default", val, sizeof(val)) == 28,
+		          "under a default ACL the umask is ignored and the ACL inherited (%o)",
+		          host_mode("d/inherits"));
 	}
 
 	/* an access ACL changes the mode on the host; a non-member clears sgid */
@@ -401,27 +396,27 @@ static void test_session(void)
 		struct fuse_entry_out e;
 		char path[128];
 
-		CHECK(send_req(FUSE_CREATE, sub, 0, &ci, sizeof(ci), NM("f"), NULL, 0) == 0,
-		      "CREATE d/inherits/f");
+		CHECK_MSG(send_req(FUSE_CREATE, sub, 0, &ci, sizeof(ci), NM("f"), NULL, 0) == 0,
+		          "CREATE d/inherits/f");
 		memcpy(&e, rep.arg, sizeof(e));
 		file = e.nodeid;
 		host_path(path, sizeof(path), "d/inherits/f");
-		CHECK(chown(path, 1000, 2000) == 0 && chmod(path, 02670) == 0, "host: f is 1000:2000 2670");
+		CHECK_MSG(chown(path, 1000, 2000) == 0 && chmod(path, 02670) == 0, "host: f is 1000:2000 2670");
 		/* the guest's kernel says whether its caller is in group 2000 */
-		CHECK(setxattr_req_ext(file, 1000, "system.posix_acl_access", blob,
-				       acl_blob(blob, acc, 5), FUSE_SETXATTR_ACL_KILL_SGID,
-				       sizeof(struct fuse_setxattr_in)) == 0,
-		      "uid 1000, outside group 2000, sets an access ACL");
-		CHECK(host_mode("d/inherits/f") == 0640,
-		      "host mode follows the ACL and sgid goes as the guest's kernel asked (%o)",
-		      host_mode("d/inherits/f"));
-		CHECK(chmod(path, 02670) == 0, "host: f is 2670 again");
-		CHECK(setxattr_req(file, 1000, "system.posix_acl_access", blob,
-				   acl_blob(blob, acc, 5)) == 0,
-		      "uid 1000, a member of group 2000 in the guest, sets it");
-		CHECK(host_mode("d/inherits/f") == 02640,
-		      "sgid stays for a member, without the group on the host (%o)",
-		      host_mode("d/inherits/f"));
+		CHECK_MSG(setxattr_req_ext(file, 1000, "system.posix_acl_access", blob,
+				           acl_blob(blob, acc, 5), FUSE_SETXATTR_ACL_KILL_SGID,
+				           sizeof(struct fuse_setxattr_in)) == 0,
+		          "uid 1000, outside group 2000, sets an access ACL");
+		CHECK_MSG(host_mode("d/inherits/f") == 0640,
+		          "host mode follows the ACL and sgid goes as the guest's kernel asked (%o)",
+		          host_mode("d/inherits/f"));
+		CHECK_MSG(chmod(path, 02670) == 0, "host: f is 2670 again");
+		CHECK_MSG(setxattr_req(file, 1000, "system.posix_acl_access", blob,
+				       acl_blob(blob, acc, 5)) == 0,
+		          "uid 1000, a member of group 2000 in the guest, sets it");
+		CHECK_MSG(host_mode("d/inherits/f") == 02640,
+		          "sgid stays for a member, without the group on the host (%o)",
+		          host_mode("d/inherits/f"));
 	}
 
 	/* security.capability under the map is cleared on write, truncate, chown */
@@ -433,36 +428,36 @@ static void test_session(void)
 		struct fuse_entry_out e;
 		struct fuse_open_out o;
 
-		CHECK(send_req(FUSE_CREATE, dir, 0, &ci, sizeof(ci), NM("cap"), NULL, 0) == 0,
-		      "CREATE d/cap");
+		CHECK_MSG(send_req(FUSE_CREATE, dir, 0, &ci, sizeof(ci), NM("cap"), NULL, 0) == 0,
+		          "CREATE d/cap");
 		memcpy(&e, rep.arg, sizeof(e));
 		memcpy(&o, rep.arg + sizeof(e), sizeof(o));
 		file = e.nodeid;
-		CHECK(setxattr_req(file, 0, "security.capability", cap, sizeof(cap)) == 0 &&
-		      host_get("d/cap", "user.guest.security.capability", val, sizeof(val)) == 20,
-		      "security.capability stored under its mapped name");
+		CHECK_MSG(setxattr_req(file, 0, "security.capability", cap, sizeof(cap)) == 0 &&
+		          host_get("d/cap", "user.guest.security.capability", val, sizeof(val)) == 20,
+		          "security.capability stored under its mapped name");
 		wi.fh = o.fh;
-		CHECK(send_req(FUSE_WRITE, file, 0, &wi, sizeof(wi), "data", 4, NULL, 0) == 0 &&
-		      host_get("d/cap", "user.guest.security.capability", val, sizeof(val)) < 0 &&
-		      errno == ENODATA, "WRITE clears the mapped capability");
-		CHECK(setxattr_req(file, 0, "security.capability", cap, sizeof(cap)) == 0 &&
-		      send_req(FUSE_SETATTR, file, 0, &sa, sizeof(sa), NULL, 0, NULL, 0) == 0 &&
-		      host_get("d/cap", "user.guest.security.capability", val, sizeof(val)) < 0,
-		      "truncate clears it");
+		CHECK_MSG(send_req(FUSE_WRITE, file, 0, &wi, sizeof(wi), "data", 4, NULL, 0) == 0 &&
+		          host_get("d/cap", "user.guest.security.capability", val, sizeof(val)) < 0 &&
+		          errno == ENODATA, "WRITE clears the mapped capability");
+		CHECK_MSG(setxattr_req(file, 0, "security.capability", cap, sizeof(cap)) == 0 &&
+		          send_req(FUSE_SETATTR, file, 0, &sa, sizeof(sa), NULL, 0, NULL, 0) == 0 &&
+		          host_get("d/cap", "user.guest.security.capability", val, sizeof(val)) < 0,
+		          "truncate clears it");
 		sa = (struct fuse_setattr_in){ .valid = FATTR_UID, .uid = 1000 };
-		CHECK(setxattr_req(file, 0, "security.capability", cap, sizeof(cap)) == 0 &&
-		      send_req(FUSE_SETATTR, file, 0, &sa, sizeof(sa), NULL, 0, NULL, 0) == 0 &&
-		      host_get("d/cap", "user.guest.security.capability", val, sizeof(val)) < 0,
-		      "chown clears it");
-		CHECK(setxattr_req(file, 1000, "security.capability", cap, sizeof(cap)) == 0 &&
-		      send_req(FUSE_REMOVEXATTR, file, 1000, NM("security.capability"), NULL, 0,
-			       NULL, 0) == 0 &&
-		      host_get("d/cap", "user.guest.security.capability", val, sizeof(val)) < 0,
-		      "the guest kernel's own removal on write (any writer) reaches the mapped name");
-		CHECK(setxattr_req(file, 0, "user.keep", "k", 1) == 0 &&
-		      send_req(FUSE_WRITE, file, 0, &wi, sizeof(wi), "more", 4, NULL, 0) == 0 &&
-		      host_get("d/cap", "user.keep", val, sizeof(val)) == 1,
-		      "other xattrs survive a write");
+		CHECK_MSG(setxattr_req(file, 0, "security.capability", cap, sizeof(cap)) == 0 &&
+		          send_req(FUSE_SETATTR, file, 0, &sa, sizeof(sa), NULL, 0, NULL, 0) == 0 &&
+		          host_get("d/cap", "user.guest.security.capability", val, sizeof(val)) < 0,
+		          "chown clears it");
+		CHECK_MSG(setxattr_req(file, 1000, "security.capability", cap, sizeof(cap)) == 0 &&
+		          send_req(FUSE_REMOVEXATTR, file, 1000, NM("security.capability"), NULL, 0,
+			           NULL, 0) == 0 &&
+		          host_get("d/cap", "user.guest.security.capability", val, sizeof(val)) < 0,
+		          "the guest kernel's own removal on write (any writer) reaches the mapped name");
+		CHECK_MSG(setxattr_req(file, 0, "user.keep", "k", 1) == 0 &&
+		          send_req(FUSE_WRITE, file, 0, &wi, sizeof(wi), "more", 4, NULL, 0) == 0 &&
+		          host_get("d/cap", "user.keep", val, sizeof(val)) == 1,
+		          "other xattrs survive a write");
 	}
 }
 
@@ -485,26 +480,26 @@ static void test_acl_without_setxattr_ext(void)
 	char path[128];
 	int fd;
 
-	CHECK(send_req(FUSE_DESTROY, 0, 0, NULL, 0, NULL, 0, NULL, 0) == 0, "DESTROY");
-	CHECK(send_req(FUSE_INIT, 0, 0, &init, sizeof(init), NULL, 0, NULL, 0) == 0,
-	      "INIT 7.31 without SETXATTR_EXT");
+	CHECK_MSG(send_req(FUSE_DESTROY, 0, 0, NULL, 0, NULL, 0, NULL, 0) == 0, "DESTROY");
+	CHECK_MSG(send_req(FUSE_INIT, 0, 0, &init, sizeof(init), NULL, 0, NULL, 0) == 0,
+	          "INIT 7.31 without SETXATTR_EXT");
 	host_path(path, sizeof(path), "old-acl");
 	fd = open(path, O_CREAT | O_WRONLY, 0600);
 	close(fd);
-	CHECK(chown(path, 1000, 2000) == 0 && chmod(path, 02670) == 0, "host: old-acl is 1000:2000 2670");
-	CHECK(send_req(FUSE_LOOKUP, FUSE_ROOT_ID, 0, NM("old-acl"), NULL, 0, NULL, 0) == 0,
-	      "LOOKUP old-acl");
+	CHECK_MSG(chown(path, 1000, 2000) == 0 && chmod(path, 02670) == 0, "host: old-acl is 1000:2000 2670");
+	CHECK_MSG(send_req(FUSE_LOOKUP, FUSE_ROOT_ID, 0, NM("old-acl"), NULL, 0, NULL, 0) == 0,
+	          "LOOKUP old-acl");
 	memcpy(&e, rep.arg, sizeof(e));
-	CHECK(setxattr_req_ext(e.nodeid, 1000, "system.posix_acl_access", blob,
-			       acl_blob(blob, acc, 4), 0, FUSE_COMPAT_SETXATTR_IN_SIZE) == 0,
-	      "uid 1000 (group 1000) sets an access ACL");
-	CHECK(host_mode("old-acl") == 0640, "the host dropped sgid for a non-member (%o)",
-	      host_mode("old-acl"));
-	CHECK(chmod(path, 02670) == 0, "host: old-acl is 2670 again");
-	CHECK(setxattr_req_ext(e.nodeid, 0, "system.posix_acl_access", blob,
-			       acl_blob(blob, acc, 4), 0, FUSE_COMPAT_SETXATTR_IN_SIZE) == 0,
-	      "root sets it");
-	CHECK(host_mode("old-acl") == 02640, "root keeps sgid (%o)", host_mode("old-acl"));
+	CHECK_MSG(setxattr_req_ext(e.nodeid, 1000, "system.posix_acl_access", blob,
+			           acl_blob(blob, acc, 4), 0, FUSE_COMPAT_SETXATTR_IN_SIZE) == 0,
+	          "uid 1000 (group 1000) sets an access ACL");
+	CHECK_MSG(host_mode("old-acl") == 0640, "the host dropped sgid for a non-member (%o)",
+	          host_mode("old-acl"));
+	CHECK_MSG(chmod(path, 02670) == 0, "host: old-acl is 2670 again");
+	CHECK_MSG(setxattr_req_ext(e.nodeid, 0, "system.posix_acl_access", blob,
+			           acl_blob(blob, acc, 4), 0, FUSE_COMPAT_SETXATTR_IN_SIZE) == 0,
+	          "root sets it");
+	CHECK_MSG(host_mode("old-acl") == 02640, "root keeps sgid (%o)", host_mode("old-acl"));
 }
 
 int main(void)
@@ -513,31 +508,26 @@ int main(void)
 	struct fuse_session_opts se_opts = {
 		.max_write = MAX_WRITE, .xattr = true, .posix_acl = true, .security_label = true,
 	};
-	struct passthrough *pt = NULL;
 
 	test_parser();
 
 	if (geteuid() != 0) {
 		printf("skip  the session part needs root (host security.*, ids)\n");
-		return failures ? 1 : 0;
+		return check_result();
 	}
 	if (!mkdtemp(scratch)) {
 		perror("mkdtemp");
 		return 1;
 	}
-	CHECK(xattrmap_parse(&pt_opts.xattrmap, ":map:security.:user.guest.:", err,
-			     sizeof(err)) == 0, "the session's map parses");
+	CHECK_MSG(xattrmap_parse(&pt_opts.xattrmap, ":map:security.:user.guest.:", err,
+			         sizeof(err)) == 0, "the session's map parses");
 	pt_opts.shared_dir = scratch;
-	if (passthrough_new(&pt, &pt_opts) < 0 ||
-	    fuse_session_new(&se, &se_opts, &passthrough_ops, pt) < 0 ||
-	    fuse_worker_new(se, &wk) < 0) {
+	if (pt_session_open(&ses, &pt_opts, &se_opts) < 0) {
 		fprintf(stderr, "cannot set up the session\n");
 		return 1;
 	}
 	test_session();
 	test_acl_without_setxattr_ext();
-	fuse_worker_free(wk);
-	fuse_session_free(se);
-	passthrough_free(pt);
+	pt_session_close(&ses);
 	return scratch_finish(scratch, failures);
 }

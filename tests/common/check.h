@@ -1,0 +1,47 @@
+/* Unit tests and test clients: the CHECK macros, the failure count and the exit codes (0 pass, 1 fail, 77 skip). */
+#ifndef FERRY_TEST_CHECK_H
+#define FERRY_TEST_CHECK_H
+
+#include <stdio.h>
+
+/*
+ * Include this from a test program's main file only: each program has one
+ * failure count. Every failure prints a line that starts with "FAIL", which
+ * scripts/check.sh repeats in its summary.
+ *
+ *   CHECK(cond)                 silent when it holds; else "FAIL  file:line: cond"
+ *   CHECK_EQ(a, b)              the same for a == b, with both values printed
+ *   CHECK_MSG(cond, fmt, ...)   always one line: "ok    what" or "FAIL  what (file:line)"
+ *   return check_result();      "all passed" or "N check(s) failed"; 0 or 1
+ *   return TEST_SKIP;           the test cannot run here (exit 77)
+ *
+ * Every line is flushed at once, so it lands in order with the output of
+ * a daemon or of stderr when both go to one log.
+ */
+#define TEST_SKIP 77
+
+static int failures;
+
+#define CHECK(cond) do { if (!(cond)) { \
+	printf("FAIL  %s:%d: %s\n", __FILE__, __LINE__, #cond); fflush(stdout); \
+	failures++; } } while (0)
+
+#define CHECK_EQ(a, b) do { long long a_ = (long long)(a), b_ = (long long)(b); \
+	if (a_ != b_) { printf("FAIL  %s:%d: %s = %lld, expected %s = %lld\n", \
+		__FILE__, __LINE__, #a, a_, #b, b_); fflush(stdout); failures++; } } while (0)
+
+#define CHECK_MSG(cond, ...) do { int ok_ = !!(cond); \
+	printf(ok_ ? "ok    " : "FAIL  "); printf(__VA_ARGS__); \
+	if (ok_) printf("\n"); else { printf(" (%s:%d)\n", __FILE__, __LINE__); failures++; } \
+	fflush(stdout); } while (0)
+
+static inline int check_result(void)
+{
+	if (failures)
+		printf("FAIL  %d check(s) failed\n", failures);
+	else
+		printf("all passed\n");
+	return failures ? 1 : 0;
+}
+
+#endif

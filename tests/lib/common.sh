@@ -1,0 +1,97 @@
+# Sourced by the shell tests: paths, SKIP (exit 77), PASS/FAIL lines, a temp dir kept on failure, waiting for a socket.
+# Every line a test says starts "NAME: ", NAME being $name when set before sourcing, else the script's name. Nothing runs at source time but the paths.
+
+lib_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$lib_dir/../.." && pwd)"
+here="$(cd "$(dirname "$0")" && pwd)"  # the test's own directory
+# make check (tests/meson.build) sets both to its own build; by hand, build/ of this checkout.
+build="${MESON_BUILD_ROOT:-$repo/build}"
+ferryfsd="${FERRYFSD:-$build/ferryfsd}"
+fails=0
+# Not $name itself: tests use that for locals too, and say would pick those up.
+test_name="${name:-$(basename "$0" .sh)}"
+
+say() { echo "$test_name: $*"; }
+skip() { say "SKIP: $*"; exit 77; }
+die() { say "FAIL: $*"; fails=$((fails + 1)); exit 1; }
+pass() { say "PASS $*"; }
+fail() { say "FAIL $*"; fails=$((fails + 1)); }
+# check WHAT CMD...: runs CMD and says "  ok   WHAT" or "  FAIL WHAT".
+check() {
+    local what=$1
+    shift
+    if "$@"; then echo "  ok   $what"; else echo "  FAIL $what"; fails=$((fails + 1)); fi
+}
+# finish: exits 1 when a check failed, else 0, saying which.
+finish() {
+    if ((fails)); then
+        say "$fails check(s) failed"
+        exit 1
+    fi
+    say "all checks passed"
+    exit 0
+}
+
+need_root() { [[ $(id -u) == 0 ]] || skip "needs root ($*)"; }
+need_cmd() { # CMD...: skips when one is not installed
+    local c
+    for c; do command -v "$c" >/dev/null || skip "$c missing (scripts/deps.sh installs it)"; done
+}
+need_built() { # FILE...: fails when one is not built
+    local f
+    for f; do [[ -x "$f" ]] || die "$f not built (run make)"; done
+}
+need_exec() { # FILE...: skips when one is not built
+    local f
+    for f; do [[ -x "$f" ]] || skip "$f not built"; done
+}
+
+# make_tmp: $tmp, a new /tmp/ferryfs-NAME.XXXXXX. At exit the pids in
+# cleanup_pids are killed, the commands in cleanup_cmds run in order, and
+# $tmp is removed; with FERRYFS_E2E_KEEP=1 it all stays, and when the test
+# failed (exit status or fails) all but the paths in tmp_drop stays (big
+# data; the logs are what matter).
+cleanup_pids=()
+cleanup_cmds=()
+tmp_drop=()
+make_tmp() {
+    tmp="$(mktemp -d "/tmp/ferryfs-$test_name.XXXXXX")"
+    trap tmp_cleanup EXIT
+}
+tmp_cleanup() {
+    local rc=$? p c
+    for p in "${cleanup_pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+    for c in "${cleanup_cmds[@]}"; do eval "$c" || true; done
+    if [[ "${FERRYFS_E2E_KEEP:-0}" == 1 ]]; then
+        say "kept $tmp"
+    elif ((rc != 0 || fails)); then
+        for p in "${tmp_drop[@]}"; do rm -rf "$p"; done
+        say "logs kept in $tmp"
+    else
+        rm -rf "$tmp"
+    fi
+}
+
+# wait_socket PATH [PID] [SECS]: true once PATH is a socket; false after SECS
+# (default 10) or as soon as PID (if given) has ended.
+wait_socket() {
+    local i
+    for ((i = 0; i < ${3:-10} * 10; i++)); do
+        [[ -S "$1" ]] && return 0
+        [[ -z "${2:-}" ]] || kill -0 "$2" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
+# start_daemon [ferryfsd args...]: ferryfsd on $sock sharing $share, its
+# output appended to $tmp/daemon.log; sets daemon_pid. The test fails (exit
+# 1) if the daemon ends or does not listen within 10 s.
+start_daemon() {
+    rm -f "$sock"  # a socket left by an earlier daemon would look like this one listening
+    "$ferryfsd" --socket-path="$sock" --shared-dir="$share" "$@" >>"$tmp/daemon.log" 2>&1 &
+    daemon_pid=$!
+    wait_socket "$sock" "$daemon_pid" && return 0
+    kill -0 "$daemon_pid" 2>/dev/null || die "ferryfsd exited at start: $(tail -3 "$tmp/daemon.log")"
+    die "ferryfsd did not create $sock"
+}

@@ -1,0 +1,91 @@
+# Sourced by the guest tests: the FERRYFS_STACK guest image built (or SKIP), guests booted in the background or to the end of a command, their consoles waited on.
+# Builds on common.sh (paths, skip, temp dir, daemon) and tests/e2e/stack-lib.sh (which QEMU and guest). Nothing runs at source time.
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+source "$repo/tests/e2e/stack-lib.sh"
+run_guest="$repo/tests/e2e/run-guest.sh"
+guest_timeout="${FERRYFS_E2E_TIMEOUT:-240}"
+guest_pids=()
+
+# guest_prepare: skips (77) unless the selected stack and its guest image can
+# be had here, fails unless ferryfsd is built; sets guest_stack and guest_dir.
+guest_prepare() {
+    guest_stack="$(stack_name)"
+    guest_dir="$(stack_guest_dir)"
+    stack_prepare || skip "the $guest_stack stack (FERRYFS_STACK) is not available here (see above)"
+    need_built "$ferryfsd"
+    "$repo/tests/e2e/build-guest.sh" "$guest_dir" >/dev/null || skip "could not build the guest image"
+    # Whatever the test boots in the background goes with it.
+    cleanup_cmds+=('guest_kill_all')
+}
+guest_kill_all() {
+    local p
+    for p in "${guest_pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+    for p in "$tmp"/qemu*.pid; do
+        [[ -f "$p" ]] && kill -KILL "$(cat "$p")" 2>/dev/null || true
+    done
+}
+
+# start_guest TAG CMD ARGS [run-guest options...]: boots a guest against $sock
+# in the background; its QEMU pid lands in $tmp/qemu-TAG.pid, its console in
+# $tmp/console-TAG.log, its run-guest.sh pid in guest_pids.
+start_guest() {
+    local tag=$1 cmd=$2 args=$3
+    shift 3
+    "$run_guest" --guest "$guest_dir" --sock "$sock" --cmd "$cmd" --args "$args" --quiet \
+        --mem 512M --log "$tmp/console-$tag.log" "$@" -- -pidfile "$tmp/qemu-$tag.pid" \
+        >"$tmp/run-guest-$tag.out" 2>&1 &
+    guest_pids+=($!)
+}
+
+# wait_console TAG REGEX SECS: waits for a console line; fails the test on timeout.
+wait_console() {
+    local f="$tmp/console-$1.log" t=0
+    while ((t < $3 * 10)); do
+        [[ -f "$f" ]] && tr -d '\r' <"$f" | grep -aqE "$2" && return 0
+        sleep 0.1
+        t=$((t + 1))
+    done
+    die "guest $1: no '$2' on the console within $3 s: $(tr -d '\r' <"$f" 2>/dev/null | tail -5)"
+}
+
+# wait_gone PID SECS: true once the process has ended.
+wait_gone() {
+    local t=0
+    while kill -0 "$1" 2>/dev/null && ((t < $2 * 10)); do sleep 0.1; t=$((t + 1)); done
+    ! kill -0 "$1" 2>/dev/null
+}
+
+fd_count() { ls "/proc/$1/fd" | wc -l; }
+# status_kb PID FIELD: a /proc/PID/status size in kB (VmRSS, RssAnon, RssShmem).
+status_kb() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
+
+# boot_demo_and_check SOCK DAEMON_PID LABEL: boots the guest with the demo
+# command against SOCK (a daemon serving $share, which holds welcome.txt),
+# then checks that the guest read the host's file, that its writes reached
+# the host, and that the daemon exited by itself (pass/fail, not fatal).
+boot_demo_and_check() {
+    local sock=$1 pid=$2 label=$3 rc=0
+    say "[$label] booting the guest (demo command)"
+    "$run_guest" --guest "$guest_dir" --sock "$sock" --cmd demo --quiet \
+        --log "$tmp/$label-console.log" --timeout "$guest_timeout" --watch-pid "$pid" || rc=$?
+    if ((rc == 0)); then pass "[$label] guest mounted the share and ran the demo"
+    else fail "[$label] run-guest exit $rc (see $tmp/$label-console.log)"; fi
+    if grep -aq 'Hello, guest! This file lives on the host.' "$tmp/$label-console.log"; then
+        pass "[$label] guest read the host's file"
+    else
+        fail "[$label] guest did not print the host's welcome.txt"
+    fi
+    if grep -q '^Hello from the guest!$' "$share/guest-hello.txt" 2>/dev/null &&
+        [[ "$(cat "$share/from-guest/renamed.txt" 2>/dev/null)" == "$(seq 1 5 | sed 's/^/line /')" ]]; then
+        pass "[$label] the guest's files are on the host"
+    else
+        fail "[$label] guest-hello.txt or from-guest/renamed.txt missing or wrong on the host"
+    fi
+    rm -rf "$share/guest-hello.txt" "$share/from-guest"
+    if ! wait_gone "$pid" 10; then
+        fail "[$label] daemon still running 10 s after the guest powered off"
+        kill -TERM "$pid" 2>/dev/null || true
+    else
+        pass "[$label] daemon exited after the frontend went away"
+    fi
+}
