@@ -789,6 +789,25 @@ static void test_creds(void)
 	ops->forget(pt, e.nodeid, 1);
 }
 
+/* Creates name in parent as ctx and checks what the new file became on the
+ * host: its owner, group and mode bits. Closes and forgets it. */
+static void create_as(const struct fuse_req_ctx *ctx, uint64_t parent, const char *name,
+		      uint32_t mode, uint32_t want_uid, uint32_t want_gid, uint32_t want_mode)
+{
+	uint64_t fh, id = create(ctx, parent, name, mode, &fh);
+	struct fuse_attr a;
+
+	CHECK(id != 0);
+	if (!id)
+		return;
+	a = attr_of(id);
+	CHECK_EQ(a.uid, want_uid);
+	CHECK_EQ(a.gid, want_gid);
+	CHECK_EQ(a.mode & 07777, want_mode);
+	CHECK_EQ(release(id, fh), 0);
+	ops->forget(pt, id, 1);
+}
+
 /* The host path of a name in the scratch directory. */
 static const char *host_path(char path[PATH_MAX], const char *name)
 {
@@ -808,7 +827,7 @@ static void test_group_shared_dir(void)
 	struct fuse_entry_out e, d, sd;
 	struct fuse_attr_out aout;
 	char path[PATH_MAX];
-	uint64_t fh, f, own, id;
+	uint64_t fh, f, own;
 	int fd;
 
 	if (!is_root) {
@@ -838,12 +857,7 @@ static void test_group_shared_dir(void)
 	}
 	CHECK_EQ(ops->unlink(pt, &user_ctx, d.nodeid, "f"), 0);
 	ops->forget(pt, f, 1);
-	id = create(&user_ctx, d.nodeid, "new", 0640, &fh);
-	CHECK(id != 0);
-	CHECK_EQ(attr_of(id).uid, 1000);
-	CHECK_EQ(attr_of(id).gid, 1000);
-	CHECK_EQ(release(id, fh), 0);
-	ops->forget(pt, id, 1);
+	create_as(&user_ctx, d.nodeid, "new", 0640, 1000, 1000, 0640);
 	CHECK_EQ(ops->mkdir(pt, &user_ctx, d.nodeid, "sub", &min, &sd), 0);
 	CHECK_EQ(sd.attr.uid, 1000);
 	CHECK_EQ(sd.attr.gid, 1000);
@@ -867,12 +881,7 @@ static void test_group_shared_dir(void)
 	/* set-group-ID directory: the group and, for directories, the bit
 	 * are inherited */
 	CHECK_EQ(chmod(host_path(path, "shared"), 02770), 0);
-	id = create(&user_ctx, d.nodeid, "in-sgid", 0640, &fh);
-	CHECK(id != 0);
-	CHECK_EQ(attr_of(id).uid, 1000);
-	CHECK_EQ(attr_of(id).gid, 1234);
-	CHECK_EQ(release(id, fh), 0);
-	ops->forget(pt, id, 1);
+	create_as(&user_ctx, d.nodeid, "in-sgid", 0640, 1000, 1234, 0640);
 	CHECK_EQ(ops->mkdir(pt, &user_ctx, d.nodeid, "sgid-sub", &min, &e), 0);
 	CHECK_EQ(e.attr.gid, 1234);
 	CHECK_EQ(e.attr.mode & 07777, 02755);
@@ -898,7 +907,6 @@ static void test_supp_group(void)
 	struct fuse_conn_info new_guest = { .proto_minor = 38 };
 	struct fuse_entry_out e;
 	char path[PATH_MAX];
-	uint64_t fh, id;
 
 	if (!is_root) {
 		fprintf(stderr, "supp_group: not root, skipped\n");
@@ -910,28 +918,11 @@ static void test_supp_group(void)
 	CHECK_EQ(chown(host_path(path, "sgid-dir"), 0, 4242), 0);
 	CHECK_EQ(chmod(path, 02777), 0);
 
-	id = create(&user_ctx, e.nodeid, "sent-as-is", 02755, &fh);
-	CHECK(id != 0);
-	CHECK_EQ(attr_of(id).mode & 07777, 02755);
-	CHECK_EQ(attr_of(id).gid, 4242);
-	CHECK_EQ(release(id, fh), 0);
-	ops->forget(pt, id, 1);
+	create_as(&user_ctx, e.nodeid, "sent-as-is", 02755, 1000, 4242, 02755);
 
 	CHECK_EQ(ops->init(pt, &old_guest), 0);
-	id = create(&user_ctx, e.nodeid, "plain", 02755, &fh);
-	CHECK(id != 0);
-	CHECK_EQ(attr_of(id).mode & 07777, 0755);
-	CHECK_EQ(attr_of(id).gid, 4242);
-	CHECK_EQ(release(id, fh), 0);
-	ops->forget(pt, id, 1);
-
-	id = create(&member, e.nodeid, "member", 02755, &fh);
-	CHECK(id != 0);
-	CHECK_EQ(attr_of(id).mode & 07777, 02755);
-	CHECK_EQ(attr_of(id).uid, 1000);
-	CHECK_EQ(attr_of(id).gid, 4242);
-	CHECK_EQ(release(id, fh), 0);
-	ops->forget(pt, id, 1);
+	create_as(&user_ctx, e.nodeid, "plain", 02755, 1000, 4242, 0755);
+	create_as(&member, e.nodeid, "member", 02755, 1000, 4242, 02755);
 	{
 		struct fuse_mknod_in nin = { .mode = S_IFREG | 02750 };
 		struct fuse_entry_out ne;
