@@ -508,8 +508,13 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 		goto out;
 	}
 	ret = devfuse_mount(df);
-	if (ret)
+	if (ret) {
+		/* devfuse said what failed; this says what to do. */
+		if (geteuid() != 0)
+			log_err("--mount: host FUSE mode needs root so far (it "
+				"mounts /dev/fuse itself, without fusermount3)");
 		goto out_df;
+	}
 	/* Mounted: from here on only serving is left, as in vhost-user mode
 	 * after accept's setup. Capabilities stay: the stop unmounts. */
 	stats_src.devfuse = df;
