@@ -10,10 +10,11 @@
 # Domain 1 (<binary path=build/ferryfsd xattr='on'> with cache, sandbox, lock and
 # thread_pool, <driver queue=1024>): the guest's xattr check passes, it sees the
 # host's POSIX and flock locks and the host sees its own (posix_lock, flock), the
-# daemon runs chrooted into the share, logs --thread-pool-size=4, and QEMU got
-# queue-size 1024. Domain 2 (no <binary>): libvirt picks /usr/local/bin/ferryfsd
+# daemon runs chrooted into the share, logs --thread-pool-size=4, its queues
+# have 1024 entries, and the guest keeps its cached pages (cache=always). Domain 2 (no <binary>): libvirt picks /usr/local/bin/ferryfsd
 # through /etc/qemu/vhost-user/50-ferryfsd.json, ahead of Debian's
-# 50-qemu-virtiofsd.json, default namespace sandbox. Both: the guest mounts the
+# 50-qemu-virtiofsd.json, default namespace sandbox, cache=auto (the guest
+# rereads a file the host changed). Both: the guest mounts the
 # share and writes to it, ferryfsd's log has RFC 3339 times and one INIT line,
 # virsh destroy leaves no ferryfsd, pid file or socket. At the end no process or
 # file of the test is left on the host.
@@ -67,6 +68,7 @@ security_driver = "none"
 stdio_handler = "file"
 namespaces = [ ]
 cgroup_controllers = [ ]
+virtiofsd_debug = 1
 CONF
 cat >"$etc/libvirt/libvirtd.conf" <<'CONF'
 auth_unix_ro = "none"
@@ -208,11 +210,36 @@ destroy_domain() { # NAME
     virsh_ns undefine "$d" >/dev/null 2>&1 || fail "[$d] virsh undefine failed"
 }
 
+# The cache mode's effect: the guest reads cached.txt, the host rewrites it (same
+# size), the guest reads it again. cache=always (FOPEN_KEEP_CACHE, 86400 s
+# attributes) keeps the guest's pages: it sees the old text; cache=auto drops
+# them at each open: it sees the new one.
+cache_guest='echo "LV-CACHED-1 $(cat /mnt/cached.txt)"
+: >/mnt/guest-read
+i=0; while [ ! -e /mnt/host-changed ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done
+echo "LV-CACHED-2 $(cat /mnt/cached.txt)"'
+cache_host() { # SHARE
+    echo "older" >"$1/cached.txt"
+    (
+        for _ in $(seq 3000); do [[ -e "$1/guest-read" ]] && break; sleep 0.1; done
+        echo "newer" >"$1/cached.txt"
+        : >"$1/host-changed"
+    ) &
+    cleanup_pids+=("$!")
+}
+check_cache() { # NAME CONSOLE MODE EXPECTED
+    if grep -q '^LV-CACHED-1 older' <<<"$2" && grep -q "^LV-CACHED-2 $4" <<<"$2"; then
+        pass "[$1] cache mode $3 took effect: after the host's rewrite the guest read '$4'"
+    else
+        fail "[$1] cache mode $3: expected '$4' after the host's rewrite: $(grep LV-CACHED <<<"$2" | tr '\n' ' ')"
+    fi
+}
+
 # --- Domain 1: <binary path=...> with every option libvirt 9.0 passes.
 d=ferryfs-t1 share1="$tmp/$d-share"
 mkdir -p "$share1"
 : >"$share1/hostposix"; : >"$share1/hostflock"
-cat >"$share1/guest.sh" <<'GUEST'
+{ echo "$cache_guest"; cat <<'GUEST'; } >"$share1/guest.sh"
 /bin/fsops /mnt xattr
 echo "LV-XATTR rc=$?"
 /bin/fsops --hostlocks /mnt
@@ -221,6 +248,7 @@ echo "written by the guest" >/mnt/guest-wrote.txt
 echo LV-GUEST-DONE
 sleep 3600
 GUEST
+cache_host "$share1"
 domain_xml "$d" "$share1" "      <driver type='virtiofs' queue='1024'/>
       <binary path='$ferryfsd' xattr='on'>
         <cache mode='always'/>
@@ -244,7 +272,7 @@ if start_domain "$d"; then
     exe="$(readlink "/proc/$fs_pid/exe" 2>/dev/null || true)"
     # ferryfsd's -o lexer splits its list in place, so the words show apart.
     if [[ "$exe" == "$(readlink -f "$ferryfsd")" ]] &&
-        grep -q -- "--fd=[0-9]* -o source $share1 cache always sandbox chroot xattr flock posix_lock --thread-pool-size=4" <<<"$args"; then
+        grep -q -- "--fd=[0-9]* -o source $share1 cache always sandbox chroot xattr flock posix_lock --thread-pool-size=4 -d" <<<"$args"; then
         pass "[$d] libvirt ran $ferryfsd with: $args"
     else
         fail "[$d] ferryfsd's command line: exe '$exe', args '$args'"
@@ -270,12 +298,17 @@ if start_domain "$d"; then
     else
         fail "[$d] no --thread-pool-size=4 line in ferryfsd's log"
     fi
+    # virtiofsd_debug = 1 (qemu.conf) makes libvirt add -d: ferryfsd logs each
+    # queue's size as QEMU set it up.
     qemu_pid="$(in_ns cat "/run/libvirt/qemu/$d.pid" 2>/dev/null || true)"
-    if tr '\0' ' ' <"/proc/$qemu_pid/cmdline" 2>/dev/null | grep -q '"queue-size":1024'; then
-        pass "[$d] <driver queue='1024'/> reached QEMU's vhost-user-fs-pci (queue-size 1024)"
+    in_ns cat "/var/log/libvirt/qemu/$d-fs0-virtiofsd.log" >"$tmp/$d-virtiofsd.log" 2>/dev/null || true
+    if tr '\0' ' ' <"/proc/$qemu_pid/cmdline" 2>/dev/null | grep -q '"queue-size":1024' &&
+        grep -q 'queue 1 started (num 1024)' "$tmp/$d-virtiofsd.log"; then
+        pass "[$d] <driver queue='1024'/> reached ferryfsd: $(grep -o 'queue 1 started (num 1024)' "$tmp/$d-virtiofsd.log" | head -1)"
     else
-        fail "[$d] QEMU's command line has no queue-size 1024"
+        fail "[$d] queue size: QEMU or ferryfsd did not get 1024: $(grep -o 'queue [0-9]* started.*' "$tmp/$d-virtiofsd.log" | tr '\n' ' ')"
     fi
+    check_cache "$d" "$console" always older
     if [[ "$(cat "$share1/guest-wrote.txt" 2>/dev/null)" == "written by the guest" ]]; then
         pass "[$d] the guest's file is on the host"
     else
@@ -288,7 +321,8 @@ fi
 # --- Domain 2: no <binary>: libvirt finds ferryfsd through the installed JSON.
 d=ferryfs-t2 share2="$tmp/$d-share"
 mkdir -p "$share2"
-printf 'echo "written by the guest" >/mnt/guest-wrote.txt\necho LV-GUEST-DONE\nsleep 3600\n' >"$share2/guest.sh"
+{ echo "$cache_guest"; printf 'echo "written by the guest" >/mnt/guest-wrote.txt\necho LV-GUEST-DONE\nsleep 3600\n'; } >"$share2/guest.sh"
+cache_host "$share2"
 domain_xml "$d" "$share2" "      <driver type='virtiofs'/>" >"$tmp/$d.xml"
 if start_domain "$d"; then
     exe="$(readlink "/proc/$fs_pid/exe" 2>/dev/null || true)"
@@ -297,6 +331,7 @@ if start_domain "$d"; then
     else
         fail "[$d] libvirt started '$exe' (pid ${fs_pid:-none}), not /usr/local/bin/ferryfsd"
     fi
+    check_cache "$d" "$(tr -d '\r' <"$tmp/$d-console.log")" "auto (libvirt's default)" newer
     if [[ -n "$fs_pid" && "$(readlink "/proc/$fs_pid/ns/mnt")" != "$(readlink "/proc/$lvpid/ns/mnt")" ]]; then
         pass "[$d] default sandbox: ferryfsd runs in a mount namespace of its own"
     else
