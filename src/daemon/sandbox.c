@@ -184,7 +184,8 @@ static int enter_chroot(const char *shared_dir, int *proc_self_fd)
 		return proc_fd;
 	if (chdir(shared_dir) < 0 || chroot(".") < 0 || chdir("/") < 0) {
 		ret = -errno;
-		log_err("sandbox: chroot into %s: %s", shared_dir, strerror(errno));
+		log_err("sandbox: chroot into %s: %s (--sandbox=none runs without "
+			"one)", shared_dir, strerror(errno));
 		close(proc_fd);
 		return ret;
 	}
