@@ -38,7 +38,7 @@ new_files() {
     ls -d "$repo"/../ferryfs_* "$repo"/../ferryfs-dbgsym_* 2>/dev/null || true
 }
 tree_before="$(new_files)"
-out="$(mktemp -d /tmp/ferryfs-deb-test.XXXXXX)"
+out="$(mktemp -d /tmp/ferryfs-deb-out.XXXXXX)"
 installed=0
 cleanup_deb() {
     if ((installed)); then
