@@ -1,14 +1,16 @@
 # Entry points: `make` builds, `make check` runs every test, `make demo` shows ferryfsd serving a guest,
 # `make fuzz` runs each libFuzzer target for FUZZ_SECONDS (default 300), `make install` installs,
-# `make stack` fetches the current test stack (QEMU 10, Linux 6.12, Rust virtiofsd) into the cache.
+# `make stack` fetches the current test stack (QEMU 10, Linux 6.12, Rust virtiofsd) into the cache,
+# `make deb` builds the Debian package into DEB_OUT (`make deb-deps` installs its build tools).
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 300
 PREFIX ?= /usr/local
 DESTDIR ?=
+DEB_OUT ?= build-deb
 
-.PHONY: all deps stack check demo fuzz install clean
+.PHONY: all deps stack check demo fuzz install deb deb-deps clean
 
 all: deps
 	@test -f $(BUILD)/build.ninja || meson setup $(BUILD)
@@ -35,5 +37,13 @@ install: all
 	meson configure $(BUILD) -Dprefix=$(PREFIX)
 	DESTDIR="$(DESTDIR)" meson install -C $(BUILD) --quiet
 
+# ferryfs_VERSION_ARCH.deb, its .buildinfo/.changes and lintian.txt in DEB_OUT, built by
+# dpkg-buildpackage in a temporary copy of the tree (scripts/deb.sh).
+deb:
+	scripts/deb.sh $(abspath $(DEB_OUT))
+
+deb-deps:
+	scripts/deb.sh deps
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(DEB_OUT)

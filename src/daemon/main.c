@@ -267,7 +267,9 @@ static int lock_pid_file(const char *pid_path, const char *socket_path,
 		fd = open(pid_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (fd < 0) {
 			ret = -errno;
-			log_err("pid file %s: %s", pid_path, strerror(-ret));
+			log_err("pid file %s (beside --socket-path): %s; its "
+				"directory must exist and be writable", pid_path,
+				strerror(-ret));
 			goto out;
 		}
 		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
@@ -281,7 +283,8 @@ static int lock_pid_file(const char *pid_path, const char *socket_path,
 			owner[n > 0 ? n : 0] = '\0';
 			owner[strcspn(owner, "\n")] = '\0';
 			log_err("another ferryfsd (pid %s) is serving %s: its pid file "
-				"%s is locked; not touching the socket",
+				"%s is locked; not touching the socket (stop that "
+				"daemon or choose another --socket-path)",
 				owner[0] ? owner : "unknown", socket_path, pid_path);
 			ret = -EADDRINUSE;
 			goto out_close;
@@ -441,7 +444,8 @@ static int begin_serving(const struct ferry_options *o, bool host_fuse,
 	int ret = seccomp_install(options_seccomp_mode(o), host_fuse);
 
 	if (ret) {
-		log_err("cannot install the seccomp filter: %s", strerror(-ret));
+		log_err("cannot install the seccomp filter: %s (--seccomp=none "
+			"runs without it)", strerror(-ret));
 		return ret;
 	}
 	return stats_begin(ss, src, srv);
@@ -463,12 +467,14 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 
 	ret = check_mountpoint(o->mountpoint, o->shared_dir);
 	if (ret == -ELOOP) {
-		log_err("mount point %s is inside the shared directory %s",
-			o->mountpoint, o->shared_dir);
+		log_err("mount point %s is inside the shared directory %s: "
+			"give --mount a directory outside it", o->mountpoint,
+			o->shared_dir);
 		goto out;
 	}
 	if (ret) {
-		log_err("mount point %s: %s", o->mountpoint, strerror(-ret));
+		log_err("mount point %s: %s (--mount needs an existing "
+			"directory)", o->mountpoint, strerror(-ret));
 		goto out;
 	}
 	ret = devfuse_new(&df, &df_config, &daemon_handler, st);
@@ -477,8 +483,13 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 		goto out;
 	}
 	ret = devfuse_mount(df);
-	if (ret)
+	if (ret) {
+		/* devfuse said what failed; this says what to do. */
+		if (geteuid() != 0)
+			log_err("--mount: host FUSE mode needs root so far (it "
+				"mounts /dev/fuse itself, without fusermount3)");
 		goto out_df;
+	}
 	/* Mounted: from here on only serving is left, as in vhost-user mode
 	 * after accept's setup. Capabilities stay: the stop unmounts. */
 	stats_src.devfuse = df;
@@ -539,7 +550,8 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 	/* Last, once nothing but serving is left to do. */
 	ret = caps_limit(o->modcaps, o->inode_file_handles != FILE_HANDLES_NEVER);
 	if (ret) {
-		log_err("cannot limit capabilities: %s", strerror(-ret));
+		log_err("cannot limit capabilities: %s (check --modcaps)",
+			strerror(-ret));
 		goto out_listen;
 	}
 	stats_src.vu_dev = dev;
@@ -615,8 +627,11 @@ static int listen_vhost_user(const struct ferry_options *o, struct vu_listener *
 			 l->fd);
 		ret = check_inherited_socket(l->fd);
 		if (ret)
-			log_err("%s is not a listening stream socket (%s)", l->where,
-				ret == -EINVAL ? "wrong type or not listening" : strerror(-ret));
+			log_err("%s is not a listening stream socket (%s): %s",
+				l->where, ret == -EINVAL ? "wrong type or not listening" :
+				strerror(-ret), o->socket_activated ?
+				"the socket unit needs one ListenStream=" :
+				"--fd=N must name a socket the caller listens on");
 		return ret;
 	}
 	ret = absolute_path(o->socket_path, &l->socket_path);
@@ -633,7 +648,9 @@ static int listen_vhost_user(const struct ferry_options *o, struct vu_listener *
 		return ret;
 	ret = ferry_unix_listen(l->socket_path, o->socket_group, &l->fd);
 	if (ret) {
-		log_err("cannot listen on %s: %s", l->socket_path, strerror(-ret));
+		log_err("cannot listen on %s: %s (--socket-path needs an "
+			"existing, writable directory)", l->socket_path,
+			strerror(-ret));
 		/* The pid file is ours, the socket is not. */
 		free(l->socket_path);
 		l->socket_path = NULL;
@@ -661,7 +678,9 @@ static int serve(const struct ferry_options *o)
 	options_to_session(o, &se_opts);
 	ret = check_shared_dir(o->shared_dir);
 	if (ret) {
-		log_err("shared directory %s: %s", o->shared_dir, strerror(-ret));
+		log_err("shared directory %s: %s (--shared-dir, -o source=, "
+			"needs an existing directory)", o->shared_dir,
+			strerror(-ret));
 		goto out;
 	}
 	ret = raise_nofile_limit(o);

@@ -24,7 +24,8 @@ static int systemd_listen_fd(FILE *err)
 		return -ENOENT;
 	if (opt_parse_ulong(fds_env, INT_MAX, &fds) || fds != 1) {
 		fprintf(err, "ferryfsd: socket activation passed LISTEN_FDS=%s; "
-			"ferryfsd serves exactly one socket\n", fds_env);
+			"ferryfsd serves exactly one socket: give its socket unit "
+			"one ListenStream=\n", fds_env);
 		return -EINVAL;
 	}
 	return FERRY_LISTEN_FDS_START;
@@ -33,7 +34,8 @@ static int systemd_listen_fd(FILE *err)
 int options_check(struct ferry_options *o, FILE *err)
 {
 	if (o->stats_json && o->action != ACTION_STATS) {
-		fprintf(err, "ferryfsd: --json only goes with --stats=PATH\n");
+		fprintf(err, "ferryfsd: --json only goes with --stats=PATH: "
+			"give both, or leave out --json\n");
 		return -EINVAL;
 	}
 	if (o->action != ACTION_SERVE)
@@ -65,7 +67,8 @@ int options_check(struct ferry_options *o, FILE *err)
 		o->socket_activated = true;
 	}
 	if (o->socket_path && o->listen_fd >= 0) {
-		fprintf(err, "ferryfsd: --socket-path and --fd exclude each other\n");
+		fprintf(err, "ferryfsd: --socket-path and --fd exclude each other: "
+			"give one of them\n");
 		return -EINVAL;
 	}
 	/* The guest's kernel reads and writes ACLs as xattrs. */
@@ -75,7 +78,8 @@ int options_check(struct ferry_options *o, FILE *err)
 		return -EINVAL;
 	}
 	if (o->socket_group && !o->socket_path) {
-		fprintf(err, "ferryfsd: --socket-group needs --socket-path\n");
+		fprintf(err, "ferryfsd: --socket-group needs --socket-path (with --fd or "
+			"socket activation, whoever creates the socket sets its group)\n");
 		return -EINVAL;
 	}
 	/* Not yet: host FUSE mode mounts on a host path the sandbox hides

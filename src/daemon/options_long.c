@@ -23,14 +23,15 @@ static int lex_long(struct ferry_options *o, int argc, char **argv, int *i, FILE
 		return opt_refuse(err, arg);
 	if (opt_takes_value(row) && !val) {
 		if (++*i >= argc) {
-			fprintf(err, "ferryfsd: option '%s' needs a value\n", arg);
+			fprintf(err, "ferryfsd: option '%s' needs a value: "
+				"give %s=VALUE\n", arg, arg);
 			return -EINVAL;
 		}
 		val = argv[*i];
 	} else if (val) {
 		if (!opt_takes_value(row)) {
-			fprintf(err, "ferryfsd: option '--%s' takes no value\n",
-				row->long_name);
+			fprintf(err, "ferryfsd: option '--%s' takes no value: "
+				"give it as --%s alone\n", row->long_name, row->long_name);
 			return -EINVAL;
 		}
 		val++;
@@ -54,7 +55,8 @@ int options_lex_argv(struct ferry_options *o, int argc, char **argv, FILE *err)
 		} else if ((row = opt_find_word(arg))) {
 			ret = opt_apply(o, row, OPT_LONG, NULL, err);
 		} else if (strncmp(arg, "--", 2) != 0 || !arg[2]) {
-			fprintf(err, "ferryfsd: unexpected argument '%s'\n", arg);
+			fprintf(err, "ferryfsd: unexpected argument '%s': "
+				"options are --name[=value] or -o list (try --help)\n", arg);
 			ret = -EINVAL;
 		} else {
 			ret = lex_long(o, argc, argv, &i, err);

@@ -17,8 +17,8 @@ int opt_refuse(FILE *err, const char *what)
 
 int opt_bad_value(FILE *err, const char *label, const char *val)
 {
-	fprintf(err, "ferryfsd: invalid value '%s' for option '%s'\n",
-		val ? val : "", label);
+	fprintf(err, "ferryfsd: invalid value '%s' for option '%s' "
+		"(ferryfsd --help lists what it takes)\n", val ? val : "", label);
 	return -EINVAL;
 }
 

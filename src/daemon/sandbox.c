@@ -78,6 +78,9 @@ static void __attribute__((noreturn)) wait_for_child(pid_t child,
  * old root (and /proc with it) goes; the share becomes a mount point so
  * pivot_root can make it "/".
  */
+/* What to do when the namespace sandbox cannot be built here. */
+#define SANDBOX_ALTERNATIVE " (--sandbox=chroot works without mount namespaces)"
+
 static int enter_new_root(const char *shared_dir, int *proc_self_fd)
 {
 	int proc_fd = -1, ret;
@@ -86,13 +89,15 @@ static int enter_new_root(const char *shared_dir, int *proc_self_fd)
 	 * slave still lets host mounts below the share show up. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0) {
 		ret = -errno;
-		log_err("sandbox: cannot make mounts private: %s", strerror(errno));
+		log_err("sandbox: cannot make mounts private: %s%s", strerror(errno),
+			SANDBOX_ALTERNATIVE);
 		goto err;
 	}
 	if (mount("proc", "/proc", "proc", MS_NODEV | MS_NOEXEC | MS_NOSUID | MS_RELATIME,
 		  NULL) < 0) {
 		ret = -errno;
-		log_err("sandbox: cannot mount /proc: %s", strerror(errno));
+		log_err("sandbox: cannot mount /proc: %s%s", strerror(errno),
+			SANDBOX_ALTERNATIVE);
 		goto err;
 	}
 	proc_fd = open_proc_self_fd();
@@ -102,18 +107,21 @@ static int enter_new_root(const char *shared_dir, int *proc_self_fd)
 	}
 	if (mount(shared_dir, shared_dir, NULL, MS_BIND | MS_REC, NULL) < 0) {
 		ret = -errno;
-		log_err("sandbox: cannot bind-mount %s: %s", shared_dir, strerror(errno));
+		log_err("sandbox: cannot bind-mount %s: %s%s", shared_dir, strerror(errno),
+			SANDBOX_ALTERNATIVE);
 		goto err_proc;
 	}
 	if (chdir(shared_dir) < 0) {
 		ret = -errno;
+		log_err("sandbox: cannot enter %s: %s", shared_dir, strerror(errno));
 		goto err_proc;
 	}
 	/* pivot_root(".", ".") stacks the old root on the new one; detaching
 	 * the top of "." then removes every host path from view. */
 	if (syscall(SYS_pivot_root, ".", ".") < 0) {
 		ret = -errno;
-		log_err("sandbox: pivot_root into %s: %s", shared_dir, strerror(errno));
+		log_err("sandbox: pivot_root into %s: %s%s", shared_dir, strerror(errno),
+			SANDBOX_ALTERNATIVE);
 		goto err_proc;
 	}
 	if (umount2(".", MNT_DETACH) < 0 || chdir("/") < 0) {
@@ -176,7 +184,8 @@ static int enter_chroot(const char *shared_dir, int *proc_self_fd)
 		return proc_fd;
 	if (chdir(shared_dir) < 0 || chroot(".") < 0 || chdir("/") < 0) {
 		ret = -errno;
-		log_err("sandbox: chroot into %s: %s", shared_dir, strerror(errno));
+		log_err("sandbox: chroot into %s: %s (--sandbox=none runs without "
+			"one)", shared_dir, strerror(errno));
 		close(proc_fd);
 		return ret;
 	}

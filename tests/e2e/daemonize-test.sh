@@ -44,7 +44,7 @@ inode="$(stat -c %i "$sock")"
 rc=0
 out="$("$ferryfsd" --socket-path="$sock" --shared-dir="$share" 2>&1)" || rc=$?
 if ((rc == 1)) && grep -q "another ferryfsd (pid $pid) is serving $sock" <<<"$out"; then
-    pass "second daemon refused: $(sed 's/^\[[0-9.]*\] //' <<<"$out")"
+    pass "second daemon refused: $(sed 's/^\[[^]]*\] //' <<<"$out")"
 else
     fail "second daemon on the same socket: exit $rc, '$out'"
 fi

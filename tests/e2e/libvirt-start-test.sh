@@ -2,7 +2,10 @@
 # make check: starts ferryfsd as libvirt does (inherited listening --fd=N, -o source=, --thread-pool-size, --syslog) and boots the guest against it.
 #
 # libvirt creates and listens on the socket itself and passes it down; the
-# test plays that part with listen-fd-exec.py. --syslog is checked by serving
+# test plays that part with listen-fd-exec.py. Debian's real libvirtd is run by
+# libvirt-real-test.sh; this one stays for what that cannot show: libvirt 9.0
+# never passes --syslog (it writes the daemon's stderr to a file) nor
+# --log-level, and always passes a good socket. --syslog is checked by serving
 # /dev/log from a sink inside a private mount namespace (with-syslog-sink.sh),
 # since this machine runs no syslog daemon and the host's /dev stays untouched.
 # Also checks --log-level filtering and that a non-socket --fd is refused.

@@ -1,0 +1,362 @@
+#!/usr/bin/env bash
+# make check: Debian's own libvirtd (system mode, in a private mount namespace) starts ferryfsd for a TCG guest from <binary path=...> and from an installed 50-ferryfsd.json, passes its options, and stops it on virsh destroy.
+#
+# Follows README.md "With libvirt" literally, inside a mount namespace of its own so
+# nothing of the host changes: tmpfs over /run, /var/lib, /var/log and /var/cache
+# (libvirt's runtime, state, log and cache dirs, and no host D-Bus), a read-only
+# overlay over /etc (libvirt-qemu user, /etc/qemu/vhost-user) with a writable
+# private /etc/libvirt, and `make install`'s tree over /usr/local. libvirtd runs in
+# the foreground there; virsh reaches it with nsenter. No system service is used.
+# Domain 1 (<binary path=build/ferryfsd xattr='on'> with cache, sandbox, lock and
+# thread_pool, <driver queue=1024>): the guest's xattr check passes, it sees the
+# host's POSIX and flock locks and the host sees its own (posix_lock, flock), the
+# daemon runs chrooted into the share, logs --thread-pool-size=4, its queues
+# have 1024 entries, and the guest keeps its cached pages (cache=always). Domain 2 (no <binary>): libvirt picks /usr/local/bin/ferryfsd
+# through /etc/qemu/vhost-user/50-ferryfsd.json, ahead of Debian's
+# 50-qemu-virtiofsd.json, default namespace sandbox, cache=auto (the guest
+# rereads a file the host changed). Both: the guest mounts the
+# share and writes to it, ferryfsd's log has RFC 3339 times and one INIT line,
+# virsh destroy leaves no ferryfsd, pid file or socket. At the end no process or
+# file of the test is left on the host.
+# Not covered: session mode (qemu:///session), which libvirt 9.0 refuses for
+# virtiofs, and ferryfsd would need the unprivileged sandbox (issue 17 item 1).
+# Exit: 0 pass, 1 fail, 77 skipped (not root, libvirt or the guest missing, no overlayfs).
+set -euo pipefail
+name=libvirt-real
+source "$(dirname "${BASH_SOURCE[0]}")/start-lib.sh"
+
+skip() { say "SKIP: $*"; exit 77; }
+((EUID == 0)) || skip "not root: system-mode libvirtd and its mount namespace need root"
+for tool in libvirtd virsh qemu-system-x86_64 unshare nsenter; do
+    command -v "$tool" >/dev/null ||
+        skip "$tool missing (Debian: libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86; make deps)"
+done
+[[ -f /usr/lib/x86_64-linux-gnu/libvirt/connection-driver/libvirt_driver_qemu.so ]] ||
+    skip "libvirt's QEMU driver missing (libvirt-daemon-driver-qemu)"
+start_prepare
+trap 'lv_cleanup; start_cleanup' EXIT
+
+lvpid=""
+lv_cleanup() {
+    [[ -z "$lvpid" ]] && return 0
+    local d
+    for d in ferryfs-t1 ferryfs-t2; do virsh_ns destroy "$d" >/dev/null 2>&1 || true; done
+    kill -TERM "$lvpid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$lvpid" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$lvpid" 2>/dev/null || true
+    lvpid=""
+}
+virsh_ns() { nsenter --mount --target "$lvpid" virsh -q -c qemu:///system "$@"; }
+in_ns() { nsenter --mount --target "$lvpid" "$@"; }
+
+# README "With libvirt", step 1: install, and link the description where libvirt looks.
+inst="$tmp/inst"
+if ! make -C "$repo" --no-print-directory install DESTDIR="$inst" >"$tmp/install.log" 2>&1; then
+    fail "make install: $(tail -5 "$tmp/install.log")"; start_finish
+fi
+etc="$tmp/etc"
+mkdir -p "$etc/qemu/vhost-user" "$etc/libvirt"
+ln -s /usr/local/share/qemu/vhost-user/50-ferryfsd.json "$etc/qemu/vhost-user/"
+# Step 2: qemu.conf for a host without libvirt-daemon-system (no libvirt-qemu user of
+# its own, no AppArmor, no cgroup delegation, no virtlogd): QEMU runs as root.
+cat >"$etc/libvirt/qemu.conf" <<'CONF'
+user = "root"
+group = "root"
+dynamic_ownership = 0
+remember_owner = 0
+security_driver = "none"
+stdio_handler = "file"
+namespaces = [ ]
+cgroup_controllers = [ ]
+virtiofsd_debug = 1
+CONF
+cat >"$etc/libvirt/libvirtd.conf" <<'CONF'
+auth_unix_ro = "none"
+auth_unix_rw = "none"
+unix_sock_rw_perms = "0700"
+log_outputs = "3:stderr"
+CONF
+# libvirtd looks the compiled-in user up even when qemu.conf names another
+# (libvirt-daemon-system creates it): only this namespace's /etc has it.
+cp /etc/passwd /etc/group "$etc/"
+echo 'libvirt-qemu:x:64055:64055:libvirt-qemu (test namespace):/nonexistent:/usr/sbin/nologin' >>"$etc/passwd"
+echo 'libvirt-qemu:x:64055:' >>"$etc/group"
+# libvirt's writable config dir (virsh define writes DOMAIN.xml there).
+mkdir -p "$tmp/etc-libvirt"
+cp "$etc/libvirt/"*.conf "$tmp/etc-libvirt/"
+# The guest's kernel and initrd: /var/cache is a tmpfs in the namespace.
+cp "$guest_dir/vmlinuz" "$guest_dir/initrd.img" "$tmp/"
+gcc -O2 -Wall -Werror -o "$tmp/host-locker" "$repo/tests/semantics/host-locker.c"
+
+unshare -m --propagation private bash -c '
+    set -e
+    tmp=$1 etc=$2 inst=$3
+    for d in /run /var/lib /var/log /var/cache; do mount -t tmpfs tmpfs "$d"; done
+    mount -t overlay overlay -o "lowerdir=$etc:/etc" /etc
+    mount --bind "$tmp/etc-libvirt" /etc/libvirt
+    mount -t overlay overlay -o "lowerdir=$inst/usr/local:/usr/local" /usr/local
+    exec libvirtd --config /etc/libvirt/libvirtd.conf
+' ns "$tmp" "$etc" "$inst" >"$tmp/libvirtd.log" 2>&1 &
+lvpid=$!
+cleanup_pids+=("$lvpid")
+up=0
+for _ in $(seq 100); do
+    kill -0 "$lvpid" 2>/dev/null || break
+    if virsh_ns version >/dev/null 2>&1; then up=1; break; fi
+    sleep 0.2
+done
+if ((!up)); then
+    if grep -q "overlay" "$tmp/libvirtd.log"; then skip "no overlayfs here: $(head -3 "$tmp/libvirtd.log")"; fi
+    fail "libvirtd did not come up:"; sed 's/^/    /' "$tmp/libvirtd.log" | tail -20
+    start_finish
+fi
+pass "libvirtd $(virsh_ns version | awk '/library: libvirt/ {print $NF; exit}') answers on its private socket"
+
+# Writes the domain XML: $1 name, $2 share, $3 the <filesystem>'s inside.
+domain_xml() {
+    cat <<XML
+<domain type='qemu'>
+  <name>$1</name>
+  <memory unit='MiB'>512</memory>
+  <vcpu>1</vcpu>
+  <memoryBacking>
+    <source type='memfd'/>
+    <access mode='shared'/>
+  </memoryBacking>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <kernel>$tmp/vmlinuz</kernel>
+    <initrd>$tmp/initrd.img</initrd>
+    <cmdline>console=ttyS0 quiet loglevel=3 panic=-1 ferryfs.cmd=/mnt/guest.sh ferryfs.tag=myfs</cmdline>
+  </os>
+  <on_poweroff>destroy</on_poweroff>
+  <on_crash>destroy</on_crash>
+  <devices>
+    <emulator>$(command -v qemu-system-x86_64)</emulator>
+    <filesystem type='mount' accessmode='passthrough'>
+$3
+      <source dir='$2'/>
+      <target dir='myfs'/>
+    </filesystem>
+    <serial type='file'>
+      <source path='$tmp/$1-console.log'/>
+      <target port='0'/>
+    </serial>
+    <memballoon model='none'/>
+  </devices>
+</domain>
+XML
+}
+
+# Starts domain $1 and waits for the guest's marker; sets fs_pid (ferryfsd, the
+# process libvirt's pid file names).
+fs_pid=""
+start_domain() { # NAME
+    local d=$1 i
+    if ! virsh_ns define "$tmp/$d.xml" >"$tmp/$d.virsh" 2>&1 || ! virsh_ns start "$d" >>"$tmp/$d.virsh" 2>&1; then
+        fail "[$d] virsh define/start: $(cat "$tmp/$d.virsh")"
+        return 1
+    fi
+    pass "[$d] virsh start"
+    fs_pid="$(in_ns sh -c "cat /run/libvirt/qemu/*-$d-fs0-fs.pid" 2>/dev/null || true)"
+    for ((i = 0; i < guest_timeout * 2; i++)); do
+        tr -d '\r' <"$tmp/$d-console.log" 2>/dev/null | grep -aq 'LV-GUEST-DONE' && break
+        [[ "$(virsh_ns domstate "$d" 2>/dev/null)" == running ]] || break
+        sleep 0.5
+    done
+    if tr -d '\r' <"$tmp/$d-console.log" | grep -aq 'FERRYFS-GUEST-MOUNTED'; then
+        pass "[$d] the guest mounted the share"
+    else
+        fail "[$d] the guest did not mount the share: $(tr -d '\r' <"$tmp/$d-console.log" | tail -5)"
+    fi
+    tr -d '\r' <"$tmp/$d-console.log" | grep -aq 'LV-GUEST-DONE' ||
+        fail "[$d] the guest never finished its checks (console: $tmp/$d-console.log)"
+}
+
+# The daemon's log as libvirt keeps it, checked for the log format and INIT line.
+check_fs_log() { # NAME
+    local d=$1 log="$tmp/$1-virtiofsd.log"
+    in_ns cat "/var/log/libvirt/qemu/$d-fs0-virtiofsd.log" >"$log" 2>/dev/null || true
+    local stamp='^\[[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z\] ferryfsd (error|warn|info|debug): '
+    if grep -Eq "${stamp}fuse: session 7\.[0-9]+, flags 0x" "$log" &&
+        [[ "$(grep -c 'fuse: session' "$log")" == 1 ]]; then
+        pass "[$d] libvirt's ferryfsd log: RFC 3339 times, INIT once ($(grep -o 'fuse: session.*' "$log"))"
+    else
+        fail "[$d] libvirt's ferryfsd log lacks a stamped INIT line: $(head -5 "$log")"
+    fi
+}
+
+# virsh destroy: QEMU and ferryfsd go, and libvirt's files for them.
+destroy_domain() { # NAME
+    local d=$1 i
+    virsh_ns destroy "$d" >/dev/null 2>&1 || fail "[$d] virsh destroy failed"
+    for ((i = 0; i < 50; i++)); do
+        [[ -n "$fs_pid" ]] && kill -0 "$fs_pid" 2>/dev/null || break
+        sleep 0.2
+    done
+    local left
+    left="$(pgrep -f "ferryfsd .*$tmp/$d-share|source.$tmp/$d-share" || true)"
+    if [[ -n "$fs_pid" ]] && ! kill -0 "$fs_pid" 2>/dev/null && [[ -z "$left" ]]; then
+        pass "[$d] virsh destroy: ferryfsd (pid $fs_pid) is gone"
+    else
+        fail "[$d] ferryfsd still running after virsh destroy: ${fs_pid:-no pid} $left"
+    fi
+    left="$(in_ns sh -c "ls /run/libvirt/qemu/ /var/lib/libvirt/qemu/domain-*-$d 2>/dev/null | grep -e '$d' || true")"
+    if [[ -z "$left" ]]; then
+        pass "[$d] libvirt removed the daemon's pid file and socket dir"
+    else
+        fail "[$d] left in libvirt's dirs: $left"
+    fi
+    virsh_ns undefine "$d" >/dev/null 2>&1 || fail "[$d] virsh undefine failed"
+}
+
+# The cache mode's effect: the guest reads cached.txt, the host rewrites it (same
+# size), the guest reads it again. cache=always (FOPEN_KEEP_CACHE, 86400 s
+# attributes) keeps the guest's pages: it sees the old text; cache=auto drops
+# them at each open: it sees the new one.
+cache_guest='echo "LV-CACHED-1 $(cat /mnt/cached.txt)"
+: >/mnt/guest-read
+i=0; while [ ! -e /mnt/host-changed ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done
+echo "LV-CACHED-2 $(cat /mnt/cached.txt)"'
+cache_host() { # SHARE
+    echo "older" >"$1/cached.txt"
+    (
+        for _ in $(seq 3000); do [[ -e "$1/guest-read" ]] && break; sleep 0.1; done
+        echo "newer" >"$1/cached.txt"
+        : >"$1/host-changed"
+    ) &
+    cleanup_pids+=("$!")
+}
+check_cache() { # NAME CONSOLE MODE EXPECTED
+    if grep -q '^LV-CACHED-1 older' <<<"$2" && grep -q "^LV-CACHED-2 $4" <<<"$2"; then
+        pass "[$1] cache mode $3 took effect: after the host's rewrite the guest read '$4'"
+    else
+        fail "[$1] cache mode $3: expected '$4' after the host's rewrite: $(grep LV-CACHED <<<"$2" | tr '\n' ' ')"
+    fi
+}
+
+# --- Domain 1: <binary path=...> with every option libvirt 9.0 passes.
+d=ferryfs-t1 share1="$tmp/$d-share"
+mkdir -p "$share1"
+: >"$share1/hostposix"; : >"$share1/hostflock"
+{ echo "$cache_guest"; cat <<'GUEST'; } >"$share1/guest.sh"
+/bin/fsops /mnt xattr
+echo "LV-XATTR rc=$?"
+/bin/fsops --hostlocks /mnt
+echo "LV-LOCKS rc=$?"
+echo "written by the guest" >/mnt/guest-wrote.txt
+echo LV-GUEST-DONE
+sleep 3600
+GUEST
+cache_host "$share1"
+domain_xml "$d" "$share1" "      <driver type='virtiofs' queue='1024'/>
+      <binary path='$ferryfsd' xattr='on'>
+        <cache mode='always'/>
+        <sandbox mode='chroot'/>
+        <lock posix='on' flock='on'/>
+        <thread_pool size='4'/>
+      </binary>" >"$tmp/$d.xml"
+# The host's half of the lock checks (as tests/semantics/locks-test.sh).
+"$tmp/host-locker" hold "$share1/hostposix" "$share1/hostflock" "$share1/io-done" >"$tmp/hold.out" 2>&1 &
+cleanup_pids+=("$!")
+(
+    for _ in $(seq 2400); do [[ -e "$share1/guest-holds" ]] && break; sleep 0.1; done
+    "$tmp/host-locker" probe "$share1/guestposix" "$share1/guestflock" >"$tmp/probe.out" 2>&1
+    echo "probe_rc=$?" >>"$tmp/probe.out"
+    : >"$share1/host-checked"
+) &
+cleanup_pids+=("$!")
+if start_domain "$d"; then
+    console="$(tr -d '\r' <"$tmp/$d-console.log")"
+    args="$(tr '\0' ' ' <"/proc/$fs_pid/cmdline" 2>/dev/null || true)"
+    exe="$(readlink "/proc/$fs_pid/exe" 2>/dev/null || true)"
+    # ferryfsd's -o lexer splits its list in place, so the words show apart.
+    if [[ "$exe" == "$(readlink -f "$ferryfsd")" ]] &&
+        grep -q -- "--fd=[0-9]* -o source $share1 cache always sandbox chroot xattr flock posix_lock --thread-pool-size=4 -d" <<<"$args"; then
+        pass "[$d] libvirt ran $ferryfsd with: $args"
+    else
+        fail "[$d] ferryfsd's command line: exe '$exe', args '$args'"
+    fi
+    if grep -q 'LV-XATTR rc=0' <<<"$console" && grep -q '^CHECK xattr PASS' <<<"$console"; then
+        pass "[$d] xattr='on' took effect: the guest's xattr checks pass"
+    else
+        fail "[$d] xattr checks: $(grep -a 'CHECK xattr\|LV-XATTR' <<<"$console")"
+    fi
+    if grep -q 'HOSTLOCKS-SUMMARY pass' <<<"$console" && grep -q 'probe_rc=0' "$tmp/probe.out"; then
+        pass "[$d] <lock posix='on' flock='on'/> took effect: guest and host see each other's locks"
+    else
+        fail "[$d] locks: $(grep -a '^CHECK .* FAIL\|HOSTLOCKS' <<<"$console" | tr '\n' ' ') probe: $(cat "$tmp/probe.out")"
+    fi
+    if [[ "$(readlink "/proc/$fs_pid/root")" == "$share1" ]]; then
+        pass "[$d] <sandbox mode='chroot'/> took effect: ferryfsd's root is the share"
+    else
+        fail "[$d] ferryfsd's root is '$(readlink "/proc/$fs_pid/root")', not $share1"
+    fi
+    if grep -q -- '--thread-pool-size=4: ferryfsd has no thread pool' "$tmp/$d-virtiofsd.log" 2>/dev/null ||
+        in_ns grep -q -- '--thread-pool-size=4' "/var/log/libvirt/qemu/$d-fs0-virtiofsd.log"; then
+        pass "[$d] <thread_pool size='4'/> reached ferryfsd (logged: it has no pool)"
+    else
+        fail "[$d] no --thread-pool-size=4 line in ferryfsd's log"
+    fi
+    # virtiofsd_debug = 1 (qemu.conf) makes libvirt add -d: ferryfsd logs each
+    # queue's size as QEMU set it up.
+    qemu_pid="$(in_ns cat "/run/libvirt/qemu/$d.pid" 2>/dev/null || true)"
+    in_ns cat "/var/log/libvirt/qemu/$d-fs0-virtiofsd.log" >"$tmp/$d-virtiofsd.log" 2>/dev/null || true
+    if tr '\0' ' ' <"/proc/$qemu_pid/cmdline" 2>/dev/null | grep -q '"queue-size":1024' &&
+        grep -q 'queue 1 started (num 1024)' "$tmp/$d-virtiofsd.log"; then
+        pass "[$d] <driver queue='1024'/> reached ferryfsd: $(grep -o 'queue 1 started (num 1024)' "$tmp/$d-virtiofsd.log" | head -1)"
+    else
+        fail "[$d] queue size: QEMU or ferryfsd did not get 1024: $(grep -o 'queue [0-9]* started.*' "$tmp/$d-virtiofsd.log" | tr '\n' ' ')"
+    fi
+    check_cache "$d" "$console" always older
+    if [[ "$(cat "$share1/guest-wrote.txt" 2>/dev/null)" == "written by the guest" ]]; then
+        pass "[$d] the guest's file is on the host"
+    else
+        fail "[$d] guest-wrote.txt missing on the host"
+    fi
+    check_fs_log "$d"
+    destroy_domain "$d"
+fi
+
+# --- Domain 2: no <binary>: libvirt finds ferryfsd through the installed JSON.
+d=ferryfs-t2 share2="$tmp/$d-share"
+mkdir -p "$share2"
+{ echo "$cache_guest"; printf 'echo "written by the guest" >/mnt/guest-wrote.txt\necho LV-GUEST-DONE\nsleep 3600\n'; } >"$share2/guest.sh"
+cache_host "$share2"
+domain_xml "$d" "$share2" "      <driver type='virtiofs'/>" >"$tmp/$d.xml"
+if start_domain "$d"; then
+    exe="$(readlink "/proc/$fs_pid/exe" 2>/dev/null || true)"
+    if [[ "$exe" == /usr/local/bin/ferryfsd ]]; then
+        pass "[$d] libvirt chose /usr/local/bin/ferryfsd from /etc/qemu/vhost-user/50-ferryfsd.json"
+    else
+        fail "[$d] libvirt started '$exe' (pid ${fs_pid:-none}), not /usr/local/bin/ferryfsd"
+    fi
+    check_cache "$d" "$(tr -d '\r' <"$tmp/$d-console.log")" "auto (libvirt's default)" newer
+    if [[ -n "$fs_pid" && "$(readlink "/proc/$fs_pid/ns/mnt")" != "$(readlink "/proc/$lvpid/ns/mnt")" ]]; then
+        pass "[$d] default sandbox: ferryfsd runs in a mount namespace of its own"
+    else
+        fail "[$d] ferryfsd shares libvirtd's mount namespace"
+    fi
+    if [[ "$(cat "$share2/guest-wrote.txt" 2>/dev/null)" == "written by the guest" ]]; then
+        pass "[$d] the guest's file is on the host"
+    else
+        fail "[$d] guest-wrote.txt missing on the host"
+    fi
+    check_fs_log "$d"
+    destroy_domain "$d"
+fi
+
+# libvirtd stops; its namespace and everything in it go. The host has nothing of it.
+lv_cleanup
+left=()
+for p in /run/libvirt /var/lib/libvirt /var/log/libvirt /var/cache/libvirt /etc/qemu \
+    /usr/local/bin/ferryfsd /etc/libvirt/qemu /etc/libvirt/qemu.conf /etc/libvirt/libvirtd.conf; do
+    [[ -e "$p" ]] && left+=("$p")
+done
+procs="$(pgrep -af "$tmp" | grep -v "^$$ " || true)"
+if ((${#left[@]} == 0)) && [[ -z "$procs" ]]; then
+    pass "nothing left on the host: no libvirt dirs, no /etc/qemu, no process of the test"
+else
+    fail "left on the host: ${left[*]} $procs"
+fi
+start_finish
