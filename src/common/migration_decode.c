@@ -483,6 +483,7 @@ static int rec_lock(struct dec *d, const unsigned char *p, uint32_t len)
 			    MIG_LOCK_SIZE);
 	if (st->n_locks >= d->lim->max_locks)
 		return fail(d, -E2BIG, "more than %zu locks", d->lim->max_locks);
+	memset(&l, 0, sizeof(l));
 	l.nodeid = mig_get64(p);
 	l.owner = mig_get64(p + 8);
 	l.start = mig_get64(p + 16);
