@@ -628,11 +628,17 @@ int mig_decode(const void *buf, size_t len, const struct mig_limits *lim,
 	*out = NULL;
 	if (reason_size)
 		reason[0] = '\0';
-	if (!lim) {
+	if (lim)
+		def = *lim;
+	else
 		mig_limits_default(&def);
-		lim = &def;
-	}
-	d.lim = lim;
+	/* Item indexes are 32-bit: a cap past that is a caller's mistake the
+	 * stream must not get to exploit. */
+	if (def.max_inodes > UINT32_MAX - 1)
+		def.max_inodes = UINT32_MAX - 1;
+	if (def.max_handles > UINT32_MAX - 1)
+		def.max_handles = UINT32_MAX - 1;
+	d.lim = &def;
 	rc = check_frame(&d, len);
 	if (rc)
 		goto out;

@@ -91,11 +91,12 @@ static int put_options(struct mig_buf *b, const struct mig_options *o)
 
 static int put_counters(struct mig_buf *b, const struct mig_counters *c)
 {
-	size_t n = (size_t)1 << c->shard_bits;
 	unsigned char *p;
+	size_t n;
 
 	if (c->shard_bits > MIG_SHARD_BITS_MAX)
 		return -EINVAL;
+	n = (size_t)1 << c->shard_bits;
 	p = record(b, MIG_REC_COUNTERS, MIG_COUNTERS_FIXED + 8 * n);
 	if (!p)
 		return -ENOMEM;
