@@ -660,10 +660,44 @@ static void test_fd_and_options(void)
 	mig_buf_free(&in);
 }
 
+/* The encoder refuses to write what the decoder would refuse record by
+ * record, and leaves the buffer as it found it. */
+static void test_encoder_refusals(void)
+{
+	static struct model m;
+	struct mig_buf b = { 0 };
+	size_t first;
+
+	model_build(&m);
+	CHECK(model_encode(&m, &b) == 0 && b.len > 0, "the model encodes");
+	first = b.len;
+	m.inodes[5].name = "a/b";
+	m.inodes[5].name_len = 3;
+	CHECK(model_encode(&m, &b) == -EINVAL && b.len == first,
+	      "a name with '/' is not written, and nothing is appended");
+	model_build(&m);
+	m.fhandles[3].size = MIG_HANDLE_MAX + 1;
+	CHECK(model_encode(&m, &b) == -EINVAL, "a file handle over 128 bytes is not written");
+	model_build(&m);
+	m.handles[2].open_flags |= O_TRUNC;
+	CHECK(model_encode(&m, &b) == -EINVAL, "an O_TRUNC handle is not written");
+	model_build(&m);
+	m.counters.shard_bits = 9;
+	CHECK(model_encode(&m, &b) == -EINVAL, "more than 256 shards are not written");
+	model_build(&m);
+	m.options.cache_mode = MIG_CACHE_COUNT;
+	CHECK(model_encode(&m, &b) == -EINVAL, "an unknown cache mode is not written");
+	model_build(&m);
+	m.inodes[7].name_len = 0;
+	CHECK(model_encode(&m, &b) == -EINVAL && b.len == first, "an empty name is not written");
+	mig_buf_free(&b);
+}
+
 int main(void)
 {
 	test_round_trip();
 	test_refusals();
+	test_encoder_refusals();
 	test_limits();
 	test_damage();
 	test_fd_and_options();
