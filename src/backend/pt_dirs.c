@@ -91,13 +91,9 @@ int pt_readdir(void *fs, const struct fuse_req_ctx *ctx,
 	struct handle *h;
 	int ret;
 
-	ret = handle_get(pt->handles, in->fh, nodeid, &h);
+	ret = pt_get_handle(pt, nodeid, in->fh, true, &h);
 	if (ret < 0)
-		goto out;
-	if (!h->dir) {
-		ret = -ENOTDIR;
-		goto put;
-	}
+		return ret;
 	pthread_mutex_lock(&h->dir_lock);
 	/* d_off cookies are what the guest hands back as the offset; seek
 	 * only when it does not continue where the stream stands. */
@@ -141,9 +137,7 @@ int pt_readdir(void *fs, const struct fuse_req_ctx *ctx,
 		h->dir_offset = de->d_off;
 	}
 	pthread_mutex_unlock(&h->dir_lock);
-put:
 	handle_put(pt->handles, h);
-out:
 	return ret;
 }
 

@@ -264,18 +264,6 @@ int pt_tmpfile(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
 	return create_common(fs, ctx, parent, NULL, in, entry, open);
 }
 
-static int get_file_handle(struct passthrough *pt, uint64_t nodeid, uint64_t fh,
-			   struct handle **out)
-{
-	int ret = handle_get(pt->handles, fh, nodeid, out);
-
-	if (ret == 0 && (*out)->dir) {
-		handle_put(pt->handles, *out);
-		ret = -EISDIR;
-	}
-	return ret;
-}
-
 ssize_t pt_read(void *fs, const struct fuse_req_ctx *ctx,
 		uint64_t nodeid, const struct fuse_read_in *in,
 		const struct iovec *dst, unsigned dst_cnt)
@@ -284,7 +272,7 @@ ssize_t pt_read(void *fs, const struct fuse_req_ctx *ctx,
 	struct handle *h;
 	ssize_t ret;
 
-	ret = get_file_handle(pt, nodeid, in->fh, &h);
+	ret = pt_get_handle(pt, nodeid, in->fh, false, &h);
 	if (ret < 0)
 		return ret;
 	return read_handle(pt->reads, ctx, h, dst, dst_cnt, in->size, in->offset);
@@ -302,7 +290,7 @@ ssize_t pt_write(void *fs, const struct fuse_req_ctx *ctx,
 	struct stat st;
 	ssize_t ret;
 
-	ret = get_file_handle(pt, nodeid, in->fh, &h);
+	ret = pt_get_handle(pt, nodeid, in->fh, false, &h);
 	if (ret < 0)
 		goto out;
 	ret = pt_drop_mapped_capability(pt, h->fd);
@@ -381,7 +369,7 @@ int pt_fallocate(void *fs, const struct fuse_req_ctx *ctx,
 	struct handle *h;
 	int ret;
 
-	ret = get_file_handle(pt, nodeid, in->fh, &h);
+	ret = pt_get_handle(pt, nodeid, in->fh, false, &h);
 	if (ret < 0)
 		return ret;
 	ret = pt_errno_or(fallocate(h->fd, in->mode, in->offset, in->length));
@@ -397,7 +385,7 @@ int pt_lseek(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	off_t off;
 	int ret;
 
-	ret = get_file_handle(pt, nodeid, in->fh, &h);
+	ret = pt_get_handle(pt, nodeid, in->fh, false, &h);
 	if (ret < 0)
 		return ret;
 	/* The fd's position is unused (all I/O is positioned), so moving it
@@ -422,10 +410,10 @@ ssize_t pt_copy_file_range(void *fs, const struct fuse_req_ctx *ctx,
 	loff_t off_in = in->off_in, off_out = in->off_out;
 	ssize_t ret;
 
-	ret = get_file_handle(pt, nodeid, in->fh_in, &src);
+	ret = pt_get_handle(pt, nodeid, in->fh_in, false, &src);
 	if (ret < 0)
 		goto out;
-	ret = get_file_handle(pt, in->nodeid_out, in->fh_out, &dst);
+	ret = pt_get_handle(pt, in->nodeid_out, in->fh_out, false, &dst);
 	if (ret < 0)
 		goto put_src;
 	ret = copy_file_range(src->fd, &off_in, dst->fd, &off_out, in->len,
@@ -446,7 +434,7 @@ int pt_getlk(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	struct handle *h;
 	int ret;
 
-	ret = get_file_handle(pt, nodeid, in->fh, &h);
+	ret = pt_get_handle(pt, nodeid, in->fh, false, &h);
 	if (ret < 0)
 		return ret;
 	ret = locks_getlk(pt->locks, h, nodeid, in, out);
@@ -461,7 +449,7 @@ int pt_setlk(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	struct handle *h;
 	int ret;
 
-	ret = get_file_handle(pt, nodeid, in->fh, &h);
+	ret = pt_get_handle(pt, nodeid, in->fh, false, &h);
 	if (ret < 0)
 		return ret;
 	ret = locks_setlk(pt->locks, ctx, h, nodeid, in, sleep);

@@ -107,6 +107,21 @@ static inline bool pt_openable_type(mode_t type)
 	return type == S_IFREG || type == S_IFDIR;
 }
 
+/* The handle fh names on nodeid, with a ref for the caller to put, if it
+ * is of the kind the op works on: a directory's (dir) or a file's. Inline:
+ * READ and WRITE start here. */
+static inline int pt_get_handle(struct passthrough *pt, uint64_t nodeid,
+				uint64_t fh, bool dir, struct handle **out)
+{
+	int ret = handle_get(pt->handles, fh, nodeid, out);
+
+	if (ret == 0 && ((*out)->dir != NULL) != dir) {
+		handle_put(pt->handles, *out);
+		ret = dir ? -ENOTDIR : -EISDIR;
+	}
+	return ret;
+}
+
 static inline void pt_proc_fd_name(char buf[PROC_FD_NAME_MAX], int fd)
 {
 	snprintf(buf, PROC_FD_NAME_MAX, "%d", fd);
