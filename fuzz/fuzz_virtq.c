@@ -196,43 +196,63 @@ static void write_seed(const char *dir, const char *name, const struct seed *s)
 	fuzz_write_seed(dir, name, s, len);
 }
 
+/* A seed as data: header bytes (see the input layout at the top),
+ * descriptors (each in the table at the given offset: the ring, or an
+ * indirect table) and the avail ring. */
+struct seed_desc {
+	uint64_t table;
+	unsigned i;
+	uint64_t addr;
+	uint32_t len;
+	uint16_t flags, next;
+};
+
+static const struct seed_spec {
+	const char *name;
+	uint8_t hdr[HDR];
+	unsigned ndesc;
+	struct seed_desc desc[5];
+	uint16_t avail_idx;
+	unsigned nheads;
+	uint16_t heads[2];
+} seed_specs[] = {
+	/* Two chains in a ring of 8: a readable+writable pair, and a chain
+	 * whose buffer crosses from region A into B. */
+	{ "two-chains", { [0] = 3, [4] = 100 }, 5, {
+		{ RING_DESC, 0, 0x2000, 64, VRING_DESC_F_NEXT, 1 },
+		{ RING_DESC, 1, 0x2100, 128, VRING_DESC_F_NEXT | VRING_DESC_F_WRITE, 2 },
+		{ RING_DESC, 2, 0x2200, 32, VRING_DESC_F_WRITE, 0 },
+		{ RING_DESC, 3, 0x3f00, 0x200, VRING_DESC_F_NEXT, 4 },
+		{ RING_DESC, 4, 0x2400, 16, VRING_DESC_F_WRITE, 0 },
+	  }, 2, 2, { 0, 3 } },
+	/* An indirect table of three descriptors, EVENT_IDX on. */
+	{ "indirect", { [0] = 2, [1] = 3, [5] = 0x80 }, 4, {
+		{ RING_DESC, 0, 0x1800, 48, VRING_DESC_F_INDIRECT, 0 },
+		{ 0x1800, 0, 0x2000, 40, VRING_DESC_F_NEXT, 1 },
+		{ 0x1800, 1, 0x2100, 16, VRING_DESC_F_NEXT | VRING_DESC_F_WRITE, 2 },
+		{ 0x1800, 2, 0x2200, 4096, VRING_DESC_F_WRITE, 0 },
+	  }, 1, 1, { 0 } },
+	/* Start near the 16-bit wrap of the avail index. */
+	{ "wrap", { [2] = 0xff, [3] = 0xff }, 1, {
+		{ RING_DESC, 0, 0x2000, 8, 0, 0 },
+	  }, 0, 1, { 0 } },
+};
+
 static void write_seeds(const char *dir)
 {
 	struct seed s;
-	const uint16_t heads2[] = { 0, 3 };
-	const uint16_t head0[] = { 0 };
 
-	/* Two chains in a ring of 8: a readable+writable pair, and a chain
-	 * whose buffer crosses from region A into B. */
-	memset(&s, 0, sizeof(s));
-	s.hdr[0] = 3;
-	put_desc(&s, RING_DESC, 0, 0x2000, 64, VRING_DESC_F_NEXT, 1);
-	put_desc(&s, RING_DESC, 1, 0x2100, 128, VRING_DESC_F_NEXT | VRING_DESC_F_WRITE, 2);
-	put_desc(&s, RING_DESC, 2, 0x2200, 32, VRING_DESC_F_WRITE, 0);
-	put_desc(&s, RING_DESC, 3, 0x3f00, 0x200, VRING_DESC_F_NEXT, 4);
-	put_desc(&s, RING_DESC, 4, 0x2400, 16, VRING_DESC_F_WRITE, 0);
-	put_avail(&s, 2, heads2, 2);
-	s.hdr[4] = 100;
-	write_seed(dir, "two-chains", &s);
+	for (size_t n = 0; n < sizeof(seed_specs) / sizeof(seed_specs[0]); n++) {
+		const struct seed_spec *spec = &seed_specs[n];
 
-	/* An indirect table of three descriptors, EVENT_IDX on. */
-	memset(&s, 0, sizeof(s));
-	s.hdr[0] = 2;
-	s.hdr[1] = 3;
-	put_desc(&s, RING_DESC, 0, 0x1800, 48, VRING_DESC_F_INDIRECT, 0);
-	put_desc(&s, 0x1800, 0, 0x2000, 40, VRING_DESC_F_NEXT, 1);
-	put_desc(&s, 0x1800, 1, 0x2100, 16, VRING_DESC_F_NEXT | VRING_DESC_F_WRITE, 2);
-	put_desc(&s, 0x1800, 2, 0x2200, 4096, VRING_DESC_F_WRITE, 0);
-	put_avail(&s, 1, head0, 1);
-	s.hdr[5] = 0x80;
-	write_seed(dir, "indirect", &s);
+		memset(&s, 0, sizeof(s));
+		memcpy(s.hdr, spec->hdr, HDR);
+		for (unsigned i = 0; i < spec->ndesc; i++) {
+			const struct seed_desc *d = &spec->desc[i];
 
-	/* Start near the 16-bit wrap of the avail index. */
-	memset(&s, 0, sizeof(s));
-	s.hdr[0] = 0;
-	s.hdr[2] = 0xff;
-	s.hdr[3] = 0xff;
-	put_desc(&s, RING_DESC, 0, 0x2000, 8, 0, 0);
-	put_avail(&s, 0, head0, 1);
-	write_seed(dir, "wrap", &s);
+			put_desc(&s, d->table, d->i, d->addr, d->len, d->flags, d->next);
+		}
+		put_avail(&s, spec->avail_idx, spec->heads, spec->nheads);
+		write_seed(dir, spec->name, &s);
+	}
 }

@@ -72,19 +72,11 @@ static int truncate_inode(struct passthrough *pt, struct inode *inode,
 		return -EISDIR;
 	if (inode->type != S_IFREG)
 		return -EINVAL;
-	ret = fd_budget_take(&pt->fds);
-	if (ret < 0)
-		goto out;
-	fd = pt_reopen(pt, inode->fd, O_WRONLY);
-	if (fd < 0) {
-		ret = fd;
-		goto give_back;
-	}
+	fd = pt_reopen_counted(pt, inode->fd, O_WRONLY);
+	if (fd < 0)
+		return fd;
 	ret = pt_errno_or(ftruncate(fd, size));
-	close(fd);
-give_back:
-	fd_budget_give_back(&pt->fds);
-out:
+	pt_close_fd(pt, fd);
 	return ret;
 }
 

@@ -17,7 +17,6 @@ int pt_opendir(void *fs, const struct fuse_req_ctx *ctx,
 {
 	struct passthrough *pt = fs;
 	struct inode *inode;
-	uint64_t fh;
 	DIR *dir;
 	int fd, ret;
 
@@ -28,31 +27,19 @@ int pt_opendir(void *fs, const struct fuse_req_ctx *ctx,
 		ret = -ENOTDIR;
 		goto put_inode;
 	}
-	ret = fd_budget_take(&pt->fds);
-	if (ret < 0)
-		goto put_inode;
 	fd = pt_open_for_guest(pt, ctx, inode, O_RDONLY | O_DIRECTORY | O_NONBLOCK, 0);
 	if (fd < 0) {
 		ret = fd;
-		goto give_back;
+		goto put_inode;
 	}
 	dir = fdopendir(fd);
 	if (!dir) {
 		ret = -errno;
-		goto close_fd;
+		pt_close_fd(pt, fd);
+		goto put_inode;
 	}
-	ret = handle_add(pt->handles, inode, -1, dir, &fh);
-	if (ret < 0)
-		goto out;
-	memset(out, 0, sizeof(*out));
-	out->fh = fh;
-	out->open_flags = pt_fopen_flags(pt, true);
-	return 0;
+	return pt_open_reply(pt, inode, -1, dir, out);
 
-close_fd:
-	close(fd);
-give_back:
-	fd_budget_give_back(&pt->fds);
 put_inode:
 	inode_put(pt->inodes, inode);
 out:
@@ -104,13 +91,9 @@ int pt_readdir(void *fs, const struct fuse_req_ctx *ctx,
 	struct handle *h;
 	int ret;
 
-	ret = handle_get(pt->handles, in->fh, nodeid, &h);
+	ret = pt_get_handle(pt, nodeid, in->fh, true, &h);
 	if (ret < 0)
-		goto out;
-	if (!h->dir) {
-		ret = -ENOTDIR;
-		goto put;
-	}
+		return ret;
 	pthread_mutex_lock(&h->dir_lock);
 	/* d_off cookies are what the guest hands back as the offset; seek
 	 * only when it does not continue where the stream stands. */
@@ -154,9 +137,7 @@ int pt_readdir(void *fs, const struct fuse_req_ctx *ctx,
 		h->dir_offset = de->d_off;
 	}
 	pthread_mutex_unlock(&h->dir_lock);
-put:
 	handle_put(pt->handles, h);
-out:
 	return ret;
 }
 

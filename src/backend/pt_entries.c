@@ -28,8 +28,7 @@ static int add_inode(struct passthrough *pt, int fd, struct inode **out,
 	return inode_lookup_add(pt->inodes, fd, &key, stx->stx_mode, handle, out);
 
 close_fd:
-	close(fd);
-	fd_budget_give_back(&pt->fds);
+	pt_close_fd(pt, fd);
 	return ret;
 }
 
@@ -38,15 +37,10 @@ close_fd:
 int pt_inode_from_fd(struct passthrough *pt, int fd, struct inode **inode,
 		     struct statx *stx)
 {
-	int path_fd, ret = fd_budget_take(&pt->fds);
+	int path_fd = pt_reopen_counted(pt, fd, O_PATH);
 
-	if (ret < 0)
-		return ret;
-	path_fd = pt_reopen(pt, fd, O_PATH);
-	if (path_fd < 0) {
-		fd_budget_give_back(&pt->fds);
+	if (path_fd < 0)
 		return path_fd;
-	}
 	return add_inode(pt, path_fd, inode, stx);
 }
 

@@ -79,6 +79,7 @@ int pt_drop_mapped_capability(struct passthrough *pt, int fd)
  * the guest's kernel leaves clearing suid/sgid to us. Under killpriv v2 it
  * says when (FUSE_OPEN_KILL_SUIDGID): the caller without CAP_FSETID then.
  * Without it, the host judges the caller (pt_host_judged_role).
+ * The fd is counted against the budget (pt_close_fd gives it back).
  */
 int pt_open_for_guest(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 		      struct inode *inode, int flags, uint32_t open_flags)
@@ -91,9 +92,13 @@ int pt_open_for_guest(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 		as_truncater = as_truncater && (open_flags & FUSE_OPEN_KILL_SUIDGID);
 		role = CREDS_OWNER_NO_FSETID;
 	}
+	ret = fd_budget_take(&pt->fds);
+	if (ret < 0)
+		goto out;
 	ret = as_truncater ? pt_as_caller(pt, ctx, role) : pt_check_caller(pt, ctx);
 	if (ret < 0)
-		return ret;
+		goto give_back;
+	/* One unit for both tries: the second replaces a failed first. */
 	fd = pt_reopen(pt, inode->fd, flags);
 	/* O_NOATIME needs ownership or CAP_FOWNER on the host, which
 	 * --modcaps may take away; the guest's kernel checked its own side,
@@ -102,7 +107,33 @@ int pt_open_for_guest(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 		fd = pt_reopen(pt, inode->fd, flags & ~O_NOATIME);
 	if (as_truncater)
 		pt_as_daemon(pt);
-	return fd;
+	if (fd >= 0)
+		return fd;
+	ret = fd;
+give_back:
+	fd_budget_give_back(&pt->fds);
+out:
+	return ret;
+}
+
+/*
+ * The reply of OPEN, OPENDIR and CREATE: a new handle takes fd (or dir),
+ * its budget and the caller's inode ref, on failure too (handle_add
+ * releases them), and the guest is told its fh and caching.
+ */
+int pt_open_reply(struct passthrough *pt, struct inode *inode, int fd, DIR *dir,
+		  struct fuse_open_out *out)
+{
+	bool is_dir = inode->type == S_IFDIR;
+	uint64_t fh;
+	int ret = handle_add(pt->handles, inode, fd, dir, &fh);
+
+	if (ret < 0)
+		return ret;
+	memset(out, 0, sizeof(*out));
+	out->fh = fh;
+	out->open_flags = pt_fopen_flags(pt, is_dir);
+	return 0;
 }
 
 int pt_open(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
@@ -111,7 +142,6 @@ int pt_open(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	struct passthrough *pt = fs;
 	struct inode *inode;
 	int flags = host_open_flags(pt, in->flags);
-	uint64_t fh;
 	int fd, ret;
 
 	if (pt->opts.readonly && writes_data(flags)) {
@@ -127,32 +157,20 @@ int pt_open(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 		ret = -EBADF;
 		goto put_inode;
 	}
-	ret = fd_budget_take(&pt->fds);
-	if (ret < 0)
-		goto put_inode;
 	fd = pt_open_for_guest(pt, ctx, inode, flags, in->open_flags);
 	if (fd < 0) {
 		ret = fd;
-		goto give_back;
+		goto put_inode;
 	}
 	if (flags & O_TRUNC) {
 		ret = pt_drop_mapped_capability(pt, fd);
 		if (ret < 0) {
-			close(fd);
-			goto give_back;
+			pt_close_fd(pt, fd);
+			goto put_inode;
 		}
 	}
-	/* the handle owns fd, its budget and this inode ref from here on */
-	ret = handle_add(pt->handles, inode, fd, NULL, &fh);
-	if (ret < 0)
-		goto out;
-	memset(out, 0, sizeof(*out));
-	out->fh = fh;
-	out->open_flags = pt_fopen_flags(pt, inode->type == S_IFDIR);
-	return 0;
+	return pt_open_reply(pt, inode, fd, NULL, out);
 
-give_back:
-	fd_budget_give_back(&pt->fds);
 put_inode:
 	inode_put(pt->inodes, inode);
 out:
@@ -169,7 +187,6 @@ static int create_common(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 {
 	struct inode *dir, *inode;
 	struct statx stx;
-	uint64_t fh;
 	int flags, fd, ret;
 
 	flags = host_open_flags(pt, in->flags) | O_CLOEXEC;
@@ -210,16 +227,12 @@ static int create_common(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 		goto close_fd;
 	}
 	pt_fill_entry(pt, dir, inode, &stx, entry);
-	/* the handle takes fd, its budget and the inode's request ref */
-	ret = handle_add(pt->handles, inode, fd, NULL, &fh);
+	ret = pt_open_reply(pt, inode, fd, NULL, open_out);
 	if (ret < 0) {
 		/* the guest will not hear of this nodeid */
 		inode_forget(pt->inodes, entry->nodeid, 1);
 		goto put_dir;
 	}
-	memset(open_out, 0, sizeof(*open_out));
-	open_out->fh = fh;
-	open_out->open_flags = pt_fopen_flags(pt, false);
 	inode_put(pt->inodes, dir);
 	return 0;
 
@@ -251,18 +264,6 @@ int pt_tmpfile(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
 	return create_common(fs, ctx, parent, NULL, in, entry, open);
 }
 
-static int get_file_handle(struct passthrough *pt, uint64_t nodeid, uint64_t fh,
-			   struct handle **out)
-{
-	int ret = handle_get(pt->handles, fh, nodeid, out);
-
-	if (ret == 0 && (*out)->dir) {
-		handle_put(pt->handles, *out);
-		ret = -EISDIR;
-	}
-	return ret;
-}
-
 ssize_t pt_read(void *fs, const struct fuse_req_ctx *ctx,
 		uint64_t nodeid, const struct fuse_read_in *in,
 		const struct iovec *dst, unsigned dst_cnt)
@@ -271,7 +272,7 @@ ssize_t pt_read(void *fs, const struct fuse_req_ctx *ctx,
 	struct handle *h;
 	ssize_t ret;
 
-	ret = get_file_handle(pt, nodeid, in->fh, &h);
+	ret = pt_get_handle(pt, nodeid, in->fh, false, &h);
 	if (ret < 0)
 		return ret;
 	return read_handle(pt->reads, ctx, h, dst, dst_cnt, in->size, in->offset);
@@ -289,7 +290,7 @@ ssize_t pt_write(void *fs, const struct fuse_req_ctx *ctx,
 	struct stat st;
 	ssize_t ret;
 
-	ret = get_file_handle(pt, nodeid, in->fh, &h);
+	ret = pt_get_handle(pt, nodeid, in->fh, false, &h);
 	if (ret < 0)
 		goto out;
 	ret = pt_drop_mapped_capability(pt, h->fd);
@@ -368,7 +369,7 @@ int pt_fallocate(void *fs, const struct fuse_req_ctx *ctx,
 	struct handle *h;
 	int ret;
 
-	ret = get_file_handle(pt, nodeid, in->fh, &h);
+	ret = pt_get_handle(pt, nodeid, in->fh, false, &h);
 	if (ret < 0)
 		return ret;
 	ret = pt_errno_or(fallocate(h->fd, in->mode, in->offset, in->length));
@@ -384,7 +385,7 @@ int pt_lseek(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	off_t off;
 	int ret;
 
-	ret = get_file_handle(pt, nodeid, in->fh, &h);
+	ret = pt_get_handle(pt, nodeid, in->fh, false, &h);
 	if (ret < 0)
 		return ret;
 	/* The fd's position is unused (all I/O is positioned), so moving it
@@ -409,10 +410,10 @@ ssize_t pt_copy_file_range(void *fs, const struct fuse_req_ctx *ctx,
 	loff_t off_in = in->off_in, off_out = in->off_out;
 	ssize_t ret;
 
-	ret = get_file_handle(pt, nodeid, in->fh_in, &src);
+	ret = pt_get_handle(pt, nodeid, in->fh_in, false, &src);
 	if (ret < 0)
 		goto out;
-	ret = get_file_handle(pt, in->nodeid_out, in->fh_out, &dst);
+	ret = pt_get_handle(pt, in->nodeid_out, in->fh_out, false, &dst);
 	if (ret < 0)
 		goto put_src;
 	ret = copy_file_range(src->fd, &off_in, dst->fd, &off_out, in->len,
@@ -433,7 +434,7 @@ int pt_getlk(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	struct handle *h;
 	int ret;
 
-	ret = get_file_handle(pt, nodeid, in->fh, &h);
+	ret = pt_get_handle(pt, nodeid, in->fh, false, &h);
 	if (ret < 0)
 		return ret;
 	ret = locks_getlk(pt->locks, h, nodeid, in, out);
@@ -448,7 +449,7 @@ int pt_setlk(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	struct handle *h;
 	int ret;
 
-	ret = get_file_handle(pt, nodeid, in->fh, &h);
+	ret = pt_get_handle(pt, nodeid, in->fh, false, &h);
 	if (ret < 0)
 		return ret;
 	ret = locks_setlk(pt->locks, ctx, h, nodeid, in, sleep);

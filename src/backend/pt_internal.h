@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "backend/creds.h"
 #include "backend/fd_budget.h"
@@ -106,6 +107,21 @@ static inline bool pt_openable_type(mode_t type)
 	return type == S_IFREG || type == S_IFDIR;
 }
 
+/* The handle fh names on nodeid, with a ref for the caller to put, if it
+ * is of the kind the op works on: a directory's (dir) or a file's. Inline:
+ * READ and WRITE start here. */
+static inline int pt_get_handle(struct passthrough *pt, uint64_t nodeid,
+				uint64_t fh, bool dir, struct handle **out)
+{
+	int ret = handle_get(pt->handles, fh, nodeid, out);
+
+	if (ret == 0 && ((*out)->dir != NULL) != dir) {
+		handle_put(pt->handles, *out);
+		ret = dir ? -ENOTDIR : -EISDIR;
+	}
+	return ret;
+}
+
 static inline void pt_proc_fd_name(char buf[PROC_FD_NAME_MAX], int fd)
 {
 	snprintf(buf, PROC_FD_NAME_MAX, "%d", fd);
@@ -119,11 +135,22 @@ static inline void pt_proc_fd_path(char buf[PROC_FD_PATH_MAX], int fd)
 	snprintf(buf, PROC_FD_PATH_MAX, "%d", fd);
 }
 
+/* An fd the guest's request made, counted against the budget: closing it
+ * gives its unit back. */
+static inline void pt_close_fd(struct passthrough *pt, int fd)
+{
+	close(fd);
+	fd_budget_give_back(&pt->fds);
+}
+
 /* ---- pt_util.c -------------------------------------------------------- */
 
 /* Turns an O_PATH fd into a usable one through its /proc/self/fd link. The
  * caller checked pt_openable_type() and took budget for the result. */
 int pt_reopen(struct passthrough *pt, int fd, int flags);
+/* pt_reopen() that takes the budget itself: the new fd and its unit are the
+ * caller's (pt_close_fd gives both back); on failure nothing is held. */
+int pt_reopen_counted(struct passthrough *pt, int fd, int flags);
 int pt_stat_fd(int fd, struct statx *stx);
 void pt_key_from_statx(const struct statx *stx, struct inode_key *key);
 void pt_attr_from_statx(const struct passthrough *pt, const struct statx *stx,
@@ -209,6 +236,8 @@ uint32_t pt_fopen_flags(struct passthrough *pt, bool is_dir);
 int pt_drop_mapped_capability(struct passthrough *pt, int fd);
 int pt_open_for_guest(struct passthrough *pt, const struct fuse_req_ctx *ctx,
 		      struct inode *inode, int flags, uint32_t open_flags);
+int pt_open_reply(struct passthrough *pt, struct inode *inode, int fd, DIR *dir,
+		  struct fuse_open_out *out);
 int pt_open(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	    const struct fuse_open_in *in, struct fuse_open_out *out);
 int pt_create(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,

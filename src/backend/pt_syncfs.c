@@ -10,23 +10,15 @@ static int sync_fs_of(struct passthrough *pt, int path_fd, mode_t type)
 {
 	int fd, ret;
 
-	ret = fd_budget_take(&pt->fds);
-	if (ret < 0)
-		goto out;
 	if (pt_openable_type(type))
-		fd = pt_reopen(pt, path_fd, O_RDONLY | O_NONBLOCK);
+		fd = pt_reopen_counted(pt, path_fd, O_RDONLY | O_NONBLOCK);
 	else
-		fd = pt_reopen(pt, inode_table_root(pt->inodes)->fd,
-			       O_RDONLY | O_DIRECTORY);
-	if (fd < 0) {
-		ret = fd;
-		goto give_back;
-	}
+		fd = pt_reopen_counted(pt, inode_table_root(pt->inodes)->fd,
+				       O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return fd;
 	ret = pt_errno_or(syncfs(fd));
-	close(fd);
-give_back:
-	fd_budget_give_back(&pt->fds);
-out:
+	pt_close_fd(pt, fd);
 	return ret;
 }
 

@@ -15,6 +15,18 @@ int pt_reopen(struct passthrough *pt, int fd, int flags)
 	return nfd < 0 ? -errno : nfd;
 }
 
+int pt_reopen_counted(struct passthrough *pt, int fd, int flags)
+{
+	int ret = fd_budget_take(&pt->fds);
+
+	if (ret < 0)
+		return ret;
+	ret = pt_reopen(pt, fd, flags);
+	if (ret < 0)
+		fd_budget_give_back(&pt->fds);
+	return ret;
+}
+
 int pt_stat_fd(int fd, struct statx *stx)
 {
 	return pt_errno_or(statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,

@@ -73,9 +73,10 @@ static int as_user(int (*fn)(const char *), const char *arg)
 	return WEXITSTATUS(st);
 }
 
-static int try_read(const char *path)
+/* 0 when path opens with flags, 1 when access is denied, 2 otherwise. */
+static int try_open(const char *path, int flags)
 {
-	int fd = open(path, O_RDONLY);
+	int fd = open(path, flags);
 
 	if (fd < 0)
 		return errno == EACCES ? 1 : 2;
@@ -83,14 +84,15 @@ static int try_read(const char *path)
 	return 0;
 }
 
+/* as_user() takes one argument: one wrapper per access mode. */
+static int try_read(const char *path)
+{
+	return try_open(path, O_RDONLY);
+}
+
 static int try_write(const char *path)
 {
-	int fd = open(path, O_WRONLY);
-
-	if (fd < 0)
-		return errno == EACCES ? 1 : 2;
-	close(fd);
-	return 0;
+	return try_open(path, O_WRONLY);
 }
 
 static int set_minimal_acl(const char *path)

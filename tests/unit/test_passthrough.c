@@ -1043,25 +1043,37 @@ static void test_forget_race(void)
 	ops->forget(pt, r.id, UINT64_MAX);
 }
 
+/* A directory dir_name below the root with n empty files named prefix0,
+ * prefix1, ...; their nodeids (one lookup each, for the caller to forget)
+ * go to ids. Returns how many were made: all n, or the test failed. */
+static int make_files(const char *dir_name, const char *prefix, uint64_t *ids,
+		      int n, struct fuse_entry_out *dir)
+{
+	struct fuse_mkdir_in min = { .mode = 0755 };
+	struct fuse_mknod_in in = { .mode = S_IFREG | 0644 };
+	struct fuse_entry_out e;
+	char name[16];
+	int made = 0;
+
+	CHECK_EQ(ops->mkdir(pt, &root_ctx, FUSE_ROOT_ID, dir_name, &min, dir), 0);
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "%s%d", prefix, i);
+		if (ops->mknod(pt, &root_ctx, dir->nodeid, name, &in, &e) < 0)
+			break;
+		ids[made++] = e.nodeid;
+	}
+	CHECK_EQ(made, n);
+	return made;
+}
+
 /* Thousands of inodes make the shards grow; the root must still be found
  * by its identity afterwards, or ".." would give it a second nodeid. */
 static void test_many_inodes(void)
 {
-	struct fuse_mkdir_in min = { .mode = 0755 };
-	struct fuse_mknod_in in = { .mode = S_IFREG | 0644 };
 	static uint64_t ids[6000];
-	struct fuse_entry_out dir, e;
-	char name[16];
-	int made = 0;
+	struct fuse_entry_out dir;
+	int made = make_files("many", "m", ids, 6000, &dir);
 
-	CHECK_EQ(ops->mkdir(pt, &root_ctx, FUSE_ROOT_ID, "many", &min, &dir), 0);
-	for (int i = 0; i < 6000; i++) {
-		snprintf(name, sizeof(name), "m%d", i);
-		if (ops->mknod(pt, &root_ctx, dir.nodeid, name, &in, &e) < 0)
-			break;
-		ids[made++] = e.nodeid;
-	}
-	CHECK_EQ(made, 6000);
 	CHECK_EQ(lookup(dir.nodeid, "..", NULL), FUSE_ROOT_ID);
 	for (int i = 0; i < made; i++) {
 		struct fuse_getattr_in gin = { 0 };
@@ -1082,15 +1094,12 @@ static void test_file_handles(void)
 		.file_handles = FILE_HANDLES_MANDATORY,
 	};
 	struct passthrough *saved = pt;
-	struct fuse_mknod_in in = { .mode = S_IFREG | 0644 };
-	struct fuse_mkdir_in min = { .mode = 0755 };
 	struct fuse_getattr_in gin = { 0 };
 	struct fuse_attr_out aout;
-	struct fuse_entry_out dir, e;
+	struct fuse_entry_out dir;
 	static uint64_t ids[1000];
-	int before, made = 0;
+	int before, made;
 	uint64_t data, fh;
-	char name[16];
 
 	if (!is_root) {
 		fprintf(stderr, "file handles: need CAP_DAC_READ_SEARCH, skipped\n");
@@ -1102,14 +1111,7 @@ static void test_file_handles(void)
 		return;
 	}
 	before = count_open_fds();
-	CHECK_EQ(ops->mkdir(pt, &root_ctx, FUSE_ROOT_ID, "handles", &min, &dir), 0);
-	for (int i = 0; i < 1000; i++) {
-		snprintf(name, sizeof(name), "h%d", i);
-		if (ops->mknod(pt, &root_ctx, dir.nodeid, name, &in, &e) < 0)
-			break;
-		ids[made++] = e.nodeid;
-	}
-	CHECK_EQ(made, 1000);
+	made = make_files("handles", "h", ids, 1000, &dir);
 	CHECK_EQ(count_open_fds(), before);
 	for (int i = 0; i < made; i++)
 		CHECK_EQ(ops->getattr(pt, &root_ctx, ids[i], &gin, &aout), 0);

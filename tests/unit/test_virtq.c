@@ -259,91 +259,70 @@ static void test_normal_chain(void)
 	}
 }
 
+/* A malformed chain on a fresh ring of 8, published at head: descriptors
+ * in the ring and in the indirect table at TABLE, and the reason the queue
+ * must give for breaking. */
+struct bad_chain {
+	const char *what, *want;
+	bool indirect;          /* VIRTIO_F_INDIRECT_DESC negotiated */
+	uint16_t head;
+	unsigned nring, ntable;
+	struct vring_desc ring[2], table[1];
+};
+
+#define DESC(a, l, f, n) { .addr = (a), .len = (l), .flags = (f), .next = (n) }
+
+static const struct bad_chain bad_chains[] = {
+	{ "head index == num", "head descriptor index", true, 8, 0, 0, { { 0 } }, { { 0 } } },
+	{ "next index >= num", "next descriptor index", true, 0, 1, 0,
+	  { DESC(BUF, 16, VRING_DESC_F_NEXT, 9) }, { { 0 } } },
+	{ "descriptor loop 0->1->0", "loop", true, 0, 2, 0,
+	  { DESC(BUF, 16, VRING_DESC_F_NEXT, 1), DESC(BUF, 16, VRING_DESC_F_NEXT, 0) }, { { 0 } } },
+	{ "indirect table length 24", "multiple of 16", true, 0, 1, 0,
+	  { DESC(TABLE, 24, VRING_DESC_F_INDIRECT, 0) }, { { 0 } } },
+	{ "indirect table length 0", "multiple of 16", true, 0, 1, 0,
+	  { DESC(TABLE, 0, VRING_DESC_F_INDIRECT, 0) }, { { 0 } } },
+	{ "indirect inside indirect", "nested", true, 0, 1, 1,
+	  { DESC(TABLE, 16, VRING_DESC_F_INDIRECT, 0) },
+	  { DESC(TABLE + 0x100, 16, VRING_DESC_F_INDIRECT, 0) } },
+	{ "indirect with NEXT", "NEXT", true, 0, 1, 0,
+	  { DESC(TABLE, 16, VRING_DESC_F_INDIRECT | VRING_DESC_F_NEXT, 1) }, { { 0 } } },
+	{ "indirect without the feature", "not negotiated", false, 0, 1, 1,
+	  { DESC(TABLE, 16, VRING_DESC_F_INDIRECT, 0) }, { DESC(BUF, 16, 0, 0) } },
+	{ "indirect table in unmapped gap", "indirect table outside", true, 0, 1, 0,
+	  { DESC(GPA_GAP, 32, VRING_DESC_F_INDIRECT, 0) }, { { 0 } } },
+	{ "indirect table running into the gap", "indirect table outside", true, 0, 1, 0,
+	  { DESC(GPA_GAP - 16, 32, VRING_DESC_F_INDIRECT, 0) }, { { 0 } } },
+	{ "next index beyond indirect table", "next descriptor index", true, 0, 1, 1,
+	  { DESC(TABLE, 32, VRING_DESC_F_INDIRECT, 0) }, { DESC(BUF, 16, VRING_DESC_F_NEXT, 5) } },
+	{ "buffer address outside memory", "outside guest memory", true, 0, 1, 0,
+	  { DESC(0x900000, 16, 0, 0) }, { { 0 } } },
+	{ "buffer straddling into unmapped gap", "outside guest memory", true, 0, 1, 0,
+	  { DESC(GPA_GAP - 10, 30, 0, 0) }, { { 0 } } },
+	{ "addr + len wraps", "outside guest memory", true, 0, 1, 0,
+	  { DESC(UINT64_MAX - 0xf, 0x100, 0, 0) }, { { 0 } } },
+	{ "readable after writable", "readable descriptor after", true, 0, 2, 0,
+	  { DESC(BUF, 16, VRING_DESC_F_WRITE | VRING_DESC_F_NEXT, 1), DESC(BUF, 16, 0, 0) },
+	  { { 0 } } },
+};
+
 static void test_bad_chains(void)
 {
 	struct vring_desc *table;
 
 	printf("-- malformed chains break the queue\n");
-	ring_setup(8, false, true);
-	publish(8);
-	expect_broken("head index == num", "head descriptor index");
+	for (size_t c = 0; c < sizeof(bad_chains) / sizeof(bad_chains[0]); c++) {
+		const struct bad_chain *b = &bad_chains[c];
 
-	ring_setup(8, false, true);
-	set_desc(t.desc, 0, BUF, 16, VRING_DESC_F_NEXT, 9);
-	publish(0);
-	expect_broken("next index >= num", "next descriptor index");
-
-	ring_setup(8, false, true);
-	set_desc(t.desc, 0, BUF, 16, VRING_DESC_F_NEXT, 1);
-	set_desc(t.desc, 1, BUF, 16, VRING_DESC_F_NEXT, 0);
-	publish(0);
-	expect_broken("descriptor loop 0->1->0", "loop");
-
-	ring_setup(8, false, true);
-	set_desc(t.desc, 0, TABLE, 24, VRING_DESC_F_INDIRECT, 0);
-	publish(0);
-	expect_broken("indirect table length 24", "multiple of 16");
-
-	ring_setup(8, false, true);
-	set_desc(t.desc, 0, TABLE, 0, VRING_DESC_F_INDIRECT, 0);
-	publish(0);
-	expect_broken("indirect table length 0", "multiple of 16");
-
-	ring_setup(8, false, true);
-	table = host(TABLE);
-	set_desc(table, 0, TABLE + 0x100, 16, VRING_DESC_F_INDIRECT, 0);
-	set_desc(t.desc, 0, TABLE, 16, VRING_DESC_F_INDIRECT, 0);
-	publish(0);
-	expect_broken("indirect inside indirect", "nested");
-
-	ring_setup(8, false, true);
-	set_desc(t.desc, 0, TABLE, 16, VRING_DESC_F_INDIRECT | VRING_DESC_F_NEXT, 1);
-	publish(0);
-	expect_broken("indirect with NEXT", "NEXT");
-
-	ring_setup(8, false, false);
-	set_desc(host(TABLE), 0, BUF, 16, 0, 0);
-	set_desc(t.desc, 0, TABLE, 16, VRING_DESC_F_INDIRECT, 0);
-	publish(0);
-	expect_broken("indirect without the feature", "not negotiated");
-
-	ring_setup(8, false, true);
-	set_desc(t.desc, 0, GPA_GAP, 32, VRING_DESC_F_INDIRECT, 0);
-	publish(0);
-	expect_broken("indirect table in unmapped gap", "indirect table outside");
-
-	ring_setup(8, false, true);
-	set_desc(t.desc, 0, GPA_GAP - 16, 32, VRING_DESC_F_INDIRECT, 0);
-	publish(0);
-	expect_broken("indirect table running into the gap", "indirect table outside");
-
-	ring_setup(8, false, true);
-	table = host(TABLE);
-	set_desc(table, 0, BUF, 16, VRING_DESC_F_NEXT, 5);
-	set_desc(t.desc, 0, TABLE, 32, VRING_DESC_F_INDIRECT, 0);
-	publish(0);
-	expect_broken("next index beyond indirect table", "next descriptor index");
-
-	ring_setup(8, false, true);
-	set_desc(t.desc, 0, 0x900000, 16, 0, 0);
-	publish(0);
-	expect_broken("buffer address outside memory", "outside guest memory");
-
-	ring_setup(8, false, true);
-	set_desc(t.desc, 0, GPA_GAP - 10, 30, 0, 0);
-	publish(0);
-	expect_broken("buffer straddling into unmapped gap", "outside guest memory");
-
-	ring_setup(8, false, true);
-	set_desc(t.desc, 0, UINT64_MAX - 0xf, 0x100, 0, 0);
-	publish(0);
-	expect_broken("addr + len wraps", "outside guest memory");
-
-	ring_setup(8, false, true);
-	set_desc(t.desc, 0, BUF, 16, VRING_DESC_F_WRITE | VRING_DESC_F_NEXT, 1);
-	set_desc(t.desc, 1, BUF, 16, 0, 0);
-	publish(0);
-	expect_broken("readable after writable", "readable descriptor after");
+		ring_setup(8, false, b->indirect);
+		table = host(TABLE);
+		for (unsigned i = 0; i < b->ntable; i++)
+			table[i] = b->table[i];
+		for (unsigned i = 0; i < b->nring; i++)
+			t.desc[i] = b->ring[i];
+		publish(b->head);
+		expect_broken(b->what, b->want);
+	}
 
 	ring_setup(8, false, true);
 	t.avail->idx = 9;
