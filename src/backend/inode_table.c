@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/hash.h"
+
 /*
  * FORGETs arrive on the hiprio queue thread while lookups run on the
  * request threads: 64 independently locked shards keep them from
@@ -36,19 +38,9 @@ struct inode_table {
 	struct fd_budget *fds;
 };
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
 static uint64_t key_hash(const struct inode_key *k)
 {
-	return mix64(k->ino ^ mix64(k->dev ^ mix64(k->mnt_id)));
+	return ferry_mix64(k->ino ^ ferry_mix64(k->dev ^ ferry_mix64(k->mnt_id)));
 }
 
 static bool key_equal(const struct inode_key *a, const struct inode_key *b)
@@ -58,7 +50,7 @@ static bool key_equal(const struct inode_key *a, const struct inode_key *b)
 
 static size_t id_bucket(const struct shard *s, uint64_t nodeid)
 {
-	return mix64(nodeid >> SHARD_BITS) & (s->nbuckets - 1);
+	return ferry_mix64(nodeid >> SHARD_BITS) & (s->nbuckets - 1);
 }
 
 static size_t key_bucket(const struct shard *s, const struct inode_key *k)

@@ -412,7 +412,7 @@ static int rec_inode(struct dec *d, const unsigned char *p, uint32_t len)
 		  d->lim->max_inodes);
 	if (rc)
 		return rc;
-	rc = mig_index_add(st->by_nodeid, mig_hash64(in.nodeid), idx);
+	rc = mig_index_add(st->by_nodeid, ferry_mix64(in.nodeid), idx);
 	if (!rc && (in.flags & MIG_INODE_PATH))
 		rc = mig_index_add(st->by_path, hpath, idx);
 	if (!rc && (in.flags & MIG_INODE_HANDLE))
@@ -466,7 +466,7 @@ static int rec_handle(struct dec *d, const unsigned char *p, uint32_t len)
 	if (rc)
 		return rc;
 	st->handles[st->n_handles] = h;
-	rc = mig_index_add(st->by_fh, mig_hash64(h.fh), (uint32_t)st->n_handles);
+	rc = mig_index_add(st->by_fh, ferry_mix64(h.fh), (uint32_t)st->n_handles);
 	st->n_handles++;
 	return rc;
 }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/hash.h"
 #include "common/migration_stream.h"
 
 /* Fixed body sizes of version 1 (migration_stream.h). */
@@ -33,7 +34,6 @@ void mig_index_free(struct mig_index *ix);
 long mig_index_find(const struct mig_index *ix, uint64_t h, mig_eq_fn eq, const void *ctx);
 int mig_index_add(struct mig_index *ix, uint64_t h, uint32_t idx);
 
-uint64_t mig_hash64(uint64_t x);
 uint64_t mig_hash_bytes(uint64_t seed, const void *buf, size_t len);
 uint64_t mig_path_hash(uint64_t parent, const char *name, size_t len);
 uint64_t mig_fhandle_hash(const struct mig_file_handle *h);

@@ -78,26 +78,16 @@ int mig_fix_checksum(unsigned char *buf, size_t len)
 
 /* ---- hashing ------------------------------------------------------------ */
 
-uint64_t mig_hash64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
 /* FNV-1a folded through mig_hash64: names are short, and the stream is
  * hostile, but a collision only costs a comparison, never correctness. */
 uint64_t mig_hash_bytes(uint64_t seed, const void *buf, size_t len)
 {
 	const unsigned char *p = buf;
-	uint64_t h = 0xcbf29ce484222325ULL ^ mig_hash64(seed);
+	uint64_t h = 0xcbf29ce484222325ULL ^ ferry_mix64(seed);
 
 	for (size_t i = 0; i < len; i++)
 		h = (h ^ p[i]) * 0x100000001b3ULL;
-	return mig_hash64(h ^ len);
+	return ferry_mix64(h ^ len);
 }
 
 uint64_t mig_path_hash(uint64_t parent, const char *name, size_t len)
@@ -107,7 +97,7 @@ uint64_t mig_path_hash(uint64_t parent, const char *name, size_t len)
 
 uint64_t mig_fhandle_hash(const struct mig_file_handle *h)
 {
-	return mig_hash_bytes(mig_hash64(h->mount_id) ^ (uint32_t)h->handle_type,
+	return mig_hash_bytes(ferry_mix64(h->mount_id) ^ (uint32_t)h->handle_type,
 			      h->bytes, h->size);
 }
 
@@ -319,7 +309,7 @@ static bool fh_eq(const void *ctx, uint32_t idx)
 const struct mig_inode *mig_state_inode(const struct mig_state *st, uint64_t nodeid)
 {
 	struct id_key k = { st, nodeid };
-	long i = mig_index_find(st->by_nodeid, mig_hash64(nodeid), nodeid_eq, &k);
+	long i = mig_index_find(st->by_nodeid, ferry_mix64(nodeid), nodeid_eq, &k);
 
 	return i < 0 ? NULL : &st->inodes[i];
 }
@@ -327,7 +317,7 @@ const struct mig_inode *mig_state_inode(const struct mig_state *st, uint64_t nod
 const struct mig_handle *mig_state_handle(const struct mig_state *st, uint64_t fh)
 {
 	struct id_key k = { st, fh };
-	long i = mig_index_find(st->by_fh, mig_hash64(fh), fh_eq, &k);
+	long i = mig_index_find(st->by_fh, ferry_mix64(fh), fh_eq, &k);
 
 	return i < 0 ? NULL : &st->handles[i];
 }
