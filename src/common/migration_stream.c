@@ -9,10 +9,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fd_io.h"
+
 #define ARENA_CHUNK 65536u
 #define INDEX_MIN_CAP 64u
-/* Reads and writes go in chunks the size QEMU itself stores the stream
- * in, so that a big state never needs one huge syscall. */
+/* Reads go in chunks the size QEMU itself stores the stream in, so that a
+ * big state never needs one huge syscall (ferry_write_all writes so too). */
 #define IO_CHUNK ((size_t)1 << 20)
 
 void mig_limits_default(struct mig_limits *lim)
@@ -367,6 +369,14 @@ out:
 	return rc;
 }
 
+/* The reason for a mode the two sides set differently; -EINVAL. */
+static int mode_differs(char *reason, size_t reason_size, const char *what,
+			uint32_t src, uint32_t dst)
+{
+	snprintf(reason, reason_size, "%s %u on the source, %u here", what, src, dst);
+	return -EINVAL;
+}
+
 int mig_options_compare(const struct mig_options *src, const struct mig_options *dst,
 			char *reason, size_t reason_size)
 {
@@ -387,21 +397,15 @@ int mig_options_compare(const struct mig_options *src, const struct mig_options 
 			 (dst->flags >> bit) & 1 ? "on" : "off");
 		return -EINVAL;
 	}
-	if (src->cache_mode != dst->cache_mode) {
-		snprintf(reason, reason_size, "cache mode %u on the source, %u here",
-			 src->cache_mode, dst->cache_mode);
-		return -EINVAL;
-	}
-	if (src->file_handles != dst->file_handles) {
-		snprintf(reason, reason_size, "file-handle mode %u on the source, %u here",
-			 src->file_handles, dst->file_handles);
-		return -EINVAL;
-	}
-	if (src->migration_mode != dst->migration_mode) {
-		snprintf(reason, reason_size, "migration mode %u on the source, %u here",
-			 src->migration_mode, dst->migration_mode);
-		return -EINVAL;
-	}
+	if (src->cache_mode != dst->cache_mode)
+		return mode_differs(reason, reason_size, "cache mode", src->cache_mode,
+				    dst->cache_mode);
+	if (src->file_handles != dst->file_handles)
+		return mode_differs(reason, reason_size, "file-handle mode",
+				    src->file_handles, dst->file_handles);
+	if (src->migration_mode != dst->migration_mode)
+		return mode_differs(reason, reason_size, "migration mode",
+				    src->migration_mode, dst->migration_mode);
 	if (src->config_digest != dst->config_digest) {
 		snprintf(reason, reason_size,
 			 "id or xattr maps differ (digest %016llx on the source, %016llx here)",
@@ -423,20 +427,7 @@ void mig_buf_free(struct mig_buf *b)
 
 int mig_write_fd(int fd, const void *buf, size_t len)
 {
-	const unsigned char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len < IO_CHUNK ? len : IO_CHUNK);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return ferry_write_all(fd, buf, len, false);
 }
 
 int mig_read_fd(int fd, const struct mig_limits *lim, struct mig_buf *out)

@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/fd_io.h"
 #include "common/log.h"
 #include "common/unix_socket.h"
 #include "protocol/fuse_server.h"
@@ -240,23 +241,6 @@ struct stats_server {
 	pthread_t thread;
 };
 
-/* send() with MSG_NOSIGNAL: a peer that hangs up early must not SIGPIPE us. */
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* One query: read the request line, answer, close. */
 static void serve_client(struct stats_server *srv, int fd)
 {
@@ -285,14 +269,14 @@ static void serve_client(struct stats_server *srv, int fd)
 	} else {
 		static const char bad[] = "error: send \"table\\n\" or \"json\\n\"\n";
 
-		write_all(fd, bad, sizeof(bad) - 1);
+		ferry_write_all(fd, bad, sizeof(bad) - 1, true);
 		goto out;
 	}
 	mem = open_memstream(&text, &len);
 	if (!mem)
 		goto out;
 	if (stats_report(&srv->src, json, mem) == 0 && fflush(mem) == 0)
-		write_all(fd, text, len);
+		ferry_write_all(fd, text, len, true);
 	fclose(mem);
 	free(text);
 out:
@@ -418,7 +402,7 @@ int stats_query(const char *path, bool json, FILE *out, FILE *err)
 			"running with --stats-socket=%s?)\n", path, strerror(errno), path);
 		goto out;
 	}
-	ret = write_all(fd, request, strlen(request));
+	ret = ferry_write_all(fd, request, strlen(request), true);
 	if (ret) {
 		fprintf(err, "ferryfsd: --stats: %s\n", strerror(-ret));
 		goto out;
