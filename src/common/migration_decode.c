@@ -138,16 +138,13 @@ static int check_frame(struct dec *d, size_t len)
 	return 0;
 }
 
-/* ---- fixed records -------------------------------------------------------- */
+/* ---- fixed records (records() checks their sizes) --------------------------- */
 
 static int rec_session(struct dec *d, const unsigned char *p, uint32_t len)
 {
 	struct mig_session *s = &d->st->session;
 	uint32_t init;
 
-	if (len != MIG_SESSION_SIZE)
-		return fail(d, -EBADMSG, "session record of %u bytes, expected %u", len,
-			    MIG_SESSION_SIZE);
 	init = mig_get32(p);
 	if (init > 1)
 		return fail(d, -EINVAL, "session state %u is neither 0 nor 1", init);
@@ -182,9 +179,6 @@ static int rec_options(struct dec *d, const unsigned char *p, uint32_t len)
 {
 	struct mig_options *o = &d->st->options;
 
-	if (len != MIG_OPTIONS_SIZE)
-		return fail(d, -EBADMSG, "options record of %u bytes, expected %u", len,
-			    MIG_OPTIONS_SIZE);
 	o->flags = mig_get32(p);
 	o->cache_mode = p[4];
 	o->file_handles = p[5];
@@ -433,9 +427,6 @@ static int rec_handle(struct dec *d, const unsigned char *p, uint32_t len)
 	struct mig_handle h;
 	int rc;
 
-	if (len != MIG_HANDLE_SIZE)
-		return fail(d, -EBADMSG, "handle record of %u bytes, expected %u", len,
-			    MIG_HANDLE_SIZE);
 	if (st->n_handles >= d->lim->max_handles)
 		return fail(d, -E2BIG, "more than %zu handles", d->lim->max_handles);
 	h.fh = mig_get64(p);
@@ -478,9 +469,6 @@ static int rec_lock(struct dec *d, const unsigned char *p, uint32_t len)
 	struct mig_lock l;
 	int rc;
 
-	if (len != MIG_LOCK_SIZE)
-		return fail(d, -EBADMSG, "lock record of %u bytes, expected %u", len,
-			    MIG_LOCK_SIZE);
 	if (st->n_locks >= d->lim->max_locks)
 		return fail(d, -E2BIG, "more than %zu locks", d->lim->max_locks);
 	memset(&l, 0, sizeof(l));
@@ -538,6 +526,22 @@ static int check_order(struct dec *d, unsigned type)
 	return 0;
 }
 
+/* How each known record is read, and the size of the fixed ones (0: the
+ * reader checks a variable size itself). */
+struct record_kind {
+	int (*read)(struct dec *d, const unsigned char *p, uint32_t len);
+	uint32_t size;
+};
+
+static const struct record_kind record_kinds[] = {
+	[MIG_REC_SESSION] = { rec_session, MIG_SESSION_SIZE },
+	[MIG_REC_OPTIONS] = { rec_options, MIG_OPTIONS_SIZE },
+	[MIG_REC_COUNTERS] = { rec_counters, 0 },
+	[MIG_REC_INODE] = { rec_inode, 0 },
+	[MIG_REC_HANDLE] = { rec_handle, MIG_HANDLE_SIZE },
+	[MIG_REC_LOCK] = { rec_lock, MIG_LOCK_SIZE },
+};
+
 static int records(struct dec *d)
 {
 	int rc = 0;
@@ -546,6 +550,7 @@ static int records(struct dec *d)
 		const unsigned char *p = d->buf + d->pos;
 		unsigned type, flags;
 		uint32_t len;
+		const struct record_kind *kind;
 
 		d->rec_no++;
 		if (d->end - d->pos < MIG_RECORD_HEADER_SIZE)
@@ -573,14 +578,12 @@ static int records(struct dec *d)
 		rc = check_order(d, type);
 		if (rc)
 			break;
-		switch (type) {
-		case MIG_REC_SESSION: rc = rec_session(d, p, len); break;
-		case MIG_REC_OPTIONS: rc = rec_options(d, p, len); break;
-		case MIG_REC_COUNTERS: rc = rec_counters(d, p, len); break;
-		case MIG_REC_INODE: rc = rec_inode(d, p, len); break;
-		case MIG_REC_HANDLE: rc = rec_handle(d, p, len); break;
-		default: rc = rec_lock(d, p, len); break;
-		}
+		kind = &record_kinds[type];
+		if (kind->size && len != kind->size)
+			rc = fail(d, -EBADMSG, "%s record of %u bytes, expected %u",
+				  type_name(type), len, kind->size);
+		else
+			rc = kind->read(d, p, len);
 		d->pos += MIG_RECORD_HEADER_SIZE + len;
 	}
 	if (rc)
