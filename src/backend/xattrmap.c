@@ -106,35 +106,51 @@ static int add_map_rules(struct xattrmap *map, struct rule_parser *rp,
 	return ret;
 }
 
+struct word {
+	const char *name;
+	unsigned value;
+};
+
+/* The value s names in words (ended by a NULL name); false if none. */
+static bool find_word(const struct word *words, const char *s, unsigned *value)
+{
+	for (; words->name; words++) {
+		if (!strcmp(words->name, s)) {
+			*value = words->value;
+			return true;
+		}
+	}
+	return false;
+}
+
 static int parse_type(struct rule_parser *rp, const char *s,
 		      enum xattrmap_type *type, bool *is_map)
 {
-	*is_map = false;
-	if (!strcmp(s, "prefix"))
-		*type = XATTRMAP_PREFIX;
-	else if (!strcmp(s, "ok"))
-		*type = XATTRMAP_OK;
-	else if (!strcmp(s, "bad"))
-		*type = XATTRMAP_BAD;
-	else if (!strcmp(s, "unsupported"))
-		*type = XATTRMAP_UNSUPPORTED;
-	else if (!strcmp(s, "map"))
-		*is_map = true;
-	else
+	static const struct word types[] = {
+		{ "prefix", XATTRMAP_PREFIX }, { "ok", XATTRMAP_OK },
+		{ "bad", XATTRMAP_BAD }, { "unsupported", XATTRMAP_UNSUPPORTED },
+		{ NULL, 0 },
+	};
+	unsigned value;
+
+	*is_map = !strcmp(s, "map");
+	if (*is_map)
+		return 0;
+	if (!find_word(types, s, &value))
 		return rule_error(rp, "unknown type '%s' (expected prefix, ok, "
 				  "bad, unsupported or map)", s);
+	*type = (enum xattrmap_type)value;
 	return 0;
 }
 
 static int parse_scope(struct rule_parser *rp, const char *s, unsigned *scope)
 {
-	if (!strcmp(s, "client"))
-		*scope = XATTRMAP_CLIENT;
-	else if (!strcmp(s, "server"))
-		*scope = XATTRMAP_SERVER;
-	else if (!strcmp(s, "all"))
-		*scope = XATTRMAP_CLIENT | XATTRMAP_SERVER;
-	else
+	static const struct word scopes[] = {
+		{ "client", XATTRMAP_CLIENT }, { "server", XATTRMAP_SERVER },
+		{ "all", XATTRMAP_CLIENT | XATTRMAP_SERVER }, { NULL, 0 },
+	};
+
+	if (!find_word(scopes, s, scope))
 		return rule_error(rp, "unknown scope '%s' (expected client, "
 				  "server or all)", s);
 	return 0;
