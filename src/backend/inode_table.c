@@ -291,15 +291,23 @@ int inode_get(struct inode_table *t, uint64_t nodeid, struct inode **out)
 	return 0;
 }
 
-void inode_get_again(struct inode_table *t, struct inode *inode)
+/* Adds one to count, one of inode's counts, under its shard's lock; the
+ * root's counts are not kept (it is never freed). */
+static void inode_count_up(struct inode_table *t, struct inode *inode,
+			   uint64_t *count)
 {
 	struct shard *s = &t->shards[inode->shard];
 
 	if (inode == &t->root)
 		return;
 	pthread_mutex_lock(&s->lock);
-	inode->refs++;
+	(*count)++;
 	pthread_mutex_unlock(&s->lock);
+}
+
+void inode_get_again(struct inode_table *t, struct inode *inode)
+{
+	inode_count_up(t, inode, &inode->refs);
 }
 
 void inode_put(struct inode_table *t, struct inode *inode)
@@ -412,13 +420,7 @@ int inode_lookup_add(struct inode_table *t, int fd, const struct inode_key *key,
 
 void inode_add_lookup(struct inode_table *t, struct inode *inode)
 {
-	struct shard *s = &t->shards[inode->shard];
-
-	if (inode == &t->root)
-		return;
-	pthread_mutex_lock(&s->lock);
-	inode->nlookup++;
-	pthread_mutex_unlock(&s->lock);
+	inode_count_up(t, inode, &inode->nlookup);
 }
 
 void inode_drop_lookup(struct inode_table *t, struct inode *inode)
