@@ -131,6 +131,17 @@ static int session_open(struct session *s, const char *dir, bool defer_every_syn
 	return 0;
 }
 
+/* session_open where a failure is a failed check, "session on DIR" and
+ * what; false then. */
+static bool session_ready(struct session *s, const char *dir, bool defer_every_sync,
+			  bool defer_every_read, const char *what)
+{
+	if (session_open(s, dir, defer_every_sync, defer_every_read) == 0)
+		return true;
+	CHECK_MSG(0, "session on %s%s", dir, what);
+	return false;
+}
+
 static void session_close(struct session *s)
 {
 	struct fuse_release_in rel = { .fh = s->fh };
@@ -149,10 +160,8 @@ static void test_slow_sync_deferred(void)
 	uint64_t unique;
 	uint32_t used;
 
-	if (session_open(&s, scratch, true, false) < 0) {
-		CHECK_MSG(0, "session on %s with every sync deferred", scratch);
+	if (!session_ready(&s, scratch, true, false, " with every sync deferred"))
 		return;
-	}
 	fs.fh = s.fh;
 	unique = next_unique;
 	used = send_req(s.ps.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token1);
@@ -212,10 +221,8 @@ static void test_quick_sync_inline(void)
 	int token;
 	uint32_t used;
 
-	if (session_open(&s, scratch, false, false) < 0) {
-		CHECK_MSG(0, "session on %s", scratch);
+	if (!session_ready(&s, scratch, false, false, ""))
 		return;
-	}
 	fs.fh = s.fh;
 	/* Until a sync on this file system has taken long, it runs inline. */
 	used = send_req(s.ps.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token);
@@ -476,10 +483,8 @@ static void test_cold_read_budget(const char *dir)
 	snprintf(path, sizeof(path), "%s/cold", dir);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/big", dir);
-	if (session_open(&s, dir, false, true) < 0) {
-		CHECK_MSG(0, "session on %s", dir);
+	if (!session_ready(&s, dir, false, true, ""))
 		return;
-	}
 	/* 34 MiB of pattern, written back to disk. */
 	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 	for (i = 0; fd >= 0 && i < 34 && ok; i++) {
