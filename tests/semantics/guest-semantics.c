@@ -510,29 +510,37 @@ static void cmd_writeback(const char *mnt)
 					"0123456789abcd"), "read '%s'", buf);
 }
 
+/* The commands: one directory argument, or two (then two is set). */
+static const struct command {
+	const char *name;
+	void (*one)(const char *);
+	void (*two)(const char *, const char *);
+} commands[] = {
+	{ "submounts", NULL, cmd_submounts },
+	{ "hold", NULL, cmd_hold },
+	{ "readonly", cmd_readonly, NULL },
+	{ "translate", cmd_translate, NULL },
+	{ "killpriv", cmd_killpriv, NULL },
+	{ "cache", NULL, cmd_cache },
+	{ "mmap", cmd_mmap, NULL },
+	{ "writeback", cmd_writeback, NULL },
+};
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc == 4 && !strcmp(argv[1], "submounts"))
-		cmd_submounts(argv[2], argv[3]);
-	else if (argc == 4 && !strcmp(argv[1], "hold"))
-		cmd_hold(argv[2], argv[3]);
-	else if (argc == 3 && !strcmp(argv[1], "readonly"))
-		cmd_readonly(argv[2]);
-	else if (argc == 3 && !strcmp(argv[1], "translate"))
-		cmd_translate(argv[2]);
-	else if (argc == 3 && !strcmp(argv[1], "killpriv"))
-		cmd_killpriv(argv[2]);
-	else if (argc == 4 && !strcmp(argv[1], "cache"))
-		cmd_cache(argv[2], argv[3]);
-	else if (argc == 3 && !strcmp(argv[1], "mmap"))
-		cmd_mmap(argv[2]);
-	else if (argc == 3 && !strcmp(argv[1], "writeback"))
-		cmd_writeback(argv[2]);
-	else {
-		fprintf(stderr, "usage: gsem submounts|hold MNT NOSUB | readonly|translate|"
-			"killpriv|mmap|writeback DIR | cache DIR MODE\n");
-		return 2;
+	for (size_t i = 0; argc >= 2 && i < sizeof(commands) / sizeof(commands[0]); i++) {
+		const struct command *c = &commands[i];
+
+		if (strcmp(argv[1], c->name) || argc != (c->two ? 4 : 3))
+			continue;
+		if (c->two)
+			c->two(argv[2], argv[3]);
+		else
+			c->one(argv[2]);
+		return failures ? 1 : 0;
 	}
-	return failures ? 1 : 0;
+	fprintf(stderr, "usage: gsem submounts|hold MNT NOSUB | readonly|translate|"
+		"killpriv|mmap|writeback DIR | cache DIR MODE\n");
+	return 2;
 }
