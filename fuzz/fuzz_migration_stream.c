@@ -23,42 +23,12 @@ static struct mig_limits limits;
 struct seed {
 	struct mig_inode inodes[8];
 	struct mig_file_handle fh;
-	size_t n_inodes, i_inode;
+	size_t n_inodes;
 	struct mig_handle handles[3];
-	size_t n_handles, i_handle;
+	size_t n_handles;
 	struct mig_lock locks[2];
-	size_t n_locks, i_lock;
+	size_t n_locks;
 };
-
-static int seed_inode(void *arg, struct mig_inode *out)
-{
-	struct seed *s = arg;
-
-	if (s->i_inode == s->n_inodes)
-		return 0;
-	*out = s->inodes[s->i_inode++];
-	return 1;
-}
-
-static int seed_handle(void *arg, struct mig_handle *out)
-{
-	struct seed *s = arg;
-
-	if (s->i_handle == s->n_handles)
-		return 0;
-	*out = s->handles[s->i_handle++];
-	return 1;
-}
-
-static int seed_lock(void *arg, struct mig_lock *out)
-{
-	struct seed *s = arg;
-
-	if (s->i_lock == s->n_locks)
-		return 0;
-	*out = s->locks[s->i_lock++];
-	return 1;
-}
 
 static void write_one(const char *dir, const char *name, struct seed *s,
 		      const struct mig_session *session, unsigned shard_bits)
@@ -67,18 +37,18 @@ static void write_one(const char *dir, const char *name, struct seed *s,
 				    .file_handles = MIG_FH_PREFER,
 				    .migration_mode = MIG_MODE_FILE_HANDLES };
 	struct mig_counters counters = { .next_fh = 10, .shard_bits = shard_bits };
-	struct mig_source src = { .session = session, .options = &opts,
-				  .counters = &counters, .next_inode = seed_inode,
-				  .next_handle = seed_handle, .next_lock = seed_lock,
-				  .arg = s };
+	struct mig_arrays a = { .session = session, .options = &opts,
+				.counters = &counters,
+				.inodes = s->inodes, .n_inodes = s->n_inodes,
+				.handles = s->handles, .n_handles = s->n_handles,
+				.locks = s->locks, .n_locks = s->n_locks };
 	struct mig_buf b = { 0 };
 	struct mig_state *st;
 	char why[256];
 
 	for (unsigned i = 0; i < (1u << shard_bits); i++)
 		counters.next_seq[i] = 100;
-	s->i_inode = s->i_handle = s->i_lock = 0;
-	if (mig_encode(&src, &b))
+	if (mig_encode_arrays(&a, &b))
 		fuzz_fail("seed %s does not encode", name);
 	/* A seed the decoder refuses would only teach the fuzzer refusals. */
 	if (mig_decode(b.data, b.len, &limits, &st, why, sizeof(why)))

@@ -242,52 +242,65 @@ fail:
 	return rc;
 }
 
-/* ---- from a decoded state ------------------------------------------------ */
+/* ---- from arrays, and from a decoded state -------------------------------- */
 
-struct state_iter {
-	const struct mig_state *st;
+struct arrays_iter {
+	const struct mig_arrays *a;
 	size_t inode, handle, lock;
 };
 
-static int next_state_inode(void *arg, struct mig_inode *out)
+static int next_array_inode(void *arg, struct mig_inode *out)
 {
-	struct state_iter *it = arg;
+	struct arrays_iter *it = arg;
 
-	if (it->inode == it->st->n_inodes)
+	if (it->inode == it->a->n_inodes)
 		return 0;
-	*out = it->st->inodes[it->inode++];
+	*out = it->a->inodes[it->inode++];
 	return 1;
 }
 
-static int next_state_handle(void *arg, struct mig_handle *out)
+static int next_array_handle(void *arg, struct mig_handle *out)
 {
-	struct state_iter *it = arg;
+	struct arrays_iter *it = arg;
 
-	if (it->handle == it->st->n_handles)
+	if (it->handle == it->a->n_handles)
 		return 0;
-	*out = it->st->handles[it->handle++];
+	*out = it->a->handles[it->handle++];
 	return 1;
 }
 
-static int next_state_lock(void *arg, struct mig_lock *out)
+static int next_array_lock(void *arg, struct mig_lock *out)
 {
-	struct state_iter *it = arg;
+	struct arrays_iter *it = arg;
 
-	if (it->lock == it->st->n_locks)
+	if (it->lock == it->a->n_locks)
 		return 0;
-	*out = it->st->locks[it->lock++];
+	*out = it->a->locks[it->lock++];
 	return 1;
 }
 
-int mig_encode_state(const struct mig_state *st, struct mig_buf *out)
+int mig_encode_arrays(const struct mig_arrays *a, struct mig_buf *out)
 {
-	struct state_iter it = { .st = st };
+	struct arrays_iter it = { .a = a };
 	struct mig_source src = {
-		.session = &st->session, .options = &st->options,
-		.counters = &st->counters, .next_inode = next_state_inode,
-		.next_handle = next_state_handle, .next_lock = next_state_lock,
+		.session = a->session, .options = a->options,
+		.counters = a->counters, .next_inode = next_array_inode,
+		.next_handle = next_array_handle, .next_lock = next_array_lock,
 		.arg = &it,
 	};
 
 	return mig_encode(&src, out);
+}
+
+int mig_encode_state(const struct mig_state *st, struct mig_buf *out)
+{
+	struct mig_arrays a = {
+		.session = &st->session, .options = &st->options,
+		.counters = &st->counters,
+		.inodes = st->inodes, .n_inodes = st->n_inodes,
+		.handles = st->handles, .n_handles = st->n_handles,
+		.locks = st->locks, .n_locks = st->n_locks,
+	};
+
+	return mig_encode_arrays(&a, out);
 }

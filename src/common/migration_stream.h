@@ -273,6 +273,21 @@ struct mig_source {
 /* Appends a whole stream to out (which may hold bytes already; on failure
  * out->len is back where it was). */
 int mig_encode(const struct mig_source *src, struct mig_buf *out);
+/* A whole state held in arrays, encoded in their order. */
+struct mig_arrays {
+	const struct mig_session *session;
+	const struct mig_options *options;
+	const struct mig_counters *counters;
+	const struct mig_inode *inodes;
+	size_t n_inodes;
+	const struct mig_handle *handles;
+	size_t n_handles;
+	const struct mig_lock *locks;
+	size_t n_locks;
+};
+/* mig_encode with the items taken from a's arrays (tests, the fuzzer's
+ * seeds). */
+int mig_encode_arrays(const struct mig_arrays *a, struct mig_buf *out);
 /* Encodes a decoded state again (tests, the fuzzer's round trip). */
 int mig_encode_state(const struct mig_state *st, struct mig_buf *out);
 

@@ -8,36 +8,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static int next_inode(void *arg, struct mig_inode *out)
-{
-	struct model *m = arg;
-
-	if (m->i_inode == N_INODES)
-		return 0;
-	*out = m->inodes[m->i_inode++];
-	return 1;
-}
-
-static int next_handle(void *arg, struct mig_handle *out)
-{
-	struct model *m = arg;
-
-	if (m->i_handle == m->n_handles)
-		return 0;
-	*out = m->handles[m->i_handle++];
-	return 1;
-}
-
-static int next_lock(void *arg, struct mig_lock *out)
-{
-	struct model *m = arg;
-
-	if (m->i_lock == m->n_locks)
-		return 0;
-	*out = m->locks[m->i_lock++];
-	return 1;
-}
-
 /* ferryfs's nodeids: (seq << 6) | shard. */
 static uint64_t model_nodeid(struct model *m, unsigned i)
 {
@@ -126,14 +96,14 @@ void model_build(struct model *m)
 
 int model_encode(struct model *m, struct mig_buf *b)
 {
-	struct mig_source src = {
+	struct mig_arrays a = {
 		.session = &m->session, .options = &m->options, .counters = &m->counters,
-		.next_inode = next_inode, .next_handle = next_handle,
-		.next_lock = next_lock, .arg = m,
+		.inodes = m->inodes, .n_inodes = N_INODES,
+		.handles = m->handles, .n_handles = m->n_handles,
+		.locks = m->locks, .n_locks = m->n_locks,
 	};
 
-	m->i_inode = m->i_handle = m->i_lock = 0;
-	return mig_encode(&src, b);
+	return mig_encode_arrays(&a, b);
 }
 
 bool inode_equal(const struct mig_inode *a, const struct mig_inode *b)

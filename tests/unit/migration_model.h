@@ -21,14 +21,13 @@ struct model {
 	size_t n_handles;
 	struct mig_lock locks[8];
 	size_t n_locks;
-	size_t i_inode, i_handle, i_lock;
 };
 
 /* 501 inodes: directory i (1..60) sits in directory i/2, the root for 1;
  * every 17th file is unlinked but open, every 3rd node has a file handle;
  * nodeids are ferryfs's (seq << 6) | shard. */
 void model_build(struct model *m);
-/* Encodes m through the encoder's callbacks. */
+/* Encodes m (mig_encode_arrays). */
 int model_encode(struct model *m, struct mig_buf *b);
 /* Field by field: padding bytes are not part of the state. */
 bool session_equal(const struct mig_session *a, const struct mig_session *b);
