@@ -34,7 +34,8 @@ done
 [[ -f /usr/lib/x86_64-linux-gnu/libvirt/connection-driver/libvirt_driver_qemu.so ]] ||
     skip "libvirt's QEMU driver missing (libvirt-daemon-driver-qemu)"
 start_prepare
-trap 'lv_cleanup; start_cleanup' EXIT
+# tmp_cleanup (tests/lib/common.sh) runs it before removing $tmp.
+cleanup_cmds+=(lv_cleanup)
 
 lvpid=""
 lv_cleanup() {
@@ -52,7 +53,7 @@ in_ns() { nsenter --mount --target "$lvpid" "$@"; }
 # README "With libvirt", step 1: install, and link the description where libvirt looks.
 inst="$tmp/inst"
 if ! make -C "$repo" --no-print-directory install DESTDIR="$inst" >"$tmp/install.log" 2>&1; then
-    fail "make install: $(tail -5 "$tmp/install.log")"; start_finish
+    fail "make install: $(tail -5 "$tmp/install.log")"; finish
 fi
 etc="$tmp/etc"
 mkdir -p "$etc/qemu/vhost-user" "$etc/libvirt"
@@ -108,7 +109,7 @@ done
 if ((!up)); then
     if grep -q "overlay" "$tmp/libvirtd.log"; then skip "no overlayfs here: $(head -3 "$tmp/libvirtd.log")"; fi
     fail "libvirtd did not come up:"; sed 's/^/    /' "$tmp/libvirtd.log" | tail -20
-    start_finish
+    finish
 fi
 pass "libvirtd $(virsh_ns version | awk '/library: libvirt/ {print $NF; exit}') answers on its private socket"
 
@@ -210,6 +211,18 @@ destroy_domain() { # NAME
     virsh_ns undefine "$d" >/dev/null 2>&1 || fail "[$d] virsh undefine failed"
 }
 
+# What both domains end with: the guest's file on the host, ferryfsd's log, virsh destroy.
+finish_domain() { # NAME SHARE
+    local d=$1 share=$2
+    if [[ "$(cat "$share/guest-wrote.txt" 2>/dev/null)" == "written by the guest" ]]; then
+        pass "[$d] the guest's file is on the host"
+    else
+        fail "[$d] guest-wrote.txt missing on the host"
+    fi
+    check_fs_log "$d"
+    destroy_domain "$d"
+}
+
 # The cache mode's effect: the guest reads cached.txt, the host rewrites it (same
 # size), the guest reads it again. cache=always (FOPEN_KEEP_CACHE, 86400 s
 # attributes) keeps the guest's pages: it sees the old text; cache=auto drops
@@ -309,13 +322,7 @@ if start_domain "$d"; then
         fail "[$d] queue size: QEMU or ferryfsd did not get 1024: $(grep -o 'queue [0-9]* started.*' "$tmp/$d-virtiofsd.log" | tr '\n' ' ')"
     fi
     check_cache "$d" "$console" always older
-    if [[ "$(cat "$share1/guest-wrote.txt" 2>/dev/null)" == "written by the guest" ]]; then
-        pass "[$d] the guest's file is on the host"
-    else
-        fail "[$d] guest-wrote.txt missing on the host"
-    fi
-    check_fs_log "$d"
-    destroy_domain "$d"
+    finish_domain "$d" "$share1"
 fi
 
 # --- Domain 2: no <binary>: libvirt finds ferryfsd through the installed JSON.
@@ -337,13 +344,7 @@ if start_domain "$d"; then
     else
         fail "[$d] ferryfsd shares libvirtd's mount namespace"
     fi
-    if [[ "$(cat "$share2/guest-wrote.txt" 2>/dev/null)" == "written by the guest" ]]; then
-        pass "[$d] the guest's file is on the host"
-    else
-        fail "[$d] guest-wrote.txt missing on the host"
-    fi
-    check_fs_log "$d"
-    destroy_domain "$d"
+    finish_domain "$d" "$share2"
 fi
 
 # libvirtd stops; its namespace and everything in it go. The host has nothing of it.
@@ -359,4 +360,4 @@ if ((${#left[@]} == 0)) && [[ -z "$procs" ]]; then
 else
     fail "left on the host: ${left[*]} $procs"
 fi
-start_finish
+finish

@@ -133,14 +133,14 @@ done
 
 # The installed daemon serves a guest, with its default namespace sandbox.
 start_prepare
-# start_prepare set its own EXIT trap: keep both.
-trap 'start_cleanup; cleanup_deb' EXIT
+# start_prepare's EXIT trap (tmp_cleanup) runs the package's cleanup too.
+cleanup_cmds+=(cleanup_deb)
 sock="$tmp/vhost.sock"
 /usr/bin/ferryfsd --socket-path="$sock" --shared-dir="$share" >"$tmp/daemon.log" 2>&1 &
 pid=$!
 cleanup_pids+=("$pid")
 if wait_socket "$sock" "$pid"; then
-    boot_and_check "$sock" "$pid" installed
+    boot_demo_and_check "$sock" "$pid" installed
 else
     fail "/usr/bin/ferryfsd did not listen: $(cat "$tmp/daemon.log")"
 fi
@@ -201,4 +201,4 @@ else
     fail "ferryfsd or ferryfs-load still found after purge"
 fi
 say "run time $((SECONDS - t0)) s"
-start_finish
+finish
