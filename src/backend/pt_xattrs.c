@@ -86,11 +86,16 @@ int pt_setxattr(void *fs, const struct fuse_req_ctx *ctx,
 	 * under another name. */
 	if (ret == 0 && (setxattr_flags & FUSE_SETXATTR_ACL_KILL_SGID) &&
 	    !strcmp(name, "system.posix_acl_access")) {
+		char fd_name[PROC_FD_NAME_MAX];
 		struct statx stx;
 
+		/* fchmodat on the /proc/self/fd name, as SETATTR does: the
+		 * seccomp filter allows no path-based chmod. */
+		pt_proc_fd_name(fd_name, inode->fd);
 		ret = pt_stat_fd(inode->fd, &stx);
 		if (ret == 0 && (stx.stx_mode & S_ISGID))
-			ret = pt_errno_or(chmod(path, stx.stx_mode & 07777 & ~S_ISGID));
+			ret = pt_errno_or(fchmodat(pt->proc_self_fd, fd_name,
+						   stx.stx_mode & 07777 & ~S_ISGID, 0));
 	}
 put:
 	inode_put(pt->inodes, inode);
