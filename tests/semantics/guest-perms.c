@@ -242,46 +242,60 @@ static int op_getxattr(void)
 }
 
 static int op_setxattr(void) { return ok(setxattr("x", "user.y", "w", 1, 0)); }
+
+/* The minimal access ACL of mode 0755: only the owner (or CAP_FOWNER) may
+ * set it, and a setter outside the file's group loses S_ISGID with it. */
+static int op_setacl(void)
+{
+	const struct acl_entry e[] = {
+		{ ACL_USER_OBJ, 7, ~0u }, { ACL_GROUP_OBJ, 5, ~0u }, { ACL_OTHER, 5, ~0u },
+	};
+
+	return ok(set_acl("f", "system.posix_acl_access", e, 3));
+}
 static int op_removexattr(void) { return ok(removexattr("x", "user.x")); }
+
+enum { NEEDS_XATTR = 1, NEEDS_ACL = 2 };
 
 struct op {
 	const char *name;
 	int (*run)(void);
 	const char *observe;    /* what the parent looks at afterwards */
-	bool xattr;             /* needs user.* xattrs */
+	int needs;              /* NEEDS_XATTR: user.* xattrs; NEEDS_ACL: --acl */
 };
 
 static const struct op ops[] = {
-	{ "open-r", op_open_r, "f", false },
-	{ "open-w", op_open_w, "f", false },
-	{ "open-trunc", op_open_trunc, "f", false },
-	{ "write", op_write, "f", false },
-	{ "truncate", op_truncate, "f", false },
-	{ "unlink", op_unlink, "f", false },
-	{ "rename-in-dir", op_rename_in, "g", false },
-	{ "rename-across", op_rename_across, "../d2/f", false },
-	{ "rename-over", op_rename_over, "f", false },
-	{ "link", op_link, "l", false },
-	{ "rmdir", op_rmdir, "e", false },
-	{ "create", op_create, "new", false },
-	{ "create-sgid-mode", op_create_sgid, "new", false },
-	{ "mkdir", op_mkdir, "new", false },
-	{ "mkdir-sgid-mode", op_mkdir_sgid, "new", false },
-	{ "symlink", op_symlink, "new", false },
-	{ "mkfifo", op_mkfifo, "new", false },
-	{ "chmod", op_chmod, "f", false },
-	{ "chmod-g+s", op_chmod_gs, "f", false },
-	{ "chgrp-own-file", op_chgrp_own, "own", false },
-	{ "chown-own-file-same-uid", op_chown_own_same_uid, "own", false },
-	{ "chown-giveaway", op_chown_give, "f", false },
-	{ "chgrp-to-own-group", op_chgrp_f, "f", false },
-	{ "utimens-now", op_utime_now, "f", false },
-	{ "utimens-set", op_utime_set, "f", false },
-	{ "readdir", op_readdir, ".", false },
-	{ "stat", op_stat, "f", false },
-	{ "getxattr", op_getxattr, "x", true },
-	{ "setxattr", op_setxattr, "x", true },
-	{ "removexattr", op_removexattr, "x", true },
+	{ "open-r", op_open_r, "f", 0 },
+	{ "open-w", op_open_w, "f", 0 },
+	{ "open-trunc", op_open_trunc, "f", 0 },
+	{ "write", op_write, "f", 0 },
+	{ "truncate", op_truncate, "f", 0 },
+	{ "unlink", op_unlink, "f", 0 },
+	{ "rename-in-dir", op_rename_in, "g", 0 },
+	{ "rename-across", op_rename_across, "../d2/f", 0 },
+	{ "rename-over", op_rename_over, "f", 0 },
+	{ "link", op_link, "l", 0 },
+	{ "rmdir", op_rmdir, "e", 0 },
+	{ "create", op_create, "new", 0 },
+	{ "create-sgid-mode", op_create_sgid, "new", 0 },
+	{ "mkdir", op_mkdir, "new", 0 },
+	{ "mkdir-sgid-mode", op_mkdir_sgid, "new", 0 },
+	{ "symlink", op_symlink, "new", 0 },
+	{ "mkfifo", op_mkfifo, "new", 0 },
+	{ "chmod", op_chmod, "f", 0 },
+	{ "chmod-g+s", op_chmod_gs, "f", 0 },
+	{ "chgrp-own-file", op_chgrp_own, "own", 0 },
+	{ "chown-own-file-same-uid", op_chown_own_same_uid, "own", 0 },
+	{ "chown-giveaway", op_chown_give, "f", 0 },
+	{ "chgrp-to-own-group", op_chgrp_f, "f", 0 },
+	{ "utimens-now", op_utime_now, "f", 0 },
+	{ "utimens-set", op_utime_set, "f", 0 },
+	{ "readdir", op_readdir, ".", 0 },
+	{ "stat", op_stat, "f", 0 },
+	{ "getxattr", op_getxattr, "x", NEEDS_XATTR },
+	{ "setxattr", op_setxattr, "x", NEEDS_XATTR },
+	{ "removexattr", op_removexattr, "x", NEEDS_XATTR },
+	{ "setacl", op_setacl, "f", NEEDS_ACL },
 };
 
 /* ---- running a cell --------------------------------------------------- */
@@ -439,7 +453,8 @@ int main(int argc, char **argv)
 		if (only && !listed(only, scenarios[s].name))
 			continue;
 		for (size_t o = 0; o < sizeof(ops) / sizeof(*ops); o++) {
-			if (ops[o].xattr && !with_xattr)
+			if (((ops[o].needs & NEEDS_XATTR) && !with_xattr) ||
+			    ((ops[o].needs & NEEDS_ACL) && !with_acl))
 				continue;
 			for (size_t i = 0; i < sizeof(identities) / sizeof(*identities); i++)
 				run_cell(n++, &scenarios[s], &ops[o], &identities[i]);
