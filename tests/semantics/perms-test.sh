@@ -17,9 +17,9 @@ sem_init perms-test
 virtiofsd="${VIRTIOFSD:-/usr/lib/qemu/virtiofsd}"
 
 t="$sem_tmp"
-main="$t/main" acl="$t/acl" kp="$t/kp" vd="$t/vd" va="$t/va" rd="$t/rd" ra="$t/ra"
-mkdir -p "$main/out" "$acl" "$kp" "$vd" "$va" "$rd" "$ra"
-chmod 755 "$main" "$acl" "$kp" "$vd" "$va" "$rd" "$ra"
+main="$t/main" acl="$t/acl" kp="$t/kp" vd="$t/vd" rd="$t/rd"
+mkdir -p "$main/out" "$acl" "$kp" "$vd" "$rd"
+chmod 755 "$main" "$acl" "$kp" "$vd" "$rd"
 virtiofsd_rs="$sem_repo/tests/e2e/virtiofsd-rs"
 gcc -static -O2 -Wall -Wextra -Werror -o "$t/gperms" "$sem_here/guest-perms.c"
 
@@ -31,18 +31,16 @@ sem_daemon facl "$acl" --xattr --posix-acl
 # without CAP_FSETID that truncates on open, which it cannot tell without it.
 sem_daemon fkp "$kp" --killpriv-v2
 columns=(ferryfsd)
+# The reference columns run the plain matrix only: they decide nothing, and each ACL run costs
+# minutes of guest time under TCG.
 if [[ -x "$virtiofsd" ]]; then
     sem_daemon_cmd vd "$vd" "$virtiofsd" --socket-path="$t/vd.sock" -o source="$vd" -o cache=auto
-    sem_daemon_cmd va "$va" "$virtiofsd" --socket-path="$t/va.sock" -o source="$va" -o cache=auto \
-        -o xattr -o posix_acl
     columns+=(virtiofsd)
 else
     sem_say "note: no $virtiofsd, no C virtiofsd column"
 fi
 if "$virtiofsd_rs" --version >/dev/null 2>&1; then
     sem_daemon_cmd rd "$rd" "$virtiofsd_rs" --socket-path="$t/rd.sock" --shared-dir="$rd" --cache=auto
-    sem_daemon_cmd ra "$ra" "$virtiofsd_rs" --socket-path="$t/ra.sock" --shared-dir="$ra" --cache=auto \
-        --xattr --posix-acl
     columns+=(virtiofsd-rs)
 else
     sem_say "note: the Rust virtiofsd is not cached (scripts/stack.sh fetch), no column for it"
@@ -68,14 +66,8 @@ run local-killpriv-v2 /tmp/local/setid --only setid-file,sgid-dir
 run ferryfsd-plain /mnt/m
 run ferryfsd-acl /facl/m --acl $x
 run ferryfsd-killpriv-v2 /fkp/m --only setid-file,sgid-dir
-if [ -d /vd ]; then
-    run virtiofsd-plain /vd/m
-    run virtiofsd-acl /va/m --acl $x
-fi
-if [ -d /rd ]; then
-    run virtiofsd-rs-plain /rd/m
-    run virtiofsd-rs-acl /ra/m --acl $x
-fi
+[ -d /vd ] && run virtiofsd-plain /vd/m
+[ -d /rd ] && run virtiofsd-rs-plain /rd/m
 exit 0
 GUEST
 } >"$main/guest.sh"
@@ -105,7 +97,7 @@ for part in plain acl killpriv-v2; do
     grep -aq '^CELL-SETUP-FAILED\|SETUP-FAILED' "$ref" && { sem_say "FAIL: tmpfs $part: $(grep -a SETUP "$ref" | head -3)"; sem_fail=1; }
     for col in "${columns[@]}"; do
         out="$main/out/$col-$part.txt"
-        [[ $col != ferryfsd && $part == killpriv-v2 ]] && continue
+        [[ $col != ferryfsd && $part != plain ]] && continue
         if [[ ! -s "$out" ]]; then
             sem_say "FAIL: $col $part: no cells"; [[ $col == ferryfsd ]] && sem_fail=1; continue
         fi
