@@ -728,7 +728,8 @@ static int serve(const struct ferry_options *o)
 	install_stop_signals();
 	if (ready_fd >= 0)
 		daemon_detach_stdio();
-	ret = sandbox_enter(o->sandbox, o->shared_dir, &pt_opts.proc_self_fd,
+	ret = sandbox_enter(o->sandbox, o->shared_dir, &pt_opts.uid_map,
+			    &pt_opts.gid_map, &pt_opts.proc_self_fd,
 			    &pt_opts.shared_dir);
 	if (ret)
 		goto out_listen;
