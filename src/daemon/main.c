@@ -662,6 +662,27 @@ static int listen_vhost_user(const struct ferry_options *o, struct vu_listener *
 	return ret;
 }
 
+/*
+ * open_by_handle_at() needs CAP_DAC_READ_SEARCH in the initial user
+ * namespace, which an ordinary user's start (its own user namespace
+ * included) never has: say so once, at start, in those words.
+ */
+static int file_handles_without_root(struct passthrough_opts *pt_opts)
+{
+	if (geteuid() == 0 || pt_opts->file_handles == FILE_HANDLES_NEVER)
+		return 0;
+	if (pt_opts->file_handles == FILE_HANDLES_MANDATORY) {
+		log_err("--inode-file-handles=mandatory needs root (open_by_handle_at "
+			"needs CAP_DAC_READ_SEARCH on the host, which no user "
+			"namespace gives): use prefer or never");
+		return -EPERM;
+	}
+	log_info("--inode-file-handles=prefer: without root file handles cannot "
+		 "be opened (CAP_DAC_READ_SEARCH on the host); inodes keep O_PATH fds");
+	pt_opts->file_handles = FILE_HANDLES_NEVER;
+	return 0;
+}
+
 static int serve(const struct ferry_options *o)
 {
 	struct passthrough_opts pt_opts;
@@ -683,6 +704,9 @@ static int serve(const struct ferry_options *o)
 			strerror(-ret));
 		goto out;
 	}
+	ret = file_handles_without_root(&pt_opts);
+	if (ret)
+		goto out;
 	ret = raise_nofile_limit(o);
 	if (ret)
 		log_warn("could not set the open-file limit: %s", strerror(-ret));
