@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# Guest e2e (make check): ferryfsd started by an ordinary user (one this test creates and removes) with the default sandbox serves a real guest from inside a user namespace, as README.md "Without root" says.
+#
+# As root, the test makes a user and a share and a socket directory that user owns, then starts
+# ferryfsd as that user exactly as the README's "Without root" section does (no --sandbox: the
+# default namespace sandbox). The host checks the serving process in /proc: NoNewPrivs 1,
+# Seccomp 2, a user namespace (and mnt/pid/net) other than init's, uid 0 inside mapping to the
+# user. One boot (QEMU runs as root and connects to the user's socket) runs a guest script from
+# the share that tries to leave it (symlinks, '..', the host path of a marker next to the share,
+# hard links), tries what a single mapped id cannot do (chown to another id, mknod of a device),
+# then the fsops battery without the checks that need host root (listed below with the reason).
+# Afterwards every file the guest created belongs to the user on the host.
+# Exit: 0 pass, 1 fail, 77 skipped (not root, no useradd/setpriv, no user namespaces, no guest).
+set -euo pipefail
+name=unprivileged
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/guest.sh"
+# Every check says its verdict; the test fails at the end if one failed.
+fail() { say "FAIL: $*"; fails=$((fails + 1)); }
+
+# fsops checks that need host root, and why (docs/security.md, "Without root"):
+#   setattr_chown, nonroot_user, sgid_dir, sgid_dir_outsider, suid_cleared_on_chown,
+#   suid_cleared_on_write, suid_cleared_on_truncate:
+#       they chown to, or create as, guest ids 1000/1234/2000, which a user namespace mapping
+#       one id does not have (EINVAL)
+#   mknod_chr:  device nodes need CAP_MKNOD in the initial user namespace (EPERM)
+#   cap_cleared_host_set, suid_root_write_kept: the host prepares files owned by other ids
+#       (1000, root) with file capabilities; to the user they are someone else's files
+root_only=(setattr_chown nonroot_user sgid_dir sgid_dir_outsider suid_cleared_on_chown
+           suid_cleared_on_write suid_cleared_on_truncate mknod_chr
+           cap_cleared_host_set suid_root_write_kept)
+# The host checks that look at what those checks left.
+root_only_host=(owner_1000 mode_owner sgid sgid_outsider special_files caps_cleared)
+
+need_root "it creates a user"
+need_cmd useradd userdel setpriv
+guest_prepare
+make_tmp
+fsops="$guest_dir/fsops"
+source "$repo/tests/e2e/host-checks.sh"
+
+user="ferryfs-unpriv$$"
+user=${user:0:31}
+daemon_pid=""
+cleanup_cmds+=('[[ -z "$daemon_pid" ]] || kill -KILL "$daemon_pid" 2>/dev/null; sleep 0.5')
+cleanup_cmds+=('id "$user" >/dev/null 2>&1 && userdel "$user"; getent group "$user" >/dev/null && groupdel "$user"')
+useradd --no-create-home --shell /usr/sbin/nologin --user-group "$user"
+uid=$(id -u "$user")
+gid=$(id -g "$user")
+say "user $user ($uid:$gid)"
+
+# The user's own corner of $tmp: the share and the socket directory.
+chmod 0711 "$tmp"
+home="$tmp/home"
+share="$home/share"
+run="$home/run"
+sock="$run/ferryfs.sock"
+outside="$home/outside"
+marker="FERRYFS-OUTSIDE-MARKER-$$-$RANDOM"
+mkdir -p "$share/host" "$run" "$outside"
+tmp_drop=("$share")
+echo "$marker" >"$outside/marker"
+printf 'hello from the host\n' >"$share/host/hello.txt"
+"$fsops" --expect hostpat >"$share/host/pattern.bin"
+ln -s ../outside/marker "$share/rel-marker"
+ln -s "$outside/marker" "$share/abs-marker"
+ln -s ../outside "$share/outdir-link"
+
+checks=()
+while read -r c; do
+    [[ " ${root_only[*]} " == *" $c "* ]] || checks+=("$c")
+done < <("$fsops" --list)
+
+cat >"$share/guest.sh" <<GUEST
+#!/bin/sh
+show() {
+    if out=\$(cat "\$2" 2>&1); then echo "READ \$1: \$out"; else echo "NOREAD \$1: \$out"; fi
+}
+show inside /mnt/host/hello.txt
+show abs-marker /mnt/abs-marker
+show rel-marker /mnt/rel-marker
+show outdir-link /mnt/outdir-link/marker
+show dotdot /mnt/../outside/marker
+show host-path $outside/marker
+ln /mnt/rel-marker /mnt/hl-marker 2>&1 | sed 's/^/LN: /'
+echo made-by-guest >/mnt/by-guest && echo "OWNER \$(stat -c %u:%g /mnt/by-guest)"
+chown 1000:1000 /mnt/by-guest 2>&1 | sed 's/^/CHOWN-OTHER: /'
+chown 0:0 /mnt/by-guest && echo "CHOWN-ROOT ok"
+mknod /mnt/cdev c 1 3 2>&1 | sed 's/^/MKNOD-CHR: /'
+mknod /mnt/fifo p && [ -p /mnt/fifo ] && echo "MKNOD-FIFO made"
+sh /cmds/fsops ${checks[*]}
+GUEST
+chmod 755 "$share/guest.sh"
+chown -R "$uid:$gid" "$home"
+chmod 0700 "$run"
+
+# README.md, "Without root": the user starts it with no option about privileges.
+: >"$tmp/daemon.log"
+setpriv --reuid="$uid" --regid="$gid" --init-groups -- \
+    "$ferryfsd" --socket-path="$sock" --shared-dir="$share" --xattr >>"$tmp/daemon.log" 2>&1 &
+daemon_pid=$!
+if ! wait_socket "$sock" "$daemon_pid"; then
+    if grep -q "cannot create a user namespace" "$tmp/daemon.log"; then
+        skip "user namespaces are not available to ordinary users here: $(tail -1 "$tmp/daemon.log")"
+    fi
+    die "ferryfsd as $user did not listen: $(tail -3 "$tmp/daemon.log")"
+fi
+
+# The serving process: the relay's only child.
+serving=""
+for _ in $(seq 50); do
+    serving=$(ps -o pid= --ppid "$daemon_pid" | tr -d ' ')
+    [[ "$serving" =~ ^[0-9]+$ ]] && [[ "$(awk '$1 == "Seccomp:" { print $2 }' "/proc/$serving/status")" == 2 ]] && break
+    sleep 0.1
+done
+[[ "$serving" =~ ^[0-9]+$ ]] || die "no single child of $daemon_pid: '$serving'"
+st() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
+[[ "$(st "$serving" Seccomp)" == 2 ]] || die "Seccomp: $(st "$serving" Seccomp), want 2"
+[[ "$(st "$serving" NoNewPrivs)" == 1 ]] || die "NoNewPrivs: $(st "$serving" NoNewPrivs)"
+[[ "$(st "$serving" Uid)" == "$uid" && "$(st "$serving" Gid)" == "$gid" ]] ||
+    die "the serving process runs as $(st "$serving" Uid):$(st "$serving" Gid) on the host, want $uid:$gid"
+for n in user mnt pid net; do
+    [[ "$(readlink "/proc/$serving/ns/$n")" != "$(readlink /proc/1/ns/$n)" ]] ||
+        die "the serving process shares init's $n namespace"
+done
+[[ "$(cat "/proc/$serving/uid_map" | tr -s ' ' | sed 's/^ //')" == "0 $uid 1" ]] ||
+    die "uid_map: $(cat "/proc/$serving/uid_map")"
+[[ "$(stat -L -c %d:%i "/proc/$serving/root/")" == "$(stat -c %d:%i "$share")" ]] ||
+    die "the serving process's root is not the share"
+say "serving pid $serving: Seccomp 2, NoNewPrivs 1, host ids $uid:$gid, own user/mnt/pid/net namespaces, uid_map 0 $uid 1, root = share"
+
+t0=$SECONDS
+rc=0
+"$run_guest" --guest "$guest_dir" --sock "$sock" --cmd /mnt/guest.sh --quiet \
+    --log "$tmp/console.log" --timeout "${FERRYFS_E2E_TIMEOUT:-600}" --watch-pid "$daemon_pid" || rc=$?
+say "guest finished in $((SECONDS - t0)) s (run-guest exit $rc)"
+out="$(tr -d '\r' <"$tmp/console.log")"
+grep -aq FERRYFS-GUEST-MOUNTED <<<"$out" || die "the guest did not mount the share: $(tail -5 <<<"$out")"
+wait_gone "$daemon_pid" 30 || die "ferryfsd still running after the guest quit"
+drc=0
+wait "$daemon_pid" || drc=$?
+daemon_pid=""
+((drc == 0)) || fail "ferryfsd exited $drc: $(tail -3 "$tmp/daemon.log")"
+
+# Leaving the share.
+grep -aq '^READ inside: hello from the host$' <<<"$out" || fail "the guest could not read the share"
+! grep -aqF "$marker" <<<"$out" || fail "the guest read the marker outside the share"
+for l in abs-marker rel-marker outdir-link dotdot host-path; do
+    grep -aq "^NOREAD $l: .*No such file or directory" <<<"$out" ||
+        fail "$l: $(grep -a " $l: " <<<"$out" | head -1)"
+done
+[[ "$(stat -c %h "$outside/marker")" == 1 ]] || fail "the marker outside the share gained a link"
+# What one mapped id allows.
+grep -aqx 'OWNER 0:0' <<<"$out" || fail "a new file is not the guest's root's: $(grep -a '^OWNER' <<<"$out")"
+grep -aq '^CHOWN-OTHER: .*\(Invalid argument\|Operation not permitted\)' <<<"$out" ||
+    fail "chown to another id: $(grep -a '^CHOWN-OTHER' <<<"$out" || echo succeeded)"
+grep -aqx 'CHOWN-ROOT ok' <<<"$out" || fail "chown to the guest's root (the user) failed"
+grep -aq '^MKNOD-CHR: .*Operation not permitted' <<<"$out" ||
+    fail "mknod of a char device: $(grep -a '^MKNOD-CHR' <<<"$out" || echo succeeded)"
+[[ ! -e "$share/cdev" ]] || fail "a device node was made on the host"
+grep -aqx 'MKNOD-FIFO made' <<<"$out" || fail "mknod of a FIFO failed"
+
+# The fsops battery, less root_only.
+grep -aq FSOPS-SUMMARY <<<"$out" || fail "no FSOPS-SUMMARY: $(tail -5 <<<"$out")"
+res="$tmp/results"
+grep -ao 'CHECK [A-Za-z0-9_]* \(PASS\|FAIL.*\)' <<<"$out" | sed 's/^CHECK //' >"$res" || true
+for c in "${checks[@]}"; do
+    grep -q "^$c " "$res" || echo "$c FAIL not run" >>"$res"
+done
+host_checks=($(for h in "${host_checks[@]}"; do
+    [[ " ${root_only_host[*]} " == *" $h "* ]] || echo "$h"; done))
+hres="$tmp/host-results"
+: >"$hres"
+run_host_checks "$share" "$hres"
+sed 's/\t/ /' "$hres" >>"$res"
+if grep -q ' FAIL' "$res"; then
+    fail "fsops: $(grep -c ' FAIL' "$res") failed: $(grep ' FAIL' "$res" | tr '\n' ';' | cut -c1-600)"
+else
+    say "fsops: $(grep -c ' PASS' "$res") checks passed (guest and host), ${#root_only[@]} excluded as root-only"
+fi
+
+# Ownership on the host: everything under the share is the user's.
+others=$(find "$share" \( ! -user "$uid" -o ! -group "$gid" \) -printf '%u:%g %P\n' | head -5)
+[[ -z "$others" ]] || fail "files in the share not owned by $uid:$gid: $others"
+[[ "$(stat -c %u:%g "$share/by-guest")" == "$uid:$gid" ]] || fail "by-guest: $(stat -c %u:%g "$share/by-guest")"
+grep -q "user namespace with one id" "$tmp/daemon.log" || fail "the single-id fallback was not logged"
+
+((fails == 0)) || die "$fails check(s) failed (logs in $tmp)"
+say PASS
