@@ -10,6 +10,10 @@
 # hard links), tries what a single mapped id cannot do (chown to another id, mknod of a device),
 # then the fsops battery without the checks that need host root (listed below with the reason).
 # Afterwards every file the guest created belongs to the user on the host.
+# A second boot starts ferryfsd with README's --uid-map/--gid-map ranges (newuidmap/newgidmap, the
+# user's /etc/subuid and /etc/subgid ranges from useradd): the namespace maps 0 and the ranges,
+# a guest chown to 1000 lands as subuid+999 on the host, an id outside the ranges is refused,
+# and the fsops checks the first boot left out for needing other ids pass.
 # Exit: 0 pass, 1 fail, 77 skipped (not root, no useradd/setpriv, no user namespaces, no guest).
 set -euo pipefail
 name=unprivileged
@@ -105,6 +109,7 @@ if ! wait_socket "$sock" "$daemon_pid"; then
     die "ferryfsd as $user did not listen: $(tail -3 "$tmp/daemon.log")"
 fi
 
+st() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
 # The serving process: the relay's only child.
 serving=""
 for _ in $(seq 50); do
@@ -113,7 +118,6 @@ for _ in $(seq 50); do
     sleep 0.1
 done
 [[ "$serving" =~ ^[0-9]+$ ]] || die "no single child of $daemon_pid: '$serving'"
-st() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
 [[ "$(st "$serving" Seccomp)" == 2 ]] || die "Seccomp: $(st "$serving" Seccomp), want 2"
 [[ "$(st "$serving" NoNewPrivs)" == 1 ]] || die "NoNewPrivs: $(st "$serving" NoNewPrivs)"
 [[ "$(st "$serving" Uid)" == "$uid" && "$(st "$serving" Gid)" == "$gid" ]] ||
@@ -183,6 +187,64 @@ others=$(find "$share" \( ! -user "$uid" -o ! -group "$gid" \) -printf '%u:%g %P
 [[ -z "$others" ]] || fail "files in the share not owned by $uid:$gid: $others"
 [[ "$(stat -c %u:%g "$share/by-guest")" == "$uid:$gid" ]] || fail "by-guest: $(stat -c %u:%g "$share/by-guest")"
 grep -q "user namespace with one id" "$tmp/daemon.log" || fail "the single-id fallback was not logged"
+
+# --- Ranges: README.md's second command, --uid-map/--gid-map through newuidmap/newgidmap with the
+# user's /etc/subuid and /etc/subgid ranges (useradd gave them). The id checks left out above run.
+sub_uid=$(awk -F: -v u="$user" '$1 == u { print $2; exit }' /etc/subuid 2>/dev/null || true)
+sub_gid=$(awk -F: -v u="$user" '$1 == u { print $2; exit }' /etc/subgid 2>/dev/null || true)
+if ! command -v newuidmap >/dev/null || [[ -z "$sub_uid" || -z "$sub_gid" ]]; then
+    say "ranges: not run (no newuidmap, or useradd gave $user no /etc/subuid range: scripts/deps.sh installs uidmap)"
+else
+    # setattr_chmod makes the file setattr_chown changes.
+    id_checks=(setattr_chmod setattr_chown nonroot_user sgid_dir sgid_dir_outsider suid_cleared_on_chown
+               suid_cleared_on_write suid_cleared_on_truncate)
+    share="$home/share-ranges"
+    mkdir -p "$share"
+    tmp_drop+=("$share")
+    cat >"$share/guest.sh" <<GUEST
+#!/bin/sh
+echo by-guest >/mnt/by-guest && chown 1000:1000 /mnt/by-guest && echo "CHOWN-1000 ok"
+echo by-guest >/mnt/by-guest-out && chown 70000 /mnt/by-guest-out 2>&1 | sed 's/^/CHOWN-OUTSIDE: /'
+sh /cmds/fsops ${id_checks[*]}
+GUEST
+    chmod 755 "$share/guest.sh"
+    chown -R "$uid:$gid" "$share"
+    rm -f "$sock"
+    : >"$tmp/daemon-ranges.log"
+    setpriv --reuid="$uid" --regid="$gid" --init-groups -- \
+        "$ferryfsd" --socket-path="$sock" --shared-dir="$share" \
+        --uid-map=":0:$uid:1:" --uid-map=":1:$sub_uid:65536:" \
+        --gid-map=":0:$gid:1:" --gid-map=":1:$sub_gid:65536:" >>"$tmp/daemon-ranges.log" 2>&1 &
+    daemon_pid=$!
+    wait_socket "$sock" "$daemon_pid" || die "ranges: ferryfsd did not listen: $(tail -3 "$tmp/daemon-ranges.log")"
+    serving=""
+    for _ in $(seq 50); do
+        serving=$(ps -o pid= --ppid "$daemon_pid" | tr -d ' ')
+        [[ "$serving" =~ ^[0-9]+$ && "$(st "$serving" Seccomp 2>/dev/null)" == 2 ]] && break
+        sleep 0.1
+    done
+    want_map=$(printf '0 %s 1\n1 %s 65536' "$uid" "$sub_uid")
+    [[ "$(tr -s ' ' <"/proc/$serving/uid_map" | sed 's/^ //')" == "$want_map" ]] ||
+        fail "ranges: uid_map: $(cat "/proc/$serving/uid_map")"
+    [[ "$(st "$serving" Seccomp)" == 2 && "$(st "$serving" NoNewPrivs)" == 1 ]] ||
+        fail "ranges: Seccomp $(st "$serving" Seccomp), NoNewPrivs $(st "$serving" NoNewPrivs)"
+    rc=0
+    "$run_guest" --guest "$guest_dir" --sock "$sock" --cmd /mnt/guest.sh --quiet \
+        --log "$tmp/console-ranges.log" --timeout "${FERRYFS_E2E_TIMEOUT:-600}" --watch-pid "$daemon_pid" || rc=$?
+    out="$(tr -d '\r' <"$tmp/console-ranges.log")"
+    wait_gone "$daemon_pid" 30 || fail "ranges: ferryfsd still running after the guest quit"
+    wait "$daemon_pid" || fail "ranges: ferryfsd exited $?: $(tail -3 "$tmp/daemon-ranges.log")"
+    daemon_pid=""
+    grep -aqx 'CHOWN-1000 ok' <<<"$out" || fail "ranges: chown 1000 in the guest failed"
+    [[ "$(stat -c %u:%g "$share/by-guest")" == "$((sub_uid + 999)):$((sub_gid + 999))" ]] ||
+        fail "ranges: guest 1000:1000 is $(stat -c %u:%g "$share/by-guest") on the host, want $((sub_uid + 999)):$((sub_gid + 999))"
+    grep -aq '^CHOWN-OUTSIDE: .*\(Invalid argument\|Operation not permitted\)' <<<"$out" ||
+        fail "ranges: chown to an id outside the ranges: $(grep -a '^CHOWN-OUTSIDE' <<<"$out" || echo succeeded)"
+    for c in "${id_checks[@]}"; do
+        grep -aq "^CHECK $c PASS" <<<"$out" || fail "ranges: $(grep -a "^CHECK $c " <<<"$out" || echo "$c not run")"
+    done
+    ((fails)) || say "ranges: uid_map 0 $uid 1 + 1 $sub_uid 65536 by newuidmap; guest 1000 is $((sub_uid + 999)) on the host, an id outside refused, ${#id_checks[@]} id checks pass"
+fi
 
 ((fails == 0)) || die "$fails check(s) failed (logs in $tmp)"
 say PASS
