@@ -1,4 +1,4 @@
-/* Confines ferryfsd to the shared directory: namespaces + pivot_root, or chroot. */
+/* Confines ferryfsd to the shared directory: namespaces + pivot_root (in a user namespace without root), or chroot. */
 #include <cap-ng.h>
 #include <errno.h>
 #include <fcntl.h>
