@@ -245,54 +245,36 @@ static int run_map_helper(struct map_argv *a)
 }
 
 /*
- * --uid-map/--gid-map ranges: newuidmap and newgidmap, setuid helpers that
- * check them against /etc/subuid and /etc/subgid, write the maps of a
- * process that is already in its new user namespace. A child still outside
- * does it for us, as the Rust virtiofsd does; the pipe tells it when.
+ * Unshares the user namespace while a helper child, still outside it,
+ * waits on the pipe go to run newuidmap and newgidmap on us. Closes both
+ * ends of go.
  */
-static int map_ranges(const struct idmap *uid_map, const struct idmap *gid_map)
+static int unshare_with_map_helper(int go[2], struct map_argv *uargs,
+				   struct map_argv *gargs)
 {
-	struct map_argv *uargs = NULL, *gargs = NULL;
-	int go[2], status, ret;
-	pid_t helper;
+	pid_t helper = fork();
+	int status, ret = helper < 0 ? -errno : 0;
 	char c = 0;
 
-	uargs = calloc(1, sizeof(*uargs));
-	gargs = calloc(1, sizeof(*gargs));
-	if (!uargs || !gargs) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	map_argv_build(uargs, NEWUIDMAP, getpid(), uid_map);
-	map_argv_build(gargs, NEWGIDMAP, getpid(), gid_map);
-	if (pipe2(go, O_CLOEXEC) < 0) {
-		ret = -errno;
-		goto out;
-	}
-	helper = fork();
-	if (helper < 0) {
-		ret = -errno;
-		close(go[0]);
-		close(go[1]);
-		goto out;
-	}
 	if (helper == 0) {
 		close(go[1]);
 		if (read(go[0], &c, 1) != 1)
 			_exit(1);
-		if (run_map_helper(uargs) || run_map_helper(gargs))
-			_exit(1);
-		_exit(0);
+		_exit(run_map_helper(uargs) || run_map_helper(gargs) ? 1 : 0);
 	}
 	close(go[0]);
-	ret = unshare(CLONE_NEWUSER) < 0 ? -errno : 0;
 	if (ret)
+		goto out;
+	if (unshare(CLONE_NEWUSER) < 0) {
+		ret = -errno;
 		log_err("sandbox: cannot create a user namespace: %s" NOT_WITHOUT_USERNS,
 			strerror(-ret));
-	/* Closed without the byte when unshare failed: the helper just exits. */
-	if (ret == 0 && write(go[1], &c, 1) != 1)
+	} else if (write(go[1], &c, 1) != 1) {
 		ret = -errno;
+	}
+	/* Without the byte (unshare failed) the helper just exits. */
 	close(go[1]);
+	go[1] = -1;
 	while (waitpid(helper, &status, 0) < 0) {
 		if (errno != EINTR) {
 			ret = ret ? ret : -errno;
@@ -306,6 +288,35 @@ static int map_ranges(const struct idmap *uid_map, const struct idmap *gid_map)
 			"or in its /etc/subuid and /etc/subgid ranges", NEWUIDMAP,
 			NEWGIDMAP);
 	}
+out:
+	if (go[1] >= 0)
+		close(go[1]);
+	return ret;
+}
+
+/*
+ * --uid-map/--gid-map ranges: newuidmap and newgidmap, setuid helpers that
+ * check them against /etc/subuid and /etc/subgid, write the maps of a
+ * process that is already in its new user namespace. A child still outside
+ * does it for us, as the Rust virtiofsd does.
+ */
+static int map_ranges(const struct idmap *uid_map, const struct idmap *gid_map)
+{
+	struct map_argv *uargs = calloc(1, sizeof(*uargs));
+	struct map_argv *gargs = calloc(1, sizeof(*gargs));
+	int go[2], ret;
+
+	if (!uargs || !gargs) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	map_argv_build(uargs, NEWUIDMAP, getpid(), uid_map);
+	map_argv_build(gargs, NEWGIDMAP, getpid(), gid_map);
+	if (pipe2(go, O_CLOEXEC) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	ret = unshare_with_map_helper(go, uargs, gargs);
 	if (ret == 0)
 		log_info("sandbox: user namespace with the --uid-map/--gid-map ranges");
 out:
