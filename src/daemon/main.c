@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/unix_socket.h"
 #include "daemon/caps.h"
+#include "daemon/fusermount.h"
 #include "daemon/options.h"
 #include "daemon/options_config.h"
 #include "daemon/sandbox.h"
@@ -463,6 +464,7 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 		.max_write = FERRY_MAX_WRITE,
 	};
 	struct devfuse *df = NULL;
+	int fuse_fd = -1, keep_fd = -1;
 	int ret;
 
 	ret = check_mountpoint(o->mountpoint, o->shared_dir);
@@ -482,14 +484,19 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 		log_err("host FUSE transport: %s", strerror(-ret));
 		goto out;
 	}
-	ret = devfuse_mount(df);
-	if (ret) {
-		/* devfuse said what failed; this says what to do. */
-		if (geteuid() != 0)
-			log_err("--mount: host FUSE mode needs root so far (it "
-				"mounts /dev/fuse itself, without fusermount3)");
-		goto out_df;
+	/* Without root, fusermount3 mounts; its auto_unmount ends the mount
+	 * once keep_fd closes, i.e. when we exit. */
+	if (geteuid() != 0) {
+		ret = fusermount_mount(o->mountpoint, o->shared_dir, &fuse_fd, &keep_fd);
+		if (ret == 0)
+			ret = devfuse_adopt(df, fuse_fd);
+		if (ret == 0)
+			fuse_fd = -1;
+	} else {
+		ret = devfuse_mount(df);
 	}
+	if (ret)
+		goto out_df;
 	/* Mounted: from here on only serving is left, as in vhost-user mode
 	 * after accept's setup. Capabilities stay: the stop unmounts. */
 	stats_src.devfuse = df;
@@ -514,6 +521,10 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 	stats_end(&stats_src, stats_srv);
 out_df:
 	devfuse_free(df);
+	if (fuse_fd >= 0)
+		close(fuse_fd);
+	if (keep_fd >= 0)
+		close(keep_fd);
 out:
 	return ret;
 }
