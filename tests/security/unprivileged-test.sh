@@ -14,6 +14,9 @@
 # user's /etc/subuid and /etc/subgid ranges from useradd): the namespace maps 0 and the ranges,
 # a guest chown to 1000 lands as subuid+999 on the host, an id outside the ranges is refused,
 # and the fsops checks the first boot left out for needing other ids pass.
+# Last, host FUSE mode as the user (README's --mount line, fusermount3): the user reads and writes
+# through the mount, files land as the user's, and fusermount3 -u, SIGTERM and SIGKILL of the
+# daemon each leave no mount behind.
 # Exit: 0 pass, 1 fail, 77 skipped (not root, no useradd/setpriv, no user namespaces, no guest).
 set -euo pipefail
 name=unprivileged
@@ -44,8 +47,10 @@ source "$repo/tests/e2e/host-checks.sh"
 
 user="ferryfs-unpriv$$"
 user=${user:0:31}
-daemon_pid=""
+daemon_pid="" uid="" gid=""
 cleanup_cmds+=('[[ -z "$daemon_pid" ]] || kill -KILL "$daemon_pid" 2>/dev/null; sleep 0.5')
+# userdel refuses while a process of the user lives: the daemon's watcher ends just after it.
+cleanup_cmds+=('for _ in $(seq 50); do pgrep -u "$uid" >/dev/null || break; sleep 0.1; done')
 cleanup_cmds+=('id "$user" >/dev/null 2>&1 && userdel "$user"; getent group "$user" >/dev/null && groupdel "$user"')
 useradd --no-create-home --shell /usr/sbin/nologin --user-group "$user"
 uid=$(id -u "$user")
@@ -244,6 +249,57 @@ GUEST
         grep -aq "^CHECK $c PASS" <<<"$out" || fail "ranges: $(grep -a "^CHECK $c " <<<"$out" || echo "$c not run")"
     done
     ((fails)) || say "ranges: uid_map 0 $uid 1 + 1 $sub_uid 65536 by newuidmap; guest 1000 is $((sub_uid + 999)) on the host, an id outside refused, ${#id_checks[@]} id checks pass"
+fi
+
+# --- Host FUSE mode: README's --mount line as the user, through fusermount3. Stopped three ways
+# (fusermount3 -u, SIGTERM, SIGKILL); each time the mount must be gone afterwards.
+mounted() { grep -q " $1 fuse.ferryfs " /proc/mounts; }
+if ! command -v fusermount3 >/dev/null; then
+    say "mount: not run (no fusermount3: scripts/deps.sh installs fuse3)"
+else
+    # Debian makes /dev/fuse 0666; a machine that has it 0600 gets that for the test only.
+    fuse_mode=$(stat -c %a /dev/fuse)
+    if [[ "$fuse_mode" != 666 ]]; then
+        say "mount: /dev/fuse is $fuse_mode here; 0666 (Debian's mode) until the test ends"
+        cleanup_cmds+=("chmod $fuse_mode /dev/fuse")
+        chmod 0666 /dev/fuse
+    fi
+    view="$home/view"
+    share="$home/share-fuse"
+    mkdir -p "$view" "$share"
+    echo from-the-host >"$share/host.txt"
+    chown -R "$uid:$gid" "$view" "$share"
+    cleanup_cmds+=('grep -q " $view " /proc/mounts && umount -l "$view"')
+    as_user() { setpriv --reuid="$uid" --regid="$gid" --init-groups -- "$@"; }
+    for how in unmount TERM KILL; do
+        : >"$tmp/daemon-mount.log"
+        # setpriv itself, not as_user: $! must be ferryfsd's pid (setpriv execs it).
+        setpriv --reuid="$uid" --regid="$gid" --init-groups -- \
+            "$ferryfsd" --mount="$view" --shared-dir="$share" >>"$tmp/daemon-mount.log" 2>&1 &
+        daemon_pid=$!
+        for _ in $(seq 100); do mounted "$view" && break; sleep 0.1; done
+        mounted "$view" || die "mount ($how): not mounted: $(tail -3 "$tmp/daemon-mount.log")"
+        # The filter comes once mounted, before serving.
+        for _ in $(seq 50); do [[ "$(st "$daemon_pid" Seccomp)" == 2 ]] && break; sleep 0.1; done
+        [[ "$(st "$daemon_pid" Seccomp)" == 2 ]] || fail "mount ($how): Seccomp $(st "$daemon_pid" Seccomp)"
+        [[ "$(as_user cat "$view/host.txt")" == from-the-host ]] || fail "mount ($how): the user cannot read the share"
+        as_user sh -c "echo $how >'$view/by-user-$how' && mkdir '$view/dir-$how'" ||
+            fail "mount ($how): the user cannot write through the mount"
+        [[ "$(stat -c %u:%g "$share/by-user-$how" 2>&1):$(cat "$share/by-user-$how" 2>&1)" == "$uid:$gid:$how" ]] ||
+            fail "mount ($how): by-user-$how on the host: $(stat -c %u:%g "$share/by-user-$how" 2>&1)"
+        case $how in
+            unmount) as_user fusermount3 -u "$view"; want=0 ;;
+            TERM) kill -TERM "$daemon_pid"; want=0 ;;
+            KILL) kill -KILL "$daemon_pid"; want=137 ;;
+        esac
+        rc=0
+        wait "$daemon_pid" 2>/dev/null || rc=$?
+        daemon_pid=""
+        ((rc == want)) || fail "mount ($how): ferryfsd exited $rc, want $want: $(tail -3 "$tmp/daemon-mount.log")"
+        for _ in $(seq 50); do mounted "$view" || break; sleep 0.1; done
+        ! mounted "$view" || fail "mount ($how): still mounted after ferryfsd ended"
+    done
+    ((fails)) || say "mount: fusermount3 mounted $view for $user, Seccomp 2, files written are $uid:$gid on the host; unmount, SIGTERM and SIGKILL each leave no mount"
 fi
 
 ((fails == 0)) || die "$fails check(s) failed (logs in $tmp)"
