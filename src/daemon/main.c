@@ -484,8 +484,8 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 		log_err("host FUSE transport: %s", strerror(-ret));
 		goto out;
 	}
-	/* Without root, fusermount3 mounts; its auto_unmount ends the mount
-	 * once keep_fd closes, i.e. when we exit. */
+	/* Without root, fusermount3 mounts; a watcher child detaches the
+	 * mount once keep_fd closes, i.e. when we exit. */
 	if (geteuid() != 0) {
 		ret = fusermount_mount(o->mountpoint, o->shared_dir, &fuse_fd, &keep_fd);
 		if (ret == 0)
