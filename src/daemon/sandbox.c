@@ -383,7 +383,9 @@ static int enter_user_namespace(struct idmap *uid_map, struct idmap *gid_map)
 	gid_t gid = getgid();
 	int ret;
 
-	if (idmap_empty(uid_map) && idmap_empty(gid_map)) {
+	/* --uid-map/--gid-map make a map strict; --translate-* rules alone
+	 * stay translations inside the one-id namespace. */
+	if (!uid_map->strict && !gid_map->strict) {
 		if (unshare(CLONE_NEWUSER) < 0) {
 			ret = -errno;
 			log_err("sandbox: cannot create a user namespace: %s"
