@@ -203,9 +203,8 @@ else
     # setattr_chmod makes the file setattr_chown changes.
     id_checks=(setattr_chmod setattr_chown nonroot_user sgid_dir sgid_dir_outsider suid_cleared_on_chown
                suid_cleared_on_write suid_cleared_on_truncate)
-    share="$home/share-ranges"
-    mkdir -p "$share"
-    tmp_drop+=("$share")
+    # The same share, as in README (the first boot's files stay; fsops starts afresh).
+    share="$home/share"
     cat >"$share/guest.sh" <<GUEST
 #!/bin/sh
 echo by-guest >/mnt/by-guest && chown 1000:1000 /mnt/by-guest && echo "CHOWN-1000 ok"
@@ -265,8 +264,8 @@ else
         chmod 0666 /dev/fuse
     fi
     view="$home/view"
-    share="$home/share-fuse"
-    mkdir -p "$view" "$share"
+    share="$home/share"
+    mkdir -p "$view"
     echo from-the-host >"$share/host.txt"
     chown -R "$uid:$gid" "$view" "$share"
     cleanup_cmds+=('grep -q " $view " /proc/mounts && umount -l "$view"')
