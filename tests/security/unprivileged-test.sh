@@ -236,6 +236,8 @@ GUEST
     "$run_guest" --guest "$guest_dir" --sock "$sock" --cmd /mnt/guest.sh --quiet \
         --log "$tmp/console-ranges.log" --timeout "${FERRYFS_E2E_TIMEOUT:-600}" --watch-pid "$daemon_pid" || rc=$?
     out="$(tr -d '\r' <"$tmp/console-ranges.log")"
+    grep -aq FERRYFS-GUEST-MOUNTED <<<"$out" ||
+        die "ranges: the guest did not mount the share (run-guest exit $rc): $(tail -3 <<<"$out")"
     wait_gone "$daemon_pid" 30 || fail "ranges: ferryfsd still running after the guest quit"
     wait "$daemon_pid" || fail "ranges: ferryfsd exited $?: $(tail -3 "$tmp/daemon-ranges.log")"
     daemon_pid=""
