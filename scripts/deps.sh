@@ -7,6 +7,8 @@ pkgs=(meson ninja-build pkg-config gcc liburing-dev libseccomp-dev libcap-ng-dev
       xz-utils zstd fio attr acl libcap2-bin jq gnuplot-nox python3 systemd help2man
       clang libclang-rt-14-dev strace
       libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients  # tests/e2e/libvirt-real-test.sh (no services: that is libvirt-daemon-system)
+      fuse3   # fusermount3: --mount without root (tests/security/unprivileged-test.sh)
+      uidmap  # newuidmap/newgidmap: --uid-map/--gid-map ranges without root (tests/security/unprivileged-test.sh)
       dpkg-dev debhelper fakeroot lintian  # make deb, tests/install/deb-test.sh (Build-Depends are above)
       debian-archive-keyring)  # scripts/stack.sh checks bookworm-backports and trixie against it
 

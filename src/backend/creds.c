@@ -29,6 +29,13 @@ static __thread bool thread_caps_lowered;
  * (creds_keep_caps_on_switch runs before any serving thread starts, and
  * threads inherit the bit). Without it no switch is made at all. */
 static bool keeps_caps_on_switch;
+/* creds_use_single_id: the ids never change, only the capabilities. */
+static bool single_id;
+
+void creds_use_single_id(void)
+{
+	single_id = true;
+}
 
 int creds_keep_caps_on_switch(void)
 {
@@ -101,6 +108,8 @@ int creds_switch(uint32_t uid, uint32_t gid, enum creds_role role)
 	 * bare ids again. */
 	if (!keeps_caps_on_switch)
 		return -EPERM;
+	if (single_id)
+		goto lower;
 	/* gid first, then uid: both need CAP_SETGID/CAP_SETUID, which the
 	 * kept capabilities still hold after either change. */
 	if (gid != thread_egid) {
@@ -115,6 +124,7 @@ int creds_switch(uint32_t uid, uint32_t gid, enum creds_role role)
 		}
 		thread_euid = uid;
 	}
+lower:
 	/* Last: CREDS_CALLER_ONLY gives up CAP_SETUID too. */
 	ret = lower_caps(role);
 	if (ret == 0)
@@ -167,6 +177,8 @@ int creds_add_supp_group(uint32_t gid)
 
 	if (gid == UINT32_MAX)
 		return -EPERM;
+	if (single_id)
+		return 0;
 	/* The raw syscall changes this thread only; glibc's wrapper would
 	 * give the group to every thread. Needs euid 0 (CAP_SETGID), so it
 	 * comes before creds_switch. */
@@ -178,6 +190,8 @@ int creds_add_supp_group(uint32_t gid)
 
 int creds_drop_supplementary_groups(void)
 {
+	if (single_id)
+		return 0;
 	/* The raw syscall would only change this thread; glibc's wrapper
 	 * changes them all, which is what a process-wide drop wants. */
 	if (setgroups(0, NULL) < 0)

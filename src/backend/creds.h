@@ -54,6 +54,17 @@ int creds_add_supp_group(uint32_t gid);
 /* Supplementary groups of root would follow every guest uid (CVE-2022-0358). */
 int creds_drop_supplementary_groups(void);
 
+/*
+ * For a daemon that is root of a user namespace mapping a single uid and
+ * gid (an unprivileged start): no other id exists there to switch to, and
+ * setgroups is denied. From then on creds_switch keeps the daemon's ids
+ * and only applies the role's capabilities, so everything created belongs
+ * to the one mapped id; the supplementary-group calls do nothing (the
+ * daemon's own groups are the user's and never follow a guest id). Call it
+ * before any serving thread starts.
+ */
+void creds_use_single_id(void);
+
 /* Sets this thread's umask; the first call gives the thread its own
  * fs_struct (unshare(CLONE_FS)) so umask stays per-thread. */
 int creds_set_umask(mode_t mask);

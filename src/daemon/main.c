@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/unix_socket.h"
 #include "daemon/caps.h"
+#include "daemon/fusermount.h"
 #include "daemon/options.h"
 #include "daemon/options_config.h"
 #include "daemon/sandbox.h"
@@ -463,6 +464,7 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 		.max_write = FERRY_MAX_WRITE,
 	};
 	struct devfuse *df = NULL;
+	int fuse_fd = -1, keep_fd = -1;
 	int ret;
 
 	ret = check_mountpoint(o->mountpoint, o->shared_dir);
@@ -482,14 +484,19 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 		log_err("host FUSE transport: %s", strerror(-ret));
 		goto out;
 	}
-	ret = devfuse_mount(df);
-	if (ret) {
-		/* devfuse said what failed; this says what to do. */
-		if (geteuid() != 0)
-			log_err("--mount: host FUSE mode needs root so far (it "
-				"mounts /dev/fuse itself, without fusermount3)");
-		goto out_df;
+	/* Without root, fusermount3 mounts; a watcher child detaches the
+	 * mount once keep_fd closes, i.e. when we exit. */
+	if (geteuid() != 0) {
+		ret = fusermount_mount(o->mountpoint, o->shared_dir, &fuse_fd, &keep_fd);
+		if (ret == 0)
+			ret = devfuse_adopt(df, fuse_fd);
+		if (ret == 0)
+			fuse_fd = -1;
+	} else {
+		ret = devfuse_mount(df);
 	}
+	if (ret)
+		goto out_df;
 	/* Mounted: from here on only serving is left, as in vhost-user mode
 	 * after accept's setup. Capabilities stay: the stop unmounts. */
 	stats_src.devfuse = df;
@@ -514,6 +521,10 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 	stats_end(&stats_src, stats_srv);
 out_df:
 	devfuse_free(df);
+	if (fuse_fd >= 0)
+		close(fuse_fd);
+	if (keep_fd >= 0)
+		close(keep_fd);
 out:
 	return ret;
 }
@@ -662,6 +673,27 @@ static int listen_vhost_user(const struct ferry_options *o, struct vu_listener *
 	return ret;
 }
 
+/*
+ * open_by_handle_at() needs CAP_DAC_READ_SEARCH in the initial user
+ * namespace, which an ordinary user's start (its own user namespace
+ * included) never has: say so once, at start, in those words.
+ */
+static int file_handles_without_root(struct passthrough_opts *pt_opts)
+{
+	if (geteuid() == 0 || pt_opts->file_handles == FILE_HANDLES_NEVER)
+		return 0;
+	if (pt_opts->file_handles == FILE_HANDLES_MANDATORY) {
+		log_err("--inode-file-handles=mandatory needs root (open_by_handle_at "
+			"needs CAP_DAC_READ_SEARCH on the host, which no user "
+			"namespace gives): use prefer or never");
+		return -EPERM;
+	}
+	log_info("--inode-file-handles=prefer: without root file handles cannot "
+		 "be opened (CAP_DAC_READ_SEARCH on the host); inodes keep O_PATH fds");
+	pt_opts->file_handles = FILE_HANDLES_NEVER;
+	return 0;
+}
+
 static int serve(const struct ferry_options *o)
 {
 	struct passthrough_opts pt_opts;
@@ -683,6 +715,9 @@ static int serve(const struct ferry_options *o)
 			strerror(-ret));
 		goto out;
 	}
+	ret = file_handles_without_root(&pt_opts);
+	if (ret)
+		goto out;
 	ret = raise_nofile_limit(o);
 	if (ret)
 		log_warn("could not set the open-file limit: %s", strerror(-ret));
@@ -728,7 +763,8 @@ static int serve(const struct ferry_options *o)
 	install_stop_signals();
 	if (ready_fd >= 0)
 		daemon_detach_stdio();
-	ret = sandbox_enter(o->sandbox, o->shared_dir, &pt_opts.proc_self_fd,
+	ret = sandbox_enter(o->sandbox, o->shared_dir, &pt_opts.uid_map,
+			    &pt_opts.gid_map, &pt_opts.proc_self_fd,
 			    &pt_opts.shared_dir);
 	if (ret)
 		goto out_listen;

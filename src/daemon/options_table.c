@@ -314,8 +314,8 @@ const struct opt_row opt_rows[] = {
 	  .choices = sandbox_choices, .c_choice_count = 2,
 	  .help = { .metavar = "namespace|chroot|none", .text =
 		"confine the daemon to DIR: new mount, pid and net\n"
-		"namespaces with pivot_root (default), chroot(2),\n"
-		"or nothing" },
+		"namespaces with pivot_root (default; without root\n"
+		"in a new user namespace), chroot(2), or nothing" },
 	  .c_help = { .synopsis = "-o sandbox=namespace|chroot, -o modcaps=+CAP:-CAP",
 		.text = "as --sandbox, --modcaps" }, .c_help_at = 160 },
 	/* Unset, sanitizer builds default to log (options_seccomp_mode). */

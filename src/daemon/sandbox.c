@@ -1,9 +1,11 @@
-/* Confines ferryfsd to the shared directory: namespaces + pivot_root, or chroot. */
+/* Confines ferryfsd to the shared directory: namespaces + pivot_root (in a user namespace without root), or chroot. */
 #include <cap-ng.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -12,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backend/creds.h"
 #include "common/log.h"
 #include "daemon/sandbox.h"
 
@@ -138,6 +141,271 @@ err:
 	return ret;
 }
 
+/* ---- the user namespace of an unprivileged start ----------------------- */
+
+/* Where newuidmap and newgidmap (Debian's uidmap package) are looked for. */
+#define NEWUIDMAP "/usr/bin/newuidmap"
+#define NEWGIDMAP "/usr/bin/newgidmap"
+#define NOT_WITHOUT_USERNS " (user namespaces may be off here: sysctl " \
+	"user.max_user_namespaces, kernel.unprivileged_userns_clone, an LSM; " \
+	"--sandbox=none runs without a sandbox)"
+
+static int write_proc_file(const char *path, const char *text)
+{
+	size_t len = strlen(text);
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, len) != (ssize_t)len)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* The single-id map of a start without --uid-map: the user is root inside,
+ * and setgroups must be denied before an unprivileged gid_map is written. */
+static int map_single_id(uid_t uid, gid_t gid)
+{
+	char line[64];
+	int ret;
+
+	snprintf(line, sizeof(line), "0 %u 1\n", (unsigned)uid);
+	ret = write_proc_file("/proc/self/uid_map", line);
+	if (ret)
+		goto err;
+	ret = write_proc_file("/proc/self/setgroups", "deny\n");
+	if (ret)
+		goto err;
+	snprintf(line, sizeof(line), "0 %u 1\n", (unsigned)gid);
+	ret = write_proc_file("/proc/self/gid_map", line);
+	if (ret)
+		goto err;
+	creds_use_single_id();
+	log_info("sandbox: user namespace with one id: uid %u and gid %u are "
+		 "root inside; what the guest creates belongs to them and a "
+		 "guest chown to another id fails (--uid-map/--gid-map map "
+		 "ranges, docs/security.md)", (unsigned)uid, (unsigned)gid);
+	return 0;
+err:
+	log_err("sandbox: cannot map uid %u gid %u into the user namespace: %s",
+		(unsigned)uid, (unsigned)gid, strerror(-ret));
+	return ret;
+}
+
+/* argv for newuidmap/newgidmap: PID then "NS HOST COUNT" per range. */
+#define MAP_ARGV_MAX (2 + 3 * IDMAP_MAX_RULES + 1)
+struct map_argv {
+	char *argv[MAP_ARGV_MAX];
+	char words[MAP_ARGV_MAX][24];
+};
+
+static void map_argv_build(struct map_argv *a, const char *prog, pid_t pid,
+			   const struct idmap *m)
+{
+	unsigned n = 0;
+
+	a->argv[n++] = (char *)prog;
+	snprintf(a->words[n], sizeof(a->words[n]), "%d", (int)pid);
+	a->argv[n] = a->words[n];
+	n++;
+	for (unsigned i = 0; i < m->nrules; i++) {
+		const struct idmap_rule *r = &m->rules[i];
+
+		if (r->kind != IDMAP_GUEST)
+			continue;
+		snprintf(a->words[n], sizeof(a->words[n]), "%" PRIu32, r->from);
+		snprintf(a->words[n + 1], sizeof(a->words[n + 1]), "%" PRIu32, r->to);
+		snprintf(a->words[n + 2], sizeof(a->words[n + 2]), "%" PRIu64, r->count);
+		for (unsigned k = 0; k < 3; k++)
+			a->argv[n + k] = a->words[n + k];
+		n += 3;
+	}
+	a->argv[n] = NULL;
+}
+
+/* Runs a map helper for pid and waits: 0, or -EPERM when it failed. */
+static int run_map_helper(struct map_argv *a)
+{
+	pid_t p = fork();
+	int status;
+
+	if (p < 0)
+		return -errno;
+	if (p == 0) {
+		execv(a->argv[0], a->argv);
+		fprintf(stderr, "ferryfsd: sandbox: cannot run %s: %s (Debian's "
+			"uidmap package has it)\n", a->argv[0], strerror(errno));
+		_exit(127);
+	}
+	while (waitpid(p, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EPERM;
+}
+
+/*
+ * Unshares the user namespace while a helper child, still outside it,
+ * waits on the pipe go to run newuidmap and newgidmap on us. Closes both
+ * ends of go.
+ */
+static int unshare_with_map_helper(int go[2], struct map_argv *uargs,
+				   struct map_argv *gargs)
+{
+	pid_t helper = fork();
+	int status, ret = helper < 0 ? -errno : 0;
+	char c = 0;
+
+	if (helper == 0) {
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
+		_exit(run_map_helper(uargs) || run_map_helper(gargs) ? 1 : 0);
+	}
+	close(go[0]);
+	if (ret)
+		goto out;
+	if (unshare(CLONE_NEWUSER) < 0) {
+		ret = -errno;
+		log_err("sandbox: cannot create a user namespace: %s" NOT_WITHOUT_USERNS,
+			strerror(-ret));
+	} else if (write(go[1], &c, 1) != 1) {
+		ret = -errno;
+	}
+	/* Without the byte (unshare failed) the helper just exits. */
+	close(go[1]);
+	go[1] = -1;
+	while (waitpid(helper, &status, 0) < 0) {
+		if (errno != EINTR) {
+			ret = ret ? ret : -errno;
+			goto out;
+		}
+	}
+	if (ret == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+		ret = -EPERM;
+		log_err("sandbox: %s or %s refused the --uid-map/--gid-map ranges "
+			"(its message is above): the host ids must be the user's own "
+			"or in its /etc/subuid and /etc/subgid ranges", NEWUIDMAP,
+			NEWGIDMAP);
+	}
+out:
+	if (go[1] >= 0)
+		close(go[1]);
+	return ret;
+}
+
+/*
+ * --uid-map/--gid-map ranges: newuidmap and newgidmap, setuid helpers that
+ * check them against /etc/subuid and /etc/subgid, write the maps of a
+ * process that is already in its new user namespace. A child still outside
+ * does it for us, as the Rust virtiofsd does.
+ */
+static int map_ranges(const struct idmap *uid_map, const struct idmap *gid_map)
+{
+	struct map_argv *uargs = calloc(1, sizeof(*uargs));
+	struct map_argv *gargs = calloc(1, sizeof(*gargs));
+	int go[2], ret;
+
+	if (!uargs || !gargs) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	map_argv_build(uargs, NEWUIDMAP, getpid(), uid_map);
+	map_argv_build(gargs, NEWGIDMAP, getpid(), gid_map);
+	if (pipe2(go, O_CLOEXEC) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	ret = unshare_with_map_helper(go, uargs, gargs);
+	if (ret == 0)
+		log_info("sandbox: user namespace with the --uid-map/--gid-map ranges");
+out:
+	free(uargs);
+	free(gargs);
+	return ret;
+}
+
+/* Ranges can go to newuidmap only as plain 1:1 ranges (--uid-map, or a
+ * --translate-uid map), the user's own id as 0 inside; both maps given. */
+static int check_ranges(const struct idmap *m, const char *opt, uint32_t own)
+{
+	bool own_is_root = false;
+
+	if (!m->strict) {
+		log_err("sandbox: without root, --uid-map and --gid-map go together "
+			"(give --%s too, e.g. --%s=:0:%u:1:)", opt, opt, (unsigned)own);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < m->nrules; i++) {
+		const struct idmap_rule *r = &m->rules[i];
+
+		if (r->kind != IDMAP_GUEST && r->kind != IDMAP_HOST) {
+			log_err("sandbox: without root, ids are mapped by a user "
+				"namespace: --translate-uid/--translate-gid squash and "
+				"forbid rules need root; use --%s ranges only", opt);
+			return -EINVAL;
+		}
+		if (r->kind == IDMAP_GUEST && r->from == 0 && r->to == own)
+			own_is_root = true;
+	}
+	if (!own_is_root) {
+		log_err("sandbox: without root, --%s must map 0 inside to your own "
+			"id %u (e.g. --%s=:0:%u:1:): the daemon is root of its user "
+			"namespace", opt, (unsigned)own, opt, (unsigned)own);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Inside the namespace the guest's ids are already the namespace's: the
+ * ranges become identities, and stay strict (an id outside them is still
+ * refused with EPERM before any switch). */
+static void map_to_identity(struct idmap *m)
+{
+	for (unsigned i = 0; i < m->nrules; i++) {
+		struct idmap_rule *r = &m->rules[i];
+
+		if (r->kind == IDMAP_GUEST)
+			r->to = r->from;
+		else
+			r->from = r->to;
+	}
+}
+
+/*
+ * An unprivileged start: a user namespace in which the user is root (full
+ * capabilities over what the namespace owns, nothing more on the host), so
+ * the mount, pid and net namespaces can be made as root makes them.
+ */
+static int enter_user_namespace(struct idmap *uid_map, struct idmap *gid_map)
+{
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+	int ret;
+
+	/* --uid-map/--gid-map make a map strict; --translate-* rules alone
+	 * stay translations inside the one-id namespace. */
+	if (!uid_map->strict && !gid_map->strict) {
+		if (unshare(CLONE_NEWUSER) < 0) {
+			ret = -errno;
+			log_err("sandbox: cannot create a user namespace: %s"
+				NOT_WITHOUT_USERNS, strerror(errno));
+			return ret;
+		}
+		return map_single_id(uid, gid);
+	}
+	ret = check_ranges(uid_map, "uid-map", uid);
+	if (ret == 0)
+		ret = check_ranges(gid_map, "gid-map", gid);
+	if (ret == 0)
+		ret = map_ranges(uid_map, gid_map);
+	if (ret)
+		return ret;
+	map_to_identity(uid_map);
+	map_to_identity(gid_map);
+	return 0;
+}
+
 static int enter_namespaces(const char *shared_dir, int *proc_self_fd)
 {
 	sigset_t stops;
@@ -194,6 +462,7 @@ static int enter_chroot(const char *shared_dir, int *proc_self_fd)
 }
 
 int sandbox_enter(enum sandbox_mode mode, const char *shared_dir,
+		  struct idmap *uid_map, struct idmap *gid_map,
 		  int *proc_self_fd, const char **root)
 {
 	int ret;
@@ -202,10 +471,16 @@ int sandbox_enter(enum sandbox_mode mode, const char *shared_dir,
 	*root = shared_dir;
 	if (mode == SANDBOX_NONE)
 		return 0;
-	if (geteuid() != 0) {
-		log_err("sandbox: --sandbox=%s needs root; --sandbox=none runs "
-			"without one", mode == SANDBOX_CHROOT ? "chroot" : "namespace");
+	if (geteuid() != 0 && mode == SANDBOX_CHROOT) {
+		log_err("sandbox: --sandbox=chroot needs root; without root the "
+			"default --sandbox=namespace makes a user namespace, and "
+			"--sandbox=none runs without a sandbox");
 		return -EPERM;
+	}
+	if (geteuid() != 0) {
+		ret = enter_user_namespace(uid_map, gid_map);
+		if (ret)
+			return ret;
 	}
 	if (mode == SANDBOX_NAMESPACE)
 		ret = enter_namespaces(shared_dir, proc_self_fd);

@@ -182,6 +182,15 @@ err:
 	return ret;
 }
 
+int devfuse_adopt(struct devfuse *df, int fuse_fd)
+{
+	if (df->fuse_fd >= 0)
+		return -EBUSY;
+	df->fuse_fd = fuse_fd;
+	df->mounted = false;
+	return 0;
+}
+
 static void wake(struct devfuse *df)
 {
 	uint64_t one = 1;

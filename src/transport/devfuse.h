@@ -27,6 +27,10 @@ int devfuse_new(struct devfuse **out, const struct devfuse_config *config,
 /* Opens /dev/fuse and mounts it on the mountpoint (fuse.ferryfs, with
  * allow_other and default_permissions, as root's). */
 int devfuse_mount(struct devfuse *df);
+/* Instead of devfuse_mount: serves a /dev/fuse fd someone else mounted
+ * (fusermount3, for a daemon without root) and owns it from now on. Never
+ * unmounts: the mount ends when its mounter unmounts it. */
+int devfuse_adopt(struct devfuse *df, int fuse_fd);
 /* Serves until the file system is unmounted (from outside, or by
  * devfuse_stop) and every reader thread has finished. Returns 0 then,
  * -errno if no reader could start. */
