@@ -1544,7 +1544,7 @@ static int pt_setxattr(void *fs, const struct fuse_req_ctx *ctx,
 
 		ret = stat_fd(inode->fd, &stx);
 		if (ret == 0 && (stx.stx_mode & S_ISGID))
-			ret = errno_or(chmod(path, stx.stx_mode & 07777 & ~S_ISGID));
+			ret = errno_or(fchmodat(AT_FDCWD, path, stx.stx_mode & 07777 & ~S_ISGID, 0));
 	}
 put:
 	inode_put(pt->inodes, inode);
