@@ -105,10 +105,10 @@ echo "  not agreed: $(decode "$not_agreed")"
 # Every flag the guest offers and ferryfsd (defaults) leaves out has its decision in docs/options.md
 # ("What a Linux 6.12 guest asks for at INIT"), so a newer guest's flag cannot go unnoticed.
 undocumented=""
+section="$(sed -n '/^## What a Linux 6.12 guest asks for at INIT/,/^## /p' "$sem_repo/docs/options.md")"
 for n in $(decode "$not_agreed"); do
     [[ $n == none ]] && continue
-    sed -n '/^## What a Linux 6.12 guest asks for at INIT/,/^## /p' "$sem_repo/docs/options.md" |
-        grep -q "FUSE_$n\b" || undocumented+=" $n"
+    grep -q "FUSE_$n\b" <<<"$section" || undocumented+=" $n"
 done
 sem_host not-agreed-flags-documented "$([[ -z "$undocumented" ]] && echo 1)" \
     "not in docs/options.md's INIT section:$undocumented"
