@@ -198,7 +198,7 @@ guest_pid=$!
 pids+=("$guest_pid")
 ready=0
 for ((i = 0; i < guest_timeout * 5; i++)); do
-    [[ -f "$tmp/console.log" ]] && tr -d '\r' <"$tmp/console.log" | grep -q '^FERRYFS-MQ-READY' &&
+    [[ -f "$tmp/console.log" ]] && grep -aq '^FERRYFS-MQ-READY' <(tr -d '\r' <"$tmp/console.log") &&
         { ready=1; break; }
     kill -0 "$guest_pid" 2>/dev/null || break
     sleep 0.2

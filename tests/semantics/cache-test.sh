@@ -95,7 +95,7 @@ flag() {  # TAG BIT -> 0/1
     sem_host writeback-off-by-default "$(( 1 - $(flag ferryfs 16) ))" "INIT $(sem_init_flags ferryfs)"
     # A shared writable mapping of a cache=never file works exactly when the guest agreed to
     # --allow-mmap's flag (6.6+ guests do; 6.1 does not know it and refuses with ENODEV).
-    shared="$(tr -d '\r' <"$t/console.log" | grep -a -m1 '^MMAP-SHARED ' || echo 'MMAP-SHARED no-result')"
+    shared="$(grep -a -m1 '^MMAP-SHARED ' <(tr -d '\r' <"$t/console.log") || echo 'MMAP-SHARED no-result')"
     if (($(flag never 36))); then
         sem_host mmap-shared-works-as-agreed "$([[ "$shared" == "MMAP-SHARED worked errno 0" ]] && echo 1)" \
             "INIT $(sem_init_flags never) agreed DIRECT_IO_ALLOW_MMAP, guest: $shared"
