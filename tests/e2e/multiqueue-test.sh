@@ -308,9 +308,10 @@ if "$here/virtiofsd-rs" --version >/dev/null 2>&1; then
     if wait_sock "$tmp/rs2.sock" "$rpid"; then
         qrc=0
         "$here/run-guest.sh" --guest "$guest_dir" --sock "$tmp/rs2.sock" --tag rs2 --cmd demo \
-            --log "$tmp/console-rs2.log" --quiet --timeout 120 --smp "$smp" \
+            --log "$tmp/console-rs2.log" --quiet --timeout 90 --smp "$smp" --watch-pid "$rpid" \
             -- -global vhost-user-fs-device.num-request-queues=2 >/dev/null 2>&1 || qrc=$?
-        # QEMU sets up the device's rings at start, before the guest boots.
+        # Measured both ways: QEMU gives up setting up the rings at start (before the guest boots),
+        # or the virtiofsd exits during the guest's probe and --watch-pid stops QEMU (exit 4).
         qmsg="$(tr -d '\r' <"$tmp/console-rs2.log" | grep -a -m1 -oE 'vhost[^:]*failed: [^(]*[^( ]|Failed to initialize virtqueue [0-9]+' || true)"
         kill -TERM "$rpid" 2>/dev/null || true
         wait "$rpid" 2>/dev/null || true
