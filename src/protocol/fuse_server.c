@@ -284,6 +284,11 @@ int fuse_do_init(struct fuse_req *req)
 	req->reply_arg = out;
 	req->reply_len = sizeof(*out);
 
+	/* What the client asked for and we left out: which newer kernel
+	 * features a guest would use that we do not serve (docs/options.md). */
+	log_info("fuse: client %u.%u offers 0x%llx, not agreed 0x%llx",
+		 in.major, in.minor, (unsigned long long)client_flags,
+		 (unsigned long long)(client_flags & ~agreed));
 	log_info("fuse: session %u.%u, flags 0x%llx, max_write %u",
 		 out->major, out->minor, (unsigned long long)agreed, out->max_write);
 	atomic_store_explicit(&se->state, SESSION_READY, memory_order_release);

@@ -11,6 +11,9 @@
 # Also checks --log-level filtering and that a non-socket --fd is refused.
 # Exit: 0 pass, 1 fail, 77 skipped (no QEMU or guest image).
 set -euo pipefail
+# It tests ferryfsd, not the guest's kernel: it runs on the current stack (QEMU 10, Linux 6.12),
+# or on stable where that stack cannot be had or FERRYFS_STACK says so (tests/e2e/stack-lib.sh).
+source "$(dirname "${BASH_SOURCE[0]}")/../e2e/stack-lib.sh" && stack_default_current "$0" "$@"
 name=libvirt-start
 source "$(dirname "${BASH_SOURCE[0]}")/start-lib.sh"
 start_prepare

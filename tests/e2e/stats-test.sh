@@ -7,6 +7,9 @@
 #        stack_guest_dir: ${FERRYFS_CACHE:-/var/cache/ferryfs}/guest for stable)
 # Exit:  0 all checks pass; 1 a check failed; 77 skipped (no QEMU or guest image).
 set -euo pipefail
+# It tests ferryfsd, not the guest's kernel: it runs on the current stack (QEMU 10, Linux 6.12),
+# or on stable where that stack cannot be had or FERRYFS_STACK says so (tests/e2e/stack-lib.sh).
+source "$(dirname "${BASH_SOURCE[0]}")/../e2e/stack-lib.sh" && stack_default_current "$0" "$@"
 
 source "$(dirname "$0")/../lib/guest.sh"
 ferryfsd="${1:-$ferryfsd}"

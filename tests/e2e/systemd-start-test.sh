@@ -8,6 +8,9 @@
 # and /srv/ferryfs move under the test's directory; everything else in the units is used as written.
 # Exit: 0 pass, 1 fail, 77 skipped (no QEMU, guest image or systemd-socket-activate).
 set -euo pipefail
+# It tests ferryfsd, not the guest's kernel: it runs on the current stack (QEMU 10, Linux 6.12),
+# or on stable where that stack cannot be had or FERRYFS_STACK says so (tests/e2e/stack-lib.sh).
+source "$(dirname "${BASH_SOURCE[0]}")/../e2e/stack-lib.sh" && stack_default_current "$0" "$@"
 name=systemd-start
 source "$(dirname "${BASH_SOURCE[0]}")/start-lib.sh"
 command -v systemd-socket-activate >/dev/null ||

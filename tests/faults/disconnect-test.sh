@@ -3,6 +3,9 @@
 # ferryfsd must exit with status 0 and leave no listener; with --keep-listening it must stay, give
 # the old guest's fds back, and serve a second QEMU that mounts and works.
 set -euo pipefail
+# It tests ferryfsd, not the guest's kernel: it runs on the current stack (QEMU 10, Linux 6.12),
+# or on stable where that stack cannot be had or FERRYFS_STACK says so (tests/e2e/stack-lib.sh).
+source "$(dirname "${BASH_SOURCE[0]}")/../e2e/stack-lib.sh" && stack_default_current "$0" "$@"
 name=disconnect
 source "$(dirname "${BASH_SOURCE[0]}")/../e2e/guest-lib.sh"
 

@@ -4,6 +4,9 @@
 # once and must find all 4 MiB in the file: fsync was only answered after the data reached the host.
 # (A host power cut is not simulated: ferryfsd's FSYNC is a host fsync(2), see docs/security.md.)
 set -euo pipefail
+# It tests ferryfsd, not the guest's kernel: it runs on the current stack (QEMU 10, Linux 6.12),
+# or on stable where that stack cannot be had or FERRYFS_STACK says so (tests/e2e/stack-lib.sh).
+source "$(dirname "${BASH_SOURCE[0]}")/../e2e/stack-lib.sh" && stack_default_current "$0" "$@"
 name=fsync-durability
 source "$(dirname "${BASH_SOURCE[0]}")/../e2e/guest-lib.sh"
 

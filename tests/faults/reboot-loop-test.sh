@@ -7,6 +7,9 @@
 # daemon touched (RssShmem), which grow as each new kernel places its buffers elsewhere.
 # Env: FERRYFS_REBOOTS (default 20), FERRYFS_E2E_KEEP=1 keeps the tmp dir.
 set -euo pipefail
+# It tests ferryfsd, not the guest's kernel: it runs on the current stack (QEMU 10, Linux 6.12),
+# or on stable where that stack cannot be had or FERRYFS_STACK says so (tests/e2e/stack-lib.sh).
+source "$(dirname "${BASH_SOURCE[0]}")/../e2e/stack-lib.sh" && stack_default_current "$0" "$@"
 name=reboot-loop
 source "$(dirname "${BASH_SOURCE[0]}")/../e2e/guest-lib.sh"
 boots="${FERRYFS_REBOOTS:-20}"

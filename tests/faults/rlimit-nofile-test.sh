@@ -5,6 +5,9 @@
 # is counted with a glob, not ls: ls stats every entry, and with one O_PATH fd per inode the guest
 # cannot keep 1000 inodes cached under a limit of 200 (--inode-file-handles is the cure for that).
 set -euo pipefail
+# It tests ferryfsd, not the guest's kernel: it runs on the current stack (QEMU 10, Linux 6.12),
+# or on stable where that stack cannot be had or FERRYFS_STACK says so (tests/e2e/stack-lib.sh).
+source "$(dirname "${BASH_SOURCE[0]}")/../e2e/stack-lib.sh" && stack_default_current "$0" "$@"
 name=rlimit-nofile
 source "$(dirname "${BASH_SOURCE[0]}")/../e2e/guest-lib.sh"
 

@@ -5,6 +5,9 @@
 # absent/zero); and the WRITEs the daemon counts at exit are exactly the whole records on the host,
 # so a request it had popped when the signal came was carried out, not dropped halfway.
 set -euo pipefail
+# It tests ferryfsd, not the guest's kernel: it runs on the current stack (QEMU 10, Linux 6.12),
+# or on stable where that stack cannot be had or FERRYFS_STACK says so (tests/e2e/stack-lib.sh).
+source "$(dirname "${BASH_SOURCE[0]}")/../e2e/stack-lib.sh" && stack_default_current "$0" "$@"
 name=sigterm-drain
 source "$(dirname "${BASH_SOURCE[0]}")/../e2e/guest-lib.sh"
 

@@ -11,6 +11,9 @@
 # passwd, never the host's. In (b) a device node cannot be made (EPERM) while files and FIFOs can.
 # Exit: 0 pass, 1 fail, 77 skipped (no QEMU or guest image).
 set -euo pipefail
+# It tests ferryfsd, not the guest's kernel: it runs on the current stack (QEMU 10, Linux 6.12),
+# or on stable where that stack cannot be had or FERRYFS_STACK says so (tests/e2e/stack-lib.sh).
+source "$(dirname "${BASH_SOURCE[0]}")/../e2e/stack-lib.sh" && stack_default_current "$0" "$@"
 name=sandbox
 source "$(dirname "${BASH_SOURCE[0]}")/../e2e/guest-lib.sh"
 

@@ -39,11 +39,12 @@ if [[ -x "$virtiofsd" ]]; then
 else
     sem_say "note: no $virtiofsd, no C virtiofsd column"
 fi
-if "$virtiofsd_rs" --version >/dev/null 2>&1; then
+# The Rust virtiofsd beside a 6.12 guest, where users pick it (perms-current-test.sh).
+if [[ "$(stack_name)" == current ]] && "$virtiofsd_rs" --version >/dev/null 2>&1; then
     sem_daemon_cmd rd "$rd" "$virtiofsd_rs" --socket-path="$t/rd.sock" --shared-dir="$rd" --cache=auto
     columns+=(virtiofsd-rs)
 else
-    sem_say "note: the Rust virtiofsd is not cached (scripts/stack.sh fetch), no column for it"
+    sem_say "note: no Rust virtiofsd column (it runs on the current stack, when scripts/stack.sh has cached it)"
 fi
 
 # Each column writes its cells to the main share; the host compares them afterwards.

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Guest e2e (make check): what a Linux 6.12 guest sends (current stack): its INIT offer decoded against what ferryfsd agreed, FUSE_CREATE_SUPP_GROUP set-group-ID creation against the guest's tmpfs, and --allow-mmap with cache=never (shared writable mmap, msync, the bytes on the host).
+#
+# Daemons (one boot): ferryfs (ferryfsd defaults; the set-group-ID directory), mm (ferryfsd
+# --cache=never --allow-mmap), nomm (--cache=never alone: the shared mapping must be refused, or
+# --allow-mmap would not be what makes mm work), and the Rust virtiofsd 1.13 as a reference
+# column for both (rs: defaults; rsmm: --cache=never --allow-mmap), reported, never judged.
+# Oracles: the guest's tmpfs (the same program on /tmp), the host's view of the files, and for
+# the flags the offer the guest's kernel made (ferryfsd logs "fuse: client 7.N offers 0x...").
+#
+# Usage: guest612-current-test.sh   Env: FERRYFSD (default build/ferryfsd), FERRYFS_CACHE
+# Exit: 0 pass, 1 fail, 77 the current stack cannot be had here.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+if [[ "${FERRYFS_STACK:-}" != current ]]; then
+    if ! "$here/../e2e/stack-lib.sh" prepare current; then
+        echo "guest612-current-test: SKIP: the current stack (QEMU 10, Linux 6.12) cannot be had here"
+        exit 77
+    fi
+    exec "$here/../e2e/stack-lib.sh" run current "$0" "$@"
+fi
+source "$here/lib.sh"
+sem_init guest612-current-test
+
+t="$sem_tmp"
+main="$t/main" mm="$t/mm" nomm="$t/nomm" rs="$t/rs" rsmm="$t/rsmm"
+mkdir -p "$main" "$mm" "$nomm" "$rs" "$rsmm"
+chmod 755 "$main" "$mm" "$nomm" "$rs" "$rsmm"
+gcc -static -O2 -Wall -Wextra -Werror -o "$t/g612" "$sem_here/guest-612.c"
+size=1048576 seed=7
+
+sem_daemon ferryfs "$main"
+cp "$t/g612" "$main/g612"
+sem_daemon mm "$mm" --cache=never --allow-mmap
+sem_daemon nomm "$nomm" --cache=never
+if "$sem_repo/tests/e2e/virtiofsd-rs" --version >/dev/null 2>&1; then
+    sem_daemon_cmd rs "$rs" "$sem_repo/tests/e2e/virtiofsd-rs" --socket-path="$t/rs.sock" --shared-dir="$rs"
+    sem_daemon_cmd rsmm "$rsmm" "$sem_repo/tests/e2e/virtiofsd-rs" --socket-path="$t/rsmm.sock" \
+        --shared-dir="$rsmm" --cache=never --allow-mmap
+else
+    sem_say "note: the Rust virtiofsd is not cached (scripts/stack.sh fetch), no reference column"
+fi
+
+{
+    echo '#!/bin/sh'
+    sem_mount_line
+    cat <<GUEST
+G=/mnt/g612
+# Set-group-ID directories of group grp2 (2000); user guest (1000:1000) holds grp2 only as a
+# supplementary group: the case FUSE_CREATE_SUPP_GROUP exists for.
+for c in tmpfs:/tmp ferryfsd:/mnt virtiofsd-rs:/rs; do
+    d=\${c#*:}
+    [ -d \$d ] || continue
+    mkdir \$d/sg && chown 0:2000 \$d/sg && chmod 2775 \$d/sg || echo "CHECK sgid-setup-\${c%%:*} FAIL"
+    \$G sgid \$d/sg 1000 1000 2000 | sed "s/^/\${c%%:*} /"
+done
+for c in tmpfs:/tmp ferryfsd:/mm ferryfsd-no-allow-mmap:/nomm virtiofsd-rs:/rsmm; do
+    d=\${c#*:}
+    [ -d \$d ] || continue
+    \$G mmap \$d/mm.bin $size $seed | sed "s/^/\${c%%:*} /"
+done
+exit 0
+GUEST
+} >"$main/guest.sh"
+chmod 755 "$main/guest.sh"
+
+sem_boot 600
+out="$(tr -d '\r' <"$t/console.log" | grep -a -E '^[a-z-]+ (SGID|MMAP) ' || true)"
+echo "$out" | sed 's/^/  guest: /'
+
+# --- INIT: the guest's offer, and what ferryfsd agreed to --------------------------------
+# Bit names of the FUSE INIT flags (include/uapi/linux/fuse.h up to 7.42).
+flag_names=(ASYNC_READ POSIX_LOCKS FILE_OPS ATOMIC_O_TRUNC EXPORT_SUPPORT BIG_WRITES DONT_MASK
+    SPLICE_WRITE SPLICE_MOVE SPLICE_READ FLOCK_LOCKS HAS_IOCTL_DIR AUTO_INVAL_DATA DO_READDIRPLUS
+    READDIRPLUS_AUTO ASYNC_DIO WRITEBACK_CACHE NO_OPEN_SUPPORT PARALLEL_DIROPS HANDLE_KILLPRIV
+    POSIX_ACL ABORT_ERROR MAX_PAGES CACHE_SYMLINKS NO_OPENDIR_SUPPORT EXPLICIT_INVAL_DATA
+    MAP_ALIGNMENT SUBMOUNTS HANDLE_KILLPRIV_V2 SETXATTR_EXT INIT_EXT INIT_RESERVED SECURITY_CTX
+    HAS_INODE_DAX CREATE_SUPP_GROUP HAS_EXPIRE_ONLY DIRECT_IO_ALLOW_MMAP PASSTHROUGH
+    NO_EXPORT_SUPPORT HAS_RESEND ALLOW_IDMAP OVER_IO_URING REQUEST_TIMEOUT)
+decode() {
+    local v=$(($1)) b names=()
+    for ((b = 0; b < 64; b++)); do
+        (((v >> b) & 1)) && names+=("${flag_names[$b]:-bit$b}")
+    done
+    echo "${names[*]:-none}"
+}
+has() { (((($1) >> $2) & 1)); }
+# client_line DAEMON: "MINOR OFFERED NOT_AGREED" from ferryfsd's INIT log.
+client_line() {
+    sed -n 's/.*fuse: client 7\.\([0-9]*\) offers \(0x[0-9a-f]*\), not agreed \(0x[0-9a-f]*\).*/\1 \2 \3/p' \
+        "$t/$1.log" | tail -1
+}
+read -r minor offered not_agreed <<<"$(client_line ferryfs)" || true
+agreed="$(sem_init_flags ferryfs)"
+if [[ -z "${minor:-}" ]]; then
+    sem_host init-offer-logged 0 "no 'fuse: client 7.N offers' line in the ferryfsd log"
+    minor=0 offered=0 not_agreed=0
+else
+    sem_host init-offer-logged 1 ""
+fi
+echo "INIT: guest offers FUSE 7.$minor, flags $offered; ferryfsd (defaults) agreed $agreed"
+echo "  offered:    $(decode "$offered")"
+echo "  agreed:     $(decode "$agreed")"
+echo "  not agreed: $(decode "$not_agreed")"
+# Every flag the guest offers and ferryfsd (defaults) leaves out has its decision in docs/options.md
+# ("What a Linux 6.12 guest asks for at INIT"), so a newer guest's flag cannot go unnoticed.
+undocumented=""
+section="$(sed -n '/^## What a Linux 6.12 guest asks for at INIT/,/^## /p' "$sem_repo/docs/options.md")"
+for n in $(decode "$not_agreed"); do
+    [[ $n == none ]] && continue
+    grep -q "FUSE_$n\b" <<<"$section" || undocumented+=" $n"
+done
+sem_host not-agreed-flags-documented "$([[ -z "$undocumented" ]] && echo 1)" \
+    "not in docs/options.md's INIT section:$undocumented"
+# A 6.12 guest speaks 7.41 and sends the supplementary group (7.38+).
+sem_host init-guest-minor-at-least-38 "$((minor >= 38))" "guest offered 7.$minor"
+sem_host create-supp-group-offered "$(has "$offered" 34 && echo 1)" "not in the guest's offer $offered"
+sem_host create-supp-group-agreed "$(has "$agreed" 34 && echo 1)" "not in ferryfsd's flags $agreed"
+sem_host agreed-is-offered-minus-not-agreed "$(((agreed | not_agreed) == offered && (agreed & not_agreed) == 0))" \
+    "offered $offered, agreed $agreed, not agreed $not_agreed"
+read -r _ mm_offered _ <<<"$(client_line mm)" || true
+sem_host allow-mmap-offered-by-6.12 "$(has "${mm_offered:-0}" 36 && echo 1)" "offer ${mm_offered:-none}"
+sem_host allow-mmap-agreed-with-option "$(has "$(sem_init_flags mm)" 36 && echo 1)" "mm flags $(sem_init_flags mm)"
+sem_host allow-mmap-not-agreed-without "$(has "$(sem_init_flags nomm)" 36 || echo 1)" "nomm flags $(sem_init_flags nomm)"
+
+# --- set-group-ID creation as a supplementary-group member ---------------------------------
+sgid_of() { grep -a "^$1 SGID " <<<"$out" | sed "s/^$1 //" | sort; }
+ref="$(sgid_of tmpfs)"
+sem_host sgid-tmpfs-ran "$([[ $(grep -c '^SGID [a-z]* [0-7]* [0-9]*$' <<<"$ref") == 3 ]] && echo 1)" "tmpfs: $ref"
+got="$(sgid_of ferryfsd)"
+sem_host sgid-supp-group-like-tmpfs "$([[ -n "$ref" && "$got" == "$ref" ]] && echo 1)" \
+    "ferryfsd '$(tr '\n' ';' <<<"$got")' tmpfs '$(tr '\n' ';' <<<"$ref")'"
+# On the host: the same mode and group (no id mapping: guest ids are host ids).
+host="$(for n in file dir node; do
+    if [[ -e "$main/sg/$n" ]]; then stat -c "SGID $n %04a %g" "$main/sg/$n"; else echo "SGID $n missing"; fi
+done | sort)"
+sem_host sgid-on-host-like-tmpfs "$([[ -n "$ref" && "$host" == "$ref" ]] && echo 1)" \
+    "host '$(tr '\n' ';' <<<"$host")' tmpfs '$(tr '\n' ';' <<<"$ref")'"
+rsg="$(sgid_of virtiofsd-rs)"
+[[ -z "$rsg" ]] || echo "reference: virtiofsd-rs sgid $([[ "$rsg" == "$ref" ]] && echo "matches tmpfs" ||
+    echo "differs: '$(tr '\n' ';' <<<"$rsg")'")"
+
+# --- --allow-mmap with cache=never ---------------------------------------------------------
+"$t/g612" expect "$size" "$seed" >"$t/expected.bin"
+sem_host mmap-tmpfs-works "$(grep -aq "^tmpfs MMAP /tmp/mm.bin ok" <<<"$out" && echo 1)" "$(grep -a '^tmpfs MMAP' <<<"$out")"
+sem_host mmap-shared-write-allow-mmap "$(grep -aq "^ferryfsd MMAP /mm/mm.bin ok" <<<"$out" && echo 1)" \
+    "$(grep -a '^ferryfsd MMAP' <<<"$out" || echo 'no result')"
+sem_host mmap-data-on-host-after-msync "$(cmp -s "$t/expected.bin" "$mm/mm.bin" && echo 1)" \
+    "$(cmp "$t/expected.bin" "$mm/mm.bin" 2>&1 | head -1)"
+sem_host mmap-refused-without-allow-mmap \
+    "$(grep -aq "^ferryfsd-no-allow-mmap MMAP /nomm/mm.bin refused errno 19 " <<<"$out" && echo 1)" \
+    "$(grep -a '^ferryfsd-no-allow-mmap MMAP' <<<"$out" || echo 'no result')"
+if grep -aq '^virtiofsd-rs MMAP' <<<"$out"; then
+    echo "reference: virtiofsd-rs --allow-mmap: $(grep -a '^virtiofsd-rs MMAP' <<<"$out" | cut -d' ' -f3-)," \
+        "host bytes $(cmp -s "$t/expected.bin" "$rsmm/mm.bin" && echo intact || echo differ)"
+fi
+sem_finish
