@@ -32,6 +32,9 @@ struct vu_deferred {
 	uint8_t reply[FERRY_DEFERRED_REPLY_MAX];
 	void *data;                   /* malloc'd, data_len bytes after reply */
 	uint32_t data_len;
+	/* Packed rings: the chain as popped (malloc'd), for the re-walk. */
+	struct vring_packed_desc *chain;
+	uint16_t chain_len;
 };
 
 struct vu_queue {
