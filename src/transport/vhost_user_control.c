@@ -80,6 +80,8 @@ static int h_set_features(struct vu_dev *dev, struct vu_msg *m, struct vu_reply 
 			(unsigned long long)(features & ~offered_features));
 		return -EINVAL;
 	}
+	if (features & BIT(VIRTIO_F_RING_PACKED))
+		log_info("vhost-user: packed virtqueues negotiated");
 	lock_all_queues(dev);
 	dev->features = features;
 	for (unsigned i = 0; i < dev->nqueues; i++) {
