@@ -682,7 +682,9 @@ static bool packed_arm(struct vu_queue *q)
 
 static void packed_disarm(struct vu_queue *q)
 {
-	set_event(q->driver_event, 0, VRING_PACKED_EVENT_FLAG_DISABLE);
+	/* As split: with EVENT_IDX the stale DESC offset suppresses calls. */
+	if (!q->event_idx)
+		set_event(q->driver_event, 0, VRING_PACKED_EVENT_FLAG_DISABLE);
 }
 
 int vu_queue_add(struct vu_queue *q, uint16_t slot, const struct vu_seg *seg,

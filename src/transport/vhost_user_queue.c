@@ -167,18 +167,21 @@ RING_INLINE bool run_batch(struct vu_queue *q, bool packed)
 	else
 		virtq_disable_notify(vq);
 	for (;;) {
+		unsigned behind;
 		uint32_t len;
 
 		if (ring_pop(vq, &elem, packed) <= 0)
 			break;
+		/* Once: on a packed ring it is a look at the next descriptor. */
+		behind = ring_unpopped(vq, packed);
 		if (done == 0)
-			ferry_hist_add(&q->st.depth, ring_unpopped(vq, packed) + 1u);
+			ferry_hist_add(&q->st.depth, behind + 1u);
 		/* Set before handle(): the completion may come from another
 		 * thread before handle() even returns. */
 		q->deferred[elem.head].head = elem.head;
 		elem.req.chan = &q->chan;
 		elem.req.token = &q->deferred[elem.head];
-		elem.req.queued_behind = ring_unpopped(vq, packed);
+		elem.req.queued_behind = behind;
 		len = dev->handler->handle(q->ctx, &elem.req);
 		if (len == FERRY_DEFERRED) {
 			q->deferred_outstanding++;

@@ -384,7 +384,11 @@ static void set_device_event(struct virtq *vq, uint16_t off_wrap, uint16_t flags
 
 void virtq_packed_disable_notify(struct virtq *vq)
 {
-	if (!virtq_ready(vq))
+	/* As for split rings: with EVENT_IDX a stale DESC offset already
+	 * suppresses kicks (the driver kicks only on crossing it), and
+	 * virtq_packed_enable_notify moves it on. A store per batch would
+	 * pull the line the driver reads at every kick away from it. */
+	if (vq->event_idx || !virtq_ready(vq))
 		return;
 	set_device_event(vq, 0, VRING_PACKED_EVENT_FLAG_DISABLE);
 }

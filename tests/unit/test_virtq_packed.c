@@ -423,6 +423,9 @@ static void test_notify(void)
 	CHECK_MSG(virtq_packed_should_notify(&t.vq), "driver ENABLE: call");
 
 	ring_setup(8, true, false, 0x8000);
+	virtq_packed_disable_notify(&t.vq);
+	CHECK_MSG(t.dev->flags == VRING_PACKED_EVENT_FLAG_ENABLE,
+	          "EVENT_IDX: disable leaves the area alone (a stale offset suppresses)");
 	CHECK_MSG(!virtq_packed_enable_notify(&t.vq) &&
 	          t.dev->flags == VRING_PACKED_EVENT_FLAG_DESC && t.dev->off_wrap == 0x8000,
 	          "EVENT_IDX: DESC at position 0, wrap 1");
