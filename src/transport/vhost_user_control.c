@@ -73,6 +73,7 @@ static int h_get_features(struct vu_dev *dev, struct vu_msg *m, struct vu_reply 
 static int h_set_features(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
 {
 	uint64_t features = m->p.u64;
+	bool packed = features & BIT(VIRTIO_F_RING_PACKED);
 
 	if (features & ~offered_features) {
 		log_err("SET_FEATURES 0x%llx: not offered 0x%llx",
@@ -80,14 +81,23 @@ static int h_set_features(struct vu_dev *dev, struct vu_msg *m, struct vu_reply 
 			(unsigned long long)(features & ~offered_features));
 		return -EINVAL;
 	}
-	if (features & BIT(VIRTIO_F_RING_PACKED))
+	if (packed)
 		log_info("vhost-user: packed virtqueues negotiated");
+	/* A queue whose ring kind changes under it stops first: its
+	 * deferred requests complete by the old kind's rules, and it
+	 * restarts below on the new layout. QEMU never does this (it sets
+	 * features with the rings stopped); a hostile frontend may. */
+	for (unsigned i = 0; i < dev->nqueues; i++) {
+		struct vu_queue *q = &dev->queues[i];
+
+		q->kind_restart = q->vq.packed != packed && q->thread_running;
+		if (q->kind_restart)
+			vu_queue_stop_thread(q);
+	}
 	lock_all_queues(dev);
 	dev->features = features;
 	for (unsigned i = 0; i < dev->nqueues; i++) {
 		struct vu_queue *q = &dev->queues[i];
-
-		bool packed = features & BIT(VIRTIO_F_RING_PACKED);
 
 		virtq_set_features(&q->vq, features & BIT(VIRTIO_RING_F_EVENT_IDX),
 				   features & BIT(VIRTIO_RING_F_INDIRECT_DESC));
@@ -103,6 +113,11 @@ static int h_set_features(struct vu_dev *dev, struct vu_msg *m, struct vu_reply 
 			q->enabled = true;
 	}
 	unlock_all_queues(dev);
+	for (unsigned i = 0; i < dev->nqueues; i++) {
+		if (dev->queues[i].kind_restart)
+			vu_queue_maybe_start(&dev->queues[i]);
+		dev->queues[i].kind_restart = false;
+	}
 	return 0;
 }
 

@@ -84,6 +84,7 @@ struct vu_queue {
 	 * SET_VRING_BASE tells a resume from a device reset. */
 	bool stop_pos_valid;
 	bool restart_after_reset;
+	bool kind_restart;        /* SET_FEATURES stopped it to change ring kind */
 	bool addr_set;
 	uint64_t desc_uva, avail_uva, used_uva;
 
