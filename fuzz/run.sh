@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (build-fuzz: clang, ASan+UBSan) and runs each for a set time; a crash fails.
-# Usage: fuzz/run.sh [SECONDS] [TARGET...]   (targets: virtq fuse vhost_user migration_stream; default all)
+# Usage: fuzz/run.sh [SECONDS] [TARGET...]   (targets: virtq virtq_packed fuse vhost_user migration_stream; default all)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${1:-${FUZZ_SECONDS:-300}}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(virtq fuse vhost_user migration_stream)
+((${#targets[@]})) || targets=(virtq virtq_packed fuse vhost_user migration_stream)
 build=${FUZZ_BUILD:-build-fuzz}
 build_abs=$build
 [[ $build_abs == /* ]] || build_abs=$PWD/$build

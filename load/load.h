@@ -26,6 +26,7 @@ struct load_cfg {
 	pid_t daemon_pid;
 	bool json;
 	int event_idx;           /* 1 on, 0 off, -1 if offered */
+	bool packed;             /* --packed: VIRTIO_F_RING_PACKED rings */
 	bool poll;
 	uint32_t dir_entries;
 	uint64_t seed;
@@ -42,7 +43,7 @@ struct load_result {
 	double load_cpu_us;
 	uint64_t kicks, calls;
 	uint32_t proto_minor, max_write, max_pages;
-	bool event_idx, indirect;
+	bool event_idx, indirect, packed;
 	uint64_t queue_num_max;
 	double setup_s;
 };

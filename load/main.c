@@ -40,6 +40,8 @@ static void usage(FILE *f)
 "  --daemon-pid PID     read this process's CPU time from /proc\n"
 "  --event-idx on|off   negotiate VIRTIO_RING_F_EVENT_IDX (default: on if offered,\n"
 "                       as a Linux guest does)\n"
+"  --packed             packed virtqueues (VIRTIO_F_RING_PACKED); fails if the\n"
+"                       backend does not offer them\n"
 "  --poll               spin on the used rings instead of waiting for calls\n"
 "  --seed N             random offsets' seed (default 1)\n"
 "  --json               last line of output is one JSON object\n"
@@ -91,7 +93,7 @@ static int parse_secs(const char *s, double *out)
 }
 
 enum { O_SOCKET = 256, O_HOST, O_WORKLOAD, O_BS, O_QD, O_QUEUES, O_SECONDS, O_WARMUP,
-       O_IDLE, O_COLD, O_FSIZE, O_DIRENT, O_PID, O_EIDX, O_POLL, O_SEED, O_JSON, O_HELP };
+       O_IDLE, O_COLD, O_FSIZE, O_DIRENT, O_PID, O_EIDX, O_POLL, O_PACKED, O_SEED, O_JSON, O_HELP };
 
 static int parse_args(int argc, char **argv, struct load_cfg *c)
 {
@@ -111,6 +113,7 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 		{ "daemon-pid", required_argument, NULL, O_PID },
 		{ "event-idx", required_argument, NULL, O_EIDX },
 		{ "poll", no_argument, NULL, O_POLL },
+		{ "packed", no_argument, NULL, O_PACKED },
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "help", no_argument, NULL, O_HELP },
@@ -143,6 +146,7 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 				bad = -EINVAL;
 			break;
 		case O_POLL: c->poll = true; break;
+		case O_PACKED: c->packed = true; break;
 		case O_SEED: { uint64_t s; bad |= parse_size(optarg, &s); c->seed = s; break; }
 		case O_JSON: c->json = true; break;
 		case O_HELP: usage(stdout); exit(0);
@@ -210,9 +214,9 @@ int main(int argc, char **argv)
 	if (c.host_dir)
 		printf("backend: none, pread(2) in %s\n", c.host_dir);
 	else
-		printf("backend: FUSE 7.%u, max_write %u, max_pages %u, event_idx %s, indirect %s, queues %llu\n",
+		printf("backend: FUSE 7.%u, max_write %u, max_pages %u, event_idx %s, indirect %s, rings %s, queues %llu\n",
 		       res.proto_minor, res.max_write, res.max_pages, res.event_idx ? "on" : "off",
-		       res.indirect ? "on" : "off", (unsigned long long)res.queue_num_max);
+		       res.indirect ? "on" : "off", res.packed ? "packed" : "split", (unsigned long long)res.queue_num_max);
 	printf("ops %" PRIu64 " in %.3f s: %.0f ops/s, %.1f MiB/s", res.ops, el, ops_s, mib_s);
 	if (res.cycles)
 		printf(", %" PRIu64 " cycles", res.cycles);
@@ -235,7 +239,7 @@ int main(int argc, char **argv)
 	if (c.json)
 		printf("{\"workload\":\"%s\",\"block_size\":%u,\"queue_depth\":%u,\"queues\":%u,"
 		       "\"seconds\":%.3f,\"warmup\":%.3f,\"file_size\":%llu,\"event_idx\":%s,"
-		       "\"poll\":%s,\"elapsed_s\":%.6f,\"ops\":%" PRIu64 ",\"cycles\":%" PRIu64
+		       "\"packed\":%s,\"poll\":%s,\"elapsed_s\":%.6f,\"ops\":%" PRIu64 ",\"cycles\":%" PRIu64
 		       ",\"entries\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"ops_per_sec\":%.1f,"
 		       "\"mib_per_sec\":%.3f,\"lat_p50_us\":%.2f,\"lat_p99_us\":%.2f,"
 		       "\"lat_p999_us\":%.2f,\"lat_mean_us\":%.2f,\"lat_max_us\":%.2f,"
@@ -244,7 +248,7 @@ int main(int argc, char **argv)
 		       "\"idle_daemon_cpu_pct\":%.2f,\"errors\":%" PRIu64 ",\"aborted\":%s}\n",
 		       c.workload, c.block_size, c.queue_depth, c.queues, c.seconds, c.warmup,
 		       (unsigned long long)c.file_size, res.event_idx ? "true" : "false",
-		       c.poll ? "true" : "false", el, res.ops, res.cycles, res.entries, res.bytes,
+		       res.packed ? "true" : "false", c.poll ? "true" : "false", el, res.ops, res.cycles, res.entries, res.bytes,
 		       ops_s, mib_s, res.lat_p50_us, res.lat_p99_us, res.lat_p999_us,
 		       res.lat_mean_us, res.lat_max_us, cpu_op, self_op, res.kicks, res.calls,
 		       res.proto_minor, idle_pct, res.errors, ret ? "true" : "false");

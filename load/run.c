@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/virtio_config.h>
 
 #include "fuse_requests.h"
 #include "measure.h"
@@ -265,6 +266,7 @@ int load_run(const struct load_cfg *cfg, struct load_result *res)
 		fprintf(stderr, "ferryfs-load: connect %s: %s\n", cfg->socket, strerror(-ret));
 		goto out;
 	}
+	r.dev.want_packed = cfg->packed;
 	ret = vu_negotiate(&r.dev, cfg->event_idx);
 	if (ret)
 		goto out;
@@ -328,6 +330,7 @@ out:
 	res->max_pages = r.max_pages;
 	res->event_idx = r.dev.features & (1ull << VIRTIO_RING_F_EVENT_IDX);
 	res->indirect = vu_has_indirect(&r.dev);
+	res->packed = r.dev.features & (1ull << VIRTIO_F_RING_PACKED);
 	res->queue_num_max = r.dev.queue_num_max;
 	free_run(&r);
 	return ret;

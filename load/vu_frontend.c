@@ -1,4 +1,4 @@
-/* vhost-user frontend messages, memfd guest memory and driver-side split rings. */
+/* vhost-user frontend messages, memfd guest memory and driver-side split and packed rings. */
 #include "vu_frontend.h"
 
 #include <errno.h>
@@ -240,6 +240,14 @@ int vu_negotiate(struct vu_dev *d, int event_idx)
 	want = (1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_INDIRECT_DESC);
 	if (event_idx)
 		want |= 1ull << VIRTIO_RING_F_EVENT_IDX;
+	if (d->want_packed) {
+		if (!(d->dev_features & (1ull << VIRTIO_F_RING_PACKED))) {
+			fprintf(stderr, "vhost-user: --packed, but backend lacks VIRTIO_F_RING_PACKED\n");
+			ret = -ENOTSUP;
+			goto out;
+		}
+		want |= 1ull << VIRTIO_F_RING_PACKED;
+	}
 	d->features = d->dev_features & want;
 
 	if (d->dev_features & (1ull << VHOST_USER_F_PROTOCOL_FEATURES)) {
@@ -338,6 +346,7 @@ int vu_queues_create(struct vu_dev *d, unsigned nqueues, const uint16_t *nslots)
 {
 	bool indirect = vu_has_indirect(d);
 	bool eidx = d->features & (1ull << VIRTIO_RING_F_EVENT_IDX);
+	bool packed = d->features & (1ull << VIRTIO_F_RING_PACKED);
 	unsigned i;
 	int ret = 0;
 
@@ -365,9 +374,28 @@ int vu_queues_create(struct vu_dev *d, unsigned nqueues, const uint16_t *nslots)
 		q->nslots = nslots[i];
 		q->event_idx = eidx;
 		q->use_indirect = indirect;
-		q->desc = vu_alloc(d, 16ull * num, 4096, &q->desc_gpa);
-		q->avail = vu_alloc(d, 6 + 2ull * num, 4096, &q->avail_gpa);
-		q->used = vu_alloc(d, 6 + 8ull * num, 4096, &q->used_gpa);
+		q->packed = packed;
+		if (packed) {
+			/* Descriptor ring, then the driver's and the device's
+			 * event suppression areas; both wrap counters start at 1. */
+			q->pdesc = vu_alloc(d, 16ull * num, 4096, &q->desc_gpa);
+			q->driver_event = vu_alloc(d, 4, 64, &q->avail_gpa);
+			q->device_event = vu_alloc(d, 4, 64, &q->used_gpa);
+			q->slot_ndescs = calloc(nslots[i], sizeof(q->slot_ndescs[0]));
+			q->avail_wrap = q->used_wrap = true;
+			if (!q->pdesc || !q->driver_event || !q->device_event || !q->slot_ndescs) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			/* Satisfies the checks below; never used as split. */
+			q->desc = (void *)q->pdesc;
+			q->avail = (void *)q->driver_event;
+			q->used = (void *)q->device_event;
+		} else {
+			q->desc = vu_alloc(d, 16ull * num, 4096, &q->desc_gpa);
+			q->avail = vu_alloc(d, 6 + 2ull * num, 4096, &q->avail_gpa);
+			q->used = vu_alloc(d, 6 + 8ull * num, 4096, &q->used_gpa);
+		}
 		if (indirect)
 			q->indirect = vu_alloc(d, (uint64_t)nslots[i] * VU_MAX_SEGS *
 					       sizeof(struct vring_desc), 4096,
@@ -404,7 +432,9 @@ static int start_queue(struct vu_dev *d, struct vu_queue *q)
 	ret = send_cmd(d, VHOST_USER_SET_VRING_NUM, &st, sizeof(st), -1);
 	if (ret)
 		return ret;
-	st.num = 0;
+	/* Packed: position 0, wrap counter 1 in bit 15, for avail and (as
+	 * QEMU sends it) used in the high half. */
+	st.num = q->packed ? 0x80008000u : 0;
 	ret = send_cmd(d, VHOST_USER_SET_VRING_BASE, &st, sizeof(st), -1);
 	if (ret)
 		return ret;
@@ -468,6 +498,7 @@ void vu_close(struct vu_dev *d)
 			close(d->queues[i].kickfd);
 		if (d->queues[i].callfd >= 0)
 			close(d->queues[i].callfd);
+		free(d->queues[i].slot_ndescs);
 	}
 	free(d->queues);
 	d->queues = NULL;
@@ -490,6 +521,172 @@ static volatile uint16_t *avail_event_p(struct vu_queue *q)
 	return (volatile uint16_t *)&q->used->ring[q->num];
 }
 
+/* ---- Packed rings: the driver's side, as virtio 1.2 section 2.8 asks ---- */
+
+#define PF_AVAIL (1u << VRING_PACKED_DESC_F_AVAIL)
+#define PF_USED (1u << VRING_PACKED_DESC_F_USED)
+
+/* One 32-bit store of an event suppression area: off_wrap, then flags. */
+static void set_event(struct vring_packed_desc_event *ev, uint16_t off_wrap, uint16_t flags)
+{
+	__atomic_store_n((uint32_t *)(void *)ev, (uint32_t)off_wrap | (uint32_t)flags << 16,
+			 __ATOMIC_RELAXED);
+}
+
+static uint32_t get_event(const struct vring_packed_desc_event *ev)
+{
+	return __atomic_load_n((const uint32_t *)(const void *)ev, __ATOMIC_RELAXED);
+}
+
+/*
+ * Writes the chain into the next slots, buffer id = slot in every
+ * descriptor (the device reads it from the last). The head's flags make
+ * the chain available: the first unpublished chain's head is written at
+ * the kick, so a batch appears at once, like split's avail->idx.
+ */
+static int packed_add(struct vu_queue *q, uint16_t slot, const struct vu_seg *seg,
+		      unsigned nseg)
+{
+	uint16_t head = q->next_avail, head_flags = 0;
+	unsigned n = q->use_indirect ? 1 : nseg;
+
+	if (q->slot_ndescs[slot])
+		return -EBUSY;
+	for (unsigned i = 0; i < n; i++) {
+		struct vring_packed_desc *d = &q->pdesc[q->next_avail];
+		uint16_t f = q->avail_wrap ? PF_AVAIL : PF_USED;
+
+		if (q->use_indirect) {
+			struct vring_packed_desc *tbl =
+				(struct vring_packed_desc *)(void *)q->indirect +
+				(size_t)slot * VU_MAX_SEGS;
+
+			for (unsigned j = 0; j < nseg; j++) {
+				tbl[j].addr = seg[j].gpa;
+				tbl[j].len = seg[j].len;
+				tbl[j].id = 0;
+				tbl[j].flags = seg[j].writable ? VRING_DESC_F_WRITE : 0;
+			}
+			d->addr = q->indirect_gpa +
+				  (uint64_t)slot * VU_MAX_SEGS * sizeof(struct vring_packed_desc);
+			d->len = nseg * (uint32_t)sizeof(struct vring_packed_desc);
+			f |= VRING_DESC_F_INDIRECT;
+		} else {
+			d->addr = seg[i].gpa;
+			d->len = seg[i].len;
+			f |= (seg[i].writable ? VRING_DESC_F_WRITE : 0) |
+			     (i + 1 < n ? VRING_DESC_F_NEXT : 0);
+		}
+		d->id = slot;
+		if (i == 0)
+			head_flags = f;
+		else
+			__atomic_store_n(&d->flags, f, __ATOMIC_RELAXED);
+		if (++q->next_avail == q->num) {
+			q->next_avail = 0;
+			q->avail_wrap = !q->avail_wrap;
+		}
+	}
+	if (!q->head_pending) {
+		q->head_pending = true;
+		q->head_pos = head;
+		q->head_flags = head_flags;
+	} else {
+		/* Release: the descriptors before the flags that hand them over. */
+		__atomic_store_n(&q->pdesc[head].flags, head_flags, __ATOMIC_RELEASE);
+	}
+	q->slot_ndescs[slot] = (uint16_t)n;
+	q->added = (uint16_t)(q->added + n);
+	return 0;
+}
+
+static int packed_kick(struct vu_queue *q)
+{
+	uint16_t new = q->next_avail, old = (uint16_t)(new - q->added);
+	uint32_t ev;
+	uint16_t flags, off;
+	uint64_t one = 1;
+	bool need;
+
+	if (!q->head_pending)
+		return 0;
+	__atomic_store_n(&q->pdesc[q->head_pos].flags, q->head_flags, __ATOMIC_RELEASE);
+	q->head_pending = false;
+	q->added = 0;
+	/* The flags store before we read the device's suppression state. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	ev = get_event(q->device_event);
+	flags = (uint16_t)(ev >> 16) & 3;
+	if (flags == VRING_PACKED_EVENT_FLAG_DISABLE) {
+		need = false;
+	} else if (flags != VRING_PACKED_EVENT_FLAG_DESC || !q->event_idx) {
+		need = true;
+	} else {
+		/* Offsets in the other wrap are behind this one's start. */
+		off = (uint16_t)ev & 0x7fff;
+		if (!!(ev & 0x8000) != q->avail_wrap)
+			off = (uint16_t)(off - q->num);
+		need = vring_need_event(off, new, old);
+	}
+	if (!need)
+		return 0;
+	q->kicks++;
+	if (write(q->kickfd, &one, sizeof(one)) != sizeof(one))
+		return -errno;
+	return 0;
+}
+
+static bool packed_used_at(const struct vu_queue *q)
+{
+	uint16_t f = __atomic_load_n(&q->pdesc[q->next_used].flags, __ATOMIC_ACQUIRE);
+
+	return !!(f & PF_AVAIL) == q->used_wrap && !!(f & PF_USED) == q->used_wrap;
+}
+
+static int packed_get_used(struct vu_queue *q, uint16_t *slot, uint32_t *len)
+{
+	struct vring_packed_desc *d = &q->pdesc[q->next_used];
+	uint16_t id, n;
+
+	if (!packed_used_at(q))
+		return 0;
+	id = d->id;
+	*len = d->len;
+	if (id >= q->nslots || q->slot_ndescs[id] == 0)
+		return -EPROTO;
+	n = q->slot_ndescs[id];
+	q->slot_ndescs[id] = 0;
+	/* Skip the slots the chain took (2.8.6). */
+	q->next_used = (uint16_t)(q->next_used + n);
+	if (q->next_used >= q->num) {
+		q->next_used = (uint16_t)(q->next_used - q->num);
+		q->used_wrap = !q->used_wrap;
+	}
+	q->last_used++;
+	*slot = id;
+	return 1;
+}
+
+static bool packed_arm(struct vu_queue *q)
+{
+	if (q->event_idx)
+		set_event(q->driver_event,
+			  (uint16_t)(q->next_used | (q->used_wrap ? 0x8000 : 0)),
+			  VRING_PACKED_EVENT_FLAG_DESC);
+	else
+		set_event(q->driver_event, 0, VRING_PACKED_EVENT_FLAG_ENABLE);
+	/* The request for a call must be visible before we look again. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return packed_used_at(q);
+}
+
+static void packed_disarm(struct vu_queue *q)
+{
+	/* As split: with EVENT_IDX the stale DESC offset suppresses calls. */
+	if (!q->event_idx)
+		set_event(q->driver_event, 0, VRING_PACKED_EVENT_FLAG_DISABLE);
+}
+
 int vu_queue_add(struct vu_queue *q, uint16_t slot, const struct vu_seg *seg,
 		 unsigned nseg)
 {
@@ -499,6 +696,8 @@ int vu_queue_add(struct vu_queue *q, uint16_t slot, const struct vu_seg *seg,
 
 	if (slot >= q->nslots || nseg == 0 || nseg > VU_MAX_SEGS)
 		return -EINVAL;
+	if (q->packed)
+		return packed_add(q, slot, seg, nseg);
 	if (q->use_indirect) {
 		tbl = q->indirect + (size_t)slot * VU_MAX_SEGS;
 		head = slot;
@@ -533,6 +732,8 @@ int vu_queue_kick(struct vu_queue *q)
 	bool need;
 	uint64_t one = 1;
 
+	if (q->packed)
+		return packed_kick(q);
 	if (old == new)
 		return 0;
 	/* Descriptors and ring entries before the index the backend reads. */
@@ -556,10 +757,13 @@ int vu_queue_kick(struct vu_queue *q)
 
 int vu_queue_get_used(struct vu_queue *q, uint16_t *slot, uint32_t *len)
 {
-	uint16_t idx = __atomic_load_n(&q->used->idx, __ATOMIC_ACQUIRE);
 	struct vring_used_elem *e;
+	uint16_t idx;
 	uint32_t id;
 
+	if (q->packed)
+		return packed_get_used(q, slot, len);
+	idx = __atomic_load_n(&q->used->idx, __ATOMIC_ACQUIRE);
 	if (idx == q->last_used)
 		return 0;
 	e = &q->used->ring[q->last_used % q->num];
@@ -580,6 +784,8 @@ int vu_queue_get_used(struct vu_queue *q, uint16_t *slot, uint32_t *len)
 
 bool vu_queue_arm(struct vu_queue *q)
 {
+	if (q->packed)
+		return packed_arm(q);
 	if (q->event_idx)
 		*used_event_p(q) = q->last_used;
 	else
@@ -593,7 +799,9 @@ void vu_queue_disarm(struct vu_queue *q)
 {
 	/* With EVENT_IDX a stale used_event already suppresses calls: the
 	 * backend signalled once when it crossed it and will not again. */
-	if (!q->event_idx)
+	if (q->packed)
+		packed_disarm(q);
+	else if (!q->event_idx)
 		q->avail->flags = VRING_AVAIL_F_NO_INTERRUPT;
 }
 

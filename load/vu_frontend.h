@@ -1,4 +1,4 @@
-/* vhost-user frontend (the VMM's side) and driver-side split virtqueues for ferryfs-load. */
+/* vhost-user frontend (the VMM's side) and driver-side split and packed virtqueues for ferryfs-load. */
 #ifndef FERRY_LOAD_VU_FRONTEND_H
 #define FERRY_LOAD_VU_FRONTEND_H
 
@@ -34,10 +34,24 @@ struct vu_queue {
 	uint16_t last_used;
 	bool event_idx, use_indirect;
 	uint64_t kicks, calls_seen;
+	/* Packed rings (VIRTIO_F_RING_PACKED): desc is then unused. */
+	bool packed;
+	struct vring_packed_desc *pdesc;
+	struct vring_packed_desc_event *driver_event, *device_event;
+	uint16_t next_avail;    /* slot the next descriptor goes in */
+	bool avail_wrap;        /* Driver Ring Wrap Counter */
+	uint16_t next_used;     /* slot the next used descriptor comes in */
+	bool used_wrap;
+	uint16_t added;         /* descriptors made available since the last kick */
+	bool head_pending;      /* the first unpublished chain's head flags, */
+	uint16_t head_pos;      /* written at the kick */
+	uint16_t head_flags;
+	uint16_t *slot_ndescs;  /* per slot (buffer id): ring descriptors in flight */
 };
 
 struct vu_dev {
 	int sock;
+	bool want_packed;            /* set after vu_connect, before vu_negotiate */
 	uint64_t dev_features;       /* offered by the backend */
 	uint64_t features;           /* acked */
 	uint64_t dev_protocol_features;

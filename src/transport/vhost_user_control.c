@@ -14,7 +14,8 @@
 
 static const uint64_t offered_features =
 	BIT(VIRTIO_F_VERSION_1) | BIT(VIRTIO_RING_F_EVENT_IDX) |
-	BIT(VIRTIO_RING_F_INDIRECT_DESC) | BIT(VU_F_PROTOCOL_FEATURES);
+	BIT(VIRTIO_RING_F_INDIRECT_DESC) | BIT(VIRTIO_F_RING_PACKED) |
+	BIT(VU_F_PROTOCOL_FEATURES);
 
 struct vu_reply {
 	union vu_payload p;
@@ -72,12 +73,26 @@ static int h_get_features(struct vu_dev *dev, struct vu_msg *m, struct vu_reply 
 static int h_set_features(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
 {
 	uint64_t features = m->p.u64;
+	bool packed = features & BIT(VIRTIO_F_RING_PACKED);
 
 	if (features & ~offered_features) {
 		log_err("SET_FEATURES 0x%llx: not offered 0x%llx",
 			(unsigned long long)features,
 			(unsigned long long)(features & ~offered_features));
 		return -EINVAL;
+	}
+	if (packed)
+		log_info("vhost-user: packed virtqueues negotiated");
+	/* A queue whose ring kind changes under it stops first: its
+	 * deferred requests complete by the old kind's rules, and it
+	 * restarts below on the new layout. QEMU never does this (it sets
+	 * features with the rings stopped); a hostile frontend may. */
+	for (unsigned i = 0; i < dev->nqueues; i++) {
+		struct vu_queue *q = &dev->queues[i];
+
+		q->kind_restart = q->vq.packed != packed && q->thread_running;
+		if (q->kind_restart)
+			vu_queue_stop_thread(q);
 	}
 	lock_all_queues(dev);
 	dev->features = features;
@@ -86,10 +101,23 @@ static int h_set_features(struct vu_dev *dev, struct vu_msg *m, struct vu_reply 
 
 		virtq_set_features(&q->vq, features & BIT(VIRTIO_RING_F_EVENT_IDX),
 				   features & BIT(VIRTIO_RING_F_INDIRECT_DESC));
+		/* The ring layout changes with the kind: map the rings again
+		 * (a ring set up before SET_FEATURES is re-read as packed). */
+		if (packed != q->vq.packed) {
+			virtq_set_packed(&q->vq, packed);
+			if (vu_queue_map_rings(q) < 0)
+				log_warn("queue %u: rings unmapped after the ring kind changed",
+					 q->index);
+		}
 		if (!(features & BIT(VU_F_PROTOCOL_FEATURES)))
 			q->enabled = true;
 	}
 	unlock_all_queues(dev);
+	for (unsigned i = 0; i < dev->nqueues; i++) {
+		if (dev->queues[i].kind_restart)
+			vu_queue_maybe_start(&dev->queues[i]);
+		dev->queues[i].kind_restart = false;
+	}
 	return 0;
 }
 
@@ -268,8 +296,10 @@ static int h_set_vring_num(struct vu_dev *dev, struct vu_msg *m, struct vu_reply
 		return -EINVAL;
 	if (q->thread_running)
 		return -EBUSY;
-	/* Split rings need a power of two: indices wrap modulo 2^16. */
-	if (num == 0 || num > VIRTQ_MAX_SIZE || (num & (num - 1)) != 0) {
+	/* Split rings need a power of two: indices wrap modulo 2^16. Packed
+	 * rings do not (virtio 1.2, 2.8.10.1). */
+	if (num == 0 || num > VIRTQ_MAX_SIZE ||
+	    (!(dev->features & BIT(VIRTIO_F_RING_PACKED)) && (num & (num - 1)) != 0)) {
 		log_err("SET_VRING_NUM %u: not a power of two up to %u", num,
 			VIRTQ_MAX_SIZE);
 		return -EINVAL;
@@ -302,6 +332,31 @@ static int h_set_vring_addr(struct vu_dev *dev, struct vu_msg *m, struct vu_repl
 	return vu_queue_maybe_start(q);
 }
 
+/*
+ * SET_VRING_BASE of a packed ring: bits 0-14 the next avail position, bit
+ * 15 the avail wrap counter (vhost-user.rst); QEMU adds its used position
+ * and wrap in bits 16-31, which is the same position when nothing is in
+ * flight. A position beyond the ring breaks the queue at its start.
+ */
+static int set_packed_base(struct vu_dev *dev, struct vu_queue *q, uint32_t base)
+{
+	uint16_t avail = (uint16_t)base;
+
+	if (q->stop_pos_valid && avail != (uint16_t)virtq_packed_get_base(&q->vq)) {
+		log_debug("queue %u restarts at 0x%x, stopped at 0x%x", q->index,
+			  avail, (uint16_t)virtq_packed_get_base(&q->vq));
+		vu_dev_driver_gone(dev, "rings restart from a new position");
+	}
+	if ((base >> 16) != 0 && (base >> 16) != avail)
+		log_warn("queue %u: packed base 0x%x has used 0x%x != avail; "
+			 "in-flight requests are not tracked, used restarts at avail",
+			 q->index, avail, base >> 16);
+	q->stop_pos_valid = false;
+	virtq_packed_set_base(&q->vq, avail);
+	q->err_signalled = false;
+	return 0;
+}
+
 static int h_set_vring_base(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
 {
 	struct vu_queue *q = msg_queue(dev, m->p.state.index);
@@ -310,6 +365,8 @@ static int h_set_vring_base(struct vu_dev *dev, struct vu_msg *m, struct vu_repl
 		return -EINVAL;
 	if (q->thread_running)
 		return -EBUSY;
+	if (q->vq.packed)
+		return set_packed_base(dev, q, m->p.state.num);
 	/* Split rings: a 16-bit index. Higher bits belong to packed rings. */
 	if (m->p.state.num > UINT16_MAX)
 		return -EINVAL;
@@ -345,7 +402,7 @@ static int h_get_vring_base(struct vu_dev *dev, struct vu_msg *m, struct vu_repl
 	close_fd(&q->call_fd);
 	q->stop_pos_valid = true;
 	r->p.state.index = q->index;
-	r->p.state.num = q->vq.last_avail_idx;
+	r->p.state.num = q->vq.packed ? virtq_packed_get_base(&q->vq) : q->vq.last_avail_idx;
 	r->size = sizeof(r->p.state);
 	log_debug("queue %u stopped at %u", q->index, q->vq.last_avail_idx);
 	return 0;

@@ -32,6 +32,9 @@ struct vu_deferred {
 	uint8_t reply[FERRY_DEFERRED_REPLY_MAX];
 	void *data;                   /* malloc'd, data_len bytes after reply */
 	uint32_t data_len;
+	/* Packed rings: the chain as popped (malloc'd), for the re-walk. */
+	struct vring_packed_desc *chain;
+	uint16_t chain_len;
 };
 
 struct vu_queue {
@@ -81,6 +84,7 @@ struct vu_queue {
 	 * SET_VRING_BASE tells a resume from a device reset. */
 	bool stop_pos_valid;
 	bool restart_after_reset;
+	bool kind_restart;        /* SET_FEATURES stopped it to change ring kind */
 	bool addr_set;
 	uint64_t desc_uva, avail_uva, used_uva;
 

@@ -48,7 +48,8 @@ static bool queue_poll(struct vu_queue *q, uint64_t budget_ns)
 		    __atomic_load_n(&q->done, __ATOMIC_ACQUIRE))
 			return true;
 		pthread_mutex_lock(&q->lock);
-		work = q->enabled && virtq_avail_pending(&q->vq);
+		work = q->enabled && (q->vq.packed ? virtq_packed_avail_pending(&q->vq)
+						   : virtq_avail_pending(&q->vq));
 		pthread_mutex_unlock(&q->lock);
 		if (work)
 			return true;

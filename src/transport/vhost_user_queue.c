@@ -16,13 +16,39 @@
 #include "transport/vhost_user_wire.h"
 
 /*
+ * The ring calls of the batch path, for either ring kind. Always inlined
+ * with a constant kind: each caller branches on the kind once and runs a
+ * copy of itself with direct calls, so a split ring's path is what it was.
+ */
+#define RING_INLINE static inline __attribute__((always_inline))
+
+RING_INLINE int ring_pop(struct virtq *vq, struct virtq_elem *e, bool packed)
+{
+	return packed ? virtq_packed_pop(vq, e) : virtq_pop(vq, e);
+}
+
+RING_INLINE void ring_push(struct virtq *vq, const struct virtq_elem *e, uint32_t len,
+			   bool packed)
+{
+	if (packed)
+		virtq_packed_push(vq, e, len);
+	else
+		virtq_push(vq, e, len);
+}
+
+RING_INLINE unsigned ring_unpopped(const struct virtq *vq, bool packed)
+{
+	return packed ? virtq_packed_unpopped(vq) : virtq_unpopped(vq);
+}
+
+/*
  * Pushes the deferred requests completed since the last call, with q->lock
  * held; returns how many used entries it wrote. The chain is walked again
  * against the current memory table, so a table change while a request was
  * deferred cannot leave a stale pointer; a ring that went away or broke
  * meanwhile drops the reply (the driver is resetting the ring anyway).
  */
-static unsigned queue_push_completions(struct vu_queue *q)
+RING_INLINE unsigned push_completions(struct vu_queue *q, bool packed)
 {
 	struct vu_deferred *l, *next;
 	unsigned pushed = 0;
@@ -37,29 +63,68 @@ static unsigned queue_push_completions(struct vu_queue *q)
 
 		next = l->next;
 		q->deferred_outstanding--;
-		if (virtq_rewalk(&q->vq, l->head, &elem) >= 0) {
+		if ((packed ? virtq_packed_rewalk(&q->vq, l->chain, l->chain_len, &elem)
+			    : virtq_rewalk(&q->vq, l->head, &elem)) >= 0) {
 			/* Each copy returns at most its uint32_t length. */
 			len = (uint32_t)iov_copy_to(elem.req.wr, elem.req.wr_cnt, 0,
 						    l->reply, l->len);
 			if (l->data_len)
 				len += (uint32_t)iov_copy_to(elem.req.wr, elem.req.wr_cnt, len,
 							     l->data, l->data_len);
-			virtq_push(&q->vq, &elem, len);
+			ring_push(&q->vq, &elem, len, packed);
 			pushed++;
 		}
 		free(l->data);
 		l->data = NULL;
 		l->data_len = 0;
+		if (packed) {
+			free(l->chain);
+			l->chain = NULL;
+			l->chain_len = 0;
+		}
 	}
 	return pushed;
 }
 
+static unsigned queue_push_completions(struct vu_queue *q)
+{
+	return q->vq.packed ? push_completions(q, true) : push_completions(q, false);
+}
+
 /* Makes pushed entries visible and interrupts the driver if it wants. */
+RING_INLINE void publish(struct vu_queue *q, bool packed)
+{
+	if (packed) {
+		virtq_packed_flush(&q->vq);
+		if (virtq_packed_should_notify(&q->vq))
+			eventfd_signal(q->call_fd);
+	} else {
+		virtq_flush(&q->vq);
+		if (virtq_should_notify(&q->vq))
+			eventfd_signal(q->call_fd);
+	}
+}
+
 static void queue_publish(struct vu_queue *q)
 {
-	virtq_flush(&q->vq);
-	if (virtq_should_notify(&q->vq))
-		eventfd_signal(q->call_fd);
+	if (q->vq.packed)
+		publish(q, true);
+	else
+		publish(q, false);
+}
+
+/* Keeps a packed chain for the re-walk of a deferred request: its ring
+ * slots may be reused before it completes. 0 or -ENOMEM. */
+static int keep_packed_chain(struct vu_deferred *l, const struct virtq *vq)
+{
+	size_t size = vq->pk_chain_len * sizeof(vq->pk_chain[0]);
+
+	l->chain = malloc(size);
+	if (!l->chain)
+		return -ENOMEM;
+	memcpy(l->chain, vq->pk_chain, size);
+	l->chain_len = (uint16_t)vq->pk_chain_len;
+	return 0;
 }
 
 /*
@@ -85,7 +150,7 @@ static void queue_publish(struct vu_queue *q)
 
 /* Runs one batch with q->lock held. Returns true if more work may be
  * waiting, so the caller should come back without sleeping. */
-static bool queue_run_batch(struct vu_queue *q)
+RING_INLINE bool run_batch(struct vu_queue *q, bool packed)
 {
 	struct vu_dev *dev = q->dev;
 	struct virtq *vq = &q->vq;
@@ -94,33 +159,46 @@ static bool queue_run_batch(struct vu_queue *q)
 	uint64_t unpublished_bytes = 0;
 	bool more = false;
 
-	pushed = queue_push_completions(q);
+	pushed = push_completions(q, packed);
 	if (!q->enabled || vq->broken || !virtq_ready(vq))
 		goto publish;
-	virtq_disable_notify(vq);
+	if (packed)
+		virtq_packed_disable_notify(vq);
+	else
+		virtq_disable_notify(vq);
 	for (;;) {
+		unsigned behind;
 		uint32_t len;
 
-		if (virtq_pop(vq, &elem) <= 0)
+		if (ring_pop(vq, &elem, packed) <= 0)
 			break;
+		/* Once: on a packed ring it is a look at the next descriptor. */
+		behind = ring_unpopped(vq, packed);
 		if (done == 0)
-			ferry_hist_add(&q->st.depth, virtq_unpopped(vq) + 1u);
+			ferry_hist_add(&q->st.depth, behind + 1u);
 		/* Set before handle(): the completion may come from another
 		 * thread before handle() even returns. */
 		q->deferred[elem.head].head = elem.head;
 		elem.req.chan = &q->chan;
 		elem.req.token = &q->deferred[elem.head];
-		elem.req.queued_behind = virtq_unpopped(vq);
+		elem.req.queued_behind = behind;
 		len = dev->handler->handle(q->ctx, &elem.req);
 		if (len == FERRY_DEFERRED) {
 			q->deferred_outstanding++;
+			/* Only this thread re-walks, after this: a completion
+			 * already on the done list waits for it. Without the
+			 * copy the re-walk fails and the reply is dropped. */
+			if (packed && keep_packed_chain(&q->deferred[elem.head], vq) < 0) {
+				virtq_mark_broken(vq, "out of memory for a deferred request's chain");
+				break;
+			}
 		} else {
-			virtq_push(vq, &elem, len);
+			ring_push(vq, &elem, len, packed);
 			pushed++;
 			unpublished_bytes += (uint64_t)elem.rd_len + len;
 			if ((pushed >= VU_PUBLISH_REQUESTS && !vu_queue_cpu_shared(q)) ||
 			    unpublished_bytes >= VU_PUBLISH_BYTES) {
-				queue_publish(q);
+				publish(q, packed);
 				pushed = 0;
 				unpublished_bytes = 0;
 			}
@@ -139,7 +217,7 @@ static bool queue_run_batch(struct vu_queue *q)
 	}
 publish:
 	if (pushed > 0 && virtq_ready(vq) && !vq->broken)
-		queue_publish(q);
+		publish(q, packed);
 	if (vq->broken) {
 		if (!q->err_signalled)
 			eventfd_signal(q->err_fd);
@@ -149,12 +227,19 @@ publish:
 	return more;
 }
 
+static bool queue_run_batch(struct vu_queue *q)
+{
+	return q->vq.packed ? run_batch(q, true) : run_batch(q, false);
+}
+
 /* Asks the driver for kicks again before the thread sleeps; true if work
  * arrived meanwhile. Called with q->lock held. */
 static bool queue_arm(struct vu_queue *q)
 {
 	if (!q->enabled || q->vq.broken || !virtq_ready(&q->vq))
 		return false;
+	if (q->vq.packed)
+		return virtq_packed_enable_notify(&q->vq);
 	return virtq_enable_notify(&q->vq);
 }
 
@@ -341,7 +426,14 @@ int vu_queue_map_rings(struct vu_queue *q)
 	virtq_clear_rings(&q->vq);
 	if (!q->addr_set || q->num == 0)
 		return 0;
-	virtq_ring_sizes(q->num, &desc_len, &avail_len, &used_len);
+	if (q->vq.packed) {
+		/* The descriptor ring and the driver's and device's event
+		 * areas, in SET_VRING_ADDR's desc, avail and used fields. */
+		desc_len = 16ull * q->num;
+		avail_len = used_len = sizeof(struct vring_packed_desc_event);
+	} else {
+		virtq_ring_sizes(q->num, &desc_len, &avail_len, &used_len);
+	}
 	desc = guest_mem_uva_to_ptr(mem, q->desc_uva, desc_len);
 	avail = guest_mem_uva_to_ptr(mem, q->avail_uva, avail_len);
 	used = guest_mem_uva_to_ptr(mem, q->used_uva, used_len);
@@ -352,7 +444,10 @@ int vu_queue_map_rings(struct vu_queue *q)
 			(unsigned long long)q->used_uva, q->num);
 		return -EFAULT;
 	}
-	ret = virtq_set_rings(&q->vq, q->num, desc, avail, used);
+	if (q->vq.packed)
+		ret = virtq_packed_set_rings(&q->vq, q->num, desc, avail, used);
+	else
+		ret = virtq_set_rings(&q->vq, q->num, desc, avail, used);
 	if (ret < 0)
 		log_err("queue %u: misaligned ring addresses", q->index);
 	return ret;
@@ -372,7 +467,10 @@ int vu_queue_maybe_start(struct vu_queue *q)
 	pthread_mutex_lock(&q->lock);
 	ready = virtq_ready(&q->vq);
 	if (ready) {
-		virtq_start(&q->vq);
+		if (q->vq.packed)
+			virtq_packed_start(&q->vq);
+		else
+			virtq_start(&q->vq);
 		/* Without VHOST_USER_F_PROTOCOL_FEATURES there is no
 		 * SET_VRING_ENABLE: rings start enabled. */
 		if (!(dev->features & BIT(VU_F_PROTOCOL_FEATURES)))

@@ -55,6 +55,9 @@ void virtq_clear_rings(struct virtq *vq)
 	vq->desc = NULL;
 	vq->avail = NULL;
 	vq->used = NULL;
+	vq->pdesc = NULL;
+	vq->driver_event = NULL;
+	vq->device_event = NULL;
 }
 
 void virtq_set_mem(struct virtq *vq, const struct guest_mem *mem)
@@ -125,7 +128,7 @@ static int refresh_avail(struct virtq *vq)
 /* Finds the indirect table [addr, addr + len): in place if it lies in one
  * region, else copied into vq->indirect_copy. len is already checked to be
  * at most sizeof(vq->indirect_copy). */
-static const uint8_t *map_indirect(struct virtq *vq, uint64_t addr, uint32_t len)
+const uint8_t *virtq_map_indirect(struct virtq *vq, uint64_t addr, uint32_t len)
 {
 	struct iovec parts[8];
 	unsigned cnt = 0;
@@ -196,7 +199,7 @@ static int walk_chain(struct virtq *vq, uint16_t head, struct virtq_elem *elem)
 				why = "indirect table longer than the segment limit";
 				goto broken;
 			}
-			table = map_indirect(vq, addr, len);
+			table = virtq_map_indirect(vq, addr, len);
 			if (!table) {
 				why = "indirect table outside guest memory";
 				goto broken;

@@ -1,4 +1,4 @@
-/* Split virtqueue, device side: pops validated descriptor chains, pushes used entries. */
+/* Virtqueues, device side (split rings here, packed in virtq_packed.c): pop validated chains, push used entries. */
 #ifndef FERRY_VIRTQ_H
 #define FERRY_VIRTQ_H
 
@@ -50,6 +50,35 @@ struct virtq {
 	struct iovec iov[VIRTQ_MAX_SEGS];
 	/* Indirect tables that straddle two regions are copied here. */
 	struct vring_desc indirect_copy[VIRTQ_MAX_SEGS];
+
+	/*
+	 * Packed rings (VIRTIO_F_RING_PACKED, virtq_packed.c). The split
+	 * pointers above then hold the same three addresses, so virtq_ready
+	 * answers for both kinds; the split functions are never called on a
+	 * packed queue.
+	 */
+	bool packed;
+	struct vring_packed_desc *pdesc;
+	struct vring_packed_desc_event *driver_event; /* driver's: our calls */
+	struct vring_packed_desc_event *device_event; /* ours: its kicks */
+	uint16_t pk_avail;              /* ring position of the next chain to pop */
+	bool pk_avail_wrap;             /* Driver Ring Wrap Counter we expect there */
+	uint16_t pk_used;               /* ring position of the next used entry */
+	bool pk_used_wrap;              /* Device Ring Wrap Counter */
+	uint16_t pk_used_since_signal;  /* descriptors used since the last notify decision */
+	/* The first used entry since the last flush has its flags written at
+	 * the flush, so the driver sees the whole batch at once. */
+	bool pk_pending;
+	uint16_t pk_pending_pos;
+	uint16_t pk_pending_flags;
+	/* The last popped chain, as read once from the ring: a deferred
+	 * request keeps a copy, as the ring slots may be reused before it
+	 * completes. */
+	unsigned pk_chain_len;
+	struct vring_packed_desc pk_chain[VIRTQ_MAX_SEGS];
+	/* Per buffer id: ring descriptors of its chain while in flight, 0
+	 * when not. A driver reusing an id in flight breaks the queue. */
+	uint16_t pk_inflight[VIRTQ_MAX_SIZE];
 };
 
 void virtq_init(struct virtq *vq, unsigned index);
@@ -106,6 +135,40 @@ static inline unsigned virtq_unpopped(const struct virtq *vq)
 {
 	return (uint16_t)(vq->shadow_avail_idx - vq->last_avail_idx);
 }
+
+/* Finds an indirect table in guest memory, copying it into
+ * vq->indirect_copy if it straddles regions; len at most that size. For
+ * both ring kinds. */
+const uint8_t *virtq_map_indirect(struct virtq *vq, uint64_t addr, uint32_t len);
+
+/* ---- Packed rings (virtq_packed.c): same contracts as the split calls ---- */
+
+/* Switches the queue's kind (at SET_FEATURES); forgets the rings. */
+void virtq_set_packed(struct virtq *vq, bool packed);
+/* num 1..VIRTQ_MAX_SIZE (need not be a power of two); desc 16-aligned,
+ * the event areas 4-aligned, all inside guest memory for their length. */
+int virtq_packed_set_rings(struct virtq *vq, unsigned num, void *desc,
+			   void *driver_event, void *device_event);
+/* SET_VRING_BASE of a packed ring: bits 0-14 the next avail position,
+ * bit 15 its wrap counter (bits 16-31, QEMU's used position, are implied:
+ * nothing is in flight at a restart). Clears the broken state. */
+void virtq_packed_set_base(struct virtq *vq, uint32_t base);
+/* GET_VRING_BASE: avail position and wrap in bits 0-15, used in 16-31. */
+uint32_t virtq_packed_get_base(const struct virtq *vq);
+void virtq_packed_start(struct virtq *vq);
+int virtq_packed_pop(struct virtq *vq, struct virtq_elem *elem);
+/* Re-walks a deferred chain from the copy taken at pop (vq->pk_chain). */
+int virtq_packed_rewalk(struct virtq *vq, const struct vring_packed_desc *chain,
+			unsigned n, struct virtq_elem *elem);
+void virtq_packed_push(struct virtq *vq, const struct virtq_elem *elem, uint32_t len);
+void virtq_packed_flush(struct virtq *vq);
+bool virtq_packed_should_notify(struct virtq *vq);
+void virtq_packed_disable_notify(struct virtq *vq);
+bool virtq_packed_enable_notify(struct virtq *vq);
+bool virtq_packed_avail_pending(struct virtq *vq);
+/* 1 if another chain is already available after the last pop, else 0: a
+ * packed ring has no index telling how many. */
+unsigned virtq_packed_unpopped(const struct virtq *vq);
 
 /* Marks the queue broken, logging reason once. */
 void virtq_mark_broken(struct virtq *vq, const char *reason);

@@ -14,14 +14,19 @@ cleanup_cmds+=('[[ -z $pid ]] || kill "$pid" 2>/dev/null')
 # WORKLOAD[:QUEUES]: the multi-queue runs start several request queue threads
 # in the daemon, sharing its inode and handle tables. randread-cold reads a file
 # kept out of the host's page cache (ferryfs-load --cold), which sends READs
-# to the daemon's offload threads, under its seccomp filter.
+# to the daemon's offload threads, under its seccomp filter. A -packed run
+# drives packed virtqueues (ferryfs-load --packed); randread-cold-packed
+# takes the deferred path, whose replies re-walk a copy of the chain.
 for run in read randread write randwrite getattr lookup create-unlink readdirplus mixed \
-    write-fsync mixed:4 create-unlink:2 randread-cold; do
-    wl=${run%%:*} queues=1 extra=() dextra=()
+    write-fsync mixed:4 create-unlink:2 randread-cold mixed-packed:2 randread-cold-packed; do
+    wl=${run%%:*} queues=1 extra=() dextra=() packed=false
     [[ $run == *:* ]] && queues=${run#*:}
+    if [[ $wl == *-packed ]]; then
+        wl=${wl%-packed} packed=true extra=(--packed)
+    fi
     share=$tmp/share-$run sock=$tmp/$run.sock
-    if [[ $run == randread-cold ]]; then
-        wl=randread extra=(--cold "$share") dextra=(--log-level=debug)
+    if [[ $wl == randread-cold ]]; then
+        wl=randread extra+=(--cold "$share") dextra=(--log-level=debug)
     fi
     mkdir -p "$share"
     "$daemon" --socket-path="$sock" --shared-dir="$share" --cache never -o readdirplus \
@@ -42,6 +47,8 @@ for run in read randread write randwrite getattr lookup create-unlink readdirplu
         check "ops > 0 (got $ops)" test "$ops" -gt 0
         nq=$(jq -r .queues <<<"$json")
         check "request queues used == $queues (got $nq)" test "$nq" = "$queues"
+        pk=$(jq -r .packed <<<"$json")
+        check "packed rings == $packed (got $pk)" test "$pk" = "$packed"
         case $wl in
         read|randread|write|randwrite|mixed)
             bytes=$(jq -r .bytes <<<"$json")
@@ -60,7 +67,7 @@ for run in read randread write randwrite getattr lookup create-unlink readdirplu
     else
         check "last line is a JSON object" false
     fi
-    if [[ $run == randread-cold ]]; then
+    if [[ $run == randread-cold* ]]; then
         fstype=$(stat -f -c %T "$share")
         case $fstype in
         ext2/ext3|ext4|xfs|btrfs)   # take RWF_NOWAIT: cached data can be told from data on disk
