@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "fuzz_common.h"
+#include "fuzz_guest_mem.h"
 #include "transport/guest_mem.h"
 #include "transport/virtq.h"
 
@@ -45,31 +46,6 @@ static struct {
 	bool kept;
 } inflight[MAX_INFLIGHT];
 
-static void add_region(uint64_t gpa, uint64_t offset)
-{
-	struct guest_region_desc d = {
-		.gpa = gpa, .size = REG, .uva = 0x7f0000000000ull + gpa,
-		.mmap_offset = offset,
-	};
-	struct guest_region r;
-
-	if (guest_region_map(&r, &d, memfd) < 0 || guest_mem_insert(mem, &r) < 0)
-		fuzz_fail("cannot map guest region at 0x%llx", (unsigned long long)gpa);
-}
-
-static bool inside_one_region(const struct iovec *v)
-{
-	for (unsigned i = 0; i < mem->count; i++) {
-		const struct guest_region *r = &mem->regions[i];
-		const uint8_t *b = v->iov_base;
-
-		if (b >= r->host && v->iov_len <= r->desc.size &&
-		    b - r->host <= (ptrdiff_t)(r->desc.size - v->iov_len))
-			return true;
-	}
-	return false;
-}
-
 static void check_elem(const struct virtq_elem *elem, unsigned num)
 {
 	uint64_t wr_total = 0;
@@ -80,14 +56,16 @@ static void check_elem(const struct virtq_elem *elem, unsigned num)
 	for (unsigned i = 0; i < elem->req.rd_cnt; i++) {
 		const struct iovec *v = &elem->req.rd[i];
 
-		FUZZ_ASSERT(inside_one_region(v), "readable iovec outside guest memory");
+		FUZZ_ASSERT(fuzz_iov_inside_one_region(mem, v),
+			    "readable iovec outside guest memory");
 		for (size_t j = 0; j < v->iov_len; j++)
 			sum += ((const uint8_t *)v->iov_base)[j];
 	}
 	for (unsigned i = 0; i < elem->req.wr_cnt; i++) {
 		const struct iovec *v = &elem->req.wr[i];
 
-		FUZZ_ASSERT(inside_one_region(v), "writable iovec outside guest memory");
+		FUZZ_ASSERT(fuzz_iov_inside_one_region(mem, v),
+			    "writable iovec outside guest memory");
 		memset(v->iov_base, (int)(sum & 0xff), v->iov_len);
 		wr_total += v->iov_len;
 	}
@@ -106,9 +84,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	file_map = mmap(NULL, 3 * REG, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
 	if (file_map == MAP_FAILED || guest_mem_new(&mem) < 0)
 		fuzz_fail("mmap");
-	add_region(0, 0);
-	add_region(REG, REG);
-	add_region(GPA_C, 2 * REG);
+	fuzz_guest_region_add(mem, memfd, 0, REG, 0);
+	fuzz_guest_region_add(mem, memfd, REG, REG, REG);
+	fuzz_guest_region_add(mem, memfd, GPA_C, REG, 2 * REG);
 	if (fuzz_seed_dir()) {
 		write_seeds(fuzz_seed_dir());
 		exit(0);
