@@ -88,6 +88,7 @@ struct run {
 	uint64_t cpu0_us, cpu1_us;
 	double self0_us, self1_us;
 	uint64_t ops, bytes, entries, cycles, errors;
+	uint64_t quirk_destroy_empty;   /* DESTROY answered with no bytes */
 	struct load_lat lat;
 	struct fuse_forget_one *forgets;
 	size_t nforget, capforget;

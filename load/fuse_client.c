@@ -28,6 +28,8 @@ void fc_begin(struct fc_slot *s, uint32_t opcode, uint64_t nodeid, uint64_t uniq
 	s->opcode = opcode;
 	s->expect_len = 0;
 	s->allow_err = 0;
+	s->allow_empty = false;
+	s->empty_reply = false;
 	s->data_len = 0;
 }
 
@@ -102,6 +104,10 @@ int fc_check(struct fc_slot *s, uint32_t used_len, char *why, size_t whylen)
 				 fc_opname(s->opcode), used_len);
 			return -EBADMSG;
 		}
+		return 0;
+	}
+	if (used_len == 0 && s->allow_empty) {
+		s->empty_reply = true;
 		return 0;
 	}
 	if (used_len < sizeof(*out) || used_len > s->out_cap) {

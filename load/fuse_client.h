@@ -37,6 +37,11 @@ struct fc_slot {
 	uint64_t t_submit;
 	uint32_t expect_len;   /* exact out.len on success, 0 = up to out_cap */
 	int32_t allow_err;     /* a negative errno also accepted, or 0 */
+	/* A reply of no bytes at all also accepted (a known quirk of a
+	 * backend: the Rust virtiofsd answers DESTROY that way); fc_check
+	 * sets empty_reply when it saw one. */
+	bool allow_empty;
+	bool empty_reply;
 	uint32_t data_len;     /* bytes of data moved (for MiB/s) */
 	bool full_check;       /* READ: check every word (see fc_pattern_verify) */
 };

@@ -37,6 +37,9 @@ struct load_result {
 	double elapsed_s;
 	uint64_t ops, bytes, entries, cycles;
 	uint64_t errors;
+	/* Known quirks of the backend, not errors: DESTROY answered with no
+	 * bytes at all (the Rust virtiofsd). */
+	uint64_t quirk_destroy_empty;
 	double lat_p50_us, lat_p99_us, lat_p999_us, lat_mean_us, lat_max_us;
 	double daemon_cpu_us;      /* < 0 when unknown */
 	double idle_daemon_cpu_us; /* during --idle; < 0 when unknown or none */

@@ -236,6 +236,9 @@ int main(int argc, char **argv)
 	if (idle_pct >= 0)
 		printf("idle %.1f s: daemon cpu %.1f%% of one cpu\n", c.idle, idle_pct);
 	printf("errors: %" PRIu64 "%s\n", res.errors, ret ? " (run aborted)" : "");
+	if (res.quirk_destroy_empty)
+		printf("quirks: DESTROY answered with an empty reply (%" PRIu64 "x), accepted\n",
+		       res.quirk_destroy_empty);
 	if (c.json)
 		printf("{\"workload\":\"%s\",\"block_size\":%u,\"queue_depth\":%u,\"queues\":%u,"
 		       "\"seconds\":%.3f,\"warmup\":%.3f,\"file_size\":%llu,\"event_idx\":%s,"
@@ -245,13 +248,13 @@ int main(int argc, char **argv)
 		       "\"lat_p999_us\":%.2f,\"lat_mean_us\":%.2f,\"lat_max_us\":%.2f,"
 		       "\"daemon_cpu_us_per_op\":%.3f,\"load_cpu_us_per_op\":%.3f,"
 		       "\"kicks\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"fuse_minor\":%u,"
-		       "\"idle_daemon_cpu_pct\":%.2f,\"errors\":%" PRIu64 ",\"aborted\":%s}\n",
+		       "\"idle_daemon_cpu_pct\":%.2f,\"errors\":%" PRIu64 ",\"quirk_destroy_empty\":%" PRIu64 ",\"aborted\":%s}\n",
 		       c.workload, c.block_size, c.queue_depth, c.queues, c.seconds, c.warmup,
 		       (unsigned long long)c.file_size, res.event_idx ? "true" : "false",
 		       res.packed ? "true" : "false", c.poll ? "true" : "false", el, res.ops, res.cycles, res.entries, res.bytes,
 		       ops_s, mib_s, res.lat_p50_us, res.lat_p99_us, res.lat_p999_us,
 		       res.lat_mean_us, res.lat_max_us, cpu_op, self_op, res.kicks, res.calls,
-		       res.proto_minor, idle_pct, res.errors, ret ? "true" : "false");
+		       res.proto_minor, idle_pct, res.errors, res.quirk_destroy_empty, ret ? "true" : "false");
 	if (res.errors)
 		return 1;
 	return ret ? 2 : 0;

@@ -12,6 +12,7 @@
  */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
@@ -96,6 +97,20 @@ struct ferry_handler {
 	 * built up (a FUSE session) must go. Called while no worker runs,
 	 * before any request of a new client. */
 	void (*reset)(void *opaque);
+	/*
+	 * Optional: live migration (docs/migration.md). Each runs while every
+	 * worker is stopped and nothing is in flight, on a thread of the
+	 * transport's own, and may block until done. save_state writes the
+	 * whole state to fd and leaves every table as it was (a cancelled
+	 * migration goes on serving). load_state reads one state from fd up
+	 * to EOF, validates all of it, and installs it only if all of it is
+	 * good: on failure nothing of it stays and the handler serves as
+	 * before. Neither closes fd. 0 or -errno, with why in reason
+	 * (NUL-terminated). A transport offers migration only when both are
+	 * set.
+	 */
+	int (*save_state)(void *opaque, int fd, char *reason, size_t reason_size);
+	int (*load_state)(void *opaque, int fd, char *reason, size_t reason_size);
 };
 
 /* Whether h has what every transport calls: start, stop and handle. */
