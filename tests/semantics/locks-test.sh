@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Guest e2e (make check): guest and host see each other's POSIX and flock locks through ferryfsd --posix-lock --flock; a waiting SETLKW does not stall the queue.
 #
-# Usage: locks-test.sh [PATH_TO_FERRYFSD]   Env: VIRTIOFSD (reference column), FERRYFS_GUEST_DIR
+# Usage: locks-test.sh [PATH_TO_FERRYFSD]   Env: VIRTIOFSD (reference column on stable), FERRYFS_GUEST_DIR
+# The reference column (printed, side by side, not judged): QEMU's C virtiofsd on the stable stack,
+# the Rust virtiofsd on the current one.
 # Exit: 0 pass, 1 fail, 77 skipped (no QEMU or guest image).
 # Not covered, because Linux's virtio-fs driver (6.1) never sends FUSE INTERRUPT: a signal
 # interrupting a guest F_SETLKW (the guest process stays in a killable-only wait until the host
@@ -62,11 +64,19 @@ run_one() {
 
 ferry_out="$(run_one ferryfsd "$ferryfsd" --shared-dir="$tmp/ferryfsd" --posix-lock --flock)"
 echo "$ferry_out" | sed 's/^/  ferryfsd: /'
-if [[ -x "$virtiofsd" ]]; then
-    # Reference only: QEMU's virtiofsd 7.2 has -o posix_lock and no flock support.
-    vfs_out="$(run_one virtiofsd "$virtiofsd" -o source="$tmp/virtiofsd" -o posix_lock 2>&1 || true)"
-    echo "$vfs_out" | sed 's/^/  virtiofsd (reference): /'
+# The reference column: the virtiofsd users of each stack run. On stable, QEMU's C virtiofsd 7.2
+# (-o posix_lock; no flock support); on current, the Rust virtiofsd 1.13, which has no lock
+# options and answers lock requests with ENOSYS, so the guest's locks stay inside the guest.
+ref_name="" ref_out=""
+rs="$repo/tests/e2e/virtiofsd-rs"
+if [[ "$(stack_name)" == current ]] && "$rs" --version >/dev/null 2>&1; then
+    ref_name=virtiofsd-rs
+    ref_out="$(run_one virtiofsd-rs "$rs" --shared-dir="$tmp/virtiofsd-rs" 2>&1 || true)"
+elif [[ -x "$virtiofsd" ]]; then
+    ref_name=virtiofsd
+    ref_out="$(run_one virtiofsd "$virtiofsd" -o source="$tmp/virtiofsd" -o posix_lock 2>&1 || true)"
 fi
+[[ -z "$ref_name" ]] || echo "$ref_out" | sed "s/^/  $ref_name (reference): /"
 
 fail=0
 for want in "guest_rc=0" "daemon_rc=0" "probe_rc=0" "wait_rc=0" \
@@ -78,5 +88,13 @@ for want in "guest_rc=0" "daemon_rc=0" "probe_rc=0" "wait_rc=0" \
         fail=1
     fi
 done
+# Side by side: each lock check as ferryfsd and the reference daemon answered it.
+if [[ -n "$ref_name" ]]; then
+    printf '  %-26s %-9s %s\n' check ferryfsd "$ref_name"
+    for c in $(grep -o 'CHECK [a-z-]*' <<<"$ferry_out" | cut -d' ' -f2); do
+        printf '  %-26s %-9s %s\n' "$c" "$(grep -m1 "^CHECK $c " <<<"$ferry_out" | cut -d' ' -f3)" \
+            "$(grep -m1 "^CHECK $c " <<<"$ref_out" | cut -d' ' -f3 | sed 's/^$/-/')"
+    done
+fi
 ((fail)) && exit 1
 say "PASS"
