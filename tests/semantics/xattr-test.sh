@@ -3,8 +3,9 @@
 #
 # One boot with SELinux active in the guest (security=selinux, no policy loaded: it still labels new
 # files, so the kernel sends FUSE_SECURITY_CTX). The share uses --xattrmap=':map:security.:user.guest.:'
-# and --modcaps=+sys_admin (trusted.* needs CAP_SYS_ADMIN on the host). QEMU's virtiofsd runs the same
-# guest program as a reference column; only ferryfsd's results decide.
+# and --modcaps=+sys_admin (trusted.* needs CAP_SYS_ADMIN on the host). A reference virtiofsd runs the
+# same guest program as a column (QEMU's C virtiofsd on stable, the Rust one on current); only
+# ferryfsd's results decide.
 # Usage: xattr-test.sh   Env: FERRYFSD, VIRTIOFSD, FERRYFS_GUEST_DIR. Exit: 0 pass, 1 fail, 77 skip.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -64,20 +65,32 @@ sem_host label-stored-mapped "$([[ -n "$label" ]] && echo 1)" \
     "no user.guest.security.selinux on a file the guest created: $(getfattr -d -m - --absolute-names "$t/labelled" 2>&1 | tr '\n' ' ')"
 echo "  ferryfsd: host: label of t/labelled is '${label}'"
 
-if [[ -x "$virtiofsd" ]]; then
-    # Reference column: QEMU's virtiofsd with the same map and capabilities.
-    vshare="$sem_tmp/vfs"
-    prepare "$vshare"
-    vlog="$sem_tmp/virtiofsd.log"
-    "$virtiofsd" --socket-path="$sem_tmp/vfs.sock" -o source="$vshare",xattr,posix_acl,security_label \
-        -o modcaps=+sys_admin -o "xattrmap=$map" >"$vlog" 2>&1 &
-    vpid=$!; sem_pids+=("$vpid")
-    for _ in $(seq 100); do [[ -S "$sem_tmp/vfs.sock" ]] && break; sleep 0.1; done
-    "$sem_repo/tests/e2e/run-guest.sh" --sock "$sem_tmp/vfs.sock" --tag vfs --cmd /mnt/guest.sh \
-        --log "$sem_tmp/vfs-console.log" --quiet --timeout 600 --append "$sem_append" \
-        --watch-pid "$vpid" || true
-    tr -d '\r' <"$sem_tmp/vfs-console.log" | grep -a '^CHECK ' | sed 's/^/  virtiofsd (reference): /' || true
-    echo "  virtiofsd (reference): host: trusted.t='$(getfattr --absolute-names --only-values -n trusted.t "$vshare/t/x" 2>/dev/null)'" \
-        "label='$(getfattr --absolute-names --only-values -n user.guest.security.selinux "$vshare/t/labelled" 2>/dev/null | tr -d '\0')'"
+# One run of the guest program against a reference daemon (printed, not judged): ref_run NAME CMD...
+# where CMD makes the daemon listen on $sem_tmp/NAME.sock and share $sem_tmp/NAME.
+ref_run() {
+    local rname="$1"; shift
+    local rshare="$sem_tmp/$rname" rlog="$sem_tmp/$rname.log"
+    "$@" >"$rlog" 2>&1 &
+    local rpid=$!; sem_pids+=("$rpid")
+    for _ in $(seq 100); do [[ -S "$sem_tmp/$rname.sock" ]] && break; sleep 0.1; done
+    "$sem_repo/tests/e2e/run-guest.sh" --sock "$sem_tmp/$rname.sock" --tag "$rname" --cmd /mnt/guest.sh \
+        --log "$sem_tmp/$rname-console.log" --quiet --timeout 600 --append "$sem_append" \
+        --watch-pid "$rpid" || true
+    tr -d '\r' <"$sem_tmp/$rname-console.log" | grep -a '^CHECK ' | sed "s/^/  $rname (reference): /" || true
+    echo "  $rname (reference): host: trusted.t='$(getfattr --absolute-names --only-values -n trusted.t "$rshare/t/x" 2>/dev/null)'" \
+        "label='$(getfattr --absolute-names --only-values -n user.guest.security.selinux "$rshare/t/labelled" 2>/dev/null | tr -d '\0')'"
+}
+
+# The reference column is the virtiofsd users of the stack run: QEMU's C virtiofsd on stable, the
+# Rust virtiofsd on current; both with the same map and capabilities.
+rs="$sem_repo/tests/e2e/virtiofsd-rs"
+if [[ "$(stack_name)" == current ]] && "$rs" --version >/dev/null 2>&1; then
+    prepare "$sem_tmp/virtiofsd-rs"
+    ref_run virtiofsd-rs "$rs" --socket-path="$sem_tmp/virtiofsd-rs.sock" --shared-dir="$sem_tmp/virtiofsd-rs" \
+        --xattr --posix-acl --security-label --modcaps=+sys_admin --xattrmap="$map"
+elif [[ -x "$virtiofsd" ]]; then
+    prepare "$sem_tmp/virtiofsd"
+    ref_run virtiofsd "$virtiofsd" --socket-path="$sem_tmp/virtiofsd.sock" \
+        -o source="$sem_tmp/virtiofsd",xattr,posix_acl,security_label -o modcaps=+sys_admin -o "xattrmap=$map"
 fi
 sem_finish
