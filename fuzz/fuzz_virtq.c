@@ -3,8 +3,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "common/log.h"
 #include "fuzz_common.h"
@@ -13,27 +11,19 @@
 #include "transport/virtq.h"
 
 /*
- * Guest memory, one memfd:
- *   A  gpa 0x0000..0x4000  file 0x0000   the rings, then buffers
- *   B  gpa 0x4000..0x8000  file 0x4000   adjacent to A (chains cross over)
- *      gap 0x8000..0x10000                unmapped
- *   C  gpa 0x10000..0x14000 file 0x8000
+ * Guest memory: fuzz_guest_mem.h's A, B, gap, C.
  *
  * Input: byte 0 log2 of the ring size (0..7), byte 1 features (bit 0
  * EVENT_IDX, bit 1 INDIRECT_DESC), bytes 2-3 the avail index popping starts
  * at, bytes 4-5 the used length reported per chain (bit 15: report wr_len+1
  * to test the clamp); the rest is copied over A, B and C in that order.
  */
-#define REG 0x4000u
-#define GPA_C 0x10000u
 #define HDR 6u
 #define RING_DESC 0x0000u
 #define RING_AVAIL 0x0800u
 #define RING_USED 0x1000u
 
-static int memfd = -1;
-static uint8_t *file_map;   /* our own view of the whole memfd */
-static struct guest_mem *mem;
+static struct fuzz_guest guest;
 static struct virtq vq;
 
 static void write_seeds(const char *dir);
@@ -41,15 +31,7 @@ static void write_seeds(const char *dir);
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	fuzz_init_log();
-	memfd = memfd_create("fuzz-virtq", MFD_CLOEXEC);
-	if (memfd < 0 || ftruncate(memfd, 3 * REG) < 0)
-		fuzz_fail("memfd");
-	file_map = mmap(NULL, 3 * REG, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
-	if (file_map == MAP_FAILED || guest_mem_new(&mem) < 0)
-		fuzz_fail("mmap");
-	fuzz_guest_region_add(mem, memfd, 0, REG, 0);
-	fuzz_guest_region_add(mem, memfd, REG, REG, REG);
-	fuzz_guest_region_add(mem, memfd, GPA_C, REG, 2 * REG);
+	fuzz_guest_setup(&guest, "fuzz-virtq");
 	if (fuzz_seed_dir()) {
 		write_seeds(fuzz_seed_dir());
 		exit(0);
@@ -62,20 +44,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unsigned num, pushed = 0;
 	uint16_t used_len_spec;
 	uint8_t *ring_base;
-	size_t body;
 
 	if (size < HDR)
 		return 0;
 	num = 1u << (data[0] & 7);
 	used_len_spec = (uint16_t)(data[4] | data[5] << 8);
-	body = size - HDR < 3 * REG ? size - HDR : 3 * REG;
-	memset(file_map, 0, 3 * REG);
-	memcpy(file_map, data + HDR, body);
+	fuzz_guest_load(&guest, data + HDR, size - HDR);
 
 	virtq_init(&vq, 1);
-	virtq_set_mem(&vq, mem);
+	virtq_set_mem(&vq, guest.mem);
 	virtq_set_features(&vq, data[1] & 1, data[1] & 2);
-	ring_base = mem->regions[0].host;
+	ring_base = guest.mem->regions[0].host;
 	if (virtq_set_rings(&vq, num, ring_base + RING_DESC, ring_base + RING_AVAIL,
 			    ring_base + RING_USED) < 0)
 		fuzz_fail("rings refused");
@@ -90,32 +69,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int ret;
 
 		while ((ret = virtq_pop(&vq, &elem)) == 1) {
-			uint64_t wr_total = 0;
-			uint32_t sum = 0;
 			uint32_t len;
 
 			FUZZ_ASSERT(++pushed <= num, "popped %u chains from a ring of %u", pushed, num);
-			FUZZ_ASSERT(elem.head < num, "head %u out of range", elem.head);
-			FUZZ_ASSERT(elem.req.rd_cnt + elem.req.wr_cnt <= VIRTQ_MAX_SEGS,
-				    "too many segments");
-			for (unsigned i = 0; i < elem.req.rd_cnt; i++) {
-				const struct iovec *v = &elem.req.rd[i];
-
-				FUZZ_ASSERT(fuzz_iov_inside_one_region(mem, v),
-					    "readable iovec outside guest memory");
-				for (size_t j = 0; j < v->iov_len; j++)
-					sum += ((const uint8_t *)v->iov_base)[j];
-			}
-			for (unsigned i = 0; i < elem.req.wr_cnt; i++) {
-				const struct iovec *v = &elem.req.wr[i];
-
-				FUZZ_ASSERT(fuzz_iov_inside_one_region(mem, v),
-					    "writable iovec outside guest memory");
-				memset(v->iov_base, (int)(sum & 0xff), v->iov_len);
-				wr_total += v->iov_len;
-			}
-			FUZZ_ASSERT(wr_total == elem.wr_len, "wr_len %u, iovecs hold %llu",
-				    elem.wr_len, (unsigned long long)wr_total);
+			fuzz_check_elem(guest.mem, &elem, num);
 			len = used_len_spec & 0x8000 ? elem.wr_len + 1 : used_len_spec;
 			virtq_push(&vq, &elem, len);
 			{
@@ -139,7 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 struct seed {
 	uint8_t hdr[HDR];
-	uint8_t mem[REG + 0x200];
+	uint8_t mem[FUZZ_REG + 0x200];
 };
 
 static void put_desc(struct seed *s, uint64_t table, unsigned i, uint64_t addr,
@@ -162,16 +119,6 @@ static void put_avail(struct seed *s, uint16_t idx, const uint16_t *heads, unsig
 		v = htole16(heads[i]);
 		memcpy(s->mem + RING_AVAIL + 4 + 2 * i, &v, 2);
 	}
-}
-
-/* Writes the seed without its trailing zeros: the harness zero-fills. */
-static void write_seed(const char *dir, const char *name, const struct seed *s)
-{
-	size_t len = sizeof(*s);
-
-	while (len > HDR && ((const uint8_t *)s)[len - 1] == 0)
-		len--;
-	fuzz_write_seed(dir, name, s, len);
 }
 
 /* A seed as data: header bytes (see the input layout at the top),
@@ -231,6 +178,6 @@ static void write_seeds(const char *dir)
 			put_desc(&s, d->table, d->i, d->addr, d->len, d->flags, d->next);
 		}
 		put_avail(&s, spec->avail_idx, spec->heads, spec->nheads);
-		write_seed(dir, spec->name, &s);
+		fuzz_write_seed_trimmed(dir, spec->name, &s, sizeof(s), HDR);
 	}
 }
