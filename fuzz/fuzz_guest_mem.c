@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -24,8 +25,9 @@ static void region_add(struct guest_mem *mem, int memfd, uint64_t gpa, uint64_t 
 		fuzz_fail("cannot map guest region at 0x%llx", (unsigned long long)gpa);
 }
 
-void fuzz_guest_setup(struct fuzz_guest *g, const char *name)
+void fuzz_guest_init(struct fuzz_guest *g, const char *name, void (*write_seeds)(const char *dir))
 {
+	fuzz_init_log();
 	g->memfd = memfd_create(name, MFD_CLOEXEC);
 	if (g->memfd < 0 || ftruncate(g->memfd, FUZZ_MEM_SIZE) < 0)
 		fuzz_fail("memfd");
@@ -35,12 +37,24 @@ void fuzz_guest_setup(struct fuzz_guest *g, const char *name)
 	region_add(g->mem, g->memfd, 0, FUZZ_REG, 0);
 	region_add(g->mem, g->memfd, FUZZ_REG, FUZZ_REG, FUZZ_REG);
 	region_add(g->mem, g->memfd, FUZZ_GPA_C, FUZZ_REG, 2 * FUZZ_REG);
+	if (fuzz_seed_dir()) {
+		write_seeds(fuzz_seed_dir());
+		exit(0);
+	}
 }
 
 void fuzz_guest_load(struct fuzz_guest *g, const uint8_t *image, size_t len)
 {
 	memset(g->file_map, 0, FUZZ_MEM_SIZE);
 	memcpy(g->file_map, image, len < FUZZ_MEM_SIZE ? len : FUZZ_MEM_SIZE);
+}
+
+uint8_t *fuzz_vq_begin(struct virtq *vq, const struct fuzz_guest *g, const uint8_t *hdr)
+{
+	virtq_init(vq, 1);
+	virtq_set_mem(vq, g->mem);
+	virtq_set_features(vq, hdr[1] & 1, hdr[1] & 2);
+	return g->mem->regions[0].host;
 }
 
 static bool iov_inside_one_region(const struct guest_mem *mem, const struct iovec *v)
@@ -81,10 +95,24 @@ void fuzz_check_elem(const struct guest_mem *mem, const struct virtq_elem *elem,
 		    (unsigned long long)wr_total);
 }
 
-void fuzz_write_seed_trimmed(const char *dir, const char *name, const void *seed, size_t len,
-			     size_t keep)
+void fuzz_seed_start(struct fuzz_seed *s, const uint8_t hdr[FUZZ_HDR])
 {
-	while (len > keep && ((const uint8_t *)seed)[len - 1] == 0)
+	memset(s, 0, sizeof(*s));
+	memcpy(s->hdr, hdr, FUZZ_HDR);
+}
+
+void fuzz_seed_put(struct fuzz_seed *s, uint64_t at, const void *p, size_t len)
+{
+	if (at > sizeof(s->mem) || len > sizeof(s->mem) - at)
+		fuzz_fail("seed table: %zu bytes at 0x%llx do not fit", len, (unsigned long long)at);
+	memcpy(s->mem + at, p, len);
+}
+
+void fuzz_seed_write(const char *dir, const char *name, const struct fuzz_seed *s)
+{
+	size_t len = sizeof(*s);
+
+	while (len > FUZZ_HDR && ((const uint8_t *)s)[len - 1] == 0)
 		len--;
-	fuzz_write_seed(dir, name, seed, len);
+	fuzz_write_seed(dir, name, s, len);
 }

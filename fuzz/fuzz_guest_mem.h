@@ -19,18 +19,28 @@
 #define FUZZ_GPA_C 0x10000u
 #define FUZZ_MEM_SIZE (3 * FUZZ_REG)
 
+/* Both targets' input starts with this many header bytes (each target's
+ * comment says what they mean): byte 1 bits 0 and 1 are EVENT_IDX and
+ * INDIRECT_DESC in both; the rest of the input is copied over A, B, C. */
+#define FUZZ_HDR 6u
+
 struct fuzz_guest {
 	int memfd;
 	uint8_t *file_map;          /* our own view of the whole memfd */
 	struct guest_mem *mem;      /* A, B and C as the walkers see them */
 };
 
-/* Creates the memfd (named name) and maps A, B and C; fails the run if it
- * cannot. */
-void fuzz_guest_setup(struct fuzz_guest *g, const char *name);
+/* A target's LLVMFuzzerInitialize: quiet logs, the memfd (named name) with
+ * A, B and C mapped, or with FERRY_FUZZ_WRITE_SEEDS set, write_seeds into
+ * that directory and exit. Fails the run if it cannot. */
+void fuzz_guest_init(struct fuzz_guest *g, const char *name, void (*write_seeds)(const char *dir));
 /* Zeroes the guest memory and copies image over A, B and C in that order
  * (as much of it as fits). */
 void fuzz_guest_load(struct fuzz_guest *g, const uint8_t *image, size_t len);
+
+/* A fresh queue over g's memory with the features the input's header asks
+ * for; returns the host address of A, where the rings are. */
+uint8_t *fuzz_vq_begin(struct virtq *vq, const struct fuzz_guest *g, const uint8_t *hdr);
 
 /* What a walker must guarantee of every chain it pops from a ring of num:
  * an id below num, at most VIRTQ_MAX_SEGS segments, every iovec wholly
@@ -38,9 +48,18 @@ void fuzz_guest_load(struct fuzz_guest *g, const uint8_t *image, size_t len);
  * readable buffers and fills the writable ones, as a backend would. */
 void fuzz_check_elem(const struct guest_mem *mem, const struct virtq_elem *elem, unsigned num);
 
-/* Writes a seed of len bytes without its trailing zeros (the harness
- * zero-fills), never shorter than its keep header bytes. */
-void fuzz_write_seed_trimmed(const char *dir, const char *name, const void *seed, size_t len,
-			     size_t keep);
+/* A seed: an input as the targets read it, built from a table of the
+ * target's (header bytes, then descriptors and rings placed in A). */
+struct fuzz_seed {
+	uint8_t hdr[FUZZ_HDR];
+	uint8_t mem[FUZZ_REG + 0x200];
+};
+
+/* Zeroes s and sets its header. */
+void fuzz_seed_start(struct fuzz_seed *s, const uint8_t hdr[FUZZ_HDR]);
+/* Places len bytes at offset at of s->mem. */
+void fuzz_seed_put(struct fuzz_seed *s, uint64_t at, const void *p, size_t len);
+/* Writes s without its trailing zeros (the harness zero-fills). */
+void fuzz_seed_write(const char *dir, const char *name, const struct fuzz_seed *s);
 
 #endif

@@ -1,8 +1,6 @@
 /* libFuzzer target: the split-virtqueue walker over a fuzzer-built ring, descriptor table and guest memory. */
 #include <endian.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "common/log.h"
 #include "fuzz_common.h"
@@ -18,7 +16,7 @@
  * at, bytes 4-5 the used length reported per chain (bit 15: report wr_len+1
  * to test the clamp); the rest is copied over A, B and C in that order.
  */
-#define HDR 6u
+#define HDR FUZZ_HDR
 #define RING_DESC 0x0000u
 #define RING_AVAIL 0x0800u
 #define RING_USED 0x1000u
@@ -30,12 +28,7 @@ static void write_seeds(const char *dir);
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	fuzz_init_log();
-	fuzz_guest_setup(&guest, "fuzz-virtq");
-	if (fuzz_seed_dir()) {
-		write_seeds(fuzz_seed_dir());
-		exit(0);
-	}
+	fuzz_guest_init(&guest, "fuzz-virtq", write_seeds);
 	return 0;
 }
 
@@ -51,10 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	used_len_spec = (uint16_t)(data[4] | data[5] << 8);
 	fuzz_guest_load(&guest, data + HDR, size - HDR);
 
-	virtq_init(&vq, 1);
-	virtq_set_mem(&vq, guest.mem);
-	virtq_set_features(&vq, data[1] & 1, data[1] & 2);
-	ring_base = guest.mem->regions[0].host;
+	ring_base = fuzz_vq_begin(&vq, &guest, data);
 	if (virtq_set_rings(&vq, num, ring_base + RING_DESC, ring_base + RING_AVAIL,
 			    ring_base + RING_USED) < 0)
 		fuzz_fail("rings refused");
@@ -94,33 +84,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 /* ---- Seeds: valid chains the fuzzer mutates from ---- */
 
-struct seed {
-	uint8_t hdr[HDR];
-	uint8_t mem[FUZZ_REG + 0x200];
-};
-
-static void put_desc(struct seed *s, uint64_t table, unsigned i, uint64_t addr,
-		     uint32_t len, uint16_t flags, uint16_t next)
-{
-	struct vring_desc d = {
-		.addr = htole64(addr), .len = htole32(len),
-		.flags = htole16(flags), .next = htole16(next),
-	};
-
-	memcpy(s->mem + table + 16 * i, &d, sizeof(d));
-}
-
-static void put_avail(struct seed *s, uint16_t idx, const uint16_t *heads, unsigned n)
-{
-	uint16_t v = htole16(idx);
-
-	memcpy(s->mem + RING_AVAIL + 2, &v, 2);
-	for (unsigned i = 0; i < n; i++) {
-		v = htole16(heads[i]);
-		memcpy(s->mem + RING_AVAIL + 4 + 2 * i, &v, 2);
-	}
-}
-
 /* A seed as data: header bytes (see the input layout at the top),
  * descriptors (each in the table at the given offset: the ring, or an
  * indirect table) and the avail ring. */
@@ -131,6 +94,27 @@ struct seed_desc {
 	uint32_t len;
 	uint16_t flags, next;
 };
+
+static void put_desc(struct fuzz_seed *s, const struct seed_desc *sd)
+{
+	struct vring_desc d = {
+		.addr = htole64(sd->addr), .len = htole32(sd->len),
+		.flags = htole16(sd->flags), .next = htole16(sd->next),
+	};
+
+	fuzz_seed_put(s, sd->table + 16 * sd->i, &d, sizeof(d));
+}
+
+static void put_avail(struct fuzz_seed *s, uint16_t idx, const uint16_t *heads, unsigned n)
+{
+	uint16_t v = htole16(idx);
+
+	fuzz_seed_put(s, RING_AVAIL + 2, &v, 2);
+	for (unsigned i = 0; i < n; i++) {
+		v = htole16(heads[i]);
+		fuzz_seed_put(s, RING_AVAIL + 4 + 2 * i, &v, 2);
+	}
+}
 
 static const struct seed_spec {
 	const char *name;
@@ -165,19 +149,15 @@ static const struct seed_spec {
 
 static void write_seeds(const char *dir)
 {
-	struct seed s;
+	struct fuzz_seed s;
 
 	for (size_t n = 0; n < sizeof(seed_specs) / sizeof(seed_specs[0]); n++) {
 		const struct seed_spec *spec = &seed_specs[n];
 
-		memset(&s, 0, sizeof(s));
-		memcpy(s.hdr, spec->hdr, HDR);
-		for (unsigned i = 0; i < spec->ndesc; i++) {
-			const struct seed_desc *d = &spec->desc[i];
-
-			put_desc(&s, d->table, d->i, d->addr, d->len, d->flags, d->next);
-		}
+		fuzz_seed_start(&s, spec->hdr);
+		for (unsigned i = 0; i < spec->ndesc; i++)
+			put_desc(&s, &spec->desc[i]);
 		put_avail(&s, spec->avail_idx, spec->heads, spec->nheads);
-		fuzz_write_seed_trimmed(dir, spec->name, &s, sizeof(s), HDR);
+		fuzz_seed_write(dir, spec->name, &s);
 	}
 }

@@ -1,7 +1,6 @@
 /* libFuzzer target: the packed-virtqueue walker over a fuzzer-built ring, indirect tables and guest memory. */
 #include <endian.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -20,7 +19,7 @@
  * and wrap bit 15), bytes 4-5 the used length (bit 15: wr_len+1 to test the
  * clamp); the rest is copied over A, B and C in that order.
  */
-#define HDR 6u
+#define HDR FUZZ_HDR
 #define RING_DESC 0x0000u
 #define DRIVER_EV 0x1000u
 #define DEVICE_EV 0x1004u
@@ -41,12 +40,7 @@ static void write_seeds(const char *dir);
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	fuzz_init_log();
-	fuzz_guest_setup(&guest, "fuzz-virtq-packed");
-	if (fuzz_seed_dir()) {
-		write_seeds(fuzz_seed_dir());
-		exit(0);
-	}
+	fuzz_guest_init(&guest, "fuzz-virtq-packed", write_seeds);
 	return 0;
 }
 
@@ -85,11 +79,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	used_len_spec = (uint16_t)(data[4] | data[5] << 8);
 	fuzz_guest_load(&guest, data + HDR, size - HDR);
 
-	virtq_init(&vq, 1);
-	virtq_set_mem(&vq, guest.mem);
-	virtq_set_features(&vq, data[1] & 1, data[1] & 2);
+	base = fuzz_vq_begin(&vq, &guest, data);
 	virtq_set_packed(&vq, true);
-	base = guest.mem->regions[0].host;
 	if (virtq_packed_set_rings(&vq, num, base + RING_DESC, base + DRIVER_EV,
 				   base + DEVICE_EV) < 0)
 		fuzz_fail("rings refused");
@@ -134,22 +125,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 /* ---- Seeds: valid rings the fuzzer mutates from ---- */
 
-struct seed {
-	uint8_t hdr[HDR];
-	uint8_t mem[FUZZ_REG];
-};
-
-static void put_desc(struct seed *s, uint64_t at, uint64_t addr, uint32_t len,
-		     uint16_t id, uint16_t flags)
-{
-	struct vring_packed_desc d = {
-		.addr = htole64(addr), .len = htole32(len),
-		.id = htole16(id), .flags = htole16(flags),
-	};
-
-	memcpy(s->mem + at, &d, sizeof(d));
-}
-
 #define AV1 (1u << VRING_PACKED_DESC_F_AVAIL)   /* available in wrap 1 */
 #define AV0 (1u << VRING_PACKED_DESC_F_USED)    /* available in wrap 0 */
 
@@ -161,6 +136,16 @@ struct seed_desc {
 	uint32_t len;
 	uint16_t id, flags;
 };
+
+static void put_desc(struct fuzz_seed *s, const struct seed_desc *sd)
+{
+	struct vring_packed_desc d = {
+		.addr = htole64(sd->addr), .len = htole32(sd->len),
+		.id = htole16(sd->id), .flags = htole16(sd->flags),
+	};
+
+	fuzz_seed_put(s, sd->at, &d, sizeof(d));
+}
 
 static const struct seed_spec {
 	const char *name;
@@ -193,18 +178,14 @@ static const struct seed_spec {
 
 static void write_seeds(const char *dir)
 {
-	struct seed s;
+	struct fuzz_seed s;
 
 	for (size_t n = 0; n < sizeof(seed_specs) / sizeof(seed_specs[0]); n++) {
 		const struct seed_spec *spec = &seed_specs[n];
 
-		memset(&s, 0, sizeof(s));
-		memcpy(s.hdr, spec->hdr, HDR);
-		for (unsigned i = 0; i < spec->ndesc; i++) {
-			const struct seed_desc *d = &spec->desc[i];
-
-			put_desc(&s, d->at, d->addr, d->len, d->id, d->flags);
-		}
-		fuzz_write_seed_trimmed(dir, spec->name, &s, sizeof(s), HDR);
+		fuzz_seed_start(&s, spec->hdr);
+		for (unsigned i = 0; i < spec->ndesc; i++)
+			put_desc(&s, &spec->desc[i]);
+		fuzz_seed_write(dir, spec->name, &s);
 	}
 }
