@@ -95,12 +95,6 @@ void fuzz_check_elem(const struct guest_mem *mem, const struct virtq_elem *elem,
 		    (unsigned long long)wr_total);
 }
 
-void fuzz_seed_start(struct fuzz_seed *s, const uint8_t hdr[FUZZ_HDR])
-{
-	memset(s, 0, sizeof(*s));
-	memcpy(s->hdr, hdr, FUZZ_HDR);
-}
-
 void fuzz_seed_put(struct fuzz_seed *s, uint64_t at, const void *p, size_t len)
 {
 	if (at > sizeof(s->mem) || len > sizeof(s->mem) - at)
@@ -108,11 +102,19 @@ void fuzz_seed_put(struct fuzz_seed *s, uint64_t at, const void *p, size_t len)
 	memcpy(s->mem + at, p, len);
 }
 
-void fuzz_seed_write(const char *dir, const char *name, const struct fuzz_seed *s)
+void fuzz_write_seeds(const char *dir, size_t count,
+		      const char *(*build)(struct fuzz_seed *s, size_t i))
 {
-	size_t len = sizeof(*s);
+	struct fuzz_seed s;
 
-	while (len > FUZZ_HDR && ((const uint8_t *)s)[len - 1] == 0)
-		len--;
-	fuzz_write_seed(dir, name, s, len);
+	for (size_t i = 0; i < count; i++) {
+		size_t len = sizeof(s);
+		const char *name;
+
+		memset(&s, 0, sizeof(s));
+		name = build(&s, i);
+		while (len > FUZZ_HDR && ((const uint8_t *)&s)[len - 1] == 0)
+			len--;
+		fuzz_write_seed(dir, name, &s, len);
+	}
 }

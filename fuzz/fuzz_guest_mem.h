@@ -55,11 +55,12 @@ struct fuzz_seed {
 	uint8_t mem[FUZZ_REG + 0x200];
 };
 
-/* Zeroes s and sets its header. */
-void fuzz_seed_start(struct fuzz_seed *s, const uint8_t hdr[FUZZ_HDR]);
 /* Places len bytes at offset at of s->mem. */
 void fuzz_seed_put(struct fuzz_seed *s, uint64_t at, const void *p, size_t len);
-/* Writes s without its trailing zeros (the harness zero-fills). */
-void fuzz_seed_write(const char *dir, const char *name, const struct fuzz_seed *s);
+/* Writes count seeds into dir, each without its trailing zeros (the
+ * harness zero-fills): build fills the i-th into a zeroed seed and returns
+ * its name. */
+void fuzz_write_seeds(const char *dir, size_t count,
+		      const char *(*build)(struct fuzz_seed *s, size_t i));
 
 #endif

@@ -1,6 +1,7 @@
 /* libFuzzer target: the split-virtqueue walker over a fuzzer-built ring, descriptor table and guest memory. */
 #include <endian.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "common/log.h"
 #include "fuzz_common.h"
@@ -147,17 +148,19 @@ static const struct seed_spec {
 	  }, 0, 1, { 0 } },
 };
 
+/* The n-th seed of the table; returns its name. */
+static const char *build_seed(struct fuzz_seed *s, size_t n)
+{
+	const struct seed_spec *spec = &seed_specs[n];
+
+	memcpy(s->hdr, spec->hdr, HDR);
+	for (unsigned i = 0; i < spec->ndesc; i++)
+		put_desc(s, &spec->desc[i]);
+	put_avail(s, spec->avail_idx, spec->heads, spec->nheads);
+	return spec->name;
+}
+
 static void write_seeds(const char *dir)
 {
-	struct fuzz_seed s;
-
-	for (size_t n = 0; n < sizeof(seed_specs) / sizeof(seed_specs[0]); n++) {
-		const struct seed_spec *spec = &seed_specs[n];
-
-		fuzz_seed_start(&s, spec->hdr);
-		for (unsigned i = 0; i < spec->ndesc; i++)
-			put_desc(&s, &spec->desc[i]);
-		put_avail(&s, spec->avail_idx, spec->heads, spec->nheads);
-		fuzz_seed_write(dir, spec->name, &s);
-	}
+	fuzz_write_seeds(dir, sizeof(seed_specs) / sizeof(seed_specs[0]), build_seed);
 }

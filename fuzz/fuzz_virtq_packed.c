@@ -176,16 +176,18 @@ static const struct seed_spec {
 	} },
 };
 
+/* The n-th seed of the table; returns its name. */
+static const char *build_seed(struct fuzz_seed *s, size_t n)
+{
+	const struct seed_spec *spec = &seed_specs[n];
+
+	memcpy(s->hdr, spec->hdr, HDR);
+	for (unsigned i = 0; i < spec->ndesc; i++)
+		put_desc(s, &spec->desc[i]);
+	return spec->name;
+}
+
 static void write_seeds(const char *dir)
 {
-	struct fuzz_seed s;
-
-	for (size_t n = 0; n < sizeof(seed_specs) / sizeof(seed_specs[0]); n++) {
-		const struct seed_spec *spec = &seed_specs[n];
-
-		fuzz_seed_start(&s, spec->hdr);
-		for (unsigned i = 0; i < spec->ndesc; i++)
-			put_desc(&s, &spec->desc[i]);
-		fuzz_seed_write(dir, spec->name, &s);
-	}
+	fuzz_write_seeds(dir, sizeof(seed_specs) / sizeof(seed_specs[0]), build_seed);
 }
