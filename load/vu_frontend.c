@@ -19,7 +19,10 @@
  * plays an independent frontend, so a number the daemon's header gets
  * wrong shows up here as a refused or misread message instead of being
  * agreed on by both ends. Keep it written from the spec, not from that
- * header.
+ * header. The same goes for the socket I/O below (recv_all and the
+ * message framing): ferryfs-load shares no code with src/ (load/meson.build),
+ * so `duplicates` pairing this file with src/transport/ is expected, and
+ * issue 13 keeps these copies as the independent oracle.
  */
 enum {
 	VHOST_USER_GET_FEATURES = 1,
