@@ -1,10 +1,7 @@
 /* libFuzzer target: the split-virtqueue walker over a fuzzer-built ring, descriptor table and guest memory. */
 #include <endian.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "common/log.h"
 #include "fuzz_common.h"
@@ -13,47 +10,26 @@
 #include "transport/virtq.h"
 
 /*
- * Guest memory, one memfd:
- *   A  gpa 0x0000..0x4000  file 0x0000   the rings, then buffers
- *   B  gpa 0x4000..0x8000  file 0x4000   adjacent to A (chains cross over)
- *      gap 0x8000..0x10000                unmapped
- *   C  gpa 0x10000..0x14000 file 0x8000
+ * Guest memory: fuzz_guest_mem.h's A, B, gap, C.
  *
  * Input: byte 0 log2 of the ring size (0..7), byte 1 features (bit 0
  * EVENT_IDX, bit 1 INDIRECT_DESC), bytes 2-3 the avail index popping starts
  * at, bytes 4-5 the used length reported per chain (bit 15: report wr_len+1
  * to test the clamp); the rest is copied over A, B and C in that order.
  */
-#define REG 0x4000u
-#define GPA_C 0x10000u
-#define HDR 6u
+#define HDR FUZZ_HDR
 #define RING_DESC 0x0000u
 #define RING_AVAIL 0x0800u
 #define RING_USED 0x1000u
 
-static int memfd = -1;
-static uint8_t *file_map;   /* our own view of the whole memfd */
-static struct guest_mem *mem;
+static struct fuzz_guest guest;
 static struct virtq vq;
 
 static void write_seeds(const char *dir);
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	fuzz_init_log();
-	memfd = memfd_create("fuzz-virtq", MFD_CLOEXEC);
-	if (memfd < 0 || ftruncate(memfd, 3 * REG) < 0)
-		fuzz_fail("memfd");
-	file_map = mmap(NULL, 3 * REG, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
-	if (file_map == MAP_FAILED || guest_mem_new(&mem) < 0)
-		fuzz_fail("mmap");
-	fuzz_guest_region_add(mem, memfd, 0, REG, 0);
-	fuzz_guest_region_add(mem, memfd, REG, REG, REG);
-	fuzz_guest_region_add(mem, memfd, GPA_C, REG, 2 * REG);
-	if (fuzz_seed_dir()) {
-		write_seeds(fuzz_seed_dir());
-		exit(0);
-	}
+	fuzz_guest_init(&guest, "fuzz-virtq", write_seeds);
 	return 0;
 }
 
@@ -62,20 +38,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unsigned num, pushed = 0;
 	uint16_t used_len_spec;
 	uint8_t *ring_base;
-	size_t body;
 
 	if (size < HDR)
 		return 0;
 	num = 1u << (data[0] & 7);
 	used_len_spec = (uint16_t)(data[4] | data[5] << 8);
-	body = size - HDR < 3 * REG ? size - HDR : 3 * REG;
-	memset(file_map, 0, 3 * REG);
-	memcpy(file_map, data + HDR, body);
+	fuzz_guest_load(&guest, data + HDR, size - HDR);
 
-	virtq_init(&vq, 1);
-	virtq_set_mem(&vq, mem);
-	virtq_set_features(&vq, data[1] & 1, data[1] & 2);
-	ring_base = mem->regions[0].host;
+	ring_base = fuzz_vq_begin(&vq, &guest, data);
 	if (virtq_set_rings(&vq, num, ring_base + RING_DESC, ring_base + RING_AVAIL,
 			    ring_base + RING_USED) < 0)
 		fuzz_fail("rings refused");
@@ -90,32 +60,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int ret;
 
 		while ((ret = virtq_pop(&vq, &elem)) == 1) {
-			uint64_t wr_total = 0;
-			uint32_t sum = 0;
 			uint32_t len;
 
 			FUZZ_ASSERT(++pushed <= num, "popped %u chains from a ring of %u", pushed, num);
-			FUZZ_ASSERT(elem.head < num, "head %u out of range", elem.head);
-			FUZZ_ASSERT(elem.req.rd_cnt + elem.req.wr_cnt <= VIRTQ_MAX_SEGS,
-				    "too many segments");
-			for (unsigned i = 0; i < elem.req.rd_cnt; i++) {
-				const struct iovec *v = &elem.req.rd[i];
-
-				FUZZ_ASSERT(fuzz_iov_inside_one_region(mem, v),
-					    "readable iovec outside guest memory");
-				for (size_t j = 0; j < v->iov_len; j++)
-					sum += ((const uint8_t *)v->iov_base)[j];
-			}
-			for (unsigned i = 0; i < elem.req.wr_cnt; i++) {
-				const struct iovec *v = &elem.req.wr[i];
-
-				FUZZ_ASSERT(fuzz_iov_inside_one_region(mem, v),
-					    "writable iovec outside guest memory");
-				memset(v->iov_base, (int)(sum & 0xff), v->iov_len);
-				wr_total += v->iov_len;
-			}
-			FUZZ_ASSERT(wr_total == elem.wr_len, "wr_len %u, iovecs hold %llu",
-				    elem.wr_len, (unsigned long long)wr_total);
+			fuzz_check_elem(guest.mem, &elem, num);
 			len = used_len_spec & 0x8000 ? elem.wr_len + 1 : used_len_spec;
 			virtq_push(&vq, &elem, len);
 			{
@@ -137,43 +85,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 /* ---- Seeds: valid chains the fuzzer mutates from ---- */
 
-struct seed {
-	uint8_t hdr[HDR];
-	uint8_t mem[REG + 0x200];
-};
-
-static void put_desc(struct seed *s, uint64_t table, unsigned i, uint64_t addr,
-		     uint32_t len, uint16_t flags, uint16_t next)
-{
-	struct vring_desc d = {
-		.addr = htole64(addr), .len = htole32(len),
-		.flags = htole16(flags), .next = htole16(next),
-	};
-
-	memcpy(s->mem + table + 16 * i, &d, sizeof(d));
-}
-
-static void put_avail(struct seed *s, uint16_t idx, const uint16_t *heads, unsigned n)
-{
-	uint16_t v = htole16(idx);
-
-	memcpy(s->mem + RING_AVAIL + 2, &v, 2);
-	for (unsigned i = 0; i < n; i++) {
-		v = htole16(heads[i]);
-		memcpy(s->mem + RING_AVAIL + 4 + 2 * i, &v, 2);
-	}
-}
-
-/* Writes the seed without its trailing zeros: the harness zero-fills. */
-static void write_seed(const char *dir, const char *name, const struct seed *s)
-{
-	size_t len = sizeof(*s);
-
-	while (len > HDR && ((const uint8_t *)s)[len - 1] == 0)
-		len--;
-	fuzz_write_seed(dir, name, s, len);
-}
-
 /* A seed as data: header bytes (see the input layout at the top),
  * descriptors (each in the table at the given offset: the ring, or an
  * indirect table) and the avail ring. */
@@ -184,6 +95,27 @@ struct seed_desc {
 	uint32_t len;
 	uint16_t flags, next;
 };
+
+static void put_desc(struct fuzz_seed *s, const struct seed_desc *sd)
+{
+	struct vring_desc d = {
+		.addr = htole64(sd->addr), .len = htole32(sd->len),
+		.flags = htole16(sd->flags), .next = htole16(sd->next),
+	};
+
+	fuzz_seed_put(s, sd->table + 16 * sd->i, &d, sizeof(d));
+}
+
+static void put_avail(struct fuzz_seed *s, uint16_t idx, const uint16_t *heads, unsigned n)
+{
+	uint16_t v = htole16(idx);
+
+	fuzz_seed_put(s, RING_AVAIL + 2, &v, 2);
+	for (unsigned i = 0; i < n; i++) {
+		v = htole16(heads[i]);
+		fuzz_seed_put(s, RING_AVAIL + 4 + 2 * i, &v, 2);
+	}
+}
 
 static const struct seed_spec {
 	const char *name;
@@ -216,21 +148,19 @@ static const struct seed_spec {
 	  }, 0, 1, { 0 } },
 };
 
+/* The n-th seed of the table; returns its name. */
+static const char *build_seed(struct fuzz_seed *s, size_t n)
+{
+	const struct seed_spec *spec = &seed_specs[n];
+
+	memcpy(s->hdr, spec->hdr, HDR);
+	for (unsigned i = 0; i < spec->ndesc; i++)
+		put_desc(s, &spec->desc[i]);
+	put_avail(s, spec->avail_idx, spec->heads, spec->nheads);
+	return spec->name;
+}
+
 static void write_seeds(const char *dir)
 {
-	struct seed s;
-
-	for (size_t n = 0; n < sizeof(seed_specs) / sizeof(seed_specs[0]); n++) {
-		const struct seed_spec *spec = &seed_specs[n];
-
-		memset(&s, 0, sizeof(s));
-		memcpy(s.hdr, spec->hdr, HDR);
-		for (unsigned i = 0; i < spec->ndesc; i++) {
-			const struct seed_desc *d = &spec->desc[i];
-
-			put_desc(&s, d->table, d->i, d->addr, d->len, d->flags, d->next);
-		}
-		put_avail(&s, spec->avail_idx, spec->heads, spec->nheads);
-		write_seed(dir, spec->name, &s);
-	}
+	fuzz_write_seeds(dir, sizeof(seed_specs) / sizeof(seed_specs[0]), build_seed);
 }

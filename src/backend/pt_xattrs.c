@@ -22,30 +22,43 @@ static int host_xattr_name(struct passthrough *pt, const char *name,
 	return xattrmap_to_host(&pt->opts.xattrmap, name, buf, host);
 }
 
+/* What the xattr ops share between their start and end. */
+struct xattr_op {
+	struct inode *inode;          /* a request ref, put by xattr_end */
+	const char *host_name;        /* the host's name for the guest's */
+	char path[PROC_FD_PATH_MAX];  /* the inode as a /proc/self/fd path */
+	char mapped[XATTRMAP_NAME_MAX + 1];
+};
+
 /*
  * The common start of the xattr ops: whether xattrs are served, the host's
  * name for the guest's under --xattrmap (for the ops that take a name;
- * LISTXATTR passes NULL), and the inode, with a request ref for the caller
- * to put, as a /proc/self/fd path.
+ * LISTXATTR passes NULL), and the inode; on success the caller ends with
+ * xattr_end.
  */
-static int xattr_begin(struct passthrough *pt, uint64_t nodeid,
-		       const char *name, char mapped[XATTRMAP_NAME_MAX + 1], const char **host_name,
-		       struct inode **inode, char path[PROC_FD_PATH_MAX])
+static int xattr_begin(struct passthrough *pt, uint64_t nodeid, const char *name,
+		       struct xattr_op *x)
 {
 	int ret;
 
 	if (!pt->opts.xattr)
 		return -ENOSYS;
+	x->host_name = NULL;
 	if (name) {
-		ret = host_xattr_name(pt, name, mapped, host_name);
+		ret = host_xattr_name(pt, name, x->mapped, &x->host_name);
 		if (ret < 0)
 			return ret;
 	}
-	ret = inode_get(pt->inodes, nodeid, inode);
+	ret = inode_get(pt->inodes, nodeid, &x->inode);
 	if (ret < 0)
 		return ret;
-	pt_proc_fd_path(path, (*inode)->fd);
+	pt_proc_fd_path(x->path, x->inode->fd);
 	return 0;
+}
+
+static void xattr_end(struct passthrough *pt, struct xattr_op *x)
+{
+	inode_put(pt->inodes, x->inode);
 }
 
 /*
@@ -60,16 +73,13 @@ int pt_setxattr(void *fs, const struct fuse_req_ctx *ctx,
 		size_t size, uint32_t flags, uint32_t setxattr_flags)
 {
 	struct passthrough *pt = fs;
-	char path[PROC_FD_PATH_MAX], mapped[XATTRMAP_NAME_MAX + 1];
-	const char *host_name;
 	bool host_judges_sgid;
-	struct inode *inode;
+	struct xattr_op x;
 	int ret;
 
-	ret = xattr_begin(pt, nodeid, name, mapped, &host_name, &inode,
-			  path);
+	ret = xattr_begin(pt, nodeid, name, &x);
 	if (ret < 0)
-		goto out;
+		return ret;
 	/* A guest that cannot say whether an access ACL drops sgid leaves it
 	 * to the host: the caller's ids without CAP_FSETID, as for creates. */
 	host_judges_sgid = !pt->guest_kills_acl_sgid &&
@@ -78,7 +88,7 @@ int pt_setxattr(void *fs, const struct fuse_req_ctx *ctx,
 				 pt_check_caller(pt, ctx);
 	if (ret < 0)
 		goto put;
-	ret = pt_errno_or(setxattr(path, host_name, value, size, flags));
+	ret = pt_errno_or(setxattr(x.path, x.host_name, value, size, flags));
 	if (host_judges_sgid)
 		pt_as_daemon(pt);
 	/* Setting an access ACL the guest's kernel judged to drop sgid: the
@@ -91,41 +101,14 @@ int pt_setxattr(void *fs, const struct fuse_req_ctx *ctx,
 
 		/* fchmodat on the /proc/self/fd name, as SETATTR does: the
 		 * seccomp filter allows no path-based chmod. */
-		pt_proc_fd_name(fd_name, inode->fd);
-		ret = pt_stat_fd(inode->fd, &stx);
+		pt_proc_fd_name(fd_name, x.inode->fd);
+		ret = pt_stat_fd(x.inode->fd, &stx);
 		if (ret == 0 && (stx.stx_mode & S_ISGID))
 			ret = pt_errno_or(fchmodat(pt->proc_self_fd, fd_name,
 						   stx.stx_mode & 07777 & ~S_ISGID, 0));
 	}
 put:
-	inode_put(pt->inodes, inode);
-out:
-	return ret;
-}
-
-ssize_t pt_getxattr(void *fs, const struct fuse_req_ctx *ctx,
-		    uint64_t nodeid, const char *name, void *value,
-		    size_t size)
-{
-	struct passthrough *pt = fs;
-	char path[PROC_FD_PATH_MAX], mapped[XATTRMAP_NAME_MAX + 1];
-	const char *host_name;
-	struct inode *inode;
-	ssize_t ret;
-
-	ret = xattr_begin(pt, nodeid, name, mapped, &host_name, &inode,
-			  path);
-	if (ret < 0)
-		goto out;
-	ret = pt_check_caller(pt, ctx);
-	if (ret < 0)
-		goto put;
-	ret = getxattr(path, host_name, value, size);
-	if (ret < 0)
-		ret = -errno;
-put:
-	inode_put(pt->inodes, inode);
-out:
+	xattr_end(pt, &x);
 	return ret;
 }
 
@@ -156,46 +139,55 @@ static size_t filter_xattr_list(struct passthrough *pt, char *list, size_t len,
 	return out;
 }
 
-ssize_t pt_listxattr(void *fs, const struct fuse_req_ctx *ctx,
-		     uint64_t nodeid, char *list, size_t size)
+/* GETXATTR of name, or LISTXATTR with name NULL: the host's answer as the
+ * guest should see it, after the caller's check. */
+static ssize_t xattr_read(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+			  uint64_t nodeid, const char *name, void *buf, size_t size)
 {
-	struct passthrough *pt = fs;
-	char path[PROC_FD_PATH_MAX];
-	struct inode *inode;
+	struct xattr_op x;
 	ssize_t ret;
 
-	ret = xattr_begin(pt, nodeid, NULL, NULL, NULL, &inode, path);
+	ret = xattr_begin(pt, nodeid, name, &x);
 	if (ret < 0)
-		goto out;
+		return ret;
 	ret = pt_check_caller(pt, ctx);
 	if (ret < 0)
-		goto put;
-	ret = listxattr(path, list, size);
+		goto end;
+	ret = name ? getxattr(x.path, x.host_name, buf, size) : listxattr(x.path, buf, size);
 	if (ret < 0)
 		ret = -errno;
 	/* A size probe (size 0) may overstate, as with QEMU's virtiofsd: the
 	 * mapped list is never longer, and the guest copes with that. */
-	if (ret > 0 && size > 0)
-		ret = filter_xattr_list(pt, list, ret, ctx->uid == 0);
-put:
-	inode_put(pt->inodes, inode);
-out:
+	else if (!name && ret > 0 && size > 0)
+		ret = filter_xattr_list(pt, buf, ret, ctx->uid == 0);
+end:
+	xattr_end(pt, &x);
 	return ret;
+}
+
+ssize_t pt_getxattr(void *fs, const struct fuse_req_ctx *ctx,
+		    uint64_t nodeid, const char *name, void *value,
+		    size_t size)
+{
+	return xattr_read(fs, ctx, nodeid, name, value, size);
+}
+
+ssize_t pt_listxattr(void *fs, const struct fuse_req_ctx *ctx,
+		     uint64_t nodeid, char *list, size_t size)
+{
+	return xattr_read(fs, ctx, nodeid, NULL, list, size);
 }
 
 int pt_removexattr(void *fs, const struct fuse_req_ctx *ctx,
 		   uint64_t nodeid, const char *name)
 {
 	struct passthrough *pt = fs;
-	char path[PROC_FD_PATH_MAX], mapped[XATTRMAP_NAME_MAX + 1];
-	const char *host_name;
-	struct inode *inode;
+	struct xattr_op x;
 	int ret;
 
-	ret = xattr_begin(pt, nodeid, name, mapped, &host_name, &inode,
-			  path);
+	ret = xattr_begin(pt, nodeid, name, &x);
 	if (ret < 0)
-		goto out;
+		return ret;
 	/* The guest's kernel removes file capabilities itself when a writer
 	 * changes the file (security_inode_killpriv), without a permission
 	 * check, so even a forbidden writer's removal goes through; an
@@ -206,10 +198,9 @@ int pt_removexattr(void *fs, const struct fuse_req_ctx *ctx,
 		if (ret < 0)
 			goto put;
 	}
-	ret = pt_errno_or(removexattr(path, host_name));
+	ret = pt_errno_or(removexattr(x.path, x.host_name));
 put:
-	inode_put(pt->inodes, inode);
-out:
+	xattr_end(pt, &x);
 	return ret;
 }
 

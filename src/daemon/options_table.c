@@ -133,6 +133,13 @@ static const struct opt_choice file_handles_choices[] = {
  * (true, false, an enum), and one that only sets the run action. */
 #define SETS(m, v) .kind = OPT_CONST, OPT_FIELD(m), .value = (v)
 #define ACTION(a) .kind = OPT_CONST, .action = (a)
+/* A switch of both dialects: --LONG and -o C set field, -o no_C clears it;
+ * the C dialect's synopsis names both forms. */
+#define BOOL_OPT(long_, c, field_, help_text, c_text, c_at) \
+	{ .long_name = long_, .c_name = c, SETS(field_, true), \
+	  .help = { .text = help_text }, \
+	  .c_help = { .synopsis = "-o " c ", -o no_" c, .text = c_text }, .c_help_at = (c_at) }, \
+	{ .c_name = "no_" c, SETS(field_, false) }
 
 /*
  * The table. Rows are in the order of the Rust dialect's --help; the C
@@ -176,11 +183,9 @@ const struct opt_row opt_rows[] = {
 	{ .c_name = "timeout", .kind = OPT_PARSE, OPT_FIELD(timeout), .parse = parse_seconds,
 	  .c_help = { .metavar = "SECONDS", .text =
 		"how long the guest may cache entries and attributes" }, .c_help_at = 30 },
-	{ .long_name = "xattr", .c_name = "xattr", SETS(xattr, true),
-	  .help = { .text = "serve extended attributes" },
-	  .c_help = { .synopsis = "-o xattr, -o no_xattr", .text =
-		"serve extended attributes, or not" }, .c_help_at = 40 },
-	{ .c_name = "no_xattr", SETS(xattr, false) },
+	BOOL_OPT("xattr", "xattr", xattr,
+		 "serve extended attributes",
+		 "serve extended attributes, or not", 40),
 	/* Both virtiofsds: a map is pointless without xattrs, so it turns them on. */
 	{ .long_name = "xattrmap", .c_name = "xattrmap", .kind = OPT_PARSE,
 	  OPT_FIELD(xattrmap), OPT_ALSO(xattr), .parse = parse_xattrmap,
@@ -190,32 +195,20 @@ const struct opt_row opt_rows[] = {
 		"':map::user.virtiofs.:'); implies --xattr" },
 	  .c_help = { .metavar = "RULES", .text =
 		"as --xattrmap (a ',' in RULES written '\\,')" }, .c_help_at = 130 },
-	{ .long_name = "posix-acl", .c_name = "posix_acl", SETS(posix_acl, true),
-	  .help = { .text =
-		"POSIX ACLs enforced by the guest, stored on the\n"
-		"host as system.posix_acl_* (needs --xattr)" },
-	  .c_help = { .synopsis = "-o posix_acl, -o no_posix_acl", .text =
-		"as --posix-acl, or not" }, .c_help_at = 140 },
-	{ .c_name = "no_posix_acl", SETS(posix_acl, false) },
-	{ .long_name = "security-label", .c_name = "security_label",
-	  SETS(security_label, true),
-	  .help = { .text =
-		"store the label the guest's LSM gives each new\n"
-		"file (FUSE_SECURITY_CTX)" },
-	  .c_help = { .synopsis = "-o security_label, -o no_security_label", .text =
-		"as --security-label, or not" }, .c_help_at = 150 },
-	{ .c_name = "no_security_label", SETS(security_label, false) },
-	{ .long_name = "writeback", .c_name = "writeback", SETS(writeback, true),
-	  .help = { .text = "let the guest cache writes (writeback cache)" },
-	  .c_help = { .synopsis = "-o writeback, -o no_writeback", .text =
-		"writeback cache, or not" }, .c_help_at = 50 },
-	{ .c_name = "no_writeback", SETS(writeback, false) },
-	{ .long_name = "allow-direct-io", .c_name = "allow_direct_io",
-	  SETS(allow_direct_io, true),
-	  .help = { .text = "keep the guest's O_DIRECT on host files" },
-	  .c_help = { .synopsis = "-o allow_direct_io, -o no_allow_direct_io", .text =
-		"keep the guest's O_DIRECT, or not" }, .c_help_at = 70 },
-	{ .c_name = "no_allow_direct_io", SETS(allow_direct_io, false) },
+	BOOL_OPT("posix-acl", "posix_acl", posix_acl,
+		 "POSIX ACLs enforced by the guest, stored on the\n"
+		 "host as system.posix_acl_* (needs --xattr)",
+		 "as --posix-acl, or not", 140),
+	BOOL_OPT("security-label", "security_label", security_label,
+		 "store the label the guest's LSM gives each new\n"
+		 "file (FUSE_SECURITY_CTX)",
+		 "as --security-label, or not", 150),
+	BOOL_OPT("writeback", "writeback", writeback,
+		 "let the guest cache writes (writeback cache)",
+		 "writeback cache, or not", 50),
+	BOOL_OPT("allow-direct-io", "allow_direct_io", allow_direct_io,
+		 "keep the guest's O_DIRECT on host files",
+		 "keep the guest's O_DIRECT, or not", 70),
 	/* Chosen either way, it no longer follows the cache mode. */
 	{ .long_name = "no-readdirplus", .c_name = "no_readdirplus",
 	  SETS(readdirplus, false), OPT_ALSO(readdirplus_set),
@@ -260,18 +253,13 @@ const struct opt_row opt_rows[] = {
 		"refused (guest) or shown as 65534 (host)" } },
 	{ .long_name = "gid-map", .kind = OPT_PARSE, OPT_FIELD(gid_map),
 	  .parse = parse_id_range },
-	{ .long_name = "posix-lock", .c_name = "posix_lock", SETS(posix_lock, true),
-	  .help = { .text =
-		"POSIX (fcntl) locks held on the host, seen by\n"
-		"host processes (default: guest-local locks)" },
-	  .c_help = { .synopsis = "-o posix_lock, -o no_posix_lock", .text =
-		"as --posix-lock, or not" }, .c_help_at = 90 },
-	{ .c_name = "no_posix_lock", SETS(posix_lock, false) },
-	{ .long_name = "flock", .c_name = "flock", SETS(flock, true),
-	  .help = { .text = "the same for flock() locks" },
-	  .c_help = { .synopsis = "-o flock, -o no_flock", .text = "as --flock, or not" },
-	  .c_help_at = 100 },
-	{ .c_name = "no_flock", SETS(flock, false) },
+	BOOL_OPT("posix-lock", "posix_lock", posix_lock,
+		 "POSIX (fcntl) locks held on the host, seen by\n"
+		 "host processes (default: guest-local locks)",
+		 "as --posix-lock, or not", 90),
+	BOOL_OPT("flock", "flock", flock,
+		 "the same for flock() locks",
+		 "as --flock, or not", 100),
 	{ .long_name = "thread-pool-size", .kind = OPT_NUMBER, OPT_FIELD(thread_pool_size),
 	  OPT_ALSO(thread_pool_size_set), .max = UINT_MAX,
 	  .help = { .metavar = "N", .text =

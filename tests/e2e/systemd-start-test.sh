@@ -29,14 +29,7 @@ sock="$(unit_line "$units/ferryfsd@.socket" ListenStream)"
 read -r -a cmd <<<"$(unit_line "$units/ferryfsd@.service" ExecStart)"
 say "socket $sock; command ${cmd[*]}"
 
-systemd-socket-activate -l "$sock" "${cmd[@]}" >"$tmp/daemon.out" 2>&1 &
-pid=$!
-cleanup_pids+=("$pid")
-if wait_socket "$sock" "$pid"; then
-    boot_demo_and_check "$sock" "$pid" systemd
-else
-    fail "systemd-socket-activate did not listen on $sock: $(cat "$tmp/daemon.out")"
-fi
+start_and_boot_demo systemd "$tmp/daemon.out" "$sock" systemd-socket-activate -l "$sock" "${cmd[@]}"
 if grep -q 'waiting for a vhost-user frontend on the socket-activated fd 3' "$tmp/daemon.out"; then
     pass "ferryfsd took the socket-activated fd 3"
 else

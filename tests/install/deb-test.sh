@@ -136,14 +136,8 @@ start_prepare
 # start_prepare's EXIT trap (tmp_cleanup) runs the package's cleanup too.
 cleanup_cmds+=(cleanup_deb)
 sock="$tmp/vhost.sock"
-/usr/bin/ferryfsd --socket-path="$sock" --shared-dir="$share" >"$tmp/daemon.log" 2>&1 &
-pid=$!
-cleanup_pids+=("$pid")
-if wait_socket "$sock" "$pid"; then
-    boot_demo_and_check "$sock" "$pid" installed
-else
-    fail "/usr/bin/ferryfsd did not listen: $(cat "$tmp/daemon.log")"
-fi
+start_and_boot_demo installed "$tmp/daemon.log" "$sock" \
+    /usr/bin/ferryfsd --socket-path="$sock" --shared-dir="$share"
 stamp='^\[[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z\] ferryfsd (error|warn|info|debug): '
 if [[ -s "$tmp/daemon.log" ]] && ! grep -Evq "$stamp" "$tmp/daemon.log"; then
     pass "every log line starts with an RFC 3339 UTC time in microseconds ($(head -1 "$tmp/daemon.log" | cut -c1-29))"

@@ -89,3 +89,19 @@ boot_demo_and_check() {
         pass "[$label] daemon exited after the frontend went away"
     fi
 }
+
+# start_and_boot_demo LABEL LOG SOCK COMMAND...: starts COMMAND (a daemon, or
+# what starts one) in the background with its output in LOG, and once SOCK is
+# a socket, boot_demo_and_check against it; fails (not fatal) if it never is.
+start_and_boot_demo() {
+    local label=$1 log=$2 sock=$3 pid
+    shift 3
+    "$@" >"$log" 2>&1 &
+    pid=$!
+    cleanup_pids+=("$pid")
+    if wait_socket "$sock" "$pid"; then
+        boot_demo_and_check "$sock" "$pid" "$label"
+    else
+        fail "$1 did not listen on $sock: $(cat "$log")"
+    fi
+}

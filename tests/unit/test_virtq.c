@@ -10,6 +10,7 @@
 #include "transport/guest_mem.h"
 #include "transport/virtq.h"
 #include "../common/check.h"
+#include "../common/virtq_fixture.h"
 
 /*
  * Guest layout, all from one memfd:
@@ -45,29 +46,7 @@ static struct {
 
 static void *host(uint64_t gpa)
 {
-	void *p = guest_mem_gpa_to_ptr(mem, gpa, 1);
-
-	if (!p) {
-		fprintf(stderr, "test bug: gpa 0x%llx unmapped\n", (unsigned long long)gpa);
-		exit(1);
-	}
-	return p;
-}
-
-static int add_region(struct guest_mem *m, uint64_t gpa, uint64_t size, uint64_t uva,
-		      uint64_t off)
-{
-	struct guest_region_desc d = { .gpa = gpa, .size = size, .uva = uva,
-				       .mmap_offset = off };
-	struct guest_region r;
-	int ret = guest_region_map(&r, &d, memfd);
-
-	if (ret < 0)
-		return ret;
-	ret = guest_mem_insert(m, &r);
-	if (ret < 0)
-		guest_region_unmap(&r);
-	return ret;
+	return vqf_host(mem, gpa);
 }
 
 /* Fresh queue of num entries over zeroed rings in region A. */
@@ -112,9 +91,7 @@ static void expect_broken(const char *what, const char *want)
 	struct virtq_elem e;
 	int ret = virtq_pop(&t.vq, &e);
 
-	CHECK_MSG(ret == -EIO && t.vq.broken && t.vq.broken_reason &&
-	          strstr(t.vq.broken_reason, want),
-	          "%s -> broken (%s)", what, t.vq.broken_reason ? t.vq.broken_reason : "not broken");
+	CHECK_MSG(vqf_broke_with(&t.vq, ret, want), "%s -> broken (%s)", what, vqf_why(&t.vq));
 }
 
 static void test_guest_mem_validation(void)
@@ -142,14 +119,14 @@ static void test_guest_mem_validation(void)
 	d = (struct guest_region_desc){ .gpa = 0, .size = 0x1000, .uva = 0 };
 	CHECK_MSG(guest_region_map(&r, &d, -1) < 0, "bad fd refused");
 
-	CHECK_MSG(add_region(m, 0x100000, REG_SIZE, 0x1000000, 0) == 0, "first region added");
-	CHECK_MSG(add_region(m, 0x100000 + REG_SIZE - 0x1000, REG_SIZE, 0x2000000, 0) == -EEXIST,
+	CHECK_MSG(vqf_add_region(m, memfd, 0x100000, REG_SIZE, 0x1000000, 0) == 0, "first region added");
+	CHECK_MSG(vqf_add_region(m, memfd, 0x100000 + REG_SIZE - 0x1000, REG_SIZE, 0x2000000, 0) == -EEXIST,
 	          "region overlapping in gpa refused");
-	CHECK_MSG(add_region(m, 0x900000, REG_SIZE, 0x1000000 + 0x1000, 0) == -EEXIST,
+	CHECK_MSG(vqf_add_region(m, memfd, 0x900000, REG_SIZE, 0x1000000 + 0x1000, 0) == -EEXIST,
 	          "region overlapping in uva refused");
-	CHECK_MSG(add_region(m, 0x100000 + REG_SIZE, REG_SIZE, 0x3000000, 0) == 0,
+	CHECK_MSG(vqf_add_region(m, memfd, 0x100000 + REG_SIZE, REG_SIZE, 0x3000000, 0) == 0,
 	          "adjacent region accepted");
-	CHECK_MSG(add_region(m, UINT64_MAX - 0xfff, 0x1000, 0x4000000, 0) == 0,
+	CHECK_MSG(vqf_add_region(m, memfd, UINT64_MAX - 0xfff, 0x1000, 0x4000000, 0) == 0,
 	          "region ending exactly at 2^64 accepted");
 	CHECK_MSG(guest_mem_gpa_to_ptr(m, UINT64_MAX, 1) != NULL, "last byte of address space translates");
 	CHECK_MSG(guest_mem_gpa_to_ptr(m, UINT64_MAX, 2) == NULL, "range wrapping past 2^64 does not");
@@ -353,19 +330,15 @@ static void test_bad_chains(void)
 static void test_4gib(void)
 {
 	struct guest_mem *big;
-	int saved = memfd, bigfd;
 	struct guest_mem *saved_mem = mem;
+	int bigfd;
 
 	printf("-- chain length over 4 GiB\n");
-	bigfd = memfd_create("ferry-big", MFD_CLOEXEC);
-	if (bigfd < 0 || ftruncate(bigfd, 5ll << 30) < 0 || guest_mem_new(&big) < 0) {
+	if (vqf_guest_new(&bigfd, &big, 5ull << 30) < 0) {
 		printf("skip  no sparse 5 GiB memfd\n");
-		if (bigfd >= 0)
-			close(bigfd);
 		return;
 	}
-	memfd = bigfd;
-	if (add_region(big, GPA_A, 5ull << 30, UVA_BASE, 0) < 0) {
+	if (vqf_add_region(big, bigfd, GPA_A, 5ull << 30, UVA_BASE, 0) < 0) {
 		printf("skip  cannot map 5 GiB\n");
 		goto out;
 	}
@@ -387,7 +360,6 @@ static void test_4gib(void)
 	}
 out:
 	mem = saved_mem;
-	memfd = saved;
 	guest_mem_free(big);
 	close(bigfd);
 }
@@ -495,15 +467,13 @@ static void test_broken_stays_broken(void)
 int main(void)
 {
 	ferry_log_init(LOG_LVL_WARN, false);
-	memfd = memfd_create("ferry-guest", MFD_CLOEXEC);
-	if (memfd < 0 || ftruncate(memfd, 3 * REG_SIZE) < 0) {
+	if (vqf_guest_new(&memfd, &mem, 3 * REG_SIZE) < 0) {
 		perror("memfd");
 		return TEST_SKIP;
 	}
-	if (guest_mem_new(&mem) < 0 ||
-	    add_region(mem, GPA_B, REG_SIZE, UVA_BASE + 0x100000, REG_SIZE) < 0 ||
-	    add_region(mem, GPA_A, REG_SIZE, UVA_BASE, 0) < 0 ||
-	    add_region(mem, GPA_C, REG_SIZE, UVA_BASE + 0x200000, 2 * REG_SIZE) < 0) {
+	if (vqf_add_region(mem, memfd, GPA_B, REG_SIZE, UVA_BASE + 0x100000, REG_SIZE) < 0 ||
+	    vqf_add_region(mem, memfd, GPA_A, REG_SIZE, UVA_BASE, 0) < 0 ||
+	    vqf_add_region(mem, memfd, GPA_C, REG_SIZE, UVA_BASE + 0x200000, 2 * REG_SIZE) < 0) {
 		fprintf(stderr, "cannot build guest memory\n");
 		return 1;
 	}

@@ -10,6 +10,7 @@
 #include "transport/guest_mem.h"
 #include "transport/virtq.h"
 #include "../common/check.h"
+#include "../common/virtq_fixture.h"
 
 /*
  * Guest layout, one memfd:
@@ -49,28 +50,7 @@ static struct {
 
 static void *host(uint64_t gpa)
 {
-	void *p = guest_mem_gpa_to_ptr(mem, gpa, 1);
-
-	if (!p) {
-		fprintf(stderr, "test bug: gpa 0x%llx unmapped\n", (unsigned long long)gpa);
-		exit(1);
-	}
-	return p;
-}
-
-static int add_region(uint64_t gpa, uint64_t uva, uint64_t off)
-{
-	struct guest_region_desc d = { .gpa = gpa, .size = REG_SIZE, .uva = uva,
-				       .mmap_offset = off };
-	struct guest_region r;
-	int ret = guest_region_map(&r, &d, memfd);
-
-	if (ret < 0)
-		return ret;
-	ret = guest_mem_insert(mem, &r);
-	if (ret < 0)
-		guest_region_unmap(&r);
-	return ret;
+	return vqf_host(mem, gpa);
 }
 
 static void ring_setup(unsigned num, bool event_idx, bool indirect, uint32_t base)
@@ -154,9 +134,7 @@ static void expect_broken(const char *what, const char *want)
 	struct virtq_elem e;
 	int ret = virtq_packed_pop(&t.vq, &e);
 
-	CHECK_MSG(ret == -EIO && t.vq.broken && t.vq.broken_reason &&
-	          strstr(t.vq.broken_reason, want),
-	          "%s -> broken (%s)", what, t.vq.broken_reason ? t.vq.broken_reason : "not broken");
+	CHECK_MSG(vqf_broke_with(&t.vq, ret, want), "%s -> broken (%s)", what, vqf_why(&t.vq));
 }
 
 static void test_good_chains(void)
@@ -257,31 +235,48 @@ static void test_good_chains(void)
 	}
 }
 
+/* One chain made available on a fresh ring of 8 (base 0, wrap 1), which
+ * the walker must refuse, breaking the queue for the reason given. */
+static const struct bad_chain {
+	const char *what, *want;
+	bool indirect;          /* INDIRECT_DESC negotiated */
+	uint16_t id;
+	unsigned n;
+	struct seg s[2];
+} bad_chains[] = {
+	{ "buffer in the gap", "outside guest memory", true, 0, 1, { { GPA_GAP, 16, 0 } } },
+	{ "buffer running off the end of B", "outside guest memory", true, 0, 1,
+	  { { GPA_B + REG_SIZE - 8, 16, 0 } } },
+	{ "buffer id == ring size", "buffer id out of range", true, 8, 1, { { BUF, 16, 0 } } },
+	{ "readable after writable", "readable descriptor after a writable", true, 0, 2,
+	  { { BUF + 0x100, 16, VRING_DESC_F_WRITE }, { BUF, 16, 0 } } },
+	{ "indirect without the feature", "not negotiated", false, 0, 1,
+	  { { TABLE, 16, VRING_DESC_F_INDIRECT } } },
+	{ "indirect length 24", "multiple of 16", true, 0, 1,
+	  { { TABLE, 24, VRING_DESC_F_INDIRECT } } },
+	{ "indirect length 0", "multiple of 16", true, 0, 1,
+	  { { TABLE, 0, VRING_DESC_F_INDIRECT } } },
+	{ "indirect table over the segment limit", "segment limit", true, 0, 1,
+	  { { TABLE, 16u * (VIRTQ_MAX_SEGS + 1), VRING_DESC_F_INDIRECT } } },
+	{ "indirect table in the gap", "outside guest memory", true, 0, 1,
+	  { { GPA_GAP, 32, VRING_DESC_F_INDIRECT } } },
+	{ "indirect descriptor as the end of a chain", "indirect descriptor in a chain", true, 0, 2,
+	  { { BUF, 16, 0 }, { TABLE, 16, VRING_DESC_F_INDIRECT } } },
+	{ "indirect with NEXT", "indirect descriptor with NEXT", true, 0, 2,
+	  { { TABLE, 16, VRING_DESC_F_INDIRECT }, { BUF, 16, 0 } } },
+};
+
 static void test_hostile(void)
 {
 	struct virtq_elem e;
 
 	printf("-- packed: hostile rings\n");
-	ring_setup(8, false, true, 0x8000);
-	{
-		const struct seg s[] = { { GPA_GAP, 16, 0 } };
+	for (size_t i = 0; i < sizeof(bad_chains) / sizeof(bad_chains[0]); i++) {
+		const struct bad_chain *c = &bad_chains[i];
 
-		add_chain(s, 1, 0);
-		expect_broken("buffer in the gap", "outside guest memory");
-	}
-	ring_setup(8, false, true, 0x8000);
-	{
-		const struct seg s[] = { { GPA_B + REG_SIZE - 8, 16, 0 } };
-
-		add_chain(s, 1, 0);
-		expect_broken("buffer running off the end of B", "outside guest memory");
-	}
-	ring_setup(8, false, true, 0x8000);
-	{
-		const struct seg s[] = { { BUF, 16, 0 } };
-
-		add_chain(s, 1, 8);
-		expect_broken("buffer id == ring size", "buffer id out of range");
+		ring_setup(8, false, c->indirect, 0x8000);
+		add_chain(c->s, c->n, c->id);
+		expect_broken(c->what, c->want);
 	}
 	ring_setup(8, false, true, 0x8000);
 	{
@@ -291,13 +286,6 @@ static void test_hostile(void)
 		add_chain(s, 1, 3);
 		CHECK(virtq_packed_pop(&t.vq, &e) == 1);
 		expect_broken("id reused while in flight", "already in flight");
-	}
-	ring_setup(8, false, true, 0x8000);
-	{
-		const struct seg s[] = { { BUF + 0x100, 16, VRING_DESC_F_WRITE }, { BUF, 16, 0 } };
-
-		add_chain(s, 2, 0);
-		expect_broken("readable after writable", "readable descriptor after a writable");
 	}
 	/* A chain that never ends: NEXT on every slot of the ring. */
 	ring_setup(4, false, true, 0x8000);
@@ -320,41 +308,6 @@ static void test_hostile(void)
 		t.desc[1].flags = (uint16_t)(t.desc[1].flags ^ (F_AVAIL | F_USED));
 		expect_broken("second descriptor not available", "not marked available");
 	}
-	ring_setup(8, false, false, 0x8000);
-	{
-		const struct seg s[] = { { TABLE, 16, VRING_DESC_F_INDIRECT } };
-
-		add_chain(s, 1, 0);
-		expect_broken("indirect without the feature", "not negotiated");
-	}
-	ring_setup(8, false, true, 0x8000);
-	{
-		const struct seg s[] = { { TABLE, 24, VRING_DESC_F_INDIRECT } };
-
-		add_chain(s, 1, 0);
-		expect_broken("indirect length 24", "multiple of 16");
-	}
-	ring_setup(8, false, true, 0x8000);
-	{
-		const struct seg s[] = { { TABLE, 0, VRING_DESC_F_INDIRECT } };
-
-		add_chain(s, 1, 0);
-		expect_broken("indirect length 0", "multiple of 16");
-	}
-	ring_setup(8, false, true, 0x8000);
-	{
-		const struct seg s[] = { { TABLE, 16u * (VIRTQ_MAX_SEGS + 1), VRING_DESC_F_INDIRECT } };
-
-		add_chain(s, 1, 0);
-		expect_broken("indirect table over the segment limit", "segment limit");
-	}
-	ring_setup(8, false, true, 0x8000);
-	{
-		const struct seg s[] = { { GPA_GAP, 32, VRING_DESC_F_INDIRECT } };
-
-		add_chain(s, 1, 0);
-		expect_broken("indirect table in the gap", "outside guest memory");
-	}
 	ring_setup(8, false, true, 0x8000);
 	{
 		struct vring_packed_desc *table = host(TABLE);
@@ -364,20 +317,6 @@ static void test_hostile(void)
 						       .flags = VRING_DESC_F_INDIRECT };
 		add_chain(s, 1, 0);
 		expect_broken("indirect table pointing at itself", "nested indirect");
-	}
-	ring_setup(8, false, true, 0x8000);
-	{
-		const struct seg s[] = { { BUF, 16, 0 }, { TABLE, 16, VRING_DESC_F_INDIRECT } };
-
-		add_chain(s, 2, 0);
-		expect_broken("indirect descriptor as the end of a chain", "indirect descriptor in a chain");
-	}
-	ring_setup(8, false, true, 0x8000);
-	{
-		const struct seg s[] = { { TABLE, 16, VRING_DESC_F_INDIRECT }, { BUF, 16, 0 } };
-
-		add_chain(s, 2, 0);
-		expect_broken("indirect with NEXT", "indirect descriptor with NEXT");
 	}
 	/* A base beyond the ring breaks the queue at its start. */
 	ring_setup(8, false, true, 0x8000 | 9);
@@ -454,13 +393,12 @@ static void test_notify(void)
 int main(void)
 {
 	ferry_log_init(LOG_LVL_WARN, false);
-	memfd = memfd_create("ferry-guest", MFD_CLOEXEC);
-	if (memfd < 0 || ftruncate(memfd, 2 * REG_SIZE) < 0) {
+	if (vqf_guest_new(&memfd, &mem, 2 * REG_SIZE) < 0) {
 		perror("memfd");
 		return TEST_SKIP;
 	}
-	if (guest_mem_new(&mem) < 0 || add_region(GPA_A, UVA_BASE, 0) < 0 ||
-	    add_region(GPA_B, UVA_BASE + 0x100000, REG_SIZE) < 0) {
+	if (vqf_add_region(mem, memfd, GPA_A, REG_SIZE, UVA_BASE, 0) < 0 ||
+	    vqf_add_region(mem, memfd, GPA_B, REG_SIZE, UVA_BASE + 0x100000, REG_SIZE) < 0) {
 		fprintf(stderr, "cannot build guest memory\n");
 		return 1;
 	}
