@@ -22,6 +22,7 @@
  */
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -295,6 +296,34 @@ int pt_releasedir(void *fs, const struct fuse_req_ctx *ctx,
 		  uint64_t nodeid, const struct fuse_release_in *in);
 int pt_fsyncdir(void *fs, const struct fuse_req_ctx *ctx,
 		uint64_t nodeid, const struct fuse_fsync_in *in);
+
+/* ---- pt_mig_util.c: what saving and loading the tables share -------- */
+
+struct pt_key_slot {
+	bool used;
+	struct inode_key key;
+	size_t value;
+};
+/* Host inodes (by key) to an index; fixed size: at most max keys. */
+struct pt_key_set {
+	struct pt_key_slot *slots;
+	size_t cap;
+};
+int pt_key_set_init(struct pt_key_set *s, size_t max);
+void pt_key_set_free(struct pt_key_set *s);
+/* -EEXIST if key is in already. */
+int pt_key_set_add(struct pt_key_set *s, const struct inode_key *key, size_t value);
+bool pt_key_set_find(const struct pt_key_set *s, const struct inode_key *key, size_t *value);
+/* Writes why into reason (if size) and returns err. */
+int pt_mig_refuse(char *reason, size_t size, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* fd's path relative to the share ("" for the root; a file unlinked ends
+ * in " (deleted)"), or -EXDEV when the kernel names it outside. */
+int pt_mig_path_in_share(struct passthrough *pt, int fd, char *buf, size_t size);
+/* The node's path for a message, or "node N" when it has none. */
+void pt_mig_describe(struct passthrough *pt, uint64_t nodeid, char *buf, size_t size);
+/* A mount fd for open_by_handle_at() of a handle on mount mnt_id. */
+int pt_mig_mount_fd(struct passthrough *pt, int root_mount_fd, uint64_t mnt_id);
 
 /* ---- pt_syncfs.c ----------------------------------------------------- */
 

@@ -1,0 +1,138 @@
+/* What saving and loading the passthrough tables share: reasons, a set of host inode keys, a file's path for messages, mount fds. */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+
+#include "backend/pt_internal.h"
+#include "common/hash.h"
+
+int pt_mig_refuse(char *reason, size_t size, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (size)
+		vsnprintf(reason, size, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* ---- a set of host inodes: open addressing, sized once ---------------- */
+
+static uint64_t key_hash(const struct inode_key *k)
+{
+	return ferry_mix64(k->ino ^ ferry_mix64(k->dev ^ ferry_mix64(k->mnt_id)));
+}
+
+int pt_key_set_init(struct pt_key_set *s, size_t max)
+{
+	size_t cap = 16;
+
+	while (cap < max * 2)
+		cap *= 2;
+	s->slots = calloc(cap, sizeof(*s->slots));
+	s->cap = cap;
+	return s->slots ? 0 : -ENOMEM;
+}
+
+void pt_key_set_free(struct pt_key_set *s)
+{
+	free(s->slots);
+	s->slots = NULL;
+}
+
+/* The slot of key: where it is, or the empty one where it would go. */
+static struct pt_key_slot *slot_of(const struct pt_key_set *s, const struct inode_key *key)
+{
+	size_t i = key_hash(key) & (s->cap - 1);
+
+	while (s->slots[i].used &&
+	       (s->slots[i].key.ino != key->ino || s->slots[i].key.dev != key->dev ||
+		s->slots[i].key.mnt_id != key->mnt_id))
+		i = (i + 1) & (s->cap - 1);
+	return &s->slots[i];
+}
+
+int pt_key_set_add(struct pt_key_set *s, const struct inode_key *key, size_t value)
+{
+	struct pt_key_slot *slot = slot_of(s, key);
+
+	if (slot->used)
+		return -EEXIST;
+	slot->used = true;
+	slot->key = *key;
+	slot->value = value;
+	return 0;
+}
+
+bool pt_key_set_find(const struct pt_key_set *s, const struct inode_key *key, size_t *value)
+{
+	struct pt_key_slot *slot = slot_of(s, key);
+
+	if (slot->used)
+		*value = slot->value;
+	return slot->used;
+}
+
+/* ---- where a file is, as the kernel names it -------------------------- */
+
+static int fd_link(struct passthrough *pt, int fd, char *buf, size_t size)
+{
+	char name[PROC_FD_NAME_MAX];
+	ssize_t n;
+
+	pt_proc_fd_name(name, fd);
+	n = readlinkat(pt->proc_self_fd, name, buf, size - 1);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n == size - 1)
+		return -ENAMETOOLONG;
+	buf[n] = '\0';
+	return 0;
+}
+
+int pt_mig_path_in_share(struct passthrough *pt, int fd, char *buf, size_t size)
+{
+	char root[PATH_MAX];
+	size_t len;
+	int ret = fd_link(pt, inode_table_root(pt->inodes)->fd, root, sizeof(root));
+
+	if (ret == 0)
+		ret = fd_link(pt, fd, buf, size);
+	if (ret)
+		return ret;
+	len = strlen(root);
+	if (len == 1)               /* the share is the root ("/"): all is in it */
+		len = 0;
+	if (strncmp(buf, root, len) || (buf[len] != '/' && buf[len] != '\0'))
+		return -EXDEV;
+	memmove(buf, buf + len + (buf[len] == '/'), strlen(buf + len + (buf[len] == '/')) + 1);
+	return 0;
+}
+
+void pt_mig_describe(struct passthrough *pt, uint64_t nodeid, char *buf, size_t size)
+{
+	struct inode *inode;
+
+	if (inode_get(pt->inodes, nodeid, &inode)) {
+		snprintf(buf, size, "node %llu", (unsigned long long)nodeid);
+		return;
+	}
+	if (pt_mig_path_in_share(pt, inode->fd, buf, size))
+		snprintf(buf, size, "node %llu", (unsigned long long)nodeid);
+	inode_put(pt->inodes, inode);
+}
+
+int pt_mig_mount_fd(struct passthrough *pt, int root_mount_fd, uint64_t mnt_id)
+{
+	unsigned n = atomic_load_explicit(&pt->nmounts, memory_order_acquire);
+
+	for (unsigned i = 0; i < n; i++)
+		if ((uint64_t)pt->mounts[i].mnt_id == mnt_id)
+			return pt->mounts[i].fd;
+	/* Mount ids differ between mount namespaces (a sandboxed source or
+	 * destination): an unknown one is taken for the share's own mount.
+	 * A handle of another file system then fails or resolves to a file
+	 * that the caller checks is inside the share. */
+	return root_mount_fd;
+}
