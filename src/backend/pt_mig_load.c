@@ -29,6 +29,7 @@ struct loader {
 	const struct mig_state *st;
 	struct pt_mig_load *l;
 	struct pt_key_set keys;
+	struct inode_key root_key;
 	int root_mount_fd;
 	char *reason;
 	size_t rsize;
@@ -45,6 +46,40 @@ static int fd_of(const struct loader *ld, size_t i)
 	if (i == 0)
 		return inode_table_root(ld->pt->inodes)->fd;
 	return ld->l->inodes[i]->invalid ? -1 : ld->l->inodes[i]->fd;
+}
+
+/*
+ * find-paths: a path found again may name another file than the one saved
+ * (the host replaced it, or renamed another over it). Where the stream
+ * also has the file's handle and it is of this very mount (the same host
+ * and mount namespace), the handle tells: it opens the saved file, or none
+ * if that is gone. Elsewhere the path is all there is.
+ */
+static int check_same_file(struct loader *ld, const struct mig_inode *mi, int fd)
+{
+	struct pt_handle_buf hb;
+	struct statx a, b;
+	int hfd, ret;
+	bool known = mi->handle->mount_id == ld->root_key.mnt_id;
+	unsigned n = atomic_load_explicit(&ld->pt->nmounts, memory_order_acquire);
+
+	for (unsigned i = 0; i < n && !known; i++)
+		known = (uint64_t)ld->pt->mounts[i].mnt_id == mi->handle->mount_id;
+	if (!known || ld->root_mount_fd < 0)
+		return 0;
+	hb.h.fh.handle_type = mi->handle->handle_type;
+	hb.h.fh.handle_bytes = mi->handle->size;
+	memcpy(hb.h.fh.f_handle, mi->handle->bytes, mi->handle->size);
+	hfd = open_by_handle_at(pt_mig_mount_fd(ld->pt, ld->root_mount_fd,
+						mi->handle->mount_id),
+				&hb.h.fh, O_PATH | O_CLOEXEC);
+	if (hfd < 0)
+		return errno == ESTALE ? -ESTALE : 0;
+	ret = pt_stat_fd(hfd, &a) || pt_stat_fd(fd, &b) ||
+		a.stx_ino != b.stx_ino || a.stx_dev_major != b.stx_dev_major ||
+		a.stx_dev_minor != b.stx_dev_minor ? -ESTALE : 0;
+	close(hfd);
+	return ret;
 }
 
 /* Opens inode i's O_PATH fd by its file handle or its name in its parent.
@@ -71,6 +106,13 @@ static int open_inode(struct loader *ld, const struct mig_inode *mi, int *out)
 		if (pfd < 0)
 			return -ENOENT;     /* the parent is a placeholder */
 		fd = openat(pfd, mi->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 && (mi->flags & MIG_INODE_HANDLE)) {
+			ret = check_same_file(ld, mi, fd);
+			if (ret) {
+				close(fd);
+				return -EMLINK;     /* see resolve_one */
+			}
+		}
 	} else {
 		return -ENOENT;             /* unlinked without a handle */
 	}
@@ -118,6 +160,10 @@ static int resolve_one(struct loader *ld, size_t i)
 		return pt_mig_refuse(ld->reason, ld->rsize, -EINVAL,
 				     "node %llu: its file handle names a file outside "
 				     "the shared directory", (unsigned long long)mi->nodeid);
+	}
+	if (ret == -EMLINK) {
+		ret = -ESTALE;
+		why = "its path now names another file than the one saved";
 	}
 	if (ret == 0) {
 		ret = pt_stat_fd(fd, &stx);
@@ -277,9 +323,9 @@ int passthrough_mig_prepare(struct passthrough *pt, const struct pt_mig_opts *o,
 	if (ret)
 		goto out;
 	pt_key_from_statx(&stx, &root_key);
+	ld.root_key = root_key;
 	pt_key_set_add(&ld.keys, &root_key, 0);
-	if (o->mode == MIG_MODE_FILE_HANDLES)
-		ld.root_mount_fd = pt_reopen(pt, inode_table_root(pt->inodes)->fd,
+	ld.root_mount_fd = pt_reopen(pt, inode_table_root(pt->inodes)->fd,
 					     O_RDONLY | O_DIRECTORY);
 	/* The stream has parents before children, so each parent is open
 	 * (or a placeholder) by the time its children come. */

@@ -256,6 +256,7 @@ static bool handle_verified(struct save *sv, const struct mig_file_handle *fh,
 	return same && !memcmp(&got, key, sizeof(got));
 }
 
+/* The inode's file handle into si (and whether it is unlinked). */
 static int take_handle(struct save *sv, struct sv_inode *si)
 {
 	struct inode *inode;
@@ -317,8 +318,16 @@ static int locate(struct save *sv)
 		for (size_t q = 1; q < sv->norder && ret == 0; q++) {
 			struct sv_inode *si = &sv->in[sv->order[q]];
 
-			if (sv->o->confirm_paths && !path_confirmed(sv, si))
+			if (sv->o->confirm_paths && !path_confirmed(sv, si)) {
 				ret = unfound(sv, si, "its path changed while it was saved");
+				continue;
+			}
+			/* With its file handle too, where it has one, so that a
+			 * destination on the same file system can tell a file
+			 * replaced under the same name from the one saved. */
+			if (take_handle(sv, si) != 0)
+				si->flags &= ~(MIG_INODE_HANDLE | MIG_INODE_UNLINKED);
+			si->flags &= ~MIG_INODE_UNLINKED;
 		}
 		/* Inodes the walk did not reach: unlinked, or moved outside. */
 		for (size_t i = 0; i < sv->n && ret == 0; i++) {
