@@ -569,10 +569,11 @@ static void hostile_refused(struct side *b, struct hostile *h, const char *what,
 
 	ret = mig_encode_arrays(&arr, &buf);
 	if (ret) {
-		/* The encoder's own checks stopped it: a hostile writer would
-		 * write the bytes itself; build the smallest valid stream and
-		 * damage that instead only when asked to. */
+		/* The encoder's own checks stopped it (a hostile writer
+		 * writes the bytes itself: test_migration_stream.c feeds such
+		 * streams to the decoder). */
 		CHECK_MSG(expect == NULL, "%s: the encoder refused it (%d)", what, ret);
+		mig_buf_free(&buf);
 		return;
 	}
 	if (append) {
