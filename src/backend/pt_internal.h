@@ -317,9 +317,13 @@ bool pt_key_set_find(const struct pt_key_set *s, const struct inode_key *key, si
 /* Writes why into reason (if size) and returns err. */
 int pt_mig_refuse(char *reason, size_t size, int err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-/* fd's path relative to the share ("" for the root; a file unlinked ends
- * in " (deleted)"), or -EXDEV when the kernel names it outside. */
-int pt_mig_path_in_share(struct passthrough *pt, int fd, char *buf, size_t size);
+/* fd's path relative to the share as the kernel names it ("" for the
+ * root; an unlinked file's ends in " (deleted)"), for messages; -EXDEV when
+ * the name is outside. No proof that the file is inside: pt_mig_in_share. */
+int pt_mig_share_path(struct passthrough *pt, int fd, char *buf, size_t size);
+/* 0 if fd's file is inside the share (its name, walked again below the
+ * root, reaches it; for an unlinked file, its directory), else -EXDEV. */
+int pt_mig_in_share(struct passthrough *pt, int fd);
 /* The node's path for a message, or "node N" when it has none. */
 void pt_mig_describe(struct passthrough *pt, uint64_t nodeid, char *buf, size_t size);
 /* A mount fd for open_by_handle_at() of a handle on mount mnt_id. */

@@ -88,7 +88,6 @@ static int open_inode(struct loader *ld, const struct mig_inode *mi, int *out)
 {
 	bool by_handle = (mi->flags & MIG_INODE_HANDLE) &&
 		(ld->o->mode == MIG_MODE_FILE_HANDLES || !(mi->flags & MIG_INODE_PATH));
-	char path[PATH_MAX];
 	int fd, ret;
 
 	if (by_handle) {
@@ -121,10 +120,10 @@ static int open_inode(struct loader *ld, const struct mig_inode *mi, int *out)
 	/* A handle reaches any file of its file system: only one inside the
 	 * share may be served. A name in a parent cannot leave it. */
 	if (by_handle) {
-		ret = pt_mig_path_in_share(ld->pt, fd, path, sizeof(path));
+		ret = pt_mig_in_share(ld->pt, fd);
 		if (ret) {
 			close(fd);
-			return ret == -EXDEV ? ret : -ESTALE;
+			return ret;
 		}
 	}
 	*out = fd;
@@ -159,7 +158,8 @@ static int resolve_one(struct loader *ld, size_t i)
 		fd_budget_give_back(&ld->pt->fds);
 		return pt_mig_refuse(ld->reason, ld->rsize, -EINVAL,
 				     "node %llu: its file handle names a file outside "
-				     "the shared directory", (unsigned long long)mi->nodeid);
+				     "the shared directory (or one whose place in it "
+				     "cannot be proven)", (unsigned long long)mi->nodeid);
 	}
 	if (ret == -EMLINK) {
 		ret = -ESTALE;

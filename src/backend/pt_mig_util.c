@@ -91,10 +91,10 @@ static int fd_link(struct passthrough *pt, int fd, char *buf, size_t size)
 	return 0;
 }
 
-int pt_mig_path_in_share(struct passthrough *pt, int fd, char *buf, size_t size)
+int pt_mig_share_path(struct passthrough *pt, int fd, char *buf, size_t size)
 {
 	char root[PATH_MAX];
-	size_t len;
+	size_t len, skip;
 	int ret = fd_link(pt, inode_table_root(pt->inodes)->fd, root, sizeof(root));
 
 	if (ret == 0)
@@ -102,12 +102,78 @@ int pt_mig_path_in_share(struct passthrough *pt, int fd, char *buf, size_t size)
 	if (ret)
 		return ret;
 	len = strlen(root);
-	if (len == 1)               /* the share is the root ("/"): all is in it */
+	if (len == 1)               /* the share is the process root */
 		len = 0;
 	if (strncmp(buf, root, len) || (buf[len] != '/' && buf[len] != '\0'))
 		return -EXDEV;
-	memmove(buf, buf + len + (buf[len] == '/'), strlen(buf + len + (buf[len] == '/')) + 1);
+	skip = len + (buf[len] == '/');
+	memmove(buf, buf + skip, strlen(buf + skip) + 1);
 	return 0;
+}
+
+/* Opens rel ("a/b/c", "" for the root) below the root one component at a
+ * time, never following a symlink; the caller closes the result. */
+static int open_beneath(struct passthrough *pt, char *rel)
+{
+	int cur = dup(inode_table_root(pt->inodes)->fd);
+	char *save = NULL;
+
+	for (char *c = strtok_r(rel, "/", &save); c && cur >= 0; c = strtok_r(NULL, "/", &save)) {
+		int next = openat(cur, c, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+		close(cur);
+		cur = next;
+	}
+	return cur < 0 ? -ENOENT : cur;
+}
+
+/*
+ * The kernel's name for an fd is no proof by itself: a file outside the
+ * process root (a chroot sandbox) is named by its full path, which starts
+ * with "/" like every path inside a share that is the process root, and a
+ * file outside a bind mount is named "/". So the name is walked again below
+ * the share's root, and must reach the same inode; an unlinked file's
+ * directory must still be found that way.
+ */
+int pt_mig_in_share(struct passthrough *pt, int fd)
+{
+	static const char deleted[] = " (deleted)";
+	char path[PATH_MAX];
+	struct statx a, b;
+	size_t len;
+	bool unlinked;
+	int dfd, ret = pt_stat_fd(fd, &a);
+
+	if (ret == 0)
+		ret = pt_mig_share_path(pt, fd, path, sizeof(path));
+	if (ret)
+		return -EXDEV;
+	len = strlen(path);
+	unlinked = a.stx_nlink == 0 && len >= sizeof(deleted) - 1 &&
+		!strcmp(path + len - (sizeof(deleted) - 1), deleted);
+	if (unlinked) {
+		char *slash;
+
+		path[len - (sizeof(deleted) - 1)] = '\0';
+		if (!path[0])
+			return -EXDEV;
+		slash = strrchr(path, '/');
+		if (slash)
+			*slash = '\0';
+		else
+			path[0] = '\0';
+	}
+	dfd = open_beneath(pt, path);
+	if (dfd < 0)
+		return -EXDEV;
+	ret = pt_stat_fd(dfd, &b);
+	close(dfd);
+	if (ret)
+		return -EXDEV;
+	if (unlinked)
+		return S_ISDIR(b.stx_mode) ? 0 : -EXDEV;
+	return a.stx_ino == b.stx_ino && a.stx_dev_major == b.stx_dev_major &&
+		a.stx_dev_minor == b.stx_dev_minor ? 0 : -EXDEV;
 }
 
 void pt_mig_describe(struct passthrough *pt, uint64_t nodeid, char *buf, size_t size)
@@ -118,7 +184,7 @@ void pt_mig_describe(struct passthrough *pt, uint64_t nodeid, char *buf, size_t 
 		snprintf(buf, size, "node %llu", (unsigned long long)nodeid);
 		return;
 	}
-	if (pt_mig_path_in_share(pt, inode->fd, buf, size))
+	if (pt_mig_share_path(pt, inode->fd, buf, size))
 		snprintf(buf, size, "node %llu", (unsigned long long)nodeid);
 	inode_put(pt->inodes, inode);
 }

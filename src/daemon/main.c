@@ -506,7 +506,8 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 	daemon_ready(*ready_fd);
 	*ready_fd = -1;
 	/* Last, once nothing but serving is left to do. */
-	ret = caps_limit(o->modcaps, o->inode_file_handles != FILE_HANDLES_NEVER);
+	ret = caps_limit(o->modcaps, o->inode_file_handles != FILE_HANDLES_NEVER ||
+			 o->migration_mode == MIG_MODE_FILE_HANDLES);
 	if (ret) {
 		log_err("cannot limit capabilities: %s (check --modcaps)",
 			strerror(-ret));

@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +24,10 @@
 #include "../common/check.h"
 
 static char scratch[] = "/tmp/ferry-migration-XXXXXX";
+/* What the sides serve, and the /proc/self/fd they get (-1: their own):
+ * the scratch directory, or "/" inside a chroot into it. */
+static const char *share = scratch;
+static int given_proc_fd = -1;
 static char outside[] = "/tmp/ferry-migration-out-XXXXXX";
 static struct raw_reply rep;
 static uint64_t next_unique = 1;
@@ -45,8 +52,9 @@ static uint32_t req(struct side *s, uint32_t opcode, uint64_t nodeid, const void
 
 static int side_open(struct side *s, enum mig_mode mode, bool guest_error)
 {
-	struct passthrough_opts pt_opts = { .shared_dir = scratch, .cache = CACHE_NEVER,
-					    .timeout = -1 };
+	struct passthrough_opts pt_opts = { .shared_dir = share, .cache = CACHE_NEVER,
+					    .timeout = -1, .proc_self_fd_given = given_proc_fd >= 0,
+					    .proc_self_fd = given_proc_fd >= 0 ? dup(given_proc_fd) : -1 };
 	struct fuse_session_opts se_opts = { .max_write = 1024 * 1024, .posix_lock = true,
 					     .flock = true, .readdirplus = true };
 
@@ -597,14 +605,73 @@ static void hostile_refused(struct side *b, struct hostile *h, const char *what,
 	mig_buf_free(&buf);
 }
 
+/* The handle of the file at path into fh; false (and a SKIP) if none. */
+static bool handle_of(const char *path, struct mig_file_handle *fh, const char *what)
+{
+	struct { struct file_handle fh; unsigned char bytes[MAX_HANDLE_SZ]; } fhb;
+	int mount_id;
+
+	fhb.fh.handle_bytes = MAX_HANDLE_SZ;
+	if (name_to_handle_at(AT_FDCWD, path, &fhb.fh, &mount_id, 0) != 0) {
+		printf("SKIP  %s: no file handle: %s\n", what, strerror(errno));
+		return false;
+	}
+	fh->handle_type = fhb.fh.handle_type;
+	fh->mount_id = (uint64_t)mount_id;
+	fh->size = (uint16_t)fhb.fh.handle_bytes;
+	memcpy(fh->bytes, fhb.fh.f_handle, fhb.fh.handle_bytes);
+	return true;
+}
+
+/* A stream naming one file by its handle only; expect: what the reason
+ * must say (NULL: the load must succeed). */
+static void load_by_handle(struct side *b, const struct mig_file_handle *fh, mode_t type,
+			   bool unlinked, const char *what, const char *expect)
+{
+	struct hostile h;
+
+	hostile_base(&h, b);
+	h.fh = *fh;
+	h.inodes[h.n++] = (struct mig_inode){ .nodeid = 2 << 6 | 2, .nlookup = 1,
+		.type = type, .flags = MIG_INODE_HANDLE | (unlinked ? MIG_INODE_UNLINKED : 0),
+		.handle = &h.fh };
+	if (expect) {
+		hostile_refused(b, &h, what, 0, 0, expect);
+	} else {
+		struct mig_arrays arr = { .session = &h.session, .options = &h.options,
+					  .counters = &h.counters, .inodes = h.inodes,
+					  .n_inodes = h.n };
+		struct mig_buf buf = { 0 };
+		char reason[512] = "";
+
+		CHECK_EQ(mig_encode_arrays(&arr, &buf), 0);
+		CHECK_MSG(load_buf(b, &buf, reason, sizeof(reason)) == 0, "%s: %s", what,
+			  reason[0] ? reason : "loads");
+		mig_buf_free(&buf);
+	}
+}
+
+/* A stream naming the file at path by its handle only, unlinked first if
+ * unlinked (the caller holds it open): refused as outside the share. */
+static void hostile_handle(struct side *b, const char *path, mode_t type, bool unlinked,
+			   const char *what)
+{
+	struct mig_file_handle fh;
+
+	if (!handle_of(path, &fh, what))
+		return;
+	if (unlinked)
+		unlink(path);
+	load_by_handle(b, &fh, type, unlinked, what, "outside");
+}
+
 static void test_hostile(void)
 {
 	struct side b;
 	struct hostile h;
 	struct mig_inode *mi;
 	char path[512];
-	int mount_id, fd;
-	struct { struct file_handle fh; unsigned char bytes[MAX_HANDLE_SZ]; } fhb;
+	int fd;
 
 	printf("-- hostile streams\n");
 	host_write("x", "x");
@@ -649,29 +716,91 @@ static void test_hostile(void)
 	h.session.minor = 45;
 	hostile_refused(&b, &h, "a newer minor", 0, 0, "minor");
 
-	/* A file handle of a file outside the share. */
-	host_write("x", "x");
+	/* File handles of a file, a directory and an unlinked file (still
+	 * open here) outside the share. */
 	snprintf(path, sizeof(path), "%s/secret", outside);
 	fd = open(path, O_CREAT | O_WRONLY, 0600);
-	close(fd);
-	fhb.fh.handle_bytes = MAX_HANDLE_SZ;
-	if (name_to_handle_at(AT_FDCWD, path, &fhb.fh, &mount_id, 0) == 0) {
-		hostile_base(&h, &b);
-		h.fh.handle_type = fhb.fh.handle_type;
-		h.fh.mount_id = (uint64_t)mount_id;
-		h.fh.size = (uint16_t)fhb.fh.handle_bytes;
-		memcpy(h.fh.bytes, fhb.fh.f_handle, fhb.fh.handle_bytes);
-		h.inodes[h.n++] = (struct mig_inode){ .nodeid = 2 << 6 | 2, .nlookup = 1,
-			.type = S_IFREG, .flags = MIG_INODE_HANDLE, .handle = &h.fh };
-		hostile_refused(&b, &h, "a handle outside the share", 0, 0, "outside");
-	} else {
-		printf("SKIP  no file handles on %s: %s\n", outside, strerror(errno));
+	hostile_handle(&b, path, S_IFREG, false, "a file handle outside the share");
+	hostile_handle(&b, outside, S_IFDIR, false, "a directory handle outside the share");
+	{
+		char gone[600];
+		int gfd;
+
+		snprintf(gone, sizeof(gone), "%s/gone", outside);
+		gfd = open(gone, O_CREAT | O_WRONLY, 0600);
+		hostile_handle(&b, gone, S_IFREG, true, "an unlinked file outside the share");
+		close(gfd);
 	}
+	close(fd);
 	/* B is still fresh and serves. */
 	CHECK_EQ(init(&b), 0);
 	CHECK(lookup(&b, FUSE_ROOT_ID, "x") != 0);
 	unlink(path);
 	side_close(&b);
+}
+
+/*
+ * A sandboxed daemon serves its share as the process root, where the
+ * kernel's name of a file gives no proof: outside a chroot a file is named
+ * by its full path, outside a bind mount "/". In a child: chroot into the
+ * scratch directory (bind-mounted onto itself in a mount namespace of its
+ * own when bind), then handles of files outside must still be refused and
+ * one of a file inside must still load.
+ */
+static void test_share_is_root(bool bind)
+{
+	struct mig_file_handle in_fh, secret_fh, dir_fh, gone_fh;
+	char secret[600], gone[600], inside[600];
+	struct side b;
+	int status, fd, gfd;
+	pid_t pid;
+
+	printf("-- the share is the process root (%s)\n", bind ? "bind mount" : "chroot");
+	snprintf(secret, sizeof(secret), "%s/secret2", outside);
+	snprintf(gone, sizeof(gone), "%s/gone2", outside);
+	fd = open(secret, O_CREAT | O_WRONLY, 0600);
+	gfd = open(gone, O_CREAT | O_WRONLY, 0600);
+	host_write("inside", "in");
+	host_path("inside", inside, sizeof(inside));
+	/* Taken here: inside the chroot those paths do not exist. */
+	if (!handle_of(inside, &in_fh, "inside") || !handle_of(secret, &secret_fh, "secret") ||
+	    !handle_of(outside, &dir_fh, "outside") || !handle_of(gone, &gone_fh, "gone")) {
+		close(fd);
+		close(gfd);
+		return;
+	}
+	unlink(gone);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		given_proc_fd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (bind && (unshare(CLONE_NEWNS) ||
+			     mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+			     mount(scratch, scratch, NULL, MS_BIND, NULL)))
+			_exit(77);
+		if (chroot(scratch) || chdir("/"))
+			_exit(77);
+		share = "/";
+		if (side_open(&b, MIG_MODE_FILE_HANDLES, false))
+			_exit(1);
+		load_by_handle(&b, &secret_fh, S_IFREG, false, "a file outside the root", "outside");
+		load_by_handle(&b, &dir_fh, S_IFDIR, false, "a directory outside the root",
+			       "outside");
+		load_by_handle(&b, &gone_fh, S_IFREG, true, "an unlinked file outside the root",
+			       "outside");
+		load_by_handle(&b, &in_fh, S_IFREG, false, "a file inside the root", NULL);
+		side_close(&b);
+		fflush(stdout);
+		_exit(failures ? 1 : 0);
+	}
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+		printf("SKIP  no chroot or mount namespace here\n");
+	else
+		CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's checks");
+	close(fd);
+	close(gfd);
+	unlink(secret);
 }
 
 int main(void)
@@ -701,6 +830,8 @@ int main(void)
 	if (handles) {
 		test_options_mismatch();
 		test_hostile();
+		test_share_is_root(false);
+		test_share_is_root(true);
 	}
 	test_lock_refused();
 	rmdir(outside);
