@@ -41,6 +41,7 @@
 #include "backend/passthrough.h"
 #include "backend/reads.h"
 #include "backend/sync.h"
+#include "common/migration_stream.h"
 
 #define PROC_FD_NAME_MAX 16
 #define PROC_FD_PATH_MAX 40
@@ -314,9 +315,6 @@ void pt_key_set_free(struct pt_key_set *s);
 /* -EEXIST if key is in already. */
 int pt_key_set_add(struct pt_key_set *s, const struct inode_key *key, size_t value);
 bool pt_key_set_find(const struct pt_key_set *s, const struct inode_key *key, size_t *value);
-/* Writes why into reason (if size) and returns err. */
-int pt_mig_refuse(char *reason, size_t size, int err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
 /* fd's path relative to the share as the kernel names it ("" for the
  * root; an unlinked file's ends in " (deleted)"), for messages; -EXDEV when
  * the name is outside. No proof that the file is inside: pt_mig_in_share. */
@@ -328,6 +326,11 @@ int pt_mig_in_share(struct passthrough *pt, int fd);
 void pt_mig_describe(struct passthrough *pt, uint64_t nodeid, char *buf, size_t size);
 /* A mount fd for open_by_handle_at() of a handle on mount mnt_id. */
 int pt_mig_mount_fd(struct passthrough *pt, int root_mount_fd, uint64_t mnt_id);
+/* open_by_handle_at(O_PATH) of a stream's file handle: the fd or -errno. */
+int pt_mig_open_handle(struct passthrough *pt, int root_mount_fd,
+		       const struct mig_file_handle *fh);
+/* Whether two statx results are of one host inode. */
+bool pt_mig_same_inode(const struct statx *a, const struct statx *b);
 
 /* ---- pt_syncfs.c ----------------------------------------------------- */
 

@@ -57,7 +57,6 @@ static int fd_of(const struct loader *ld, size_t i)
  */
 static int check_same_file(struct loader *ld, const struct mig_inode *mi, int fd)
 {
-	struct pt_handle_buf hb;
 	struct statx a, b;
 	int hfd, ret;
 	bool known = mi->handle->mount_id == ld->root_key.mnt_id;
@@ -67,17 +66,11 @@ static int check_same_file(struct loader *ld, const struct mig_inode *mi, int fd
 		known = (uint64_t)ld->pt->mounts[i].mnt_id == mi->handle->mount_id;
 	if (!known || ld->root_mount_fd < 0)
 		return 0;
-	hb.h.fh.handle_type = mi->handle->handle_type;
-	hb.h.fh.handle_bytes = mi->handle->size;
-	memcpy(hb.h.fh.f_handle, mi->handle->bytes, mi->handle->size);
-	hfd = open_by_handle_at(pt_mig_mount_fd(ld->pt, ld->root_mount_fd,
-						mi->handle->mount_id),
-				&hb.h.fh, O_PATH | O_CLOEXEC);
+	hfd = pt_mig_open_handle(ld->pt, ld->root_mount_fd, mi->handle);
 	if (hfd < 0)
-		return errno == ESTALE ? -ESTALE : 0;
-	ret = pt_stat_fd(hfd, &a) || pt_stat_fd(fd, &b) ||
-		a.stx_ino != b.stx_ino || a.stx_dev_major != b.stx_dev_major ||
-		a.stx_dev_minor != b.stx_dev_minor ? -ESTALE : 0;
+		return hfd == -ESTALE ? -ESTALE : 0;
+	ret = pt_stat_fd(hfd, &a) || pt_stat_fd(fd, &b) || !pt_mig_same_inode(&a, &b) ?
+		-ESTALE : 0;
 	close(hfd);
 	return ret;
 }
@@ -91,14 +84,9 @@ static int open_inode(struct loader *ld, const struct mig_inode *mi, int *out)
 	int fd, ret;
 
 	if (by_handle) {
-		struct pt_handle_buf hb;
-
-		hb.h.fh.handle_type = mi->handle->handle_type;
-		hb.h.fh.handle_bytes = mi->handle->size;
-		memcpy(hb.h.fh.f_handle, mi->handle->bytes, mi->handle->size);
-		fd = open_by_handle_at(pt_mig_mount_fd(ld->pt, ld->root_mount_fd,
-						       mi->handle->mount_id),
-				       &hb.h.fh, O_PATH | O_CLOEXEC);
+		fd = pt_mig_open_handle(ld->pt, ld->root_mount_fd, mi->handle);
+		if (fd < 0)
+			return fd;
 	} else if (mi->flags & MIG_INODE_PATH) {
 		int pfd = fd_of(ld, index_of(ld, mi->parent));
 
@@ -150,13 +138,13 @@ static int resolve_one(struct loader *ld, size_t i)
 	int fd = -1, ret = fd_budget_take(&ld->pt->fds);
 
 	if (ret)
-		return pt_mig_refuse(ld->reason, ld->rsize, ret,
+		return mig_refuse(ld->reason, ld->rsize, ret,
 				     "node %llu: over the fd budget",
 				     (unsigned long long)mi->nodeid);
 	ret = open_inode(ld, mi, &fd);
 	if (ret == -EXDEV) {
 		fd_budget_give_back(&ld->pt->fds);
-		return pt_mig_refuse(ld->reason, ld->rsize, -EINVAL,
+		return mig_refuse(ld->reason, ld->rsize, -EINVAL,
 				     "node %llu: its file handle names a file outside "
 				     "the shared directory (or one whose place in it "
 				     "cannot be proven)", (unsigned long long)mi->nodeid);
@@ -179,7 +167,7 @@ static int resolve_one(struct loader *ld, size_t i)
 		if (pt_key_set_find(&ld->keys, &key, &other)) {
 			close(fd);
 			fd_budget_give_back(&ld->pt->fds);
-			return pt_mig_refuse(ld->reason, ld->rsize, -EINVAL,
+			return mig_refuse(ld->reason, ld->rsize, -EINVAL,
 					     "node %llu: the same host inode as node %llu",
 					     (unsigned long long)mi->nodeid,
 					     (unsigned long long)ld->st->inodes[other].nodeid);
@@ -189,7 +177,7 @@ static int resolve_one(struct loader *ld, size_t i)
 		if (!ld->l->inodes[i]) {
 			close(fd);
 			fd_budget_give_back(&ld->pt->fds);
-			return pt_mig_refuse(ld->reason, ld->rsize, -ENOMEM, "out of memory");
+			return mig_refuse(ld->reason, ld->rsize, -ENOMEM, "out of memory");
 		}
 		ld->l->inodes[i]->nlookup = mi->nlookup;
 		return 0;
@@ -202,14 +190,14 @@ static int resolve_one(struct loader *ld, size_t i)
 			mi->flags & MIG_INODE_HANDLE ? "its file handle no longer opens" :
 			"unlinked on the source, and carried without a file handle";
 	if (!ld->o->guest_error)
-		return pt_mig_refuse(ld->reason, ld->rsize, ret,
+		return mig_refuse(ld->reason, ld->rsize, ret,
 				     "node %llu (%s): %s", (unsigned long long)mi->nodeid,
 				     mi->name ? mi->name : "no name", why);
 	log_warn("migration: node %llu (%s): %s; the guest gets EIO from it",
 		 (unsigned long long)mi->nodeid, mi->name ? mi->name : "no name", why);
 	ld->l->inodes[i] = placeholder(mi->nodeid, mi->type);
 	if (!ld->l->inodes[i])
-		return pt_mig_refuse(ld->reason, ld->rsize, -ENOMEM, "out of memory");
+		return mig_refuse(ld->reason, ld->rsize, -ENOMEM, "out of memory");
 	ld->l->inodes[i]->nlookup = mi->nlookup;
 	return 0;
 }
@@ -228,7 +216,7 @@ static int reopen_handle(struct loader *ld, size_t k)
 		return 0;
 	}
 	if (!pt_openable_type(ld->st->inodes[i].type))
-		return pt_mig_refuse(ld->reason, ld->rsize, -EINVAL,
+		return mig_refuse(ld->reason, ld->rsize, -EINVAL,
 				     "fh %llu: on a file that is neither regular nor a directory",
 				     (unsigned long long)mh->fh);
 	if (mh->kind == MIG_HANDLE_DIR)
@@ -240,7 +228,7 @@ static int reopen_handle(struct loader *ld, size_t k)
 	}
 	if (fd < 0) {
 		if (!ld->o->guest_error)
-			return pt_mig_refuse(ld->reason, ld->rsize, fd,
+			return mig_refuse(ld->reason, ld->rsize, fd,
 					     "fh %llu on node %llu: cannot open it again: %s",
 					     (unsigned long long)mh->fh,
 					     (unsigned long long)mh->nodeid, strerror(-fd));
@@ -254,7 +242,7 @@ static int reopen_handle(struct loader *ld, size_t k)
 		else
 			close(fd);
 		fd_budget_give_back(&ld->pt->fds);
-		return pt_mig_refuse(ld->reason, ld->rsize, -ENOMEM, "out of memory");
+		return mig_refuse(ld->reason, ld->rsize, -ENOMEM, "out of memory");
 	}
 	return 0;
 }
@@ -299,12 +287,12 @@ int passthrough_mig_prepare(struct passthrough *pt, const struct pt_mig_opts *o,
 
 	*out = NULL;
 	if (!tables_empty(pt))
-		return pt_mig_refuse(reason, reason_size, -EBUSY,
+		return mig_refuse(reason, reason_size, -EBUSY,
 				     "this daemon's guest already knows files: a state "
 				     "loads only into a fresh daemon");
 	ld.l = calloc(1, sizeof(*ld.l));
 	if (!ld.l)
-		return pt_mig_refuse(reason, reason_size, -ENOMEM, "out of memory");
+		return mig_refuse(reason, reason_size, -ENOMEM, "out of memory");
 	ld.l->n = st->n_inodes;
 	ld.l->nh = st->n_handles;
 	ld.l->counters = st->counters;
@@ -314,7 +302,7 @@ int passthrough_mig_prepare(struct passthrough *pt, const struct pt_mig_opts *o,
 				   sizeof(*ld.l->handle_node));
 	ret = pt_key_set_init(&ld.keys, st->n_inodes);
 	if (!ld.l->inodes || !ld.l->handles || !ld.l->handle_node || ret) {
-		ret = pt_mig_refuse(reason, reason_size, -ENOMEM, "out of memory");
+		ret = mig_refuse(reason, reason_size, -ENOMEM, "out of memory");
 		goto out;
 	}
 	/* The root is this daemon's own shared directory; nothing may be

@@ -140,7 +140,7 @@ static int check_locks(struct save *sv, const struct mig_session *session)
 	if (!held)
 		return 0;
 	pt_mig_describe(sv->pt, nodeid, path, sizeof(path));
-	return pt_mig_refuse(sv->reason, sv->rsize, -EBUSY,
+	return mig_refuse(sv->reason, sv->rsize, -EBUSY,
 			     "a lock is held on %s (node %llu): host locks cannot move "
 			     "to the destination without a moment in which nobody holds "
 			     "them; the guest must release it first", path,
@@ -238,16 +238,11 @@ static bool path_confirmed(struct save *sv, const struct sv_inode *si)
 static bool handle_verified(struct save *sv, const struct mig_file_handle *fh,
 			    const struct inode_key *key)
 {
-	struct pt_handle_buf hb;
 	struct inode_key got;
 	struct statx stx;
-	int fd, mfd = pt_mig_mount_fd(sv->pt, sv->root_mount_fd, fh->mount_id);
+	int fd = pt_mig_open_handle(sv->pt, sv->root_mount_fd, fh);
 	bool same;
 
-	hb.h.fh.handle_type = fh->handle_type;
-	hb.h.fh.handle_bytes = fh->size;
-	memcpy(hb.h.fh.f_handle, fh->bytes, fh->size);
-	fd = open_by_handle_at(mfd, &hb.h.fh, O_PATH | O_CLOEXEC);
 	if (fd < 0)
 		return false;
 	same = pt_stat_fd(fd, &stx) == 0;
@@ -295,7 +290,7 @@ static int unfound(struct save *sv, struct sv_inode *si, const char *why)
 
 	pt_mig_describe(sv->pt, si->nodeid, path, sizeof(path));
 	if (!sv->o->guest_error)
-		return pt_mig_refuse(sv->reason, sv->rsize, -ENOENT,
+		return mig_refuse(sv->reason, sv->rsize, -ENOENT,
 				     "%s (node %llu): %s (--migration-on-error=guest-error "
 				     "would make only this file fail on the guest)", path,
 				     (unsigned long long)si->nodeid, why);
@@ -387,7 +382,7 @@ static int encode(struct save *sv, const struct mig_session *session,
 	ret = mig_encode_arrays(&a, out);
 	free(mi);
 	if (ret)
-		pt_mig_refuse(sv->reason, sv->rsize, ret, "encoding the state: %s",
+		mig_refuse(sv->reason, sv->rsize, ret, "encoding the state: %s",
 			      strerror(-ret));
 	return ret;
 }
@@ -405,7 +400,7 @@ int passthrough_mig_save(struct passthrough *pt, const struct pt_mig_opts *o,
 	handle_table_foreach(pt->handles, copy_handle, &sv);
 	ret = sv.err;
 	if (ret) {
-		pt_mig_refuse(reason, reason_size, ret, "copying the tables: %s",
+		mig_refuse(reason, reason_size, ret, "copying the tables: %s",
 			      strerror(-ret));
 		goto out;
 	}
@@ -420,7 +415,7 @@ int passthrough_mig_save(struct passthrough *pt, const struct pt_mig_opts *o,
 		sv.root_mount_fd = pt_reopen(pt, inode_table_root(pt->inodes)->fd,
 					     O_RDONLY | O_DIRECTORY);
 	if (!sv.order || sv.root == SIZE_MAX) {
-		ret = pt_mig_refuse(reason, reason_size, -ENOMEM, "out of memory");
+		ret = mig_refuse(reason, reason_size, -ENOMEM, "out of memory");
 		goto out;
 	}
 	ret = locate(&sv);

@@ -1,21 +1,9 @@
 /* What saving and loading the passthrough tables share: reasons, a set of host inode keys, a file's path for messages, mount fds. */
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdlib.h>
 
 #include "backend/pt_internal.h"
 #include "common/hash.h"
-
-int pt_mig_refuse(char *reason, size_t size, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	if (size)
-		vsnprintf(reason, size, fmt, ap);
-	va_end(ap);
-	return err;
-}
 
 /* ---- a set of host inodes: open addressing, sized once ---------------- */
 
@@ -172,8 +160,7 @@ int pt_mig_in_share(struct passthrough *pt, int fd)
 		return -EXDEV;
 	if (unlinked)
 		return S_ISDIR(b.stx_mode) ? 0 : -EXDEV;
-	return a.stx_ino == b.stx_ino && a.stx_dev_major == b.stx_dev_major &&
-		a.stx_dev_minor == b.stx_dev_minor ? 0 : -EXDEV;
+	return pt_mig_same_inode(&a, &b) ? 0 : -EXDEV;
 }
 
 void pt_mig_describe(struct passthrough *pt, uint64_t nodeid, char *buf, size_t size)
@@ -201,4 +188,24 @@ int pt_mig_mount_fd(struct passthrough *pt, int root_mount_fd, uint64_t mnt_id)
 	 * A handle of another file system then fails or resolves to a file
 	 * that the caller checks is inside the share. */
 	return root_mount_fd;
+}
+
+int pt_mig_open_handle(struct passthrough *pt, int root_mount_fd,
+		       const struct mig_file_handle *fh)
+{
+	struct pt_handle_buf hb;
+	int fd;
+
+	hb.h.fh.handle_type = fh->handle_type;
+	hb.h.fh.handle_bytes = fh->size;
+	memcpy(hb.h.fh.f_handle, fh->bytes, fh->size);
+	fd = open_by_handle_at(pt_mig_mount_fd(pt, root_mount_fd, fh->mount_id),
+			       &hb.h.fh, O_PATH | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+bool pt_mig_same_inode(const struct statx *a, const struct statx *b)
+{
+	return a->stx_ino == b->stx_ino && a->stx_dev_major == b->stx_dev_major &&
+		a->stx_dev_minor == b->stx_dev_minor;
 }

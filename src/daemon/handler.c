@@ -49,21 +49,17 @@ static void client_reset(void *opaque)
 	fuse_session_reset(st->session);
 }
 
-const struct ferry_handler daemon_handler = {
-	.start = worker_start,
-	.stop = worker_stop,
-	.handle = worker_handle,
-	.cancel = worker_cancel,
-	.reset = client_reset,
-};
+/* What both handlers share. */
+#define SESSION_WORKERS \
+	.start = worker_start, .stop = worker_stop, .handle = worker_handle, \
+	.cancel = worker_cancel, .reset = client_reset
 
-/* /dev/fuse has no migration: the kernel's FUSE session cannot move. */
+const struct ferry_handler daemon_handler = { SESSION_WORKERS };
+
+/* Only vhost-user migrates: a /dev/fuse session lives in the host kernel,
+ * which cannot move it. */
 const struct ferry_handler daemon_handler_migratable = {
-	.start = worker_start,
-	.stop = worker_stop,
-	.handle = worker_handle,
-	.cancel = worker_cancel,
-	.reset = client_reset,
+	SESSION_WORKERS,
 	.save_state = daemon_save_state,
 	.load_state = daemon_load_state,
 };

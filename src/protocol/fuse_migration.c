@@ -1,23 +1,10 @@
 /* The negotiated FUSE session as a migration carries it: export on the source, checked import on the destination. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/log.h"
 #include "protocol/fuse_internal.h"
-
-/* Writes why into reason and returns err. */
-static int refuse(char *reason, size_t size, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	if (size)
-		vsnprintf(reason, size, fmt, ap);
-	va_end(ap);
-	return err;
-}
 
 static uint16_t pages_of(uint32_t max_write)
 {
@@ -56,26 +43,26 @@ static int check_import(const struct fuse_session *se, const struct mig_session 
 	uint64_t extra = in->flags & ~fuse_init_offered_flags(se);
 
 	if (in->major != FERRY_FUSE_MAJOR)
-		return refuse(reason, size, -EPROTO, "session: FUSE major %u, not %u",
+		return mig_refuse(reason, size, -EPROTO, "session: FUSE major %u, not %u",
 			      in->major, FERRY_FUSE_MAJOR);
 	if (in->minor < FERRY_FUSE_MIN_MINOR || in->minor > FERRY_FUSE_MINOR)
-		return refuse(reason, size, -EPROTO,
+		return mig_refuse(reason, size, -EPROTO,
 			      "session: FUSE minor %u outside this server's 7.%u..7.%u",
 			      in->minor, FERRY_FUSE_MIN_MINOR, FERRY_FUSE_MINOR);
 	if (extra)
-		return refuse(reason, size, -EINVAL,
+		return mig_refuse(reason, size, -EINVAL,
 			      "session: INIT flags 0x%llx not offered here "
 			      "(other options on the source?)", (unsigned long long)extra);
 	if (in->minor < 38 && (in->flags & FUSE_CREATE_SUPP_GROUP))
-		return refuse(reason, size, -EINVAL,
+		return mig_refuse(reason, size, -EINVAL,
 			      "session: CREATE_SUPP_GROUP agreed with minor %u", in->minor);
 	if (in->max_write != se->opts.max_write)
-		return refuse(reason, size, -EINVAL,
+		return mig_refuse(reason, size, -EINVAL,
 			      "session: max_write %u on the source, %u here",
 			      in->max_write, se->opts.max_write);
 	if (in->max_pages != pages_of(in->max_write) || in->time_gran != 1 ||
 	    in->max_background || in->congestion_threshold || in->map_alignment)
-		return refuse(reason, size, -EINVAL,
+		return mig_refuse(reason, size, -EINVAL,
 			      "session: max_pages %u, time_gran %u, max_background %u, "
 			      "congestion_threshold %u, map_alignment %u: not what "
 			      "this server answers", in->max_pages, in->time_gran,
@@ -96,7 +83,7 @@ int fuse_session_import(struct fuse_session *se, const struct mig_session *in,
 	if (ret)
 		return ret;
 	if (!atomic_compare_exchange_strong(&se->state, &expected, SESSION_INITIALIZING))
-		return refuse(reason, size, -EBUSY,
+		return mig_refuse(reason, size, -EBUSY,
 			      "session: this server's guest already sent INIT");
 	memset(&se->conn, 0, sizeof(se->conn));
 	se->conn.proto_minor = in->minor;
@@ -109,7 +96,7 @@ int fuse_session_import(struct fuse_session *se, const struct mig_session *in,
 		ret = se->ops->init(se->fs, &se->conn);
 		if (ret < 0) {
 			atomic_store_explicit(&se->state, SESSION_NEW, memory_order_release);
-			return refuse(reason, size, ret, "session: backend init: %s",
+			return mig_refuse(reason, size, ret, "session: backend init: %s",
 				      strerror(-ret));
 		}
 	}
