@@ -320,7 +320,8 @@ bool pt_key_set_find(const struct pt_key_set *s, const struct inode_key *key, si
  * the name is outside. No proof that the file is inside: pt_mig_in_share. */
 int pt_mig_share_path(struct passthrough *pt, int fd, char *buf, size_t size);
 /* 0 if fd's file is inside the share (its name, walked again below the
- * root, reaches it; for an unlinked file, its directory), else -EXDEV. */
+ * root, reaches it; for an unlinked file, its directory), -EXDEV if that
+ * cannot be shown, another -errno when it could not be tried (no fds). */
 int pt_mig_in_share(struct passthrough *pt, int fd);
 /* The node's path for a message, or "node N" when it has none. */
 void pt_mig_describe(struct passthrough *pt, uint64_t nodeid, char *buf, size_t size);

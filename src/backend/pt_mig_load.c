@@ -185,6 +185,12 @@ static int resolve_one(struct loader *ld, size_t i)
 	if (fd >= 0)
 		close(fd);
 	fd_budget_give_back(&ld->pt->fds);
+	/* Only a file that is not there (any more) is the file's own
+	 * failure; running out of fds or memory fails the whole load. */
+	if (!why && ret != -ENOENT && ret != -ESTALE && ret != -ENOTDIR && ret != -ELOOP)
+		return mig_refuse(ld->reason, ld->rsize, ret, "node %llu (%s): cannot open it: %s",
+				  (unsigned long long)mi->nodeid, mi->name ? mi->name : "no name",
+				  strerror(-ret));
 	if (!why)
 		why = mi->flags & MIG_INODE_PATH ? "its path no longer names a file" :
 			mi->flags & MIG_INODE_HANDLE ? "its file handle no longer opens" :

@@ -106,13 +106,18 @@ static int open_beneath(struct passthrough *pt, char *rel)
 	int cur = dup(inode_table_root(pt->inodes)->fd);
 	char *save = NULL;
 
-	for (char *c = strtok_r(rel, "/", &save); c && cur >= 0; c = strtok_r(NULL, "/", &save)) {
+	if (cur < 0)
+		return -errno;
+	for (char *c = strtok_r(rel, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
 		int next = openat(cur, c, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		int err = errno;
 
 		close(cur);
+		if (next < 0)   /* out of fds is no answer; the rest says "not inside" */
+			return err == EMFILE || err == ENFILE || err == ENOMEM ? -err : -EXDEV;
 		cur = next;
 	}
-	return cur < 0 ? -ENOENT : cur;
+	return cur;
 }
 
 /*
@@ -135,7 +140,7 @@ int pt_mig_in_share(struct passthrough *pt, int fd)
 	if (ret == 0)
 		ret = pt_mig_share_path(pt, fd, path, sizeof(path));
 	if (ret)
-		return -EXDEV;
+		return ret == -EXDEV || ret == -ENAMETOOLONG ? -EXDEV : ret;
 	len = strlen(path);
 	unlinked = a.stx_nlink == 0 && len >= sizeof(deleted) - 1 &&
 		!strcmp(path + len - (sizeof(deleted) - 1), deleted);
@@ -153,7 +158,7 @@ int pt_mig_in_share(struct passthrough *pt, int fd)
 	}
 	dfd = open_beneath(pt, path);
 	if (dfd < 0)
-		return -EXDEV;
+		return dfd;
 	ret = pt_stat_fd(dfd, &b);
 	close(dfd);
 	if (ret)
