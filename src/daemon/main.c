@@ -666,6 +666,9 @@ static int serve(const struct ferry_options *o)
 	ret = file_handles_without_root(&pt_opts);
 	if (ret)
 		goto out;
+	if (o->migration_mode == MIG_MODE_FILE_HANDLES && geteuid() != 0)
+		log_warn("--migration-mode=file-handles without root: a migration to this "
+			 "daemon fails (open_by_handle_at needs CAP_DAC_READ_SEARCH)");
 	ret = raise_nofile_limit(o);
 	if (ret)
 		log_warn("could not set the open-file limit: %s", strerror(-ret));

@@ -536,6 +536,9 @@ struct hostile {
 	struct mig_inode inodes[4];
 	size_t n;
 	struct mig_file_handle fh;
+	/* Bytes the encoder would refuse, written over its output as a hostile
+	 * writer would (same length), with the checksum made right again. */
+	const char *patch_from, *patch_to;
 };
 
 static void hostile_base(struct hostile *h, const struct side *b)
@@ -585,6 +588,15 @@ static void hostile_refused(struct side *b, struct hostile *h, const char *what,
 		CHECK_MSG(expect == NULL, "%s: the encoder refused it (%d)", what, ret);
 		mig_buf_free(&buf);
 		return;
+	}
+	if (h->patch_from) {
+		size_t len = strlen(h->patch_from);
+		unsigned char *at = memmem(buf.data, buf.len, h->patch_from, len);
+
+		CHECK_MSG(at && strlen(h->patch_to) == len, "%s: patch", what);
+		if (at)
+			memcpy(at, h->patch_to, len);
+		mig_fix_checksum(buf.data, buf.len);
 	}
 	if (append) {
 		unsigned char *grown = realloc(buf.data, buf.len + 1);
@@ -671,7 +683,6 @@ static void test_hostile(void)
 {
 	struct side b;
 	struct hostile h;
-	struct mig_inode *mi;
 	char path[512];
 	int fd;
 
@@ -695,10 +706,19 @@ static void test_hostile(void)
 	hostile_refused(&b, &h, "a bad checksum", 0, 1, "checksum");
 	hostile_refused(&b, &h, "a damaged body", 0, 20, "");
 
-	hostile_base(&h, &b);
-	mi = hostile_add(&h, 2 << 6 | 2, "..", S_IFDIR);
-	hostile_refused(&b, &h, "name ..", 0, 0, NULL);
-	(void)mi;
+	static const char *const bad_names[][2] = {
+		{ "zz", ".." }, { "z", "." }, { "zzz", "a/b" }, { "zzzz", "../x" },
+	};
+	for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
+		char what[64];
+
+		hostile_base(&h, &b);
+		hostile_add(&h, 2 << 6 | 2, bad_names[i][0], S_IFDIR);
+		h.patch_from = bad_names[i][0];
+		h.patch_to = bad_names[i][1];
+		snprintf(what, sizeof(what), "the name '%s'", bad_names[i][1]);
+		hostile_refused(&b, &h, what, 0, 0, "name");
+	}
 	hostile_base(&h, &b);
 	hostile_add(&h, 2 << 6 | 2, "a", S_IFDIR)->parent = 3 << 6 | 3;
 	hostile_add(&h, 3 << 6 | 3, "b", S_IFDIR)->parent = 2 << 6 | 2;
