@@ -38,9 +38,13 @@ struct inode_table {
 	struct fd_budget *fds;
 };
 
+/* Without the mount id: it differs between mount namespaces (a sandboxed
+ * daemon has its own), and a migrated inode must land in the shard its
+ * nodeid names (inode_table_install). Two mounts of one file system share
+ * chains; key_equal still tells them apart. */
 static uint64_t key_hash(const struct inode_key *k)
 {
-	return ferry_mix64(k->ino ^ ferry_mix64(k->dev ^ ferry_mix64(k->mnt_id)));
+	return ferry_mix64(k->ino ^ ferry_mix64(k->dev));
 }
 
 static bool key_equal(const struct inode_key *a, const struct inode_key *b)

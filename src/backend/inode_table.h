@@ -118,9 +118,10 @@ struct inode *inode_alloc_detached(uint64_t nodeid, const struct inode_key *key,
 void inode_free_detached(struct inode_table *t, struct inode *inode);
 /* Links a detached inode (a nodeid the table does not hold) into the shard
  * its nodeid names, and keeps that shard's counter past it. Cannot fail.
- * Its key is indexed in that shard: when the key hashes elsewhere (another
- * host or mount namespace) a later LOOKUP of the same file gets a new
- * nodeid, which FUSE allows. */
+ * Its key is indexed in that shard. The shard follows (st_dev, st_ino), not
+ * the mount id, so on the same host (any mount namespace) that is the
+ * shard the key names; on another host, where the numbers differ, a later
+ * LOOKUP of the file gets a new nodeid, which FUSE allows. */
 void inode_table_install(struct inode_table *t, struct inode *inode);
 /* Keeps shard's next sequence number at least next. */
 void inode_table_raise_seq(struct inode_table *t, unsigned shard, uint64_t next);

@@ -344,6 +344,64 @@ static void test_round_trip(enum mig_mode mode)
 	side_close(&b);
 }
 
+/*
+ * A sandboxed daemon has a mount namespace of its own, where every mount id
+ * differs: the destination, in a child in a new mount namespace, must still
+ * find the migrated nodes when the guest looks the same names up again.
+ */
+static void test_other_namespace(void)
+{
+	enum { FILES = 64 };
+	uint64_t ids[FILES];
+	char name[32], reason[512] = "";
+	struct side a, b;
+	int fd, ret, status;
+	pid_t pid;
+
+	printf("-- the destination in another mount namespace\n");
+	host_mkdir("ns");
+	if (side_open(&a, MIG_MODE_FIND_PATHS, false)) {
+		CHECK_MSG(0, "session");
+		return;
+	}
+	init(&a);
+	uint64_t dir = lookup(&a, FUSE_ROOT_ID, "ns");
+
+	for (int i = 0; i < FILES; i++) {
+		snprintf(name, sizeof(name), "ns/f%d", i);
+		host_write(name, "x");
+		ids[i] = lookup(&a, dir, name + 3);
+	}
+	fd = save(&a, reason, sizeof(reason), &ret);
+	CHECK_MSG(ret == 0, "save: %s", ret ? reason : "ok");
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		int same = 0;
+
+		if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+			_exit(77);
+		if (side_open(&b, MIG_MODE_FIND_PATHS, false) ||
+		    load_fd(&b, fd, reason, sizeof(reason)))
+			_exit(1);
+		for (int i = 0; i < FILES; i++) {
+			snprintf(name, sizeof(name), "f%d", i);
+			same += lookup(&b, dir, name) == ids[i];
+		}
+		CHECK_MSG(same == FILES, "%d of %d names found as the same nodes", same, FILES);
+		side_close(&b);
+		fflush(stdout);
+		_exit(failures ? 1 : 0);
+	}
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+		printf("SKIP  no mount namespace here\n");
+	else
+		CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's checks");
+	close(fd);
+	side_close(&a);
+}
+
 /* ---- the host changes the share between save and load ------------------ */
 
 enum change { RENAME, DELETE, REPLACE };
@@ -849,6 +907,8 @@ int main(void)
 		test_unlinked(MIG_MODE_FILE_HANDLES, false);
 	test_unlinked(MIG_MODE_FIND_PATHS, false);
 	test_unlinked(MIG_MODE_FIND_PATHS, true);
+	if (handles)
+		test_other_namespace();
 	if (handles) {
 		test_options_mismatch();
 		test_hostile();
