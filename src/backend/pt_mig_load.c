@@ -51,24 +51,25 @@ static int fd_of(const struct loader *ld, size_t i)
 /*
  * find-paths: a path found again may name another file than the one saved
  * (the host replaced it, or renamed another over it). Where the stream
- * also has the file's handle and it is of this very mount (the same host
- * and mount namespace), the handle tells: it opens the saved file, or none
- * if that is gone. Elsewhere the path is all there is.
+ * also has the file's handle, it tells on the same host: it opens the saved
+ * file (which the source still holds), and if that is not the file the
+ * path names, the path is wrong. That the handle opens nothing (ESTALE)
+ * says the saved file is gone only on the mount it came from (the same
+ * mount namespace): elsewhere it may be another host's file system, and
+ * the path is all there is.
  */
 static int check_same_file(struct loader *ld, const struct mig_inode *mi, int fd)
 {
 	struct statx a, b;
 	int hfd, ret;
-	bool known = mi->handle->mount_id == ld->root_key.mnt_id;
+	bool same_mount = mi->handle->mount_id == ld->root_key.mnt_id;
 	unsigned n = atomic_load_explicit(&ld->pt->nmounts, memory_order_acquire);
 
-	for (unsigned i = 0; i < n && !known; i++)
-		known = (uint64_t)ld->pt->mounts[i].mnt_id == mi->handle->mount_id;
-	if (!known || ld->root_mount_fd < 0)
-		return 0;
+	for (unsigned i = 0; i < n && !same_mount; i++)
+		same_mount = (uint64_t)ld->pt->mounts[i].mnt_id == mi->handle->mount_id;
 	hfd = pt_mig_open_handle(ld->pt, ld->root_mount_fd, mi->handle);
 	if (hfd < 0)
-		return hfd == -ESTALE ? -ESTALE : 0;
+		return hfd == -ESTALE && same_mount ? -ESTALE : 0;
 	ret = pt_stat_fd(hfd, &a) || pt_stat_fd(fd, &b) || !pt_mig_same_inode(&a, &b) ?
 		-ESTALE : 0;
 	close(hfd);
