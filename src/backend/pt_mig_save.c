@@ -149,7 +149,11 @@ static int check_locks(struct save *sv, const struct mig_session *session)
 
 /* ---- find-paths: the share walked from the root, parents first -------- */
 
-static int walk_dir(struct save *sv, struct pt_key_set *keys, size_t di)
+/* inos: the table's inode numbers, to skip the stat of entries that are
+ * none of them (NULL: stat every entry). Directories are always looked
+ * at: a mount point's entry has the number of the directory below it. */
+static int walk_dir(struct save *sv, const struct pt_key_set *keys,
+		    const struct pt_key_set *inos, size_t di)
 {
 	struct inode *dir_inode;
 	struct dirent *de;
@@ -174,6 +178,9 @@ static int walk_dir(struct save *sv, struct pt_key_set *keys, size_t di)
 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
+		if (inos && de->d_type != DT_DIR && de->d_type != DT_UNKNOWN &&
+		    !pt_key_set_find(inos, &(struct inode_key){ .ino = de->d_ino }, &ci))
+			continue;
 		if (statx(dfd, de->d_name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
 			  STATX_TYPE | STATX_INO | STATX_MNT_ID, &stx))
 			continue;       /* gone meanwhile */
@@ -194,20 +201,38 @@ static int walk_dir(struct save *sv, struct pt_key_set *keys, size_t di)
 	return ret;
 }
 
+static bool all_located(const struct save *sv)
+{
+	for (size_t i = 0; i < sv->n; i++)
+		if (!sv->in[i].located && !sv->in[i].invalid)
+			return false;
+	return true;
+}
+
 static int find_paths(struct save *sv)
 {
-	struct pt_key_set keys;
+	struct pt_key_set keys, inos;
 	int ret = pt_key_set_init(&keys, sv->n);
 
+	if (ret == 0 && (ret = pt_key_set_init(&inos, sv->n)) != 0)
+		pt_key_set_free(&keys);
 	if (ret)
 		return ret;
-	for (size_t i = 0; i < sv->n; i++)
-		if (!sv->in[i].invalid && i != sv->root)
-			pt_key_set_add(&keys, &sv->in[i].key, i);
-	/* order doubles as the queue: each directory found is walked in turn */
-	for (size_t q = 0; q < sv->norder && ret == 0; q++)
-		if (sv->in[sv->order[q]].type == S_IFDIR)
-			ret = walk_dir(sv, &keys, sv->order[q]);
+	for (size_t i = 0; i < sv->n; i++) {
+		if (sv->in[i].invalid || i == sv->root)
+			continue;
+		pt_key_set_add(&keys, &sv->in[i].key, i);
+		pt_key_set_add(&inos, &(struct inode_key){ .ino = sv->in[i].key.ino }, i);
+	}
+	/* order doubles as the queue: each directory found is walked in turn.
+	 * First by the entries' numbers (readdir has them); where that left
+	 * some unfound (a file system whose readdir numbers differ from
+	 * stat's), once more statting every entry. */
+	for (int pass = 0; pass < 2 && ret == 0 && !all_located(sv); pass++)
+		for (size_t q = 0; q < sv->norder && ret == 0; q++)
+			if (sv->in[sv->order[q]].type == S_IFDIR)
+				ret = walk_dir(sv, &keys, pass ? NULL : &inos, sv->order[q]);
+	pt_key_set_free(&inos);
 	pt_key_set_free(&keys);
 	return ret;
 }
