@@ -604,6 +604,8 @@ struct hostile {
 	/* Bytes the encoder would refuse, written over its output as a hostile
 	 * writer would (same length), with the checksum made right again. */
 	const char *patch_from, *patch_to;
+	size_t cut;             /* bytes cut off the end */
+	uint32_t version;       /* not 0: written into the header */
 };
 
 static void hostile_base(struct hostile *h, const struct side *b)
@@ -663,6 +665,13 @@ static void hostile_refused(struct side *b, struct hostile *h, const char *what,
 			memcpy(at, h->patch_to, len);
 		mig_fix_checksum(buf.data, buf.len);
 	}
+	if (h->version) {
+		for (unsigned i = 0; i < 4; i++)
+			buf.data[8 + i] = (unsigned char)(h->version >> (8 * i));
+		mig_fix_checksum(buf.data, buf.len);
+	}
+	if (h->cut && h->cut < buf.len)
+		buf.len -= h->cut;
 	if (append) {
 		unsigned char *grown = realloc(buf.data, buf.len + 1);
 
@@ -770,6 +779,14 @@ static void test_hostile(void)
 	hostile_refused(&b, &h, "trailing bytes", 1, 0, "");
 	hostile_refused(&b, &h, "a bad checksum", 0, 1, "checksum");
 	hostile_refused(&b, &h, "a damaged body", 0, 20, "");
+	h.cut = 1;
+	hostile_refused(&b, &h, "cut by a byte", 0, 0, "");
+	h.cut = 100;
+	hostile_refused(&b, &h, "cut in a record", 0, 0, "");
+	h.cut = 0;
+	h.version = 2;
+	hostile_refused(&b, &h, "version 2", 0, 0, "version");
+	h.version = 0;
 
 	static const char *const bad_names[][2] = {
 		{ "zz", ".." }, { "z", "." }, { "zzz", "a/b" }, { "zzzz", "../x" },
