@@ -344,6 +344,25 @@ static void test_round_trip(enum mig_mode mode)
 	side_close(&b);
 }
 
+/* A child's end: its failures in its exit status (77: it could not
+ * set up). */
+static void child_exit(void)
+{
+	fflush(stdout);
+	_exit(failures ? 1 : 0);
+}
+
+static void child_wait(pid_t pid, const char *skip)
+{
+	int status = 0;
+
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+		printf("SKIP  %s\n", skip);
+	else
+		CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's checks");
+}
+
 /*
  * A sandboxed daemon has a mount namespace of its own, where every mount id
  * differs: the destination, in a child in a new mount namespace, must still
@@ -355,7 +374,7 @@ static void test_other_namespace(void)
 	uint64_t ids[FILES];
 	char name[32], reason[512] = "";
 	struct side a, b;
-	int fd, ret, status;
+	int fd, ret;
 	pid_t pid;
 
 	printf("-- the destination in another mount namespace\n");
@@ -397,14 +416,9 @@ static void test_other_namespace(void)
 		CHECK_EQ(getattr_ino(&b, ids[0], &ino), -EIO);
 		CHECK(lookup(&b, dir, "f0") != ids[0]);
 		side_close(&b);
-		fflush(stdout);
-		_exit(failures ? 1 : 0);
+		child_exit();
 	}
-	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
-		printf("SKIP  no mount namespace here\n");
-	else
-		CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's checks");
+	child_wait(pid, "no mount namespace here");
 	close(fd);
 	side_close(&a);
 }
@@ -856,7 +870,7 @@ static void test_share_is_root(bool bind)
 	struct mig_file_handle in_fh, secret_fh, dir_fh, gone_fh;
 	char secret[600], gone[600], inside[600];
 	struct side b;
-	int status, fd, gfd;
+	int fd, gfd;
 	pid_t pid;
 
 	printf("-- the share is the process root (%s)\n", bind ? "bind mount" : "chroot");
@@ -894,14 +908,9 @@ static void test_share_is_root(bool bind)
 			       "outside");
 		load_by_handle(&b, &in_fh, S_IFREG, false, "a file inside the root", NULL);
 		side_close(&b);
-		fflush(stdout);
-		_exit(failures ? 1 : 0);
+		child_exit();
 	}
-	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
-		printf("SKIP  no chroot or mount namespace here\n");
-	else
-		CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's checks");
+	child_wait(pid, "no chroot or mount namespace here");
 	close(fd);
 	close(gfd);
 	unlink(secret);
