@@ -916,6 +916,67 @@ static void test_share_is_root(bool bind)
 	unlink(secret);
 }
 
+/*
+ * Every byte of a real state changed in turn, its checksum made right so
+ * that the change reaches the structural checks and the backend: each load
+ * is refused with no fd left, or loads (a count or flag the rules allow);
+ * a destination that refused still takes the undamaged state.
+ */
+static void test_every_byte(enum mig_mode mode)
+{
+	struct side a, b;
+	struct mig_buf buf = { 0 };
+	char reason[512];
+	uint64_t d, f;
+	int fd, ret, refused = 0, loaded = 0, leaks = 0;
+
+	printf("-- every byte of a state changed, %s\n",
+	       mode == MIG_MODE_FIND_PATHS ? "find-paths" : "file-handles");
+	host_mkdir("d");
+	host_write("d/f1", "hello");
+	if (side_open(&a, mode, true) || side_open(&b, mode, true)) {
+		CHECK_MSG(0, "sessions");
+		return;
+	}
+	init(&a);
+	d = lookup(&a, FUSE_ROOT_ID, "d");
+	f = lookup(&a, d, "f1");
+	open_node(&a, f, O_RDWR, false);
+	open_node(&a, d, O_RDONLY, true);
+	fd = save(&a, reason, sizeof(reason), &ret);
+	CHECK_MSG(ret == 0, "save: %s", ret ? reason : "ok");
+	buf.len = (size_t)lseek(fd, 0, SEEK_END);
+	buf.data = malloc(buf.len);
+	CHECK(buf.data && pread(fd, buf.data, buf.len, 0) == (ssize_t)buf.len);
+	close(fd);
+	for (size_t i = 0; buf.data && i + MIG_END_SIZE < buf.len; i++) {
+		int before = fd_count();
+
+		buf.data[i] ^= 0x5a;
+		mig_fix_checksum(buf.data, buf.len);
+		ret = load_buf(&b, &buf, reason, sizeof(reason));
+		buf.data[i] ^= 0x5a;
+		if (ret == 0) {
+			loaded++;
+			side_close(&b);
+			if (side_open(&b, mode, true))
+				break;
+			continue;
+		}
+		refused++;
+		leaks += fd_count() != before;
+	}
+	mig_fix_checksum(buf.data, buf.len);
+	printf("      %d refused, %d loaded\n", refused, loaded);
+	CHECK_EQ(leaks, 0);
+	CHECK(refused > 0);
+	CHECK_MSG(load_buf(&b, &buf, reason, sizeof(reason)) == 0, "the undamaged state: %s",
+		  reason);
+	free(buf.data);
+	side_close(&a);
+	side_close(&b);
+}
+
 int main(void)
 {
 	ferry_log_init(LOG_LVL_ERROR, false);
@@ -949,6 +1010,9 @@ int main(void)
 		test_share_is_root(true);
 	}
 	test_lock_refused();
+	test_every_byte(MIG_MODE_FIND_PATHS);
+	if (handles)
+		test_every_byte(MIG_MODE_FILE_HANDLES);
 	rmdir(outside);
 	return scratch_finish(scratch, failures);
 }
