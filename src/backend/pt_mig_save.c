@@ -98,11 +98,8 @@ static void copy_handle(struct handle *h, void *arg)
 
 	if (sv->err)
 		return;
-	if (!grow((void **)&sv->hs, &sv->caph, sv->nh + 1, sizeof(*sv->hs))) {
-		sv->err = -ENOMEM;
-		return;
-	}
-	if (!grow((void **)&sv->hfds, &sv->caphf, sv->nh + 1, sizeof(*sv->hfds))) {
+	if (!grow((void **)&sv->hs, &sv->caph, sv->nh + 1, sizeof(*sv->hs)) ||
+	    !grow((void **)&sv->hfds, &sv->caphf, sv->nh + 1, sizeof(*sv->hfds))) {
 		sv->err = -ENOMEM;
 		return;
 	}

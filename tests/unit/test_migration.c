@@ -277,7 +277,7 @@ static void test_round_trip(enum mig_mode mode)
 {
 	struct side a, b;
 	char reason[512] = "", buf[256];
-	uint64_t d, f1, ap, rw, fh_f1, fh_ap, fh_rw, fh_d, ino = 0, fresh, fh_new;
+	uint64_t d, f1, ap, rw, fh_f1, fh_ap, fh_rw, fh_d, fh_root, ino = 0, fresh, fh_new;
 	int fd, ret;
 
 	printf("-- round trip, %s\n", mode == MIG_MODE_FIND_PATHS ? "find-paths" : "file-handles");
@@ -302,7 +302,8 @@ static void test_round_trip(enum mig_mode mode)
 	fh_ap = open_node(&a, ap, O_WRONLY | O_APPEND, false);
 	fh_rw = open_node(&a, rw, O_RDWR, false);
 	fh_d = open_node(&a, d, O_RDONLY | O_DIRECTORY, true);
-	CHECK(fh_f1 && fh_ap && fh_rw && fh_d);
+	fh_root = open_node(&a, FUSE_ROOT_ID, O_RDONLY | O_DIRECTORY, true);
+	CHECK(fh_f1 && fh_ap && fh_rw && fh_d && fh_root);
 
 	fd = save(&a, reason, sizeof(reason), &ret);
 	CHECK_MSG(ret == 0, "save: %s", ret ? reason : "ok");
@@ -325,6 +326,7 @@ static void test_round_trip(enum mig_mode mode)
 	CHECK_MSG(!strcmp(buf, "RWadwrite"), "write through B: '%s'", buf);
 	CHECK_EQ(read_node(&b, rw, fh_rw, buf, sizeof(buf)), 0);
 	CHECK(readdir_has(&b, d, fh_d, "f1"));
+	CHECK(readdir_has(&b, FUSE_ROOT_ID, fh_root, "rw"));
 	CHECK_EQ(getattr_ino(&b, f1, &ino), 0);
 	CHECK_EQ(ino, host_ino("d/f1"));
 	CHECK_EQ(getattr_ino(&b, rw, &ino), 0);
