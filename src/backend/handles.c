@@ -72,12 +72,34 @@ void handle_table_free(struct handle_table *t)
 	free(t);
 }
 
+/* Links h under its fh. */
+static void handle_link(struct handle_table *t, struct handle *h)
+{
+	struct hshard *s = shard_of(t, h->fh);
+	struct handle **b = bucket_of(s, h->fh);
+
+	pthread_mutex_lock(&s->lock);
+	h->next = *b;
+	*b = h;
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void handle_init(struct handle *h, uint64_t fh, int fd, DIR *dir)
+{
+	h->fh = fh;
+	h->fd = dir ? dirfd(dir) : fd;
+	h->dir = dir;
+	pthread_mutex_init(&h->dir_lock, NULL);
+	h->dir_offset = 0;
+	h->dir_offset_known = true;     /* a fresh stream stands at 0 */
+	h->dir_pending = NULL;
+	h->refs = 1;
+}
+
 int handle_add(struct handle_table *t, struct inode *inode, int fd, DIR *dir,
 	       uint64_t *fh)
 {
 	struct handle *h = calloc(1, sizeof(*h));
-	struct hshard *s;
-	struct handle **b;
 
 	if (!h) {
 		if (dir)
@@ -88,21 +110,9 @@ int handle_add(struct handle_table *t, struct inode *inode, int fd, DIR *dir,
 		inode_put(t->inodes, inode);
 		return -ENOMEM;
 	}
-	h->fh = atomic_fetch_add(&t->next_fh, 1);
+	handle_init(h, atomic_fetch_add(&t->next_fh, 1), fd, dir);
 	h->inode = inode;
-	h->fd = dir ? dirfd(dir) : fd;
-	h->dir = dir;
-	pthread_mutex_init(&h->dir_lock, NULL);
-	h->dir_offset = 0;
-	h->dir_offset_known = true;     /* a fresh stream stands at 0 */
-	h->dir_pending = NULL;
-	h->refs = 1;
-	s = shard_of(t, h->fh);
-	b = bucket_of(s, h->fh);
-	pthread_mutex_lock(&s->lock);
-	h->next = *b;
-	*b = h;
-	pthread_mutex_unlock(&s->lock);
+	handle_link(t, h);
 	*fh = h->fh;
 	return 0;
 }
@@ -197,4 +207,57 @@ void handle_remove_all(struct handle_table *t)
 			doomed = next;
 		}
 	}
+}
+
+/* ---- migration -------------------------------------------------------- */
+
+uint64_t handle_table_next_fh(struct handle_table *t)
+{
+	return atomic_load(&t->next_fh);
+}
+
+void handle_table_raise_next_fh(struct handle_table *t, uint64_t next)
+{
+	uint_fast64_t cur = atomic_load(&t->next_fh);
+
+	while (cur < next && !atomic_compare_exchange_weak(&t->next_fh, &cur, next))
+		;
+}
+
+void handle_table_foreach(struct handle_table *t,
+			  void (*fn)(struct handle *h, void *arg), void *arg)
+{
+	for (unsigned i = 0; i < SHARD_COUNT; i++) {
+		struct hshard *s = &t->shards[i];
+
+		pthread_mutex_lock(&s->lock);
+		for (unsigned b = 0; b < BUCKETS_PER_SHARD; b++)
+			for (struct handle *h = s->buckets[b]; h; h = h->next)
+				if (!h->released)
+					fn(h, arg);
+		pthread_mutex_unlock(&s->lock);
+	}
+}
+
+struct handle *handle_alloc_detached(uint64_t fh, int fd, DIR *dir)
+{
+	struct handle *h = calloc(1, sizeof(*h));
+
+	if (h)
+		handle_init(h, fh, fd, dir);
+	return h;
+}
+
+void handle_free_detached(struct handle_table *t, struct handle *h)
+{
+	if (!h)
+		return;
+	h->inode = NULL;    /* no ref taken yet: inode_put(NULL) is a no-op */
+	handle_destroy(t, h);
+}
+
+void handle_install(struct handle_table *t, struct handle *h, struct inode *inode)
+{
+	h->inode = inode;
+	handle_link(t, h);
 }

@@ -51,4 +51,23 @@ int handle_remove(struct handle_table *t, uint64_t fh, uint64_t nodeid);
 /* DESTROY: drops every handle. */
 void handle_remove_all(struct handle_table *t);
 
+/* ---- migration (backend/pt_migration.c) ----------------------------- */
+
+/* The fh the next handle gets. */
+uint64_t handle_table_next_fh(struct handle_table *t);
+/* Keeps the next fh at least next. */
+void handle_table_raise_next_fh(struct handle_table *t, uint64_t next);
+/* Calls fn for every live handle with its shard locked (quick, no calls
+ * back into the table). */
+void handle_table_foreach(struct handle_table *t,
+			  void (*fn)(struct handle *h, void *arg), void *arg);
+/* A handle outside the table, owning fd (or dir) with its budget unit, for
+ * handle_install; NULL on ENOMEM (nothing released). */
+struct handle *handle_alloc_detached(uint64_t fh, int fd, DIR *dir);
+/* Frees a detached handle: closes its fd, gives the unit back. */
+void handle_free_detached(struct handle_table *t, struct handle *h);
+/* Links a detached handle on inode (whose request ref the caller counted
+ * in inode->refs) under its fh, which the table must not hold. */
+void handle_install(struct handle_table *t, struct handle *h, struct inode *inode);
+
 #endif

@@ -38,9 +38,13 @@ struct inode_table {
 	struct fd_budget *fds;
 };
 
+/* Without the mount id: it differs between mount namespaces (a sandboxed
+ * daemon has its own), and a migrated inode must land in the shard its
+ * nodeid names (inode_table_install). Two mounts of one file system share
+ * chains; key_equal still tells them apart. */
 static uint64_t key_hash(const struct inode_key *k)
 {
-	return ferry_mix64(k->ino ^ ferry_mix64(k->dev ^ ferry_mix64(k->mnt_id)));
+	return ferry_mix64(k->ino ^ ferry_mix64(k->dev));
 }
 
 static bool key_equal(const struct inode_key *a, const struct inode_key *b)
@@ -273,6 +277,10 @@ int inode_get(struct inode_table *t, uint64_t nodeid, struct inode **out)
 	s = &t->shards[nodeid & (SHARD_COUNT - 1)];
 	pthread_mutex_lock(&s->lock);
 	inode = shard_find_id(s, nodeid);
+	if (inode && inode->invalid) {
+		pthread_mutex_unlock(&s->lock);
+		return -EIO;
+	}
 	if (inode)
 		inode->refs++;
 	need_fd = inode && inode->fd < 0;
@@ -510,4 +518,81 @@ void inode_table_foreach(struct inode_table *t,
 				fn(inode, arg);
 		pthread_mutex_unlock(&s->lock);
 	}
+}
+
+/* ---- migration -------------------------------------------------------- */
+
+void inode_table_counters(struct inode_table *t, uint64_t next_seq[INODE_SHARDS])
+{
+	for (unsigned i = 0; i < SHARD_COUNT; i++) {
+		pthread_mutex_lock(&t->shards[i].lock);
+		next_seq[i] = t->shards[i].next_seq;
+		pthread_mutex_unlock(&t->shards[i].lock);
+	}
+}
+
+bool inode_table_empty(struct inode_table *t)
+{
+	size_t n = 0;
+
+	for (unsigned i = 0; i < SHARD_COUNT; i++) {
+		pthread_mutex_lock(&t->shards[i].lock);
+		n += t->shards[i].count;
+		pthread_mutex_unlock(&t->shards[i].lock);
+	}
+	return n == 1;      /* the root */
+}
+
+struct inode *inode_alloc_detached(uint64_t nodeid, const struct inode_key *key,
+				   int fd, mode_t type, const struct inode_handle *handle)
+{
+	size_t handle_size = handle ? sizeof(*handle) + handle->fh.handle_bytes : 0;
+	struct inode *inode = calloc(1, sizeof(*inode) + handle_size);
+
+	if (!inode)
+		return NULL;
+	inode->nodeid = nodeid;
+	inode->key = *key;
+	inode->fd = fd;
+	if (handle) {
+		inode->handle = (struct inode_handle *)(inode + 1);
+		memcpy(inode->handle, handle, handle_size);
+	}
+	inode->type = type & S_IFMT;
+	inode->shard = nodeid & (SHARD_COUNT - 1);
+	return inode;
+}
+
+void inode_free_detached(struct inode_table *t, struct inode *inode)
+{
+	if (inode)
+		inode_destroy(t, inode);
+}
+
+static void raise_seq_locked(struct shard *s, uint64_t next)
+{
+	if (s->next_seq < next)
+		s->next_seq = next;
+}
+
+void inode_table_install(struct inode_table *t, struct inode *inode)
+{
+	struct shard *s = &t->shards[inode->shard];
+
+	pthread_mutex_lock(&s->lock);
+	if (s->count >= s->nbuckets)
+		shard_grow(s);
+	shard_link(s, inode);
+	s->count++;
+	raise_seq_locked(s, (inode->nodeid >> SHARD_BITS) + 1);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void inode_table_raise_seq(struct inode_table *t, unsigned shard, uint64_t next)
+{
+	struct shard *s = &t->shards[shard & (SHARD_COUNT - 1)];
+
+	pthread_mutex_lock(&s->lock);
+	raise_seq_locked(s, next);
+	pthread_mutex_unlock(&s->lock);
 }

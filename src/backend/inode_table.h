@@ -3,6 +3,8 @@
 #define FERRY_INODE_TABLE_H
 
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -44,6 +46,9 @@ struct inode {
 	int fd;                 /* O_PATH|O_NOFOLLOW: never readable nor writable;
 				 * -1 while a handle inode is unused */
 	struct inode_handle *handle;    /* NULL: fd is held for life */
+	/* A migration placeholder (--migration-on-error=guest-error): the
+	 * file could not be found again; requests on it fail with EIO. */
+	bool invalid;
 	mode_t type;            /* S_IFMT bits; an inode never changes type */
 	unsigned shard;
 	uint64_t nlookup;
@@ -96,5 +101,29 @@ void inode_forget_all(struct inode_table *t);
  * not call back into the table. Inodes added meanwhile may be missed. */
 void inode_table_foreach(struct inode_table *t,
 			 void (*fn)(struct inode *inode, void *arg), void *arg);
+
+/* ---- migration (backend/pt_migration.c) ----------------------------- */
+
+#define INODE_SHARD_BITS 6u
+#define INODE_SHARDS (1u << INODE_SHARD_BITS)
+/* The next nodeid sequence number of each shard. */
+void inode_table_counters(struct inode_table *t, uint64_t next_seq[INODE_SHARDS]);
+/* Whether the guest knows no inode but the root (a fresh destination). */
+bool inode_table_empty(struct inode_table *t);
+/* An inode outside any table, owning fd (-1: none) with its budget unit,
+ * for inode_table_install; counts 0. NULL on ENOMEM (fd untouched). */
+struct inode *inode_alloc_detached(uint64_t nodeid, const struct inode_key *key,
+				   int fd, mode_t type, const struct inode_handle *handle);
+/* Frees a detached inode, closing its fd. */
+void inode_free_detached(struct inode_table *t, struct inode *inode);
+/* Links a detached inode (a nodeid the table does not hold) into the shard
+ * its nodeid names, and keeps that shard's counter past it. Cannot fail.
+ * Its key is indexed in that shard. The shard follows (st_dev, st_ino), not
+ * the mount id, so on the same host (any mount namespace) that is the
+ * shard the key names; on another host, where the numbers differ, a later
+ * LOOKUP of the file gets a new nodeid, which FUSE allows. */
+void inode_table_install(struct inode_table *t, struct inode *inode);
+/* Keeps shard's next sequence number at least next. */
+void inode_table_raise_seq(struct inode_table *t, unsigned shard, uint64_t next);
 
 #endif

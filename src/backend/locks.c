@@ -247,6 +247,48 @@ void locks_drop_all(struct lock_table *t)
 	}
 }
 
+int locks_probe_fd(int proc_self_fd, int fd, bool posix)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	char name[16];
+	int probe, ret;
+
+	snprintf(name, sizeof(name), "%d", fd);
+	probe = openat(proc_self_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (probe < 0)
+		return -errno;
+	if (posix) {
+		ret = fcntl(probe, F_OFD_GETLK, &fl) < 0 ? -errno : fl.l_type != F_UNLCK;
+	} else if (flock(probe, LOCK_EX | LOCK_NB) == 0) {
+		/* Nobody held one; ours lasted only until here. */
+		flock(probe, LOCK_UN);
+		ret = 0;
+	} else {
+		ret = errno == EWOULDBLOCK ? 1 : -errno;
+	}
+	close(probe);
+	return ret;
+}
+
+int locks_find_held(struct lock_table *t, uint64_t *nodeid)
+{
+	int found = 0;
+
+	for (unsigned i = 0; i < OWNER_SHARDS && !found; i++) {
+		struct owner_shard *s = &t->shards[i];
+
+		pthread_mutex_lock(&s->lock);
+		for (struct lock_owner *o = s->owners; o && !found; o = o->next) {
+			if (locks_probe_fd(t->proc_self_fd, o->fd, true) != 0) {
+				*nodeid = o->nodeid;
+				found = 1;
+			}
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	return found;
+}
+
 /* ---- conversions ------------------------------------------------------ */
 
 static int flock_from_lk(const struct fuse_file_lock *lk, struct flock *fl)

@@ -40,5 +40,16 @@ int locks_setlk(struct lock_table *t, const struct fuse_req_ctx *ctx,
 void locks_drop_owner(struct lock_table *t, uint64_t nodeid, uint64_t owner);
 /* DESTROY: drops every owner's locks. */
 void locks_drop_all(struct lock_table *t);
+/*
+ * Migration: whether a POSIX lock is held on the file of one of the
+ * owners' entries, seen from a fresh open file description (F_OFD_GETLK
+ * does not show a description its own locks). 1 with *nodeid set, 0 if
+ * none. A file that cannot be probed counts as locked.
+ */
+int locks_find_held(struct lock_table *t, uint64_t *nodeid);
+/* Whether fd's file has a lock that conflicts with a whole-file write lock
+ * of another open file description (POSIX/OFD if posix, else flock):
+ * 1, 0, or -errno when it cannot tell. */
+int locks_probe_fd(int proc_self_fd, int fd, bool posix);
 
 #endif

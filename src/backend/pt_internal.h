@@ -17,11 +17,15 @@
  *   pt_xattrs.c       the xattr ops, and the label of a new inode
  *   pt_syncfs.c       SYNCFS, also of the host mounts below the share
  *   pt_test_hooks.c   test-only entry points (passthrough_test_hooks.h)
+ *   pt_mig_save.c     live migration: the tables saved (pt_migration.h)
+ *   pt_mig_load.c     live migration: a state resolved and installed
+ *   pt_mig_util.c     what those two share
  * Only what more than one file uses is here; the rest stays static. Every
  * op is declared below its file's heading, for the ops table.
  */
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -40,6 +44,7 @@
 #include "backend/passthrough.h"
 #include "backend/reads.h"
 #include "backend/sync.h"
+#include "common/migration_stream.h"
 
 #define PROC_FD_NAME_MAX 16
 #define PROC_FD_PATH_MAX 40
@@ -295,6 +300,41 @@ int pt_releasedir(void *fs, const struct fuse_req_ctx *ctx,
 		  uint64_t nodeid, const struct fuse_release_in *in);
 int pt_fsyncdir(void *fs, const struct fuse_req_ctx *ctx,
 		uint64_t nodeid, const struct fuse_fsync_in *in);
+
+/* ---- pt_mig_util.c: what saving and loading the tables share -------- */
+
+struct pt_key_slot {
+	bool used;
+	struct inode_key key;
+	size_t value;
+};
+/* Host inodes (by key) to an index; fixed size: at most max keys. */
+struct pt_key_set {
+	struct pt_key_slot *slots;
+	size_t cap;
+};
+int pt_key_set_init(struct pt_key_set *s, size_t max);
+void pt_key_set_free(struct pt_key_set *s);
+/* -EEXIST if key is in already. */
+int pt_key_set_add(struct pt_key_set *s, const struct inode_key *key, size_t value);
+bool pt_key_set_find(const struct pt_key_set *s, const struct inode_key *key, size_t *value);
+/* fd's path relative to the share as the kernel names it ("" for the
+ * root; an unlinked file's ends in " (deleted)"), for messages; -EXDEV when
+ * the name is outside. No proof that the file is inside: pt_mig_in_share. */
+int pt_mig_share_path(struct passthrough *pt, int fd, char *buf, size_t size);
+/* 0 if fd's file is inside the share (its name, walked again below the
+ * root, reaches it; for an unlinked file, its directory), -EXDEV if that
+ * cannot be shown, another -errno when it could not be tried (no fds). */
+int pt_mig_in_share(struct passthrough *pt, int fd);
+/* The node's path for a message, or "node N" when it has none. */
+void pt_mig_describe(struct passthrough *pt, uint64_t nodeid, char *buf, size_t size);
+/* A mount fd for open_by_handle_at() of a handle on mount mnt_id. */
+int pt_mig_mount_fd(struct passthrough *pt, int root_mount_fd, uint64_t mnt_id);
+/* open_by_handle_at(O_PATH) of a stream's file handle: the fd or -errno. */
+int pt_mig_open_handle(struct passthrough *pt, int root_mount_fd,
+		       const struct mig_file_handle *fh);
+/* Whether two statx results are of one host inode. */
+bool pt_mig_same_inode(const struct statx *a, const struct statx *b);
 
 /* ---- pt_syncfs.c ----------------------------------------------------- */
 

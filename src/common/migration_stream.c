@@ -2,6 +2,7 @@
 #include "common/migration_internal.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -480,4 +481,15 @@ int mig_read_fd(int fd, const struct mig_limits *lim, struct mig_buf *out)
 fail:
 	out->len = start;
 	return rc;
+}
+
+int mig_refuse(char *reason, size_t reason_size, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (reason_size)
+		vsnprintf(reason, reason_size, fmt, ap);
+	va_end(ap);
+	return err;
 }

@@ -317,6 +317,11 @@ int mig_read_fd(int fd, const struct mig_limits *lim, struct mig_buf *out);
 int mig_options_compare(const struct mig_options *src, const struct mig_options *dst,
 			char *reason, size_t reason_size);
 
+/* Writes why into reason (when reason_size is not 0) and returns err: the
+ * daemon's loaders say why as the decoder does. */
+int mig_refuse(char *reason, size_t reason_size, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 uint32_t mig_crc32c(uint32_t crc, const void *buf, size_t len);
 /* Tests and the fuzzer: rewrites the end record's checksum of a stream of
  * len bytes (and its header's length), so that a damaged body reaches the

@@ -18,6 +18,7 @@
 #include "common/unix_socket.h"
 #include "daemon/caps.h"
 #include "daemon/fusermount.h"
+#include "daemon/handler.h"
 #include "daemon/options.h"
 #include "daemon/options_config.h"
 #include "daemon/sandbox.h"
@@ -32,10 +33,6 @@
  * 6.11+ spreads its CPUs over them). Each started queue gets a thread;
  * queues the frontend does not start cost only their bookkeeping. */
 #define FERRY_MAX_REQUEST_QUEUES 16
-
-struct daemon_state {
-	struct fuse_session *session;
-};
 
 static struct vu_dev *volatile running_dev;
 static struct devfuse *volatile running_mount;
@@ -65,58 +62,6 @@ static void install_stop_signals(void)
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
-
-/*
- * The one adapter between a transport and the FUSE protocol: each worker of
- * either transport (a virtqueue's thread, a /dev/fuse reader thread) gets a
- * FUSE worker of the session, and its requests go to it as they come.
- */
-static void *worker_start(void *opaque, unsigned worker_index)
-{
-	struct daemon_state *st = opaque;
-	struct fuse_worker *w;
-	int ret = fuse_worker_new(st->session, &w);
-
-	if (ret) {
-		log_err("worker %u: no FUSE worker: %s", worker_index, strerror(-ret));
-		return NULL;
-	}
-	return w;
-}
-
-static void worker_stop(void *opaque, unsigned worker_index, void *ctx)
-{
-	(void)opaque;
-	(void)worker_index;
-	fuse_worker_free(ctx);
-}
-
-static uint32_t worker_handle(void *ctx, const struct ferry_req *req)
-{
-	return fuse_worker_process(ctx, req);
-}
-
-static void worker_cancel(void *ctx)
-{
-	fuse_worker_cancel_deferred(ctx);
-}
-
-/* The guest rebooted (or its frontend went away) without unmounting: what
- * the old kernel held open is released, and the next INIT starts afresh. */
-static void client_reset(void *opaque)
-{
-	struct daemon_state *st = opaque;
-
-	fuse_session_reset(st->session);
-}
-
-static const struct ferry_handler daemon_handler = {
-	.start = worker_start,
-	.stop = worker_stop,
-	.handle = worker_handle,
-	.cancel = worker_cancel,
-	.reset = client_reset,
-};
 
 static int raise_nofile_limit(const struct ferry_options *o)
 {
@@ -154,8 +99,10 @@ static int check_shared_dir(const char *dir)
 static void print_capabilities(void)
 {
 	/* libvirt reads this; "separate-options" says the Rust dialect's
-	 * --shared-dir style options are understood. */
+	 * --shared-dir style options are understood, "migrate-precopy" that
+	 * the vhost-user device can be migrated (docs/migration.md). */
 	printf("{\n  \"type\": \"fs\",\n  \"features\": [\n"
+	       "    \"migrate-precopy\",\n"
 	       "    \"separate-options\"\n  ]\n}\n");
 }
 
@@ -549,7 +496,7 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 	int conn_fd = -1;
 	int ret;
 
-	ret = vu_dev_new(&dev, &vu_config, &daemon_handler, st);
+	ret = vu_dev_new(&dev, &vu_config, &daemon_handler_migratable, st);
 	if (ret) {
 		log_err("vhost-user device: %s", strerror(-ret));
 		goto out_listen;
@@ -559,7 +506,8 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 	daemon_ready(*ready_fd);
 	*ready_fd = -1;
 	/* Last, once nothing but serving is left to do. */
-	ret = caps_limit(o->modcaps, o->inode_file_handles != FILE_HANDLES_NEVER);
+	ret = caps_limit(o->modcaps, o->inode_file_handles != FILE_HANDLES_NEVER ||
+			 o->migration_mode == MIG_MODE_FILE_HANDLES);
 	if (ret) {
 		log_err("cannot limit capabilities: %s (check --modcaps)",
 			strerror(-ret));
@@ -718,6 +666,9 @@ static int serve(const struct ferry_options *o)
 	ret = file_handles_without_root(&pt_opts);
 	if (ret)
 		goto out;
+	if (o->migration_mode == MIG_MODE_FILE_HANDLES && geteuid() != 0)
+		log_warn("--migration-mode=file-handles without root: a migration to this "
+			 "daemon fails (open_by_handle_at needs CAP_DAC_READ_SEARCH)");
 	ret = raise_nofile_limit(o);
 	if (ret)
 		log_warn("could not set the open-file limit: %s", strerror(-ret));
@@ -774,6 +725,8 @@ static int serve(const struct ferry_options *o)
 		log_err("cannot serve %s: %s", o->shared_dir, strerror(-ret));
 		goto out_listen;
 	}
+	st.pt = pt;
+	daemon_migration_config(o, &st);
 	ret = fuse_session_new(&st.session, &se_opts, &passthrough_ops, pt);
 	if (ret) {
 		log_err("FUSE session: %s", strerror(-ret));

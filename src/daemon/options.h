@@ -11,6 +11,7 @@
 #include "backend/passthrough_modes.h"
 #include "backend/xattrmap.h"
 #include "common/log.h"
+#include "common/migration_stream.h"
 
 /* The first fd a socket-activating manager passes (SD_LISTEN_FDS_START). */
 #define FERRY_LISTEN_FDS_START 3
@@ -24,6 +25,7 @@ enum run_action { ACTION_SERVE, ACTION_HELP, ACTION_VERSION, ACTION_PRINT_CAPS,
 
 /* Listed in the order of the Rust virtiofsd's names; the first is the default. */
 enum sandbox_mode { SANDBOX_NAMESPACE, SANDBOX_CHROOT, SANDBOX_NONE };
+enum migration_on_error { MIGRATION_ON_ERROR_ABORT, MIGRATION_ON_ERROR_GUEST_ERROR };
 enum seccomp_mode { SECCOMP_KILL, SECCOMP_LOG, SECCOMP_TRAP, SECCOMP_NONE };
 
 /* What the command line says. The rows of options_table.c set these
@@ -74,6 +76,10 @@ struct ferry_options {
 	bool seccomp_set;             /* else sanitizer builds default to log */
 	const char *modcaps;          /* "+cap:-cap..." checked when parsed, applied by caps.c */
 	enum inode_file_handles inode_file_handles;
+	enum mig_mode migration_mode;           /* --migration-mode */
+	enum migration_on_error migration_on_error;
+	bool migration_verify_handles;
+	bool migration_confirm_paths;
 };
 
 /*

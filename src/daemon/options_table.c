@@ -124,6 +124,14 @@ static const struct opt_choice seccomp_choices[] = {
 	{ "kill", SECCOMP_KILL }, { "log", SECCOMP_LOG }, { "trap", SECCOMP_TRAP },
 	{ "none", SECCOMP_NONE }, { NULL, 0 },
 };
+static const struct opt_choice migration_mode_choices[] = {
+	{ "find-paths", MIG_MODE_FIND_PATHS }, { "file-handles", MIG_MODE_FILE_HANDLES },
+	{ NULL, 0 },
+};
+static const struct opt_choice migration_on_error_choices[] = {
+	{ "abort", MIGRATION_ON_ERROR_ABORT },
+	{ "guest-error", MIGRATION_ON_ERROR_GUEST_ERROR }, { NULL, 0 },
+};
 static const struct opt_choice file_handles_choices[] = {
 	{ "never", FILE_HANDLES_NEVER }, { "prefer", FILE_HANDLES_PREFER },
 	{ "mandatory", FILE_HANDLES_MANDATORY }, { NULL, 0 },
@@ -321,6 +329,28 @@ const struct opt_row opt_rows[] = {
 	  .help = { .metavar = "never|prefer|mandatory", .text =
 		"keep file handles instead of an O_PATH fd per\n"
 		"inode (default never)" } },
+	/* Live migration (docs/migration.md), as the Rust virtiofsd's. */
+	{ .long_name = "migration-mode", .kind = OPT_CHOICE, OPT_FIELD(migration_mode),
+	  .choices = migration_mode_choices,
+	  .help = { .metavar = "find-paths|file-handles", .text =
+		"how a migration destination finds the guest's\n"
+		"files: by their paths in the share (default),\n"
+		"or by file handles (needs the same host file\n"
+		"system; carries unlinked-but-open files)" } },
+	{ .long_name = "migration-on-error", .kind = OPT_CHOICE,
+	  OPT_FIELD(migration_on_error), .choices = migration_on_error_choices,
+	  .help = { .metavar = "abort|guest-error", .text =
+		"a file a migration cannot carry fails the\n"
+		"migration (default), or only that file, with\n"
+		"EIO on the guest" } },
+	{ .long_name = "migration-verify-handles", SETS(migration_verify_handles, true),
+	  .help = { .text =
+		"on a migration source, check that each file\n"
+		"handle sent opens its file" } },
+	{ .long_name = "migration-confirm-paths", SETS(migration_confirm_paths, true),
+	  .help = { .text =
+		"on a migration source, check each path found\n"
+		"once more before it is sent" } },
 	{ .long_name = "print-capabilities", ACTION(ACTION_PRINT_CAPS),
 	  .help = { .text = "print the vhost-user backend description (JSON)" } },
 	{ .long_name = "stats-socket", .kind = OPT_STRING, OPT_FIELD(stats_socket), .min = 1,
@@ -342,11 +372,6 @@ const struct opt_row opt_rows[] = {
 	  .c_help_at = 170 },
 	{ .c_name = "debug", .words = { "-d", "--debug" }, SETS(log_level, LOG_LVL_DEBUG),
 	  .c_help = { .synopsis = "-d", .text = "debug logging" }, .c_help_at = 180 },
-	/* Debian's QEMU 7.2 cannot migrate vhost-user-fs: nothing to serve. */
-	{ .long_name = "migration-mode", .kind = OPT_REFUSED },
-	{ .long_name = "migration-on-error", .kind = OPT_REFUSED },
-	{ .long_name = "migration-verify-handles", .kind = OPT_REFUSED },
-	{ .long_name = "migration-confirm-paths", .kind = OPT_REFUSED },
 	{ .c_name = "allow_root", .kind = OPT_REFUSED },
 };
 

@@ -90,6 +90,7 @@ struct fuse_session {
 	 * written while the state is SESSION_INITIALIZING. */
 	_Atomic int state;
 	struct fuse_conn_info conn;
+	uint32_t max_readahead;       /* the client's, echoed by INIT */
 	uint32_t setxattr_in_size;
 	/* Only DESTROY and worker creation take this; never the request path. */
 	pthread_mutex_t workers_lock;
@@ -185,6 +186,8 @@ int fuse_arg_xattr_name(struct fuse_req *req, const char **name);
 int fuse_arg_create_ext(struct fuse_req *req);
 
 int fuse_do_init(struct fuse_req *req);
+/* Every INIT flag this session offers (what a client may agree to). */
+uint64_t fuse_init_offered_flags(const struct fuse_session *se);
 int fuse_do_destroy(struct fuse_req *req);
 
 /* ---- fuse_deferred.c: requests an op answers after handle() returned ---- */

@@ -153,7 +153,7 @@ void fuse_worker_free(struct fuse_worker *w)
 
 /* ------------------------------------------------------------------ INIT */
 
-static uint64_t init_offered_flags(const struct fuse_session *se)
+uint64_t fuse_init_offered_flags(const struct fuse_session *se)
 {
 	const struct fuse_session_opts *o = &se->opts;
 	const struct fs_ops *ops = se->ops;
@@ -250,7 +250,7 @@ int fuse_do_init(struct fuse_req *req)
 	client_flags = in.flags;
 	if ((in.flags & FUSE_INIT_EXT) && req->arg_len >= sizeof(in))
 		client_flags |= (uint64_t)in.flags2 << 32;
-	agreed = init_offered_flags(se) & client_flags;
+	agreed = fuse_init_offered_flags(se) & client_flags;
 	/* Extensions (total_extlen) came with 7.38: an older client could not
 	 * send the group it would have agreed to. */
 	if (in.minor < 38)
@@ -260,6 +260,7 @@ int fuse_do_init(struct fuse_req *req)
 	se->conn.proto_minor = in.minor < FERRY_FUSE_MINOR ? in.minor : FERRY_FUSE_MINOR;
 	se->conn.flags = agreed;
 	se->conn.max_write = se->opts.max_write;
+	se->max_readahead = in.max_readahead;
 	se->setxattr_in_size = (agreed & FUSE_SETXATTR_EXT) ?
 		sizeof(struct fuse_setxattr_in) : FUSE_COMPAT_SETXATTR_IN_SIZE;
 

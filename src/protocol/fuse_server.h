@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 
 #include "common/ferry_req.h"
+#include "common/migration_stream.h"
 #include "common/stats.h"
 #include "protocol/fuse_ops.h"
 
@@ -44,6 +45,19 @@ void fuse_session_free(struct fuse_session *se);
  * an INIT; the transport calls it with its queues stopped.
  */
 void fuse_session_reset(struct fuse_session *se);
+
+/*
+ * Live migration (protocol/fuse_migration.c). export: the negotiated
+ * session (initialized false before INIT); -EBUSY while INIT or DESTROY
+ * runs. import: on a session that had no INIT, answers from now on as if
+ * the INIT the source agreed had happened here (no INIT comes); refuses,
+ * with why in reason, what this server could not have agreed to (flags it
+ * does not offer, a minor above its own, another max_write). Both with the
+ * transport's workers stopped.
+ */
+int fuse_session_export(struct fuse_session *se, struct mig_session *out);
+int fuse_session_import(struct fuse_session *se, const struct mig_session *in,
+			char *reason, size_t reason_size);
 
 /* A worker holds one thread's scratch buffers, so requests need no malloc.
  * Each queue thread owns one; workers of one session run concurrently. */

@@ -89,10 +89,27 @@ int main(void)
 	CHECK_MSG(ret == 0 && o.listen_fd == 3 && o.cache == CACHE_NEVER &&
 	          o.log_level == LOG_LVL_DEBUG, "--fd, joined -o, -d");
 
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d", "-o",
+		    "allow_root", NULL);
+	CHECK_MSG(ret != 0 && strstr(err, "allow_root") && strstr(err, "not supported"),
+	          "unsupported option refused by name: %s", err);
+
+	/* Live migration, as the Rust virtiofsd's options. */
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
-		    "--migration-mode=find-paths", NULL);
-	CHECK_MSG(ret != 0 && strstr(err, "'--migration-mode=find-paths'") && strstr(err, "not supported"),
-	          "unsupported Rust option refused by name: %s", err);
+		    "--migration-mode=file-handles", "--migration-on-error=guest-error",
+		    "--migration-verify-handles", "--migration-confirm-paths", NULL);
+	CHECK_MSG(ret == 0 && o.migration_mode == MIG_MODE_FILE_HANDLES &&
+		  o.migration_on_error == MIGRATION_ON_ERROR_GUEST_ERROR &&
+		  o.migration_verify_handles && o.migration_confirm_paths,
+		  "--migration-*: %s", ret ? err : "ok");
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d", NULL);
+	CHECK_MSG(ret == 0 && o.migration_mode == MIG_MODE_FIND_PATHS &&
+		  o.migration_on_error == MIGRATION_ON_ERROR_ABORT &&
+		  !o.migration_verify_handles && !o.migration_confirm_paths,
+		  "migration defaults: find-paths, abort");
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--migration-mode=by-magic", NULL);
+	CHECK_MSG(ret != 0 && strstr(err, "migration-mode"), "a bad --migration-mode: %s", err);
 
 	/* xattrs: --xattrmap, --posix-acl, --security-label and their -o forms */
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",

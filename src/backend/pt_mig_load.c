@@ -1,0 +1,374 @@
+/* Migration destination: a decoded state resolved in the share and reopened, then installed into the tables all at once or not at all. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/fuse.h>
+#include <stdlib.h>
+
+#include "backend/pt_internal.h"
+#include "backend/pt_migration.h"
+#include "common/log.h"
+
+/*
+ * Everything is opened and allocated outside the tables first: inodes and
+ * handles "detached", each owning its fd. Only when every one is ready
+ * does commit link them in, which cannot fail; abort closes them all. So a
+ * stream that fails half way leaves the tables as they were and no fd.
+ */
+struct pt_mig_load {
+	size_t n;
+	struct inode **inodes;      /* by stream index; [0] (the root): NULL */
+	size_t nh;
+	struct handle **handles;
+	size_t *handle_node;        /* stream index of each handle's inode */
+	struct mig_counters counters;
+};
+
+struct loader {
+	struct passthrough *pt;
+	const struct pt_mig_opts *o;
+	const struct mig_state *st;
+	struct pt_mig_load *l;
+	struct pt_key_set keys;
+	struct inode_key root_key;
+	int root_mount_fd;
+	char *reason;
+	size_t rsize;
+};
+
+static size_t index_of(const struct loader *ld, uint64_t nodeid)
+{
+	return (size_t)(mig_state_inode(ld->st, nodeid) - ld->st->inodes);
+}
+
+/* The fd of the stream's inode i, -1 for a placeholder. */
+static int fd_of(const struct loader *ld, size_t i)
+{
+	if (i == 0)
+		return inode_table_root(ld->pt->inodes)->fd;
+	return ld->l->inodes[i]->invalid ? -1 : ld->l->inodes[i]->fd;
+}
+
+/*
+ * find-paths: a path found again may name another file than the one saved
+ * (the host replaced it, or renamed another over it). Where the stream
+ * also has the file's handle, it tells on the same host: it opens the saved
+ * file (which the source still holds), and if that is not the file the
+ * path names, the path is wrong. That the handle opens nothing (ESTALE)
+ * says the saved file is gone only on the mount it came from (the same
+ * mount namespace): elsewhere it may be another host's file system, and
+ * the path is all there is.
+ */
+static int check_same_file(struct loader *ld, const struct mig_inode *mi, int fd)
+{
+	struct statx a, b;
+	int hfd, ret;
+	bool same_mount = mi->handle->mount_id == ld->root_key.mnt_id;
+	unsigned n = atomic_load_explicit(&ld->pt->nmounts, memory_order_acquire);
+
+	for (unsigned i = 0; i < n && !same_mount; i++)
+		same_mount = (uint64_t)ld->pt->mounts[i].mnt_id == mi->handle->mount_id;
+	hfd = pt_mig_open_handle(ld->pt, ld->root_mount_fd, mi->handle);
+	if (hfd < 0)
+		return hfd == -ESTALE && same_mount ? -ESTALE : 0;
+	ret = pt_stat_fd(hfd, &a) || pt_stat_fd(fd, &b) || !pt_mig_same_inode(&a, &b) ?
+		-ESTALE : 0;
+	close(hfd);
+	return ret;
+}
+
+/* Opens inode i's O_PATH fd by its file handle or its name in its parent.
+ * -EXDEV when a handle names a file outside the share. */
+static int open_inode(struct loader *ld, const struct mig_inode *mi, int *out)
+{
+	bool by_handle = (mi->flags & MIG_INODE_HANDLE) &&
+		(ld->o->mode == MIG_MODE_FILE_HANDLES || !(mi->flags & MIG_INODE_PATH));
+	int fd, ret;
+
+	if (by_handle) {
+		fd = pt_mig_open_handle(ld->pt, ld->root_mount_fd, mi->handle);
+		if (fd < 0)
+			return fd;
+	} else if (mi->flags & MIG_INODE_PATH) {
+		int pfd = fd_of(ld, index_of(ld, mi->parent));
+
+		if (pfd < 0)
+			return -ENOENT;     /* the parent is a placeholder */
+		fd = openat(pfd, mi->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 && (mi->flags & MIG_INODE_HANDLE)) {
+			ret = check_same_file(ld, mi, fd);
+			if (ret) {
+				close(fd);
+				return -EMLINK;     /* see resolve_one */
+			}
+		}
+	} else {
+		return -ENOENT;             /* unlinked without a handle */
+	}
+	if (fd < 0)
+		return -errno;
+	/* A handle reaches any file of its file system: only one inside the
+	 * share may be served. A name in a parent cannot leave it. */
+	if (by_handle) {
+		ret = pt_mig_in_share(ld->pt, fd);
+		if (ret) {
+			close(fd);
+			return ret;
+		}
+	}
+	*out = fd;
+	return 0;
+}
+
+static struct inode *placeholder(uint64_t nodeid, mode_t type)
+{
+	/* A key no host inode has, so that no lookup ever finds it. */
+	struct inode_key key = { .dev = UINT64_MAX, .ino = nodeid, .mnt_id = UINT64_MAX };
+	struct inode *inode = inode_alloc_detached(nodeid, &key, -1, type, NULL);
+
+	if (inode)
+		inode->invalid = true;
+	return inode;
+}
+
+static int resolve_one(struct loader *ld, size_t i)
+{
+	const struct mig_inode *mi = &ld->st->inodes[i];
+	struct statx stx;
+	struct inode_key key;
+	const char *why = NULL;
+	int fd = -1, ret = fd_budget_take(&ld->pt->fds);
+
+	if (ret)
+		return mig_refuse(ld->reason, ld->rsize, ret,
+				     "node %llu: over the fd budget",
+				     (unsigned long long)mi->nodeid);
+	ret = open_inode(ld, mi, &fd);
+	if (ret == -EXDEV) {
+		fd_budget_give_back(&ld->pt->fds);
+		return mig_refuse(ld->reason, ld->rsize, -EINVAL,
+				     "node %llu: its file handle names a file outside "
+				     "the shared directory (or one whose place in it "
+				     "cannot be proven)", (unsigned long long)mi->nodeid);
+	}
+	if (ret == -EMLINK) {
+		ret = -ESTALE;
+		why = "its path now names another file than the one saved";
+	}
+	if (ret == 0) {
+		ret = pt_stat_fd(fd, &stx);
+		pt_key_from_statx(&stx, &key);
+		if (ret == 0 && (stx.stx_mode & S_IFMT) != mi->type) {
+			ret = -ESTALE;
+			why = "is now another kind of file";
+		}
+	}
+	if (ret == 0) {
+		size_t other;
+
+		if (pt_key_set_find(&ld->keys, &key, &other)) {
+			close(fd);
+			fd_budget_give_back(&ld->pt->fds);
+			return mig_refuse(ld->reason, ld->rsize, -EINVAL,
+					     "node %llu: the same host inode as node %llu",
+					     (unsigned long long)mi->nodeid,
+					     (unsigned long long)ld->st->inodes[other].nodeid);
+		}
+		pt_key_set_add(&ld->keys, &key, i);
+		ld->l->inodes[i] = inode_alloc_detached(mi->nodeid, &key, fd, mi->type, NULL);
+		if (!ld->l->inodes[i]) {
+			close(fd);
+			fd_budget_give_back(&ld->pt->fds);
+			return mig_refuse(ld->reason, ld->rsize, -ENOMEM, "out of memory");
+		}
+		ld->l->inodes[i]->nlookup = mi->nlookup;
+		return 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	fd_budget_give_back(&ld->pt->fds);
+	/* Only a file that is not there (any more) is the file's own
+	 * failure; running out of fds or memory fails the whole load. */
+	if (!why && ret != -ENOENT && ret != -ESTALE && ret != -ENOTDIR && ret != -ELOOP)
+		return mig_refuse(ld->reason, ld->rsize, ret, "node %llu (%s): cannot open it: %s",
+				  (unsigned long long)mi->nodeid, mi->name ? mi->name : "no name",
+				  strerror(-ret));
+	if (!why)
+		why = mi->flags & MIG_INODE_PATH ? "its path no longer names a file" :
+			mi->flags & MIG_INODE_HANDLE ? "its file handle no longer opens" :
+			"unlinked on the source, and carried without a file handle";
+	if (!ld->o->guest_error)
+		return mig_refuse(ld->reason, ld->rsize, ret,
+				     "node %llu (%s): %s", (unsigned long long)mi->nodeid,
+				     mi->name ? mi->name : "no name", why);
+	log_warn("migration: node %llu (%s): %s; the guest gets EIO from it",
+		 (unsigned long long)mi->nodeid, mi->name ? mi->name : "no name", why);
+	ld->l->inodes[i] = placeholder(mi->nodeid, mi->type);
+	if (!ld->l->inodes[i])
+		return mig_refuse(ld->reason, ld->rsize, -ENOMEM, "out of memory");
+	ld->l->inodes[i]->nlookup = mi->nlookup;
+	return 0;
+}
+
+static int reopen_handle(struct loader *ld, size_t k)
+{
+	const struct mig_handle *mh = &ld->st->handles[k];
+	size_t i = index_of(ld, mh->nodeid);
+	int flags = (int)(mh->open_flags & ~(uint32_t)(O_CREAT | O_EXCL | O_TRUNC));
+	int fd = fd_of(ld, i);
+	DIR *dir = NULL;
+
+	ld->l->handle_node[k] = i;
+	if (fd < 0) {
+		ld->l->handles[k] = NULL;       /* on a placeholder: EBADF */
+		return 0;
+	}
+	if (!pt_openable_type(ld->st->inodes[i].type))
+		return mig_refuse(ld->reason, ld->rsize, -EINVAL,
+				     "fh %llu: on a file that is neither regular nor a directory",
+				     (unsigned long long)mh->fh);
+	if (mh->kind == MIG_HANDLE_DIR)
+		flags = O_RDONLY | O_DIRECTORY | O_NONBLOCK;
+	fd = pt_reopen_counted(ld->pt, fd, flags | O_NOCTTY);
+	if (fd >= 0 && mh->kind == MIG_HANDLE_DIR && !(dir = fdopendir(fd))) {
+		pt_close_fd(ld->pt, fd);
+		fd = -ENOMEM;
+	}
+	if (fd < 0) {
+		if (!ld->o->guest_error)
+			return mig_refuse(ld->reason, ld->rsize, fd,
+					     "fh %llu on node %llu: cannot open it again: %s",
+					     (unsigned long long)mh->fh,
+					     (unsigned long long)mh->nodeid, strerror(-fd));
+		ld->l->handles[k] = NULL;
+		return 0;
+	}
+	ld->l->handles[k] = handle_alloc_detached(mh->fh, fd, dir);
+	if (!ld->l->handles[k]) {
+		if (dir)
+			closedir(dir);
+		else
+			close(fd);
+		fd_budget_give_back(&ld->pt->fds);
+		return mig_refuse(ld->reason, ld->rsize, -ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+static void count_handle(struct handle *h, void *arg)
+{
+	(void)h;
+	(*(size_t *)arg)++;
+}
+
+static bool tables_empty(struct passthrough *pt)
+{
+	size_t count = 0;
+
+	handle_table_foreach(pt->handles, count_handle, &count);
+	return count == 0 && inode_table_empty(pt->inodes);
+}
+
+void passthrough_mig_abort(struct passthrough *pt, struct pt_mig_load *l)
+{
+	if (!l)
+		return;
+	for (size_t k = 0; l->handles && k < l->nh; k++)
+		handle_free_detached(pt->handles, l->handles[k]);
+	for (size_t i = 0; l->inodes && i < l->n; i++)
+		inode_free_detached(pt->inodes, l->inodes[i]);
+	free(l->handles);
+	free(l->handle_node);
+	free(l->inodes);
+	free(l);
+}
+
+int passthrough_mig_prepare(struct passthrough *pt, const struct pt_mig_opts *o,
+			    const struct mig_state *st, struct pt_mig_load **out,
+			    char *reason, size_t reason_size)
+{
+	struct loader ld = { .pt = pt, .o = o, .st = st, .root_mount_fd = -1,
+			     .reason = reason, .rsize = reason_size };
+	struct statx stx;
+	struct inode_key root_key;
+	int ret;
+
+	*out = NULL;
+	if (!tables_empty(pt))
+		return mig_refuse(reason, reason_size, -EBUSY,
+				     "this daemon's guest already knows files: a state "
+				     "loads only into a fresh daemon");
+	ld.l = calloc(1, sizeof(*ld.l));
+	if (!ld.l)
+		return mig_refuse(reason, reason_size, -ENOMEM, "out of memory");
+	ld.l->n = st->n_inodes;
+	ld.l->nh = st->n_handles;
+	ld.l->counters = st->counters;
+	ld.l->inodes = calloc(st->n_inodes, sizeof(*ld.l->inodes));
+	ld.l->handles = calloc(st->n_handles ? st->n_handles : 1, sizeof(*ld.l->handles));
+	ld.l->handle_node = calloc(st->n_handles ? st->n_handles : 1,
+				   sizeof(*ld.l->handle_node));
+	ret = pt_key_set_init(&ld.keys, st->n_inodes);
+	if (!ld.l->inodes || !ld.l->handles || !ld.l->handle_node || ret) {
+		ret = mig_refuse(reason, reason_size, -ENOMEM, "out of memory");
+		goto out;
+	}
+	/* The root is this daemon's own shared directory; nothing may be
+	 * another name for it. */
+	ret = pt_stat_fd(inode_table_root(pt->inodes)->fd, &stx);
+	if (ret)
+		goto out;
+	pt_key_from_statx(&stx, &root_key);
+	ld.root_key = root_key;
+	pt_key_set_add(&ld.keys, &root_key, 0);
+	ld.root_mount_fd = pt_reopen(pt, inode_table_root(pt->inodes)->fd,
+					     O_RDONLY | O_DIRECTORY);
+	/* The stream has parents before children, so each parent is open
+	 * (or a placeholder) by the time its children come. */
+	for (size_t i = 1; i < st->n_inodes && ret == 0; i++)
+		ret = resolve_one(&ld, i);
+	for (size_t k = 0; k < st->n_handles && ret == 0; k++)
+		ret = reopen_handle(&ld, k);
+out:
+	if (ld.root_mount_fd >= 0)
+		close(ld.root_mount_fd);
+	pt_key_set_free(&ld.keys);
+	if (ret) {
+		passthrough_mig_abort(pt, ld.l);
+		return ret;
+	}
+	*out = ld.l;
+	return 0;
+}
+
+void passthrough_mig_commit(struct passthrough *pt, struct pt_mig_load *l)
+{
+	/* Each handle holds a request reference on its inode, as handle_add's
+	 * callers take one. */
+	for (size_t k = 0; k < l->nh; k++)
+		if (l->handles[k] && l->handle_node[k] != 0)
+			l->inodes[l->handle_node[k]]->refs++;
+	for (size_t i = 1; i < l->n; i++) {
+		struct inode *inode = l->inodes[i];
+
+		/* Nobody would ever free an inode neither counted. */
+		if (inode->nlookup == 0 && inode->refs == 0) {
+			inode_free_detached(pt->inodes, inode);
+			continue;
+		}
+		inode_table_install(pt->inodes, inode);
+	}
+	for (size_t k = 0; k < l->nh; k++)
+		if (l->handles[k])
+			handle_install(pt->handles, l->handles[k], l->handle_node[k] ?
+				       l->inodes[l->handle_node[k]] :
+				       inode_table_root(pt->inodes));
+	/* Never hand out an id the guest may still hold. */
+	if (l->counters.shard_bits == INODE_SHARD_BITS)
+		for (unsigned s = 0; s < INODE_SHARDS; s++)
+			inode_table_raise_seq(pt->inodes, s, l->counters.next_seq[s]);
+	handle_table_raise_next_fh(pt->handles, l->counters.next_fh);
+	free(l->handles);
+	free(l->handle_node);
+	free(l->inodes);
+	free(l);
+}

@@ -1,0 +1,65 @@
+/* The one adapter between a transport and the FUSE session: each worker gets a FUSE worker, its requests go to it. */
+#include "daemon/handler.h"
+
+#include <string.h>
+
+#include "common/log.h"
+
+/*
+ * Each worker of either transport (a virtqueue's thread, a /dev/fuse
+ * reader thread) gets a FUSE worker of the session, and its requests go to
+ * it as they come.
+ */
+static void *worker_start(void *opaque, unsigned worker_index)
+{
+	struct daemon_state *st = opaque;
+	struct fuse_worker *w;
+	int ret = fuse_worker_new(st->session, &w);
+
+	if (ret) {
+		log_err("worker %u: no FUSE worker: %s", worker_index, strerror(-ret));
+		return NULL;
+	}
+	return w;
+}
+
+static void worker_stop(void *opaque, unsigned worker_index, void *ctx)
+{
+	(void)opaque;
+	(void)worker_index;
+	fuse_worker_free(ctx);
+}
+
+static uint32_t worker_handle(void *ctx, const struct ferry_req *req)
+{
+	return fuse_worker_process(ctx, req);
+}
+
+static void worker_cancel(void *ctx)
+{
+	fuse_worker_cancel_deferred(ctx);
+}
+
+/* The guest rebooted (or its frontend went away) without unmounting: what
+ * the old kernel held open is released, and the next INIT starts afresh. */
+static void client_reset(void *opaque)
+{
+	struct daemon_state *st = opaque;
+
+	fuse_session_reset(st->session);
+}
+
+/* What both handlers share. */
+#define SESSION_WORKERS \
+	.start = worker_start, .stop = worker_stop, .handle = worker_handle, \
+	.cancel = worker_cancel, .reset = client_reset
+
+const struct ferry_handler daemon_handler = { SESSION_WORKERS };
+
+/* Only vhost-user migrates: a /dev/fuse session lives in the host kernel,
+ * which cannot move it. */
+const struct ferry_handler daemon_handler_migratable = {
+	SESSION_WORKERS,
+	.save_state = daemon_save_state,
+	.load_state = daemon_load_state,
+};
