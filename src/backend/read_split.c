@@ -78,11 +78,13 @@ struct read_split {
 	unsigned backoff;               /* large reads left to read alone */
 	/* The read: written before claim is published, read after a chunk
 	 * of it is claimed. */
-	int fd;
-	const struct iovec *iov;
-	unsigned cnt;
-	size_t size, chunk;
-	uint64_t off;
+	struct split_job {
+		int fd;
+		const struct iovec *iov;
+		unsigned cnt;
+		size_t size, chunk;
+		uint64_t off;
+	} job;
 	ssize_t result[CHUNKS_MAX];
 };
 
@@ -119,13 +121,20 @@ static int chunk_claim(struct read_split *s, bool want_gen, uint32_t gen)
 	}
 }
 
+static size_t chunk_len(const struct split_job *j, unsigned k)
+{
+	size_t start = (size_t)k * j->chunk;
+
+	return j->size - start < j->chunk ? j->size - start : j->chunk;
+}
+
 static void chunk_read(struct read_split *s, unsigned k)
 {
-	size_t start = (size_t)k * s->chunk;
-	size_t len = s->size - start < s->chunk ? s->size - start : s->chunk;
+	const struct split_job *j = &s->job;
+	size_t start = (size_t)k * j->chunk;
 
-	s->result[k] = iov_transfer_part(false, s->fd, s->iov, s->cnt, start, len,
-					 s->off + start, 0);
+	s->result[k] = iov_transfer_part(false, j->fd, j->iov, j->cnt, start,
+					 chunk_len(j, k), j->off + start, 0);
 	atomic_fetch_add_explicit(&s->done, 1, memory_order_release);
 }
 
@@ -234,14 +243,12 @@ static ssize_t split_result(const struct read_split *s, unsigned n)
 	size_t total = 0;
 
 	for (unsigned k = 0; k < n; k++) {
-		size_t start = (size_t)k * s->chunk;
-		size_t len = s->size - start < s->chunk ? s->size - start : s->chunk;
 		ssize_t r = s->result[k];
 
 		if (r < 0)
 			return total ? (ssize_t)total : r;
 		total += (size_t)r;
-		if ((size_t)r < len)
+		if ((size_t)r < chunk_len(&s->job, k))
 			break;
 	}
 	return (ssize_t)total;
@@ -269,12 +276,8 @@ ssize_t read_split_read(struct read_split *s, int fd, const struct iovec *iov,
 	if (size / chunk >= CHUNKS_MAX)
 		chunk = (size + CHUNKS_MAX - 1) / CHUNKS_MAX;
 	n = (unsigned)((size + chunk - 1) / chunk);
-	s->fd = fd;
-	s->iov = iov;
-	s->cnt = cnt;
-	s->size = size;
-	s->chunk = chunk;
-	s->off = off;
+	s->job = (struct split_job){ .fd = fd, .iov = iov, .cnt = cnt, .size = size,
+				     .chunk = chunk, .off = off };
 	atomic_store_explicit(&s->done, 0, memory_order_relaxed);
 	c = atomic_load_explicit(&s->claim, memory_order_relaxed);
 	gen = CLAIM_GEN(c) + 1;
