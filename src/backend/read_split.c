@@ -43,13 +43,13 @@
 /*
  * Whether the helper gets a CPU when it is needed, judged by the reads it
  * was asked to help with: one is "late" when the helper took none of its
- * chunks, or the queue thread waited more than LATE_NS for the helper's
- * last one (the helper preempted in the middle of a chunk: the queue
- * thread then waits out another tenant's time slice). In more than ~1 of
- * 8 recent reads, another tenant has the second CPU; large reads are then
- * read alone for the next BACKOFF_READS, and tried split again after.
+ * chunks, or when the queue thread then waited for the helper's last
+ * chunk longer than half the time the helper's chunks saved it (the
+ * helper preempted in the middle of a chunk: the queue thread waits out
+ * another tenant's time slice). In more than ~1 of 8 recent reads,
+ * another tenant has the second CPU; large reads are then read alone for
+ * the next BACKOFF_READS, and tried split again after.
  */
-#define LATE_NS 60000
 #define BACKOFF_READS 1024u
 
 /* claim word: generation (32 bits) | chunk count (16) | next chunk (16).
@@ -76,6 +76,7 @@ struct read_split {
 	/* Owned by the read that holds busy. */
 	unsigned late_avg;              /* late reads, moving, in 1/256ths */
 	unsigned backoff;               /* large reads left to read alone */
+	uint64_t splits, backoffs;      /* for the log at the end */
 	/* The read: written before claim is published, read after a chunk
 	 * of it is claimed. */
 	struct split_job {
@@ -201,6 +202,9 @@ void read_split_free(struct read_split *s)
 	if (!s)
 		return;
 	if (atomic_load(&s->helper) == HELPER_RUNNING) {
+		log_info("read: %llu large reads split, the helper read %llu chunks of them; %llu back-offs of %u reads",
+			 (unsigned long long)s->splits, (unsigned long long)read_split_helped(s),
+			 (unsigned long long)s->backoffs, BACKOFF_READS);
 		atomic_store(&s->stop, true);
 		atomic_fetch_add(&s->seq, 1);
 		syscall(SYS_futex, &s->seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -257,7 +261,7 @@ static ssize_t split_result(const struct read_split *s, unsigned n)
 ssize_t read_split_read(struct read_split *s, int fd, const struct iovec *iov,
 			unsigned cnt, size_t size, uint64_t off)
 {
-	uint64_t c, start, until;
+	uint64_t c, start, waited, per_chunk, until;
 	uint32_t gen;
 	unsigned n, own = 0;
 	bool late;
@@ -286,14 +290,16 @@ ssize_t read_split_read(struct read_split *s, int fd, const struct iovec *iov,
 	if (atomic_load(&s->sleeping))
 		syscall(SYS_futex, &s->seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 
+	start = now_ns();
 	while ((k = chunk_claim(s, true, gen)) >= 0) {
 		chunk_read(s, (unsigned)k);
 		own++;
 	}
 	/* Every chunk is claimed; wait for the helper's, which it is reading
 	 * right now. */
-	start = now_ns();
-	until = start + OWNER_SPIN_NS;
+	waited = now_ns();
+	per_chunk = own ? (waited - start) / own : 0;
+	until = waited + OWNER_SPIN_NS;
 	while (atomic_load_explicit(&s->done, memory_order_acquire) < n) {
 		if (now_ns() < until)
 			for (unsigned i = 0; i < 64; i++)
@@ -301,12 +307,15 @@ ssize_t read_split_read(struct read_split *s, int fd, const struct iovec *iov,
 		else
 			sched_yield();
 	}
-	late = own == n || (own < n && now_ns() - start > LATE_NS);
+	waited = now_ns() - waited;
+	late = own == n || waited > (uint64_t)(n - own) * per_chunk / 2;
 	s->late_avg = s->late_avg - s->late_avg / 16u + (late ? 16u : 0u);
 	if (s->late_avg > 256u / 8u) {
 		s->backoff = BACKOFF_READS;
 		s->late_avg = 0;
+		s->backoffs++;
 	}
+	s->splits++;
 	ret = split_result(s, n);
 	atomic_flag_clear_explicit(&s->busy, memory_order_release);
 	return ret;
