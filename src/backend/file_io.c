@@ -7,10 +7,21 @@
 ssize_t iov_transfer(bool write, int fd, const struct iovec *iov, unsigned cnt,
 		     size_t max, uint64_t off, int flags)
 {
+	return iov_transfer_part(write, fd, iov, cnt, 0, max, off, flags);
+}
+
+ssize_t iov_transfer_part(bool write, int fd, const struct iovec *iov, unsigned cnt,
+			  size_t skip, size_t max, uint64_t off, int flags)
+{
 	struct iovec batch[64];
 	size_t done = 0;
 	unsigned i = 0;
 
+	while (cnt > 0 && skip >= iov->iov_len) {
+		skip -= iov->iov_len;
+		iov++;
+		cnt--;
+	}
 	while (i < cnt && done < max) {
 		unsigned n = 0;
 		size_t want = 0;
@@ -18,6 +29,10 @@ ssize_t iov_transfer(bool write, int fd, const struct iovec *iov, unsigned cnt,
 
 		while (i + n < cnt && n < 64 && done + want < max) {
 			batch[n] = iov[i + n];
+			if (i + n == 0) {   /* skip < iov[0].iov_len */
+				batch[0].iov_base = (char *)batch[0].iov_base + skip;
+				batch[0].iov_len -= skip;
+			}
 			if (batch[n].iov_len > max - done - want)
 				batch[n].iov_len = max - done - want;
 			want += batch[n].iov_len;

@@ -14,5 +14,9 @@
  * returned, -errno when nothing was. */
 ssize_t iov_transfer(bool write, int fd, const struct iovec *iov, unsigned cnt,
 		     size_t max, uint64_t off, int flags);
+/* The same from byte skip of the list on: off is the file offset of that
+ * byte. A list shorter than skip transfers nothing. */
+ssize_t iov_transfer_part(bool write, int fd, const struct iovec *iov, unsigned cnt,
+			  size_t skip, size_t max, uint64_t off, int flags);
 
 #endif

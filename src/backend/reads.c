@@ -10,6 +10,7 @@
 
 #include "backend/dev_slots.h"
 #include "backend/file_io.h"
+#include "backend/read_split.h"
 #include "common/log.h"
 
 /*
@@ -45,6 +46,7 @@
 struct read_runner {
 	struct handle_table *handles;
 	struct offload *offload;        /* the passthrough's, freed before us */
+	struct read_split *split;       /* large inline reads on two threads */
 	bool defer_all;
 	atomic_bool pretend_uncached;   /* tests */
 	struct dev_slots devs;
@@ -78,6 +80,10 @@ int read_runner_new(struct read_runner **out, struct handle_table *handles,
 	r->handles = handles;
 	r->offload = offload;
 	r->defer_all = defer_all;
+	if (read_split_new(&r->split, true) < 0) {
+		free(r);
+		return -ENOMEM;
+	}
 	*out = r;
 	return 0;
 }
@@ -89,6 +95,9 @@ void read_runner_pretend_uncached(struct read_runner *r, bool on)
 
 void read_runner_free(struct read_runner *r)
 {
+	if (!r)
+		return;
+	read_split_free(r->split);
 	free(r);
 }
 
@@ -227,7 +236,7 @@ ssize_t read_handle(struct read_runner *r, const struct fuse_req_ctx *ctx,
 		return ret;   /* h goes with the job */
 
 inline_read:
-	ret = iov_transfer(false, h->fd, dst, dst_cnt, size, off, 0);
+	ret = read_split_read(r->split, h->fd, dst, dst_cnt, size, off);
 done:
 	handle_put(r->handles, h);
 	return ret;

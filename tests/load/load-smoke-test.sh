@@ -17,9 +17,12 @@ cleanup_cmds+=('[[ -z $pid ]] || kill "$pid" 2>/dev/null')
 # to the daemon's offload threads, under its seccomp filter. A -packed run
 # drives packed virtqueues (ferryfs-load --packed); randread-cold-packed
 # takes the deferred path, whose replies re-walk a copy of the chain.
+# read-1m reads 1 MiB blocks, which the queue thread shares with the read
+# helper thread (src/backend/read_split.c), under the seccomp filter too.
 for run in read randread write randwrite getattr lookup create-unlink readdirplus mixed \
-    write-fsync mixed:4 create-unlink:2 randread-cold mixed-packed:2 randread-cold-packed; do
-    wl=${run%%:*} queues=1 extra=() dextra=() packed=false
+    write-fsync mixed:4 create-unlink:2 randread-cold mixed-packed:2 randread-cold-packed read-1m; do
+    wl=${run%%:*} queues=1 extra=() dextra=() packed=false bs=4096 fsize=4m
+    [[ $wl == read-1m ]] && wl=read bs=1048576 fsize=16m
     [[ $run == *:* ]] && queues=${run#*:}
     if [[ $wl == *-packed ]]; then
         wl=${wl%-packed} packed=true extra=(--packed)
@@ -36,7 +39,7 @@ for run in read randread write randwrite getattr lookup create-unlink readdirplu
     echo "$run: ferryfs-load --workload $wl --queues $queues --seconds $seconds against $daemon (pid $pid)"
     # A small directory and file keep setup short; the checks are about counts.
     timeout 120 "$load" --socket "$sock" --workload "$wl" --seconds "$seconds" --warmup 0.2 \
-        --queue-depth 8 --queues "$queues" --block-size 4096 --file-size 4m --dir-entries 1000 \
+        --queue-depth 8 --queues "$queues" --block-size "$bs" --file-size "$fsize" --dir-entries 1000 \
         --daemon-pid "$pid" --json "${extra[@]}" >"$tmp/$run.out" 2>"$tmp/$run.err"
     rc=$?
     json=$(tail -n 1 "$tmp/$run.out")
@@ -77,6 +80,10 @@ for run in read randread write randwrite getattr lookup create-unlink readdirplu
                 grep -q "reads that wait for it run on offload threads" "$tmp/$run.daemon.log" ;;
         *) echo "  note $share is on $fstype, which cannot tell cached data apart; no offload check" ;;
         esac
+    fi
+    if [[ $run == read-1m ]]; then
+        check "the read helper thread ran and stopped" \
+            grep -q "large reads split, the helper read" "$tmp/$run.daemon.log"
     fi
     left=$(find "$share" -mindepth 1 | wc -l)
     check "shared dir empty after the run (got $left entries)" test "$left" -eq 0

@@ -1,0 +1,36 @@
+/* Large READs shared with a helper thread: both copy parts of one request from the page cache straight into the guest's buffers. */
+#ifndef FERRY_READ_SPLIT_H
+#define FERRY_READ_SPLIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+/* Reads shorter than this are read by the caller alone. */
+#define READ_SPLIT_MIN (256u << 10)
+
+struct read_split;
+
+/* The helper thread starts on the first large read, in the process that
+ * reads (ferryfsd forks after setup). enabled false: never split (one
+ * CPU, or the option that turns it off). */
+int read_split_new(struct read_split **out, bool enabled);
+/* Stops and joins the helper; no read may be running. */
+void read_split_free(struct read_split *s);
+
+/*
+ * iov_transfer(false, fd, iov, cnt, size, off, 0), with the helper thread
+ * reading some of the chunks when it is free: returns when every chunk is
+ * done, so the helper never touches iov after the call. A short or failed
+ * chunk ends the read there: the bytes before it, or its -errno when it
+ * is the first.
+ */
+ssize_t read_split_read(struct read_split *s, int fd, const struct iovec *iov,
+			unsigned cnt, size_t size, uint64_t off);
+
+/* Tests: chunks the helper has read since the start. */
+uint64_t read_split_helped(struct read_split *s);
+
+#endif
