@@ -108,6 +108,13 @@ static inline uint64_t load_unique(struct run *r)
 	return r->unique;
 }
 
+/* run.c's steps, shared with migrate.c: the rings and slots in guest
+ * memory for cfg's queues (after vu_negotiate), FUSE INIT, and the
+ * teardown of both. */
+int load_alloc_queues(struct run *r);
+int load_init(struct run *r);
+void load_free_run(struct run *r);
+
 /* Runs next/done on every request queue's slots until every slot is idle,
  * pipelined. With a window, measures from win_start to win_end, then starts
  * no new chain (a slot whose w.step is 0). phase names it in stall reports. */
