@@ -6,13 +6,15 @@
 # /mnt/mig, and in each round the host starts (a marker file in the share) it uses all of them
 # and reports through the share (result.K) and the console. Between rounds the host moves it:
 #   d  cancel      migrate at 1 MB/s, migrate_cancel: the source keeps serving
-#   e  refuse      the destination daemon has --writeback, the source not: the load is refused,
-#                  the source resumes (return-path) and keeps serving
+#   e  refuse      the destination daemon shares another (empty) directory, with
+#                  --migration-on-error=abort: it cannot reopen what the guest holds, refuses the
+#                  load, and the source resumes (return-path) and keeps serving
 #   f  damaged     the stream through `migrate "exec:migration-helper.py filter ..."`: cut 64
 #                  bytes into the vhost-user-fs section (must fail), or a held file's name
 #                  inverted inside the daemon's state (must fail, or carry on with no guest check
 #                  failing: never the wrong file); the source serves after each
-#   h  leaks       the source daemon's fd count and VmRSS after those four, against before
+#   h  leaks       the source daemon's fd count and VmRSS after those four, against before;
+#                  the destination's after the load (below), against the source's
 #   a+b move       to a new QEMU+daemon at 8 MB/s while the guest writes files (cache=never):
 #                  the held fds work on the destination, FNV-1a of every file the guest wrote
 #                  equals the host's
@@ -241,8 +243,14 @@ if [[ $st == completed ]]; then
     else
         row "a+b move during I/O" "completed in $mt s; $nio files ($nio_before before the switch), $bad differ" FAIL
     fi
-    dm=$(metrics "${dpid[$cur]}")
-    say "destination daemon after the load: fds/VmRSS $dm (source before: $m0)"
+    # h, the other side: the destination holds what the source held, not more.
+    read -r fd rd <<<"$(metrics "${dpid[$cur]}")"
+    read -r f0 r0 <<<"$m0"
+    if ((fd - f0 <= 8 && rd - r0 <= 32768)); then
+        row "h destination daemon" "fds $fd, VmRSS $rd kB after the load (source at round 1: $f0, $r0 kB)" PASS
+    else
+        row "h destination daemon" "fds $fd, VmRSS $rd kB after the load (source at round 1: $f0, $r0 kB)" FAIL
+    fi
 else
     touch "$mig/io-stop.$k"
     row "a+b move during I/O" "migration $st" FAIL
