@@ -214,6 +214,11 @@ static int migrate_main(const struct load_cfg *c)
 	printf("suspend %.2f ms, save %.2f ms, stream %" PRIu64 " bytes (%.1f per inode), load %.2f ms, start %.2f ms\n",
 	       m.suspend_ms, m.save_ms, m.stream_bytes,
 	       m.inodes ? (double)m.stream_bytes / (double)m.inodes : 0.0, m.load_ms, m.start_ms);
+	if (m.announced)
+		printf("dirty log: %" PRIu64 " of %" PRIu64 " pages written while logging are marked\n",
+		       m.log_marked, m.log_expected);
+	else
+		printf("dirty log: none (not offered: no VHOST_F_LOG_ALL or LOG_SHMFD; or the run stopped first)\n");
 	printf("after the move: %" PRIu64 " GETATTRs of old node ids, %" PRIu64 " READs through old handles, %" PRIu64 " LOOKUPs (same node id), %.1f ms\n",
 	       m.getattrs, m.reads, m.lookups, m.verify_ms);
 	printf("errors: %" PRIu64 "%s\n", m.errors, ret ? " (run aborted)" : "");
@@ -221,9 +226,11 @@ static int migrate_main(const struct load_cfg *c)
 		printf("{\"inodes\":%" PRIu64 ",\"handles\":%" PRIu64 ",\"stream_bytes\":%" PRIu64
 		       ",\"setup_ms\":%.3f,\"suspend_ms\":%.3f,\"save_ms\":%.3f,\"load_ms\":%.3f,"
 		       "\"start_ms\":%.3f,\"verify_ms\":%.3f,\"getattrs\":%" PRIu64 ",\"reads\":%" PRIu64
-		       ",\"lookups\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"workdir\":\"%s\",\"aborted\":%s}\n",
+		       ",\"lookups\":%" PRIu64 ",\"announced\":%s,\"log_expected\":%" PRIu64
+		       ",\"log_marked\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"workdir\":\"%s\",\"aborted\":%s}\n",
 		       m.inodes, m.handles, m.stream_bytes, m.setup_ms, m.suspend_ms, m.save_ms,
-		       m.load_ms, m.start_ms, m.verify_ms, m.getattrs, m.reads, m.lookups, m.errors,
+		       m.load_ms, m.start_ms, m.verify_ms, m.getattrs, m.reads, m.lookups,
+		       m.announced ? "true" : "false", m.log_expected, m.log_marked, m.errors,
 		       m.workdir ? m.workdir : "", ret ? "true" : "false");
 	free(m.workdir);
 	if (m.errors)

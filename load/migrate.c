@@ -1,7 +1,9 @@
 /* ferryfs-load --migrate-to: plays both frontends of a live migration, saving one backend's state and loading it into another, then using the old node ids and handles. */
 /*
  * The order is QEMU 10's (docs/interop/vhost-user.rst, "Migrating back-end state"):
- * source: rings disabled and stopped (GET_VRING_BASE), SET_DEVICE_STATE_FD save into a pipe
+ * source: the migration announced (SET_LOG_BASE, SET_FEATURES with VHOST_F_LOG_ALL, the rings'
+ * addresses again with the log flag) while requests go on, then the rings disabled and
+ * stopped (GET_VRING_BASE), SET_DEVICE_STATE_FD save into a pipe
  * read to EOF, CHECK_DEVICE_STATE; destination: connected and negotiated, SET_DEVICE_STATE_FD
  * load from the pipe, CHECK_DEVICE_STATE, then a normal start with SET_VRING_BASE at the
  * source's indices and no FUSE INIT. Both backends map the same memfd here, so the rings and
@@ -12,6 +14,8 @@
  * destination: GETATTR of every node id (same inode number as before), READ through every kept
  * handle (the pattern), LOOKUP of a sample of names (the same node id: the table moved, it
  * was not rebuilt), and a new CREATE whose node id and handle collide with none the guest holds.
+ * While the source logs, the pages its replies were written to (the reply header, the READ
+ * data, the used ring) must be marked in the dirty log: pre-copy would miss them otherwise.
  */
 #include "engine.h"
 
@@ -21,7 +25,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "fuse_requests.h"
@@ -266,21 +273,90 @@ static double ms_since(uint64_t t0)
 	return (double)(load_now_ns() - t0) / 1e6;
 }
 
+static bool logged(const uint8_t *log, uint64_t log_size, uint64_t gpa)
+{
+	uint64_t page = gpa / 4096;
+
+	return page / 8 < log_size && (__atomic_load_n(&log[page / 8], __ATOMIC_RELAXED) & (1u << (page % 8)));
+}
+
+/* Announces the migration, then GETATTR and READ through the source while it logs; counts
+ * the pages those replies wrote that the log marks. No log offered: nothing announced. */
+static int announce(struct run *r, struct mig_result *res, uint8_t **log, uint64_t *log_size)
+{
+	struct fc_slot *s = load_sync_slot(r);
+	uint64_t pages = (r->dev.mem_size + 4095) / 4096;
+	int fd, ret;
+
+	if (!vu_can_log(&r->dev))
+		return 0;
+	*log_size = ((pages + 7) / 8 + 4095) & ~4095ull;
+	fd = memfd_create("ferryfs-load-dirty-log", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)*log_size) < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	*log = mmap(NULL, *log_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (*log == MAP_FAILED) {
+		ret = -errno;
+		*log = NULL;
+		close(fd);
+		return ret;
+	}
+	ret = vu_log_start(&r->dev, fd, *log_size);
+	close(fd);
+	if (ret) {
+		fprintf(stderr, "ferryfs-load: announcing the migration (dirty log): %s\n", strerror(-ret));
+		return ret;
+	}
+	res->announced = true;
+	if (!M.n)
+		return 0;
+	ret = fr_getattr(s, load_unique(r), M.nodeid[0]);
+	if (!ret)
+		ret = load_sync_call(r, s);
+	if (ret)
+		return ret;
+	res->log_expected += 2;
+	res->log_marked += logged(*log, *log_size, s->ctrl_gpa + FC_CTRL_WR);
+	res->log_marked += logged(*log, *log_size, r->dev.queues[1].used_gpa);
+	ret = fr_read(s, load_unique(r), M.nodeid[0], M.fh[0], 0, MIG_DATA, true);
+	if (!ret)
+		ret = load_sync_call(r, s);
+	if (ret)
+		return ret;
+	res->log_expected++;
+	res->log_marked += logged(*log, *log_size, s->data_gpa);
+	if (res->log_marked != res->log_expected)
+		fprintf(stderr, "ferryfs-load: dirty log: %llu of %llu pages written while logging are not marked\n",
+			(unsigned long long)(res->log_expected - res->log_marked),
+			(unsigned long long)res->log_expected);
+	M.bad += res->log_expected - res->log_marked;
+	return 0;
+}
+
 static int move(struct run *r, const char *dest, struct mig_result *res)
 {
+	struct timeval tv = { .tv_sec = 30 };
 	struct vu_dev b;
-	uint8_t *stream = NULL;
+	uint8_t *stream = NULL, *log = NULL;
+	uint64_t t, log_size = 0;
 	size_t len = 0;
-	uint64_t t;
 	unsigned i;
 	int fd, ret;
 
+	ret = announce(r, res, &log, &log_size);
+	if (ret)
+		goto out;
 	t = load_now_ns();
 	for (i = 0; i < r->dev.nqueues; i++) {
 		ret = vu_stop_queue(&r->dev, i, &r->dev.queues[i].base);
 		if (ret) {
 			fprintf(stderr, "ferryfs-load: stopping ring %u on the source: %s\n", i, strerror(-ret));
-			return ret;
+			goto out;
 		}
 		r->dev.queues[i].base_set = true;
 	}
@@ -306,6 +382,8 @@ static int move(struct run *r, const char *dest, struct mig_result *res)
 		fprintf(stderr, "ferryfs-load: connect %s: %s\n", dest, strerror(-ret));
 		goto out;
 	}
+	/* A backend that never answers a migration message fails the run, not hangs it. */
+	setsockopt(b.sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	b.want_packed = r->dev.want_packed;
 	b.want_device_state = true;
 	ret = vu_negotiate(&b, r->cfg->event_idx);
@@ -348,6 +426,8 @@ static int move(struct run *r, const char *dest, struct mig_result *res)
 	ret = vu_start(&r->dev);
 	res->start_ms = ms_since(t);
 out:
+	if (log)
+		munmap(log, log_size);
 	free(stream);
 	return ret;
 }
@@ -379,6 +459,8 @@ int migrate_run(const struct load_cfg *cfg, struct mig_result *res)
 		fprintf(stderr, "ferryfs-load: connect %s: %s\n", cfg->socket, strerror(-ret));
 		goto out;
 	}
+	setsockopt(r.dev.sock, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ .tv_sec = 30 },
+		   sizeof(struct timeval));
 	r.dev.want_packed = cfg->packed;
 	r.dev.want_device_state = true;
 	ret = vu_negotiate(&r.dev, cfg->event_idx);

@@ -19,6 +19,8 @@ struct mig_result {
 	uint64_t getattrs, reads, lookups;
 	uint64_t errors;     /* wrong replies, wrong data, node ids that changed */
 	bool no_device_state;  /* the source did not offer DEVICE_STATE */
+	bool announced;        /* the source offered a dirty log, and logged */
+	uint64_t log_expected, log_marked;  /* pages written while logging, and marked */
 	char *workdir;       /* left in the shared directory, for the caller to remove */
 };
 

@@ -26,6 +26,7 @@ enum {
 	VHOST_USER_SET_FEATURES = 2,
 	VHOST_USER_SET_OWNER = 3,
 	VHOST_USER_SET_MEM_TABLE = 5,
+	VHOST_USER_SET_LOG_BASE = 6,
 	VHOST_USER_SET_VRING_NUM = 8,
 	VHOST_USER_SET_VRING_ADDR = 9,
 	VHOST_USER_SET_VRING_BASE = 10,
@@ -46,9 +47,12 @@ enum {
 #define VHOST_USER_F_PROTOCOL_FEATURES 30
 
 #define PROTO_F_MQ        0
+#define PROTO_F_LOG_SHMFD 1
 #define PROTO_F_REPLY_ACK 3
 #define PROTO_F_CONFIG    9
 #define PROTO_F_DEVICE_STATE 19
+#define F_LOG_ALL            26  /* VHOST_F_LOG_ALL, a feature bit of vhost itself */
+#define VRING_F_LOG          0   /* vring addr flag: log writes to the used ring */
 
 /* SET_DEVICE_STATE_FD's reply: bits 0-7 an error, bit 8 "no fd in the
  * reply" (the backend uses ours). */
@@ -268,7 +272,7 @@ int vu_negotiate(struct vu_dev *d, int event_idx)
 		want = (1ull << PROTO_F_MQ) | (1ull << PROTO_F_REPLY_ACK) |
 		       (1ull << PROTO_F_CONFIG);
 		if (d->want_device_state)
-			want |= 1ull << PROTO_F_DEVICE_STATE;
+			want |= (1ull << PROTO_F_DEVICE_STATE) | (1ull << PROTO_F_LOG_SHMFD);
 		d->protocol_features = d->dev_protocol_features & want;
 		/* SET_PROTOCOL_FEATURES itself is sent without NEED_REPLY: the
 		 * backend only knows about REPLY_ACK once it has read it. */
@@ -501,6 +505,51 @@ out:
 bool vu_has_device_state(const struct vu_dev *d)
 {
 	return has_proto(d, PROTO_F_DEVICE_STATE);
+}
+
+bool vu_can_log(const struct vu_dev *d)
+{
+	return has_proto(d, PROTO_F_LOG_SHMFD) && (d->dev_features & (1ull << F_LOG_ALL));
+}
+
+int vu_log_start(struct vu_dev *d, int logfd, uint64_t log_size)
+{
+	struct { uint64_t mmap_size, mmap_offset; } log = { log_size, 0 };
+	struct vu_msg_hdr hdr;
+	uint8_t reply[16];  /* libvhost-user: a u64 0; the Rust vhost crate: the request echoed */
+	uint64_t features = d->features | (1ull << F_LOG_ALL);
+	unsigned i;
+	int ret;
+
+	/* QEMU reads one reply to SET_LOG_BASE whatever REPLY_ACK says (a u64
+	 * 0 from libvhost-user): take the header, then what it says follows. */
+	ret = send_msg(d, VHOST_USER_SET_LOG_BASE, 0, &log, sizeof(log), logfd);
+	if (!ret)
+		ret = recv_all(d->sock, &hdr, sizeof(hdr));
+	if (!ret && (hdr.request != VHOST_USER_SET_LOG_BASE || hdr.size > sizeof(reply))) {
+		fprintf(stderr, "vhost-user: bad reply to SET_LOG_BASE: request %u flags %#x size %u\n",
+			hdr.request, hdr.flags, hdr.size);
+		ret = -EPROTO;
+	}
+	if (!ret && hdr.size)
+		ret = recv_all(d->sock, reply, hdr.size);
+	if (!ret)
+		ret = send_cmd(d, VHOST_USER_SET_FEATURES, &features, sizeof(features), -1);
+	for (i = 0; !ret && i < d->nqueues; i++) {
+		struct vu_queue *q = &d->queues[i];
+		struct vu_vring_addr addr = {
+			.index = q->index,
+			.flags = 1u << VRING_F_LOG,
+			.desc_user_addr = (uint64_t)(uintptr_t)q->desc,
+			.used_user_addr = (uint64_t)(uintptr_t)q->used,
+			.avail_user_addr = (uint64_t)(uintptr_t)q->avail,
+			/* The used ring's guest physical address, for its log bits. */
+			.log_guest_addr = q->used_gpa,
+		};
+
+		ret = send_cmd(d, VHOST_USER_SET_VRING_ADDR, &addr, sizeof(addr), -1);
+	}
+	return ret;
 }
 
 int vu_stop_queue(struct vu_dev *d, unsigned index, uint32_t *base)

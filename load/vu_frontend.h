@@ -92,6 +92,13 @@ void vu_close(struct vu_dev *d);
 /* Migration (vhost-user.rst, "Migrating back-end state"). Whether the
  * backend agreed to DEVICE_STATE (asked for with want_device_state). */
 bool vu_has_device_state(const struct vu_dev *d);
+/* Whether the backend can log dirty pages (VHOST_F_LOG_ALL and LOG_SHMFD). */
+bool vu_can_log(const struct vu_dev *d);
+/* The start of a migration as QEMU announces it: SET_LOG_BASE with logfd
+ * (log_size bytes, one bit per 4 KiB page from guest physical address 0),
+ * SET_FEATURES with VHOST_F_LOG_ALL, SET_VRING_ADDR with the log flag on
+ * every ring. The rings keep running. */
+int vu_log_start(struct vu_dev *d, int logfd, uint64_t log_size);
 /* SET_VRING_ENABLE 0 then GET_VRING_BASE: the ring is stopped, *base is
  * where a new backend must go on. */
 int vu_stop_queue(struct vu_dev *d, unsigned index, uint32_t *base);

@@ -3,7 +3,8 @@
 #
 # Columns: virtiofsd-rs in find-paths and file-handles mode (when scripts/stack.sh has cached it),
 # and ferryfsd. Each: two daemons, one share, `ferryfs-load --socket A --migrate-to B --inodes N`:
-# exit 0, no wrong reply, every old node id answered GETATTR with its old inode number, every
+# exit 0, no wrong reply, the pages written while the source logged marked in its dirty log,
+# every old node id answered GETATTR with its old inode number, every
 # held handle read back its data, the sampled LOOKUPs returned the old node ids, a stream was
 # sent. Then the same with B sharing an empty directory: the load must be refused (the oracle
 # can fail; the Rust virtiofsd in file-handles mode does not refuse: printed as a GAP). ferryfsd without the DEVICE_STATE protocol feature (ferryfs-load exit 3) prints
@@ -64,6 +65,12 @@ column() {
         check "[$tag] READ through every held handle" test "$(jq -r .reads <<<"$json")" = "$(jq -r .handles <<<"$json")"
         check "[$tag] LOOKUPs gave the old node ids" test "$(jq -r .lookups <<<"$json")" -gt 0
         check "[$tag] a state stream was sent" test "$(jq -r .stream_bytes <<<"$json")" -gt 0
+        if [[ $(jq -r .announced <<<"$json") == true ]]; then
+            check "[$tag] dirty log: every page written while logging is marked" \
+                test "$(jq -r .log_marked <<<"$json")" = "$(jq -r .log_expected <<<"$json")"
+        else
+            echo "  note [$tag] no dirty log offered (VHOST_F_LOG_ALL, LOG_SHMFD): not announced"
+        fi
     else
         check "[$tag] last line is a JSON object" false
     fi
