@@ -174,18 +174,12 @@ static int lookup_same(struct run *r, uint64_t i)
 static int create_new(struct run *r)
 {
 	struct fc_slot *s = load_sync_slot(r);
-	const struct fuse_entry_out *e;
-	uint64_t nodeid, fh, i;
+	uint64_t nodeid, ino, fh, i;
 	int ret;
 
-	ret = fr_create(s, load_unique(r), r->workdir, "after-move");
-	if (!ret)
-		ret = load_sync_call(r, s);
+	ret = load_sync_create(r, r->workdir, "after-move", &nodeid, &ino, &fh);
 	if (ret)
 		return ret;
-	e = fc_out_args(s);
-	nodeid = e->nodeid;
-	fh = ((const struct fuse_open_out *)(e + 1))->fh;
 	for (i = 0; i < M.n; i++) {
 		if (M.nodeid[i] == nodeid || (M.fh[i] && M.fh[i] == fh)) {
 			fprintf(stderr, "ferryfs-load: CREATE after the move: node %llu fh %llu already held (file %llu)\n",

@@ -24,23 +24,24 @@ import threading
 import time
 
 
+def to_prompt(s):
+    """What the monitor says up to its next prompt."""
+    buf = b""
+    while not buf.endswith(b"(qemu) "):
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        buf += chunk
+    return buf
+
+
 def hmp(path, cmd):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(30)
     s.connect(path)
-    buf = b""
-    while not buf.endswith(b"(qemu) "):
-        chunk = s.recv(4096)
-        if not chunk:
-            break
-        buf += chunk
+    to_prompt(s)  # the greeting
     s.sendall(cmd.encode() + b"\n")
-    buf = b""
-    while not buf.endswith(b"(qemu) "):
-        chunk = s.recv(4096)
-        if not chunk:
-            break
-        buf += chunk
+    buf = to_prompt(s)
     s.close()
     text = buf.decode(errors="replace").replace("\r", "")
     lines = text.split("\n")
