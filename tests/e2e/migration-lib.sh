@@ -106,7 +106,7 @@ migrate() {
     out=$(hmp "$src" migrate -d "\"$uri\"" 2>&1)
     echo "migrate -d \"$uri\": $out" >>"$tmp/q$src.hmp"
     if [[ -n ${out//[[:space:]]/} ]]; then
-        echo "not-started"
+        echo "not-started: $(tr '\n' ' ' <<<"$out")"
         return 0
     fi
     for ((i = 0; i < secs * 4; i++)); do
