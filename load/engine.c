@@ -372,6 +372,24 @@ int load_sync_mkdir(struct run *r, uint64_t parent, const char *name, uint64_t *
 	return ret;
 }
 
+int load_sync_create(struct run *r, uint64_t parent, const char *name, uint64_t *nodeid,
+		     uint64_t *ino, uint64_t *fh)
+{
+	struct fc_slot *s = load_sync_slot(r);
+	const struct fuse_entry_out *e = fc_out_args(s);
+	int ret;
+
+	ret = fr_create(s, load_unique(r), parent, name);
+	if (!ret)
+		ret = load_sync_call(r, s);
+	if (ret)
+		return ret;
+	*nodeid = e->nodeid;
+	*ino = e->attr.ino;
+	*fh = ((const struct fuse_open_out *)(e + 1))->fh;
+	return 0;
+}
+
 int load_sync_remove(struct run *r, uint32_t opcode, uint64_t parent, const char *name,
 		     uint64_t nodeid, uint64_t nlookup)
 {

@@ -108,6 +108,13 @@ static inline uint64_t load_unique(struct run *r)
 	return r->unique;
 }
 
+/* run.c's steps, shared with migrate.c: the rings and slots in guest
+ * memory for cfg's queues (after vu_negotiate), FUSE INIT, and the
+ * teardown of both. */
+int load_alloc_queues(struct run *r);
+int load_init(struct run *r);
+void load_free_run(struct run *r);
+
 /* Runs next/done on every request queue's slots until every slot is idle,
  * pipelined. With a window, measures from win_start to win_end, then starts
  * no new chain (a slot whose w.step is 0). phase names it in stall reports. */
@@ -122,6 +129,10 @@ int load_sync_call(struct run *r, struct fc_slot *s);
 /* MKDIR of name in parent, mode 0755, one request at a time; its node id
  * in *nodeid. */
 int load_sync_mkdir(struct run *r, uint64_t parent, const char *name, uint64_t *nodeid);
+/* CREATE of name in parent (O_RDWR, 0644), one request at a time; its
+ * node id, inode number and open handle. */
+int load_sync_create(struct run *r, uint64_t parent, const char *name, uint64_t *nodeid,
+		     uint64_t *ino, uint64_t *fh);
 /* UNLINK or RMDIR (opcode) of name in parent, then the FORGET of the
  * nlookup lookups of nodeid. */
 int load_sync_remove(struct run *r, uint32_t opcode, uint64_t parent, const char *name,

@@ -102,18 +102,11 @@ static int fill_next(struct run *r, struct ld_slot *s)
 
 int io_setup_data_file(struct run *r)
 {
-	struct fc_slot *s = load_sync_slot(r);
-	const struct fuse_entry_out *e = fc_out_args(s);
 	int ret;
 
-	ret = fr_create(s, load_unique(r), r->workdir, "data");
-	if (!ret)
-		ret = load_sync_call(r, s);
+	ret = load_sync_create(r, r->workdir, "data", &r->file_nodeid, &r->file_ino, &r->file_fh);
 	if (ret)
 		return ret;
-	r->file_nodeid = e->nodeid;
-	r->file_ino = e->attr.ino;
-	r->file_fh = ((const struct fuse_open_out *)(e + 1))->fh;
 	r->cursor = 0;
 	return load_engine(r, "fill", fill_next, io_done, 0, 0);
 }

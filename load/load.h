@@ -31,6 +31,8 @@ struct load_cfg {
 	uint32_t dir_entries;
 	uint64_t seed;
 	bool verbose;
+	const char *migrate_to;  /* --migrate-to: the destination backend's socket */
+	uint64_t inodes;         /* --inodes: files known to the source before the move */
 };
 
 struct load_result {

@@ -11,12 +11,14 @@
 #include <time.h>
 
 #include "load.h"
+#include "migrate.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: ferryfs-load --socket PATH --workload W [options]\n"
 "       ferryfs-load --host-pread DIR --workload read|randread [options]\n"
+"       ferryfs-load --socket PATH --migrate-to PATH2 [--inodes N] [--json]\n"
 "Plays a virtio-fs guest against a vhost-user-fs backend and measures it.\n"
 "  --socket PATH        the backend's vhost-user socket\n"
 "  --host-pread DIR     no backend: pread(2) a --file-size file in DIR in one\n"
@@ -45,7 +47,15 @@ static void usage(FILE *f)
 "  --poll               spin on the used rings instead of waiting for calls\n"
 "  --seed N             random offsets' seed (default 1)\n"
 "  --json               last line of output is one JSON object\n"
-"Exit status: 0 all replies right, 1 wrong replies, 2 could not run.\n");
+"  --migrate-to PATH2   no workload: play both frontends of a live migration,\n"
+"                       --socket's backend (the source) saves its state\n"
+"                       (SET_DEVICE_STATE_FD), PATH2's loads it, and the\n"
+"                       old node ids and handles are used through PATH2;\n"
+"                       prints the times and the stream's size; leaves its\n"
+"                       ferryfs-load-mig.PID directory in the share\n"
+"  --inodes N           --migrate-to: files the source knows (default 1000)\n"
+"Exit status: 0 all replies right, 1 wrong replies, 2 could not run,\n"
+"3 (--migrate-to) the source offers no DEVICE_STATE protocol feature.\n");
 }
 
 static int parse_size(const char *s, uint64_t *out)
@@ -93,7 +103,8 @@ static int parse_secs(const char *s, double *out)
 }
 
 enum { O_SOCKET = 256, O_HOST, O_WORKLOAD, O_BS, O_QD, O_QUEUES, O_SECONDS, O_WARMUP,
-       O_IDLE, O_COLD, O_FSIZE, O_DIRENT, O_PID, O_EIDX, O_POLL, O_PACKED, O_SEED, O_JSON, O_HELP };
+       O_IDLE, O_COLD, O_FSIZE, O_DIRENT, O_PID, O_EIDX, O_POLL, O_PACKED, O_SEED, O_JSON, O_HELP,
+       O_MIGRATE, O_INODES };
 
 static int parse_args(int argc, char **argv, struct load_cfg *c)
 {
@@ -117,6 +128,8 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "help", no_argument, NULL, O_HELP },
+		{ "migrate-to", required_argument, NULL, O_MIGRATE },
+		{ "inodes", required_argument, NULL, O_INODES },
 		{ 0 },
 	};
 	uint32_t v;
@@ -150,12 +163,21 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 		case O_SEED: { uint64_t s; bad |= parse_size(optarg, &s); c->seed = s; break; }
 		case O_JSON: c->json = true; break;
 		case O_HELP: usage(stdout); exit(0);
+		case O_MIGRATE: c->migrate_to = optarg; break;
+		case O_INODES: bad |= parse_u32(optarg, 1, 10000000, &v); c->inodes = v; break;
 		default: return -EINVAL;
 		}
 		if (bad) {
 			fprintf(stderr, "ferryfs-load: bad value for option: %s\n", optarg);
 			return -EINVAL;
 		}
+	}
+	if (c->migrate_to) {
+		if (optind != argc || !c->socket || c->host_dir || c->workload) {
+			fprintf(stderr, "ferryfs-load: --migrate-to needs --socket and no --workload or --host-pread\n");
+			return -EINVAL;
+		}
+		return 0;
 	}
 	if (optind != argc || !c->socket == !c->host_dir || !c->workload) {
 		fprintf(stderr, "ferryfs-load: --workload and one of --socket, --host-pread are required\n");
@@ -180,12 +202,50 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 	return 0;
 }
 
+static int migrate_main(const struct load_cfg *c)
+{
+	struct mig_result m;
+	int ret = migrate_run(c, &m);
+
+	if (m.no_device_state)
+		return 3;
+	printf("migrate %s -> %s: %" PRIu64 " inodes known, %" PRIu64 " handles open, setup %.1f ms\n",
+	       c->socket, c->migrate_to, m.inodes, m.handles, m.setup_ms);
+	printf("suspend %.2f ms, save %.2f ms, stream %" PRIu64 " bytes (%.1f per inode), load %.2f ms, start %.2f ms\n",
+	       m.suspend_ms, m.save_ms, m.stream_bytes,
+	       m.inodes ? (double)m.stream_bytes / (double)m.inodes : 0.0, m.load_ms, m.start_ms);
+	if (m.announced)
+		printf("dirty log: %" PRIu64 " of %" PRIu64 " pages written while logging are marked\n",
+		       m.log_marked, m.log_expected);
+	else
+		printf("dirty log: none (not offered: no VHOST_F_LOG_ALL or LOG_SHMFD; or the run stopped first)\n");
+	printf("after the move: %" PRIu64 " GETATTRs of old node ids, %" PRIu64 " READs through old handles, %" PRIu64 " LOOKUPs (same node id), %.1f ms\n",
+	       m.getattrs, m.reads, m.lookups, m.verify_ms);
+	printf("errors: %" PRIu64 "%s\n", m.errors, ret ? " (run aborted)" : "");
+	if (c->json)
+		printf("{\"inodes\":%" PRIu64 ",\"handles\":%" PRIu64 ",\"stream_bytes\":%" PRIu64
+		       ",\"setup_ms\":%.3f,\"suspend_ms\":%.3f,\"save_ms\":%.3f,\"load_ms\":%.3f,"
+		       "\"start_ms\":%.3f,\"verify_ms\":%.3f,\"getattrs\":%" PRIu64 ",\"reads\":%" PRIu64
+		       ",\"lookups\":%" PRIu64 ",\"announced\":%s,\"log_expected\":%" PRIu64
+		       ",\"log_marked\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"workdir\":\"%s\",\"aborted\":%s}\n",
+		       m.inodes, m.handles, m.stream_bytes, m.setup_ms, m.suspend_ms, m.save_ms,
+		       m.load_ms, m.start_ms, m.verify_ms, m.getattrs, m.reads, m.lookups,
+		       m.announced ? "true" : "false", m.log_expected, m.log_marked, m.errors,
+		       m.workdir ? m.workdir : "", ret ? "true" : "false");
+	free(m.workdir);
+	if (m.errors)
+		return 1;
+	if (ret)
+		fprintf(stderr, "ferryfs-load: migration run failed: %s\n", strerror(-ret));
+	return ret ? 2 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct load_cfg c = {
 		.block_size = 4096, .queue_depth = 16, .queues = 1, .seconds = 5,
 		.warmup = 1, .file_size = 64ull << 20, .dir_entries = 10000, .seed = 1,
-		.event_idx = -1,
+		.event_idx = -1, .inodes = 1000,
 	};
 	struct load_result res;
 	double el, ops_s, mib_s, cpu_op, self_op, idle_pct;
@@ -197,6 +257,8 @@ int main(int argc, char **argv)
 	}
 	/* A backend that goes away mid-run must not kill us before we report. */
 	signal(SIGPIPE, SIG_IGN);
+	if (c.migrate_to)
+		return migrate_main(&c);
 	ret = c.host_dir ? host_pread_run(&c, &res) : load_run(&c, &res);
 	if (ret && !res.errors) {
 		fprintf(stderr, "ferryfs-load: run failed: %s\n", strerror(-ret));

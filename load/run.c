@@ -19,7 +19,7 @@
 #define HIPRIO_SLOTS  16
 #define HIPRIO_DATA   (LOAD_FORGET_BATCH * sizeof(struct fuse_forget_one))
 
-static int do_init(struct run *r)
+int load_init(struct run *r)
 {
 	struct fuse_init_in in = {
 		.major = FUSE_KERNEL_VERSION, .minor = 38, .max_readahead = 0,
@@ -109,7 +109,7 @@ static int teardown(struct run *r)
 	return ret;
 }
 
-static int alloc_queues(struct run *r)
+int load_alloc_queues(struct run *r)
 {
 	const struct load_cfg *c = r->cfg;
 	uint32_t dcap = c->block_size > FR_RDP_BUF ? c->block_size : FR_RDP_BUF;
@@ -169,7 +169,7 @@ out:
 	return ret;
 }
 
-static void free_run(struct run *r)
+void load_free_run(struct run *r)
 {
 	unsigned i, j;
 
@@ -281,13 +281,13 @@ int load_run(const struct load_cfg *cfg, struct load_result *res)
 		ret = -EINVAL;
 		goto out;
 	}
-	ret = alloc_queues(&r);
+	ret = load_alloc_queues(&r);
 	if (ret)
 		goto out;
 	ret = vu_start(&r.dev);
 	if (ret)
 		goto out;
-	ret = do_init(&r);
+	ret = load_init(&r);
 	if (ret)
 		goto out;
 	ret = setup(&r);
@@ -338,6 +338,6 @@ out:
 	res->indirect = vu_has_indirect(&r.dev);
 	res->packed = r.dev.features & (1ull << VIRTIO_F_RING_PACKED);
 	res->queue_num_max = r.dev.queue_num_max;
-	free_run(&r);
+	load_free_run(&r);
 	return ret;
 }

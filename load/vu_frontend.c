@@ -29,15 +29,19 @@ enum {
 	VHOST_USER_SET_FEATURES = 2,
 	VHOST_USER_SET_OWNER = 3,
 	VHOST_USER_SET_MEM_TABLE = 5,
+	VHOST_USER_SET_LOG_BASE = 6,
 	VHOST_USER_SET_VRING_NUM = 8,
 	VHOST_USER_SET_VRING_ADDR = 9,
 	VHOST_USER_SET_VRING_BASE = 10,
+	VHOST_USER_GET_VRING_BASE = 11,
 	VHOST_USER_SET_VRING_KICK = 12,
 	VHOST_USER_SET_VRING_CALL = 13,
 	VHOST_USER_GET_PROTOCOL_FEATURES = 15,
 	VHOST_USER_SET_PROTOCOL_FEATURES = 16,
 	VHOST_USER_GET_QUEUE_NUM = 17,
 	VHOST_USER_SET_VRING_ENABLE = 18,
+	VHOST_USER_SET_DEVICE_STATE_FD = 42,
+	VHOST_USER_CHECK_DEVICE_STATE = 43,
 };
 
 #define VHOST_USER_VERSION      0x1u
@@ -46,8 +50,17 @@ enum {
 #define VHOST_USER_F_PROTOCOL_FEATURES 30
 
 #define PROTO_F_MQ        0
+#define PROTO_F_LOG_SHMFD 1
 #define PROTO_F_REPLY_ACK 3
 #define PROTO_F_CONFIG    9
+#define PROTO_F_DEVICE_STATE 19
+#define F_LOG_ALL            26  /* VHOST_F_LOG_ALL, a feature bit of vhost itself */
+#define VRING_F_LOG          0   /* vring addr flag: log writes to the used ring */
+
+/* SET_DEVICE_STATE_FD's reply: bits 0-7 an error, bit 8 "no fd in the
+ * reply" (the backend uses ours). */
+#define DEVICE_STATE_ERR_MASK 0xffull
+#define DEVICE_STATE_NO_FD    (1ull << 8)
 
 struct vu_msg_hdr {
 	uint32_t request;
@@ -261,6 +274,8 @@ int vu_negotiate(struct vu_dev *d, int event_idx)
 			goto out;
 		want = (1ull << PROTO_F_MQ) | (1ull << PROTO_F_REPLY_ACK) |
 		       (1ull << PROTO_F_CONFIG);
+		if (d->want_device_state)
+			want |= (1ull << PROTO_F_DEVICE_STATE) | (1ull << PROTO_F_LOG_SHMFD);
 		d->protocol_features = d->dev_protocol_features & want;
 		/* SET_PROTOCOL_FEATURES itself is sent without NEED_REPLY: the
 		 * backend only knows about REPLY_ACK once it has read it. */
@@ -436,8 +451,9 @@ static int start_queue(struct vu_dev *d, struct vu_queue *q)
 	if (ret)
 		return ret;
 	/* Packed: position 0, wrap counter 1 in bit 15, for avail and (as
-	 * QEMU sends it) used in the high half. */
-	st.num = q->packed ? 0x80008000u : 0;
+	 * QEMU sends it) used in the high half. A ring that moved here from
+	 * another backend goes on where GET_VRING_BASE left it there. */
+	st.num = q->base_set ? q->base : q->packed ? 0x80008000u : 0;
 	ret = send_cmd(d, VHOST_USER_SET_VRING_BASE, &st, sizeof(st), -1);
 	if (ret)
 		return ret;
@@ -486,6 +502,113 @@ int vu_start(struct vu_dev *d)
 out:
 	if (ret)
 		fprintf(stderr, "vhost-user: setup failed: %s\n", strerror(-ret));
+	return ret;
+}
+
+bool vu_has_device_state(const struct vu_dev *d)
+{
+	return has_proto(d, PROTO_F_DEVICE_STATE);
+}
+
+bool vu_can_log(const struct vu_dev *d)
+{
+	return has_proto(d, PROTO_F_LOG_SHMFD) && (d->dev_features & (1ull << F_LOG_ALL));
+}
+
+int vu_log_start(struct vu_dev *d, int logfd, uint64_t log_size)
+{
+	struct { uint64_t mmap_size, mmap_offset; } log = { log_size, 0 };
+	struct vu_msg_hdr hdr;
+	uint8_t reply[16];  /* libvhost-user: a u64 0; the Rust vhost crate: the request echoed */
+	uint64_t features = d->features | (1ull << F_LOG_ALL);
+	unsigned i;
+	int ret;
+
+	/* QEMU reads one reply to SET_LOG_BASE whatever REPLY_ACK says (a u64
+	 * 0 from libvhost-user): take the header, then what it says follows. */
+	ret = send_msg(d, VHOST_USER_SET_LOG_BASE, 0, &log, sizeof(log), logfd);
+	if (!ret)
+		ret = recv_all(d->sock, &hdr, sizeof(hdr));
+	if (!ret && (hdr.request != VHOST_USER_SET_LOG_BASE || hdr.size > sizeof(reply))) {
+		fprintf(stderr, "vhost-user: bad reply to SET_LOG_BASE: request %u flags %#x size %u\n",
+			hdr.request, hdr.flags, hdr.size);
+		ret = -EPROTO;
+	}
+	if (!ret && hdr.size)
+		ret = recv_all(d->sock, reply, hdr.size);
+	if (!ret)
+		ret = send_cmd(d, VHOST_USER_SET_FEATURES, &features, sizeof(features), -1);
+	for (i = 0; !ret && i < d->nqueues; i++) {
+		struct vu_queue *q = &d->queues[i];
+		struct vu_vring_addr addr = {
+			.index = q->index,
+			.flags = 1u << VRING_F_LOG,
+			.desc_user_addr = (uint64_t)(uintptr_t)q->desc,
+			.used_user_addr = (uint64_t)(uintptr_t)q->used,
+			.avail_user_addr = (uint64_t)(uintptr_t)q->avail,
+			/* The used ring's guest physical address, for its log bits. */
+			.log_guest_addr = q->used_gpa,
+		};
+
+		ret = send_cmd(d, VHOST_USER_SET_VRING_ADDR, &addr, sizeof(addr), -1);
+	}
+	return ret;
+}
+
+int vu_stop_queue(struct vu_dev *d, unsigned index, uint32_t *base)
+{
+	struct vu_vring_state st = { .index = index, .num = 0 };
+	int ret = 0;
+
+	/* QEMU disables a ring before it stops it; GET_VRING_BASE answers
+	 * once the backend has finished what it took from the ring. */
+	if (d->features & (1ull << VHOST_USER_F_PROTOCOL_FEATURES))
+		ret = send_cmd(d, VHOST_USER_SET_VRING_ENABLE, &st, sizeof(st), -1);
+	if (!ret)
+		ret = send_msg(d, VHOST_USER_GET_VRING_BASE, 0, &st, sizeof(st), -1);
+	if (!ret)
+		ret = recv_reply(d, VHOST_USER_GET_VRING_BASE, &st, sizeof(st));
+	if (!ret && st.index != index)
+		ret = -EPROTO;
+	if (!ret)
+		*base = st.num;
+	return ret;
+}
+
+int vu_set_device_state_fd(struct vu_dev *d, uint32_t direction, int fd)
+{
+	struct { uint32_t direction, phase; } in = { direction, 0 };
+	uint64_t reply;
+	int ret;
+
+	ret = send_msg(d, VHOST_USER_SET_DEVICE_STATE_FD, 0, &in, sizeof(in), fd);
+	if (!ret)
+		ret = recv_reply(d, VHOST_USER_SET_DEVICE_STATE_FD, &reply, sizeof(reply));
+	if (ret)
+		return ret;
+	if (reply & DEVICE_STATE_ERR_MASK) {
+		fprintf(stderr, "vhost-user: SET_DEVICE_STATE_FD refused (reply %#llx)\n",
+			(unsigned long long)reply);
+		return -EPROTO;
+	}
+	/* A backend may answer with a pipe of its own; ferryfs-load does not
+	 * take one (QEMU would), so it is an error here, named as such. */
+	if (!(reply & DEVICE_STATE_NO_FD)) {
+		fprintf(stderr, "vhost-user: SET_DEVICE_STATE_FD: the backend returned its own fd (not supported by ferryfs-load)\n");
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+int vu_check_device_state(struct vu_dev *d)
+{
+	uint64_t result;
+	int ret = get_u64(d, VHOST_USER_CHECK_DEVICE_STATE, &result);
+
+	if (!ret && result) {
+		fprintf(stderr, "vhost-user: CHECK_DEVICE_STATE: %llu\n", (unsigned long long)result);
+		ret = -EIO;
+	}
 	return ret;
 }
 

@@ -47,11 +47,16 @@ struct vu_queue {
 	uint16_t head_pos;      /* written at the kick */
 	uint16_t head_flags;
 	uint16_t *slot_ndescs;  /* per slot (buffer id): ring descriptors in flight */
+	/* A ring moved from another backend (ferryfs-load --migrate-to):
+	 * vu_start sends base (GET_VRING_BASE's answer there) instead of 0. */
+	bool base_set;
+	uint32_t base;
 };
 
 struct vu_dev {
 	int sock;
 	bool want_packed;            /* set after vu_connect, before vu_negotiate */
+	bool want_device_state;      /* likewise: ask for the DEVICE_STATE protocol feature */
 	uint64_t dev_features;       /* offered by the backend */
 	uint64_t features;           /* acked */
 	uint64_t dev_protocol_features;
@@ -83,6 +88,26 @@ int vu_start(struct vu_dev *d);
 uint64_t vu_queue_mem_needed(uint16_t nslots, bool indirect);
 bool vu_has_indirect(const struct vu_dev *d);
 void vu_close(struct vu_dev *d);
+
+/* Migration (vhost-user.rst, "Migrating back-end state"). Whether the
+ * backend agreed to DEVICE_STATE (asked for with want_device_state). */
+bool vu_has_device_state(const struct vu_dev *d);
+/* Whether the backend can log dirty pages (VHOST_F_LOG_ALL and LOG_SHMFD). */
+bool vu_can_log(const struct vu_dev *d);
+/* The start of a migration as QEMU announces it: SET_LOG_BASE with logfd
+ * (log_size bytes, one bit per 4 KiB page from guest physical address 0),
+ * SET_FEATURES with VHOST_F_LOG_ALL, SET_VRING_ADDR with the log flag on
+ * every ring. The rings keep running. */
+int vu_log_start(struct vu_dev *d, int logfd, uint64_t log_size);
+/* SET_VRING_ENABLE 0 then GET_VRING_BASE: the ring is stopped, *base is
+ * where a new backend must go on. */
+int vu_stop_queue(struct vu_dev *d, unsigned index, uint32_t *base);
+/* SET_DEVICE_STATE_FD, phase "stopped": direction 0 save (the backend
+ * writes into fd), 1 load (it reads fd). The caller closes its copy of fd
+ * and then reads or writes the other end of the pipe. */
+int vu_set_device_state_fd(struct vu_dev *d, uint32_t direction, int fd);
+/* CHECK_DEVICE_STATE: 0 when the backend says the transfer succeeded. */
+int vu_check_device_state(struct vu_dev *d);
 
 /* Puts slot's chain in the avail ring without publishing it. */
 int vu_queue_add(struct vu_queue *q, uint16_t slot, const struct vu_seg *seg,

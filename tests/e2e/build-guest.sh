@@ -2,7 +2,7 @@
 # Builds the QEMU test guest (Debian kernel + busybox initramfs with the virtio-fs/9p modules it needs and test helpers) into OUTDIR, cached.
 #
 # Usage: build-guest.sh OUTDIR
-# Produces OUTDIR/vmlinuz, OUTDIR/initrd.img (busybox, modules, fsops helper, /cmds),
+# Produces OUTDIR/vmlinuz, OUTDIR/initrd.img (busybox, modules, fsops and migrate helpers, /cmds),
 # OUTDIR/initrd-fio.img (the same plus fio and its shared libraries), OUTDIR/fsops (host copy
 # of the helper, for `fsops --expect`), OUTDIR/stack (which stack the guest is for).
 # Env: FERRYFS_STACK=stable (default: Debian 12's 6.1 kernel, downloaded into FERRYFS_CACHE,
@@ -122,7 +122,7 @@ stamp="$({
     echo "fio ${fio_bin:+$(sha256sum "$fio_bin" | cut -d' ' -f1)}"
     echo "gcc $(gcc -dumpfullversion 2>/dev/null)"
     echo "modules ${modules[*]}"
-    sha256sum "$here/build-guest.sh" "$here/guest-fsops.c" "$here/guest/init" "$here"/guest/cmds/*
+    sha256sum "$here/build-guest.sh" "$here/guest-fsops.c" "$here/guest-migrate.c" "$here/guest/init" "$here"/guest/cmds/*
 } | sha256sum | cut -d' ' -f1)"
 
 if [[ -f "$out/.stamp" && "$(cat "$out/.stamp")" == "$stamp" && -s "$out/vmlinuz" &&
@@ -171,6 +171,7 @@ done
 gcc -static -O2 -Wall -o "$out/fsops.tmp" "$here/guest-fsops.c"
 mv "$out/fsops.tmp" "$out/fsops"
 cp "$out/fsops" "$root/bin/fsops"
+gcc -static -O2 -Wall -o "$root/bin/migrate" "$here/guest-migrate.c"
 
 install -m 0755 "$here/guest/init" "$root/init"
 for c in "$here"/guest/cmds/*; do install -m 0755 "$c" "$root/cmds/$(basename "$c")"; done
