@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/fuse.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend/pt_internal.h"
 #include "backend/pt_migration.h"
@@ -51,20 +52,30 @@ static int fd_of(const struct loader *ld, size_t i)
 /*
  * find-paths: a path found again may name another file than the one saved
  * (the host replaced it, or renamed another over it). Where the stream
- * also has the file's handle, it tells on the same host: it opens the saved
- * file (which the source still holds), and if that is not the file the
- * path names, the path is wrong. That the handle opens nothing (ESTALE)
- * says the saved file is gone only on the mount it came from (the same
- * mount namespace): elsewhere it may be another host's file system, and
- * the path is all there is.
+ * also has the file's handle, that tells. First by the handle of the file
+ * the path names now: name_to_handle_at needs no privilege, and on the
+ * same file system one inode has one handle (its generation included), so
+ * a different handle is a different file, wherever the source ran. Where
+ * the file system gives no handle, by opening the saved one (which the
+ * source still holds) and comparing inodes: that needs
+ * CAP_DAC_READ_SEARCH, and that it opens nothing (ESTALE) says the saved
+ * file is gone only on the mount it came from (the same mount namespace):
+ * elsewhere it may be another host's file system, and the path is trusted.
  */
 static int check_same_file(struct loader *ld, const struct mig_inode *mi, int fd)
 {
+	struct pt_handle_buf now;
 	struct statx a, b;
-	int hfd, ret;
+	int hfd, mnt_id, ret;
 	bool same_mount = mi->handle->mount_id == ld->root_key.mnt_id;
 	unsigned n = atomic_load_explicit(&ld->pt->nmounts, memory_order_acquire);
 
+	now.h.fh.handle_bytes = MAX_HANDLE_SZ;
+	if (name_to_handle_at(fd, "", &now.h.fh, &mnt_id, AT_EMPTY_PATH) == 0 &&
+	    now.h.fh.handle_type == mi->handle->handle_type)
+		return now.h.fh.handle_bytes == mi->handle->size &&
+			!memcmp(now.h.fh.f_handle, mi->handle->bytes, mi->handle->size) ?
+			0 : -ESTALE;
 	for (unsigned i = 0; i < n && !same_mount; i++)
 		same_mount = (uint64_t)ld->pt->mounts[i].mnt_id == mi->handle->mount_id;
 	hfd = pt_mig_open_handle(ld->pt, ld->root_mount_fd, mi->handle);
@@ -80,8 +91,11 @@ static int check_same_file(struct loader *ld, const struct mig_inode *mi, int fd
  * -EXDEV when a handle names a file outside the share. */
 static int open_inode(struct loader *ld, const struct mig_inode *mi, int *out)
 {
+	/* How the source chose to name its inodes (its --migration-mode),
+	 * not this daemon's own mode, which only decides how it saves. */
 	bool by_handle = (mi->flags & MIG_INODE_HANDLE) &&
-		(ld->o->mode == MIG_MODE_FILE_HANDLES || !(mi->flags & MIG_INODE_PATH));
+		(ld->st->options.migration_mode == MIG_MODE_FILE_HANDLES ||
+		 !(mi->flags & MIG_INODE_PATH));
 	int fd, ret;
 
 	if (by_handle) {

@@ -404,9 +404,8 @@ int mig_options_compare(const struct mig_options *src, const struct mig_options 
 	if (src->file_handles != dst->file_handles)
 		return mode_differs(reason, reason_size, "file-handle mode",
 				    src->file_handles, dst->file_handles);
-	if (src->migration_mode != dst->migration_mode)
-		return mode_differs(reason, reason_size, "migration mode",
-				    src->migration_mode, dst->migration_mode);
+	/* The migration mode is not compared: it is how the source names its
+	 * inodes in the stream, and a destination reads either. */
 	if (src->config_digest != dst->config_digest) {
 		snprintf(reason, reason_size,
 			 "id or xattr maps differ (digest %016llx on the source, %016llx here)",

@@ -548,17 +548,16 @@ static void test_options_mismatch(void)
 	lookup(&a, FUSE_ROOT_ID, "keep");
 	fd = save(&a, reason, sizeof(reason), &ret);
 	before = fd_count();
-	ret = load_fd(&b, fd, reason, sizeof(reason));
-	CHECK_MSG(ret == -EINVAL && strstr(reason, "migration"), "mode: %s", reason);
-	b.st.mig.mode = MIG_MODE_FIND_PATHS;
-	b.st.mig_options.migration_mode = MIG_MODE_FIND_PATHS;
 	b.st.mig_options.flags ^= MIG_OPT_WRITEBACK;
 	ret = load_fd(&b, fd, reason, sizeof(reason));
 	CHECK_MSG(ret == -EINVAL && strstr(reason, "writeback"), "writeback: %s", reason);
 	CHECK_EQ(fd_count(), before);
 	b.st.mig_options.flags ^= MIG_OPT_WRITEBACK;
+	/* The migration mode is how the source names its inodes: a
+	 * file-handles destination reads a find-paths stream (and the other
+	 * way round), as the Rust virtiofsd's does. */
 	ret = load_fd(&b, fd, reason, sizeof(reason));
-	CHECK_MSG(ret == 0, "then agreeing: %s", ret ? reason : "ok");
+	CHECK_MSG(ret == 0, "then agreeing, in another migration mode: %s", ret ? reason : "ok");
 	close(fd);
 	side_close(&a);
 	side_close(&b);
