@@ -387,7 +387,9 @@ static int h_set_vring_base(struct vu_dev *dev, struct vu_msg *m, struct vu_repl
 
 	if (!q)
 		return -EINVAL;
-	if (q->thread_running)
+	/* A new position may reset the session (vu_dev_driver_gone), which
+	 * must not happen under a device state hook. */
+	if (q->thread_running || vu_transfer_running(dev))
 		return -EBUSY;
 	if (q->vq.packed)
 		return set_packed_base(dev, q, m->p.state.num);

@@ -783,6 +783,8 @@ static void test_device_state_hostile(void)
 	}
 	CHECK_MSG((st & VU_DEVICE_STATE_ERR_MASK) && still_answers(s.fd),
 	          "a second SET_DEVICE_STATE_FD while one runs: refused");
+	CHECK_MSG(nacked(s.fd, VU_SET_VRING_BASE, &(struct vu_vring_state){ 1, 3 }, 8, NULL, 0),
+	          "SET_VRING_BASE (a possible reset) while a hook runs: refused");
 	CHECK_MSG(read_state(rd) && check_state(s.fd) == 0, "the running save completes; CHECK 0");
 
 	save_fails = true;
