@@ -55,12 +55,14 @@ int recv_reply(int fd, struct vu_msg_hdr *h, void *payload, size_t max)
 	return vu_client_recv(fd, h, payload, max, 2000);
 }
 
-int request_u64(int fd, uint32_t req, const void *payload, uint32_t size, const int *fds,
-		unsigned nfds, uint64_t *v)
+/* Sends req with flags and reads the u64 reply: 0, -EIO, or -EPROTO
+ * when the reply is not one well-formed u64 reply to req. */
+static int exchange_u64(int fd, uint32_t req, uint32_t flags, const void *payload,
+			uint32_t size, const int *fds, unsigned nfds, uint64_t *v)
 {
 	struct vu_msg_hdr h;
 
-	if (vu_client_send(fd, req, 0, payload, size, fds, nfds) < 0)
+	if (vu_client_send(fd, req, flags, payload, size, fds, nfds) < 0)
 		return -EIO;
 	if (recv_reply(fd, &h, v, 8) < 0 || h.request != req || h.size != 8 ||
 	    h.flags != (VU_VERSION | VU_FLAG_REPLY))
@@ -68,17 +70,16 @@ int request_u64(int fd, uint32_t req, const void *payload, uint32_t size, const 
 	return 0;
 }
 
+int request_u64(int fd, uint32_t req, const void *payload, uint32_t size, const int *fds,
+		unsigned nfds, uint64_t *v)
+{
+	return exchange_u64(fd, req, 0, payload, size, fds, nfds, v);
+}
+
 int ack(int fd, uint32_t req, const void *payload, uint32_t size, const int *fds,
 	unsigned nfds, uint64_t *status)
 {
-	struct vu_msg_hdr h;
-
-	if (vu_client_send(fd, req, VU_FLAG_NEED_REPLY, payload, size, fds, nfds) < 0)
-		return -EIO;
-	if (recv_reply(fd, &h, status, 8) < 0 || h.request != req || h.size != 8 ||
-	    h.flags != (VU_VERSION | VU_FLAG_REPLY))
-		return -EPROTO;
-	return 0;
+	return exchange_u64(fd, req, VU_FLAG_NEED_REPLY, payload, size, fds, nfds, status);
 }
 
 bool nacked(int fd, uint32_t req, const void *payload, uint32_t size, const int *fds,
@@ -116,4 +117,14 @@ bool wait_readable(int fd, int ms)
 	if (poll(&p, 1, ms) != 1)
 		return false;
 	return read(fd, &v, sizeof(v)) == sizeof(v);
+}
+
+bool wait_count(const int *counter, int n)
+{
+	for (int i = 0; i < 200; i++) {
+		if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) >= n)
+			return true;
+		usleep(10000);
+	}
+	return false;
 }

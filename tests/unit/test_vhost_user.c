@@ -272,18 +272,6 @@ struct ring {
 	uint16_t avail_idx;
 };
 
-/* The handler's globals are read only after its counter (release by the
- * atomic increment) says it has run n times. */
-static bool wait_handled(int n)
-{
-	for (int i = 0; i < 200; i++) {
-		if (__atomic_load_n(&handled, __ATOMIC_ACQUIRE) >= n)
-			return true;
-		usleep(10000);
-	}
-	return false;
-}
-
 static void ring_request(struct ring *r, const char *text, uint64_t wr_gpa)
 {
 	uint16_t head = (uint16_t)((r->avail_idx * 2) % 8);
@@ -354,7 +342,7 @@ static void test_live_queue(struct vu_dev *dev)
 	          "ring disabled (PROTOCOL_FEATURES negotiated): request not processed");
 	st = (struct vu_vring_state){ 1, 1 };
 	CHECK_MSG(acked_ok(s.fd, VU_SET_VRING_ENABLE, &st, sizeof(st), NULL, 0), "SET_VRING_ENABLE 1 1");
-	CHECK_MSG(wait_readable(call, 2000) && wait_handled(1) && r.used->idx == 1 &&
+	CHECK_MSG(wait_readable(call, 2000) && wait_count(&handled, 1) && r.used->idx == 1 &&
 	          r.used->ring[0].len == 5 && strcmp(last_request, "ping1") == 0 && last_queue_index == 1 &&
 	          strcmp((char *)r.base + BUF + 0x1000, "pong") == 0,
 	          "enable processes the pending request; call fd signalled, used len 5");
@@ -410,7 +398,7 @@ static void test_live_queue(struct vu_dev *dev)
 	ring_request(&r, "ping4", BUF + 0x1000);
 	eventfd_write(kick, 1);
 	CHECK_MSG(!wait_readable(call, 300), "call fd was closed by GET_VRING_BASE: no signal to the old one");
-	CHECK_MSG(wait_handled(3) && r.used->idx == 1 && strcmp(last_request, "ping4") == 0,
+	CHECK_MSG(wait_count(&handled, 3) && r.used->idx == 1 && strcmp(last_request, "ping4") == 0,
 	          "restarted queue (still enabled) processed the request");
 
 	vu_dev_stop(dev);
@@ -547,7 +535,7 @@ static void test_deferred(void)
 	ring_request(&r, "wait1", BUF + 0x1000);       /* head 0 */
 	ring_request(&r, "ping", BUF + 0x1100);        /* head 2 */
 	eventfd_write(kick, 1);
-	CHECK_MSG(wait_readable(call, 2000) && wait_handled(handled_before + 1) &&
+	CHECK_MSG(wait_readable(call, 2000) && wait_count(&handled, handled_before + 1) &&
 	          r.used->idx == 1 && r.used->ring[0].id == 2 &&
 	          strcmp((char *)r.base + BUF + 0x1100, "pong") == 0,
 	          "a deferred request does not hold back the one behind it");
@@ -626,7 +614,7 @@ static void test_publish_mid_batch(void)
 	ring_request(&r, "ping", BUF + 0x1200);
 	CHECK_MSG(vu_client_send(s.fd, VU_SET_VRING_KICK, 0, &(uint64_t){ 1 }, 8, &kick, 1) == 0 &&
 	          eventfd_write(kick, 1) == 0 && wait_readable(call, 2000) &&
-	          wait_handled(watch_base + 3),
+	          wait_count(&handled, watch_base + 3),
 	          "three requests handled");
 	/* The last reply is published after handle() counted it. */
 	for (int i = 0; i < 200 && __atomic_load_n(&r.used->idx, __ATOMIC_ACQUIRE) != 3; i++)
@@ -720,7 +708,7 @@ static void test_broken_queue_isolated(void)
 	/* Queue 2 still answers, twice. */
 	ring_request(&r2, "still-here", off2 + BUF + 0x1000);
 	eventfd_write(kick2, 1);
-	CHECK_MSG(wait_readable(call2, 2000) && wait_handled(base_handled + 1) && r2.used->idx == 1 &&
+	CHECK_MSG(wait_readable(call2, 2000) && wait_count(&handled, base_handled + 1) && r2.used->idx == 1 &&
 	          strcmp(last_request, "still-here") == 0 && last_queue_index == 2,
 	          "queue 2 answers after queue 1 broke");
 	/* Queue 1 next: a head index past the ring. */
@@ -730,7 +718,7 @@ static void test_broken_queue_isolated(void)
 	eventfd_write(kick1, 1);
 	ring_request(&r2, "again", off2 + BUF + 0x1000);
 	eventfd_write(kick2, 1);
-	CHECK_MSG(wait_readable(call2, 2000) && wait_handled(base_handled + 2) && r2.used->idx == 2 &&
+	CHECK_MSG(wait_readable(call2, 2000) && wait_count(&handled, base_handled + 2) && r2.used->idx == 2 &&
 	          r1.used->idx == 0, "queue 2 answers again; broken queue 1 stays untouched");
 	/* Queue 0 with a regular file for its kick: always readable, never
 	 * an eventfd's 8 bytes. Its thread must stop, not spin. */
@@ -756,7 +744,7 @@ static void test_broken_queue_isolated(void)
 				      tv_us(&ru0.ru_utime) - tv_us(&ru0.ru_stime)));
 		ring_request(&r2, "after-kick0", off2 + BUF + 0x1000);
 		eventfd_write(kick2, 1);
-		CHECK_MSG(wait_readable(call2, 2000) && wait_handled(base_handled + 3) &&
+		CHECK_MSG(wait_readable(call2, 2000) && wait_count(&handled, base_handled + 3) &&
 		          r2.used->idx == 3, "queue 2 still answers");
 		close(kfile); close(call0); close(err0);
 	}

@@ -389,16 +389,6 @@ static void log_clear(struct log *l)
 	memset(l->bits, 0, 4096);
 }
 
-static bool wait_handled(int n)
-{
-	for (int i = 0; i < 200; i++) {
-		if (__atomic_load_n(&handled, __ATOMIC_ACQUIRE) >= n)
-			return true;
-		usleep(10000);
-	}
-	return false;
-}
-
 static struct vu_dev *new_dev(void)
 {
 	struct vu_fs_config cfg = { .tag = "myfs", .num_request_queues = 1 };
@@ -714,7 +704,7 @@ static void test_packed_log(void)
 	expect_range(&e, DESC, 1);
 	allowed = e;
 	expect_range(&allowed, USED, 4);          /* the device event area, if re-armed */
-	CHECK_MSG(guest_wait_reply(&g, 0) && wait_handled(before + 1), "the request answered");
+	CHECK_MSG(guest_wait_reply(&g, 0) && wait_count(&handled, before + 1), "the request answered");
 	{
 		bool all = true, only = true;
 
@@ -728,7 +718,7 @@ static void test_packed_log(void)
 	CHECK_MSG(set_features(s.fd, &g, 0), "LOG_ALL off on the live packed ring");
 	log_clear(&l);
 	guest_request(&g, "read 8192", 0x20000, 0x2000, false);
-	CHECK_MSG(guest_wait_reply(&g, 0) && wait_handled(before + 2) && log_zero(&l),
+	CHECK_MSG(guest_wait_reply(&g, 0) && wait_count(&handled, before + 2) && log_zero(&l),
 	          "packed, logging off: no bits");
 	CHECK_MSG(session_end(&s) == 0, "orderly end");
 	vu_dev_free(dev);
