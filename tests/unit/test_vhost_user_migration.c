@@ -799,6 +799,10 @@ static void test_device_state_hostile(void)
 	CHECK_MSG(guest_wait_reply(&g, 10) && __atomic_load_n(&resets, __ATOMIC_SEQ_CST) == resets_before,
 	          "a request served on the loaded session; the start did not reset it");
 	CHECK_MSG(stop_queue1(s.fd) == 10, "ring stopped");
+	CHECK_MSG(acked_ok(s.fd, VU_RESET_OWNER, NULL, 0, NULL, 0) &&
+	          nacked(s.fd, 39 /* SET_STATUS: not offered */, &(uint64_t){ 0 }, 8, NULL, 0) &&
+	          __atomic_load_n(&resets, __ATOMIC_SEQ_CST) == resets_before,
+	          "RESET_OWNER and a SET_STATUS 0 do not reset the loaded session");
 
 	st = begin_save(s.fd, &rd);
 	CHECK_MSG(st == VU_DEVICE_STATE_NOFD, "another save begins and blocks on the full pipe");
