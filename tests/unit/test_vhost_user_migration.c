@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/virtio_config.h>
 #include <linux/virtio_ring.h>
@@ -811,6 +812,36 @@ static void test_device_state_hostile(void)
 	CHECK_MSG(session_end(&s) == 0, "disconnect during a transfer: serve returns");
 	CHECK_MSG(__atomic_load_n(&resets, __ATOMIC_SEQ_CST) == resets_before + 1,
 	          "the loaded session is reset when its frontend goes");
+	CHECK_MSG(fd_count() == fds_before, "no fd leaked (%d -> %d)", fds_before, fd_count());
+
+	/* A frontend that hangs up but keeps the pipe open, never reading:
+	 * the hook must not hold the device for ever. */
+	session_start(&s, dev);
+	CHECK_MSG(negotiate(s.fd) && begin_save(s.fd, &rd) == VU_DEVICE_STATE_NOFD,
+	          "a save begins; its pipe is kept open and never read");
+	{
+		time_t t0 = time(NULL);
+
+		CHECK_MSG(session_end(&s) == 0 && time(NULL) - t0 <= 2,
+		          "disconnect with the pipe still open: serve returns at once");
+	}
+	close(rd);
+	session_start(&s, dev);
+	CHECK_MSG(negotiate(s.fd) && begin_save(s.fd, &rd) == VU_DEVICE_STATE_NOFD,
+	          "a save begins; nobody reads");
+	vu_client_send(s.fd, VU_CHECK_DEVICE_STATE, 0, NULL, 0, NULL, 0);
+	usleep(100000);
+	{
+		time_t t0 = time(NULL);
+
+		int ret = session_end(&s);
+
+		/* Its reply cannot go out any more: an error end is right. */
+		CHECK_MSG(ret <= 0 && time(NULL) - t0 <= 2,
+		          "disconnect while CHECK_DEVICE_STATE waits on an unread pipe: serve returns (%d)",
+		          ret);
+	}
+	close(rd);
 	CHECK_MSG(fd_count() == fds_before, "no fd leaked (%d -> %d)", fds_before, fd_count());
 
 	session_start(&s, dev);
