@@ -68,16 +68,16 @@ static uint32_t fz_handle(void *ctx, const struct ferry_req *req)
 	return written + 1;
 }
 
-/* Device state hooks: the fds the fuzzer passes are memfds and eventfds,
- * never pipes, so the hooks use them at offset 0 (a memfd never grows,
- * an eventfd fails at once) and never block. The first byte read decides
- * whether a load succeeds, so CHECK_DEVICE_STATE answers both ways. */
+/* Device state hooks, on the transport's socketpair: the relay moves the
+ * bytes to or from the fd the fuzzer passed (a memfd or an eventfd, never
+ * a pipe). The first byte read decides whether a load succeeds, so
+ * CHECK_DEVICE_STATE answers both ways. */
 static int fz_save(void *opaque, int fd, char *reason, size_t reason_size)
 {
 	static const char state[] = "ferry";
 
-	if (pwrite(fd, state, sizeof(state), 0) != (ssize_t)sizeof(state)) {
-		snprintf(reason, reason_size, "pwrite: %s", strerror(errno));
+	if (write(fd, state, sizeof(state)) != (ssize_t)sizeof(state)) {
+		snprintf(reason, reason_size, "write: %s", strerror(errno));
 		return -EIO;
 	}
 	return 0;
@@ -87,7 +87,7 @@ static int fz_load(void *opaque, int fd, char *reason, size_t reason_size)
 {
 	uint8_t b = 0;
 
-	if (pread(fd, &b, 1, 0) != 1 || b != 'f') {
+	if (read(fd, &b, 1) != 1 || b != 'f') {
 		snprintf(reason, reason_size, "not a state");
 		return -EBADMSG;
 	}
