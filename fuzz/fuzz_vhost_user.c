@@ -2,6 +2,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <linux/virtio_config.h>
 #include <linux/virtio_ring.h>
 #include <stdint.h>
@@ -67,10 +68,38 @@ static uint32_t fz_handle(void *ctx, const struct ferry_req *req)
 	return written + 1;
 }
 
+/* Device state hooks, on the transport's socketpair: the relay moves the
+ * bytes to or from the fd the fuzzer passed (a memfd or an eventfd, never
+ * a pipe). The first byte read decides whether a load succeeds, so
+ * CHECK_DEVICE_STATE answers both ways. */
+static int fz_save(void *opaque, int fd, char *reason, size_t reason_size)
+{
+	static const char state[] = "ferry";
+
+	if (write(fd, state, sizeof(state)) != (ssize_t)sizeof(state)) {
+		snprintf(reason, reason_size, "write: %s", strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+static int fz_load(void *opaque, int fd, char *reason, size_t reason_size)
+{
+	uint8_t b = 0;
+
+	if (read(fd, &b, 1) != 1 || b != 'f') {
+		snprintf(reason, reason_size, "not a state");
+		return -EBADMSG;
+	}
+	return 0;
+}
+
 static const struct ferry_handler fz_ops = {
 	.start = fz_queue_start,
 	.stop = fz_queue_stop,
 	.handle = fz_handle,
+	.save_state = fz_save,
+	.load_state = fz_load,
 };
 
 static void write_seeds(const char *dir);
@@ -221,10 +250,10 @@ static void mem_write(struct seed_buf *s, uint16_t off, const void *p, uint16_t 
 #define AVAIL 0x1000u
 #define USED 0x2000u
 
-static void start_queue(struct seed_buf *s, uint32_t q, uint16_t ring_off)
+static void start_queue(struct seed_buf *s, uint32_t q, uint16_t ring_off, uint32_t addr_flags)
 {
-	struct vu_vring_addr addr = { q, 0, UVA + DESC + ring_off, UVA + USED + ring_off,
-				      UVA + AVAIL + ring_off, 0 };
+	struct vu_vring_addr addr = { q, addr_flags, UVA + DESC + ring_off, UVA + USED + ring_off,
+				      UVA + AVAIL + ring_off, USED + ring_off };
 
 	rec_state(s, VU_SET_VRING_NUM, q, 8);
 	rec_state(s, VU_SET_VRING_BASE, q, 0);
@@ -253,7 +282,11 @@ static void write_seeds(const char *dir)
 		(1ull << VIRTIO_RING_F_EVENT_IDX) | (1ull << VIRTIO_RING_F_INDIRECT_DESC);
 	const uint64_t protocol_features = (1ull << VU_PROTO_F_MQ) |
 		(1ull << VU_PROTO_F_REPLY_ACK) | (1ull << VU_PROTO_F_CONFIG) |
-		(1ull << VU_PROTO_F_CONFIGURE_MEM_SLOTS);
+		(1ull << VU_PROTO_F_CONFIGURE_MEM_SLOTS) | (1ull << VU_PROTO_F_LOG_SHMFD) |
+		(1ull << VU_PROTO_F_DEVICE_STATE);
+	struct vu_log log = { SMALL_SIZE, 0 };
+	struct vu_transfer_state save = { VU_TRANSFER_SAVE, VU_TRANSFER_PHASE_STOPPED };
+	struct vu_transfer_state load = { VU_TRANSFER_LOAD, VU_TRANSFER_PHASE_STOPPED };
 	struct vu_mem_table table = { 1, 0, { { 0, MEM_SIZE, UVA, 0 } } };
 	struct vu_mem_single region = { 0, { 0, MEM_SIZE, UVA, 0 } };
 	struct vu_config config = { 0, 40, 0, { 0 } };
@@ -271,7 +304,7 @@ static void write_seeds(const char *dir)
 	/* One region, and its memfd (fdspec 1). */
 	rec(&s, VU_SET_MEM_TABLE, VU_FLAG_NEED_REPLY, 1, &table,
 	    VU_MEM_TABLE_HDR_SIZE + sizeof(table.regions[0]));
-	start_queue(&s, 1, 0);
+	start_queue(&s, 1, 0, 0);
 	rec_state(&s, VU_GET_VRING_BASE, 1, 0);
 	fuzz_write_seed(dir, "qemu-startup", s.b, s.len);
 
@@ -282,9 +315,31 @@ static void write_seeds(const char *dir)
 	rec_u64(&s, VU_SET_PROTOCOL_FEATURES, 0, protocol_features);
 	rec_u64(&s, VU_SET_FEATURES, 0, features);
 	rec(&s, VU_ADD_MEM_REG, VU_FLAG_NEED_REPLY, 1, &region, sizeof(region));
-	start_queue(&s, 0, 0);
-	start_queue(&s, 2, 0x4000);
+	start_queue(&s, 0, 0, 0);
+	start_queue(&s, 2, 0x4000, 0);
 	rec(&s, VU_GET_CONFIG, 0, 0, &config, VU_CONFIG_HDR_SIZE + 40);
 	rec(&s, VU_REM_MEM_REG, VU_FLAG_NEED_REPLY, 0, &region, sizeof(region));
 	fuzz_write_seed(dir, "mem-slots", s.b, s.len);
+
+	/* A migration as QEMU runs it: the log (the 4 KiB memfd, fdspec
+	 * 1 | 0x10), LOG_ALL and the ring's log flag on a live ring, a chain
+	 * served and logged, the stop, a save and its check; then the
+	 * destination's load (of what the save wrote) before any memory table. */
+	memset(&s, 0, sizeof(s));
+	one_chain(&s, 0);
+	rec_u64(&s, VU_SET_PROTOCOL_FEATURES, 0, protocol_features);
+	rec_u64(&s, VU_SET_FEATURES, 0, features);
+	rec(&s, VU_SET_MEM_TABLE, VU_FLAG_NEED_REPLY, 1, &table,
+	    VU_MEM_TABLE_HDR_SIZE + sizeof(table.regions[0]));
+	start_queue(&s, 1, 0, 0);
+	rec(&s, VU_SET_LOG_BASE, 0, 1 | 0x10, &log, sizeof(log));
+	rec(&s, VU_SET_LOG_FD, VU_FLAG_NEED_REPLY, 1 | 8, NULL, 0);
+	rec_u64(&s, VU_SET_FEATURES, 0, features | (1ull << VU_F_LOG_ALL));
+	start_queue(&s, 1, 0, VU_VRING_F_LOG);
+	rec_state(&s, VU_GET_VRING_BASE, 1, 0);
+	rec(&s, VU_SET_DEVICE_STATE_FD, 0, 1 | 0x10, &save, sizeof(save));
+	rec(&s, VU_CHECK_DEVICE_STATE, 0, 0, NULL, 0);
+	rec(&s, VU_SET_DEVICE_STATE_FD, 0, 1 | 0x10, &load, sizeof(load));
+	rec(&s, VU_CHECK_DEVICE_STATE, 0, 0, NULL, 0);
+	fuzz_write_seed(dir, "migration", s.b, s.len);
 }

@@ -229,3 +229,33 @@ void *guest_mem_uva_to_ptr(const struct guest_mem *mem, uint64_t uva, uint64_t l
 	}
 	return NULL;
 }
+
+int guest_mem_uva_to_gpa(const struct guest_mem *mem, uint64_t uva, uint64_t *gpa)
+{
+	for (unsigned i = 0; i < mem->count; i++) {
+		const struct guest_region *r = &mem->regions[i];
+
+		if (uva >= r->desc.uva && uva - r->desc.uva < r->desc.size) {
+			*gpa = r->desc.gpa + (uva - r->desc.uva);
+			return 0;
+		}
+	}
+	return -EFAULT;
+}
+
+int guest_mem_host_to_gpa(const struct guest_mem *mem, const void *p, uint64_t len,
+			  uint64_t *gpa)
+{
+	uintptr_t a = (uintptr_t)p;
+
+	for (unsigned i = 0; i < mem->count; i++) {
+		const struct guest_region *r = &mem->regions[i];
+		uintptr_t h = (uintptr_t)r->host;
+
+		if (a >= h && a - h < r->desc.size && len <= r->desc.size - (a - h)) {
+			*gpa = r->desc.gpa + (a - h);
+			return 0;
+		}
+	}
+	return -EFAULT;
+}

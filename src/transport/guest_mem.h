@@ -67,5 +67,13 @@ void *guest_mem_gpa_to_ptr(const struct guest_mem *mem, uint64_t gpa, uint64_t l
 /* Pointer to the frontend virtual range [uva, uva + len) if it lies inside a
  * single region, else NULL. Ring addresses are given this way. */
 void *guest_mem_uva_to_ptr(const struct guest_mem *mem, uint64_t uva, uint64_t len);
+/* The guest-physical address of the frontend virtual address uva, if a
+ * region maps it; else -EFAULT. For the dirty log's ring addresses. */
+int guest_mem_uva_to_gpa(const struct guest_mem *mem, uint64_t uva, uint64_t *gpa);
+/* The guest-physical address of host pointer p, if a region maps [p, p +
+ * len); else -EFAULT. Linear in the regions: only while dirty logging is
+ * on, so that the data path keeps no guest address per segment. */
+int guest_mem_host_to_gpa(const struct guest_mem *mem, const void *p, uint64_t len,
+			  uint64_t *gpa);
 
 #endif

@@ -19,11 +19,12 @@
 /* The vring index travels in 8 bits. */
 #define VU_MAX_QUEUES 256
 
-/* LOG_SHMFD is not offered: no dirty logging, hence no migration. CONFIG
- * is added per device, only when it has a tag: QEMU's vhost-user-fs-pci
- * has its own tag and warns about a backend offering config space. */
+/* LOG_SHMFD: dirty logging, which QEMU needs before it migrates at all.
+ * CONFIG is added per device, only when it has a tag: QEMU's
+ * vhost-user-fs-pci has its own tag and warns about a backend offering
+ * config space. DEVICE_STATE only when the handler can save and load. */
 static const uint64_t base_protocol_features =
-	BIT(VU_PROTO_F_MQ) | BIT(VU_PROTO_F_REPLY_ACK) |
+	BIT(VU_PROTO_F_MQ) | BIT(VU_PROTO_F_LOG_SHMFD) | BIT(VU_PROTO_F_REPLY_ACK) |
 	BIT(VU_PROTO_F_BACKEND_REQ) | BIT(VU_PROTO_F_CONFIGURE_MEM_SLOTS);
 
 /*
@@ -75,8 +76,13 @@ static void dev_reset(struct vu_dev *dev)
 		virtq_init(&q->vq, i);
 		virtq_set_mem(&q->vq, dev->mem);
 	}
+	/* Before the reset: a hook must not run into handler->reset. */
+	vu_transfer_abort(dev);
 	vu_dev_driver_gone(dev, "frontend disconnected");
 	guest_mem_clear(dev->mem);
+	dirty_log_free(dev->log);
+	dev->log = NULL;
+	close_fd(&dev->log_call_fd);
 	close_fd(&dev->backend_req_fd);
 	dev->features = 0;
 	dev->protocol_features = 0;
@@ -111,12 +117,14 @@ int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
 	dev->opaque = opaque;
 	dev->conn_fd = -1;
 	dev->backend_req_fd = -1;
+	dev->log_call_fd = -1;
 	if (tag_len)
 		memcpy(dev->config_space.tag, config->tag, tag_len);
 	dev->config_space.num_request_queues = htole32(config->num_request_queues);
 	dev->nqueues = 1 + max_request_queues;
 	dev->offered_protocol_features = base_protocol_features |
-		(tag_len ? BIT(VU_PROTO_F_CONFIG) : 0);
+		(tag_len ? BIT(VU_PROTO_F_CONFIG) : 0) |
+		(handler->save_state && handler->load_state ? BIT(VU_PROTO_F_DEVICE_STATE) : 0);
 	dev->poll_max_ns = (uint64_t)config->poll_max_us * 1000u;
 	dev->poll_slots = vu_poll_slots_for_cpus();
 

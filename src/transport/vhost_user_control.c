@@ -12,10 +12,12 @@
 #include "transport/vhost_user_msg.h"
 #include "transport/vhost_user_wire.h"
 
+/* Never VIRTIO_F_IOMMU_PLATFORM: ring and buffer addresses would then be
+ * I/O virtual addresses, and the dirty log needs guest-physical ones. */
 static const uint64_t offered_features =
 	BIT(VIRTIO_F_VERSION_1) | BIT(VIRTIO_RING_F_EVENT_IDX) |
 	BIT(VIRTIO_RING_F_INDIRECT_DESC) | BIT(VIRTIO_F_RING_PACKED) |
-	BIT(VU_F_PROTOCOL_FEATURES);
+	BIT(VU_F_PROTOCOL_FEATURES) | BIT(VU_F_LOG_ALL);
 
 struct vu_reply {
 	union vu_payload p;
@@ -49,6 +51,17 @@ static void remap_all_queues(struct vu_dev *dev)
 			log_warn("queue %u: rings unmapped after memory table change",
 				 q->index);
 	}
+}
+
+/* With all queue locks held: logging is on while LOG_ALL is acked and a
+ * log is mapped. Only the log pointer changes: a live toggle resets
+ * neither rings nor session. */
+static void update_logging(struct vu_dev *dev)
+{
+	struct dirty_log *log = dev->features & BIT(VU_F_LOG_ALL) ? dev->log : NULL;
+
+	for (unsigned i = 0; i < dev->nqueues; i++)
+		virtq_set_log(&dev->queues[i].vq, log);
 }
 
 static struct vu_queue *msg_queue(struct vu_dev *dev, uint64_t index)
@@ -95,7 +108,6 @@ static int h_set_features(struct vu_dev *dev, struct vu_msg *m, struct vu_reply 
 			vu_queue_stop_thread(q);
 	}
 	lock_all_queues(dev);
-	dev->features = features;
 	for (unsigned i = 0; i < dev->nqueues; i++) {
 		struct vu_queue *q = &dev->queues[i];
 
@@ -112,6 +124,12 @@ static int h_set_features(struct vu_dev *dev, struct vu_msg *m, struct vu_reply 
 		if (!(features & BIT(VU_F_PROTOCOL_FEATURES)))
 			q->enabled = true;
 	}
+	if ((dev->features ^ features) & BIT(VU_F_LOG_ALL))
+		log_info("vhost-user: dirty logging %s%s",
+			 features & BIT(VU_F_LOG_ALL) ? "on" : "off",
+			 features & BIT(VU_F_LOG_ALL) && !dev->log ? " (once a log is set)" : "");
+	dev->features = features;
+	update_logging(dev);
 	unlock_all_queues(dev);
 	for (unsigned i = 0; i < dev->nqueues; i++) {
 		if (dev->queues[i].kind_restart)
@@ -318,12 +336,18 @@ static int h_set_vring_addr(struct vu_dev *dev, struct vu_msg *m, struct vu_repl
 
 	if (!q)
 		return -EINVAL;
-	/* a->flags may ask for used-ring logging; we never offered
-	 * LOG_ALL, so there is nothing to log. */
+	if (a->flags & ~VU_VRING_F_LOG) {
+		log_err("SET_VRING_ADDR: unknown flags 0x%x", a->flags);
+		return -EINVAL;
+	}
+	/* Arrives again on a live ring when migration starts, with the log
+	 * flag: only addresses change, never the ring's indices. */
 	pthread_mutex_lock(&q->lock);
 	q->desc_uva = a->desc;
 	q->avail_uva = a->avail;
 	q->used_uva = a->used;
+	q->log_ring = a->flags & VU_VRING_F_LOG;
+	q->log_addr = a->log;
 	q->addr_set = true;
 	ret = vu_queue_map_rings(q);
 	pthread_mutex_unlock(&q->lock);
@@ -363,7 +387,9 @@ static int h_set_vring_base(struct vu_dev *dev, struct vu_msg *m, struct vu_repl
 
 	if (!q)
 		return -EINVAL;
-	if (q->thread_running)
+	/* A new position may reset the session (vu_dev_driver_gone), which
+	 * must not happen under a device state hook. */
+	if (q->thread_running || vu_transfer_running(dev))
 		return -EBUSY;
 	if (q->vq.packed)
 		return set_packed_base(dev, q, m->p.state.num);
@@ -533,13 +559,76 @@ static int h_set_backend_req_fd(struct vu_dev *dev, struct vu_msg *m,
 	return 0;
 }
 
-static int h_set_log(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+/* SET_LOG_BASE: maps the log; a later one replaces the earlier (QEMU
+ * sends the new one before it frees the old when memory grows). */
+static int h_set_log_base(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
 {
-	/* We offer neither VHOST_F_LOG_ALL nor LOG_SHMFD: a frontend asking
-	 * for dirty logging is confused. The fd is closed by the dispatcher. */
-	log_err("%s: dirty logging (migration) is not supported",
-		vu_request_name(m->hdr.request));
-	return -ENOTSUP;
+	struct dirty_log *log, *old;
+	int ret;
+
+	/* Without LOG_SHMFD the log would be in the frontend's memory, which
+	 * we cannot reach. */
+	if (!(dev->protocol_features & BIT(VU_PROTO_F_LOG_SHMFD))) {
+		log_err("SET_LOG_BASE without LOG_SHMFD negotiated");
+		return -ENOTSUP;
+	}
+	if (m->nfds != 1) {
+		log_err("SET_LOG_BASE with %u fds", m->nfds);
+		return -EINVAL;
+	}
+	ret = dirty_log_map(&log, m->fds[0], m->p.log.mmap_size, m->p.log.mmap_offset);
+	if (ret < 0)
+		return ret;
+	lock_all_queues(dev);
+	old = dev->log;
+	dev->log = log;
+	update_logging(dev);
+	unlock_all_queues(dev);
+	/* No batch can be marking the old log any more. */
+	dirty_log_free(old);
+	log_info("vhost-user: dirty log of %llu bytes (%llu MiB of guest memory)",
+		 (unsigned long long)log->size,
+		 (unsigned long long)(log->size * 8 * VU_LOG_PAGE_SIZE >> 20));
+	r->p.u64 = 0;
+	return 0;
+}
+
+/* SET_LOG_FD: an eventfd kicked after marks; none if no fd. */
+static int h_set_log_fd(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	int fd = m->nfds == 1 ? vu_msg_take_fd(m, 0) : -1;
+	int old;
+
+	lock_all_queues(dev);
+	old = dev->log_call_fd;
+	dev->log_call_fd = fd;
+	unlock_all_queues(dev);
+	close_fd(&old);
+	return 0;
+}
+
+static int h_set_device_state_fd(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	int fd = m->nfds == 1 ? vu_msg_take_fd(m, 0) : -1;
+	int ret;
+
+	if (!(dev->protocol_features & BIT(VU_PROTO_F_DEVICE_STATE))) {
+		log_err("SET_DEVICE_STATE_FD without DEVICE_STATE negotiated");
+		close_fd(&fd);
+		return -ENOTSUP;
+	}
+	ret = vu_transfer_begin(dev, m->p.transfer.direction, m->p.transfer.phase, fd);
+	if (ret < 0)
+		return ret;
+	/* We keep the fd and send none back. */
+	r->p.u64 = VU_DEVICE_STATE_NOFD;
+	return 0;
+}
+
+static int h_check_device_state(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+{
+	r->p.u64 = 0;
+	return vu_transfer_check(dev);
 }
 
 enum { SIZE_VAR = -1 };
@@ -549,34 +638,68 @@ struct vu_handler {
 	int size;               /* exact payload size, or SIZE_VAR */
 	unsigned max_fds;
 	bool has_reply;         /* a reply defined by the request itself */
+	/* The reply is a u64 status, sent on failure too (0 or what the
+	 * handler put in r on success); see status_reply_due. */
+	bool status_reply;
+	/* Runs once the successful reply went out. */
+	void (*after_reply)(struct vu_dev *dev);
 };
 
 static const struct vu_handler handlers[] = {
-	[VU_GET_FEATURES] = { h_get_features, 0, 0, true },
-	[VU_SET_FEATURES] = { h_set_features, 8, 0, false },
-	[VU_SET_OWNER] = { h_set_owner, 0, 0, false },
-	[VU_RESET_OWNER] = { h_reset_owner, 0, 0, false },
-	[VU_SET_MEM_TABLE] = { h_set_mem_table, SIZE_VAR, VU_MAX_FDS, false },
-	[VU_SET_LOG_BASE] = { h_set_log, SIZE_VAR, 1, false },
-	[VU_SET_LOG_FD] = { h_set_log, SIZE_VAR, 1, false },
-	[VU_SET_VRING_NUM] = { h_set_vring_num, sizeof(struct vu_vring_state), 0, false },
-	[VU_SET_VRING_ADDR] = { h_set_vring_addr, sizeof(struct vu_vring_addr), 0, false },
-	[VU_SET_VRING_BASE] = { h_set_vring_base, sizeof(struct vu_vring_state), 0, false },
-	[VU_GET_VRING_BASE] = { h_get_vring_base, sizeof(struct vu_vring_state), 0, true },
-	[VU_SET_VRING_KICK] = { h_set_vring_kick, 8, 1, false },
-	[VU_SET_VRING_CALL] = { h_set_vring_signal_fd, 8, 1, false },
-	[VU_SET_VRING_ERR] = { h_set_vring_signal_fd, 8, 1, false },
-	[VU_GET_PROTOCOL_FEATURES] = { h_get_protocol_features, 0, 0, true },
-	[VU_SET_PROTOCOL_FEATURES] = { h_set_protocol_features, 8, 0, false },
-	[VU_GET_QUEUE_NUM] = { h_get_queue_num, 0, 0, true },
-	[VU_SET_VRING_ENABLE] = { h_set_vring_enable, sizeof(struct vu_vring_state), 0, false },
-	[VU_SET_BACKEND_REQ_FD] = { h_set_backend_req_fd, 0, 1, false },
-	[VU_GET_CONFIG] = { h_get_config, SIZE_VAR, 0, true },
-	[VU_SET_CONFIG] = { h_set_config, SIZE_VAR, 0, false },
-	[VU_GET_MAX_MEM_SLOTS] = { h_get_max_mem_slots, 0, 0, true },
-	[VU_ADD_MEM_REG] = { h_add_mem_reg, sizeof(struct vu_mem_single), 1, false },
-	[VU_REM_MEM_REG] = { h_rem_mem_reg, sizeof(struct vu_mem_single), 1, false },
+	[VU_GET_FEATURES] = { .fn = h_get_features, .size = 0, .has_reply = true },
+	[VU_SET_FEATURES] = { .fn = h_set_features, .size = 8 },
+	[VU_SET_OWNER] = { .fn = h_set_owner, .size = 0 },
+	[VU_RESET_OWNER] = { .fn = h_reset_owner, .size = 0 },
+	[VU_SET_MEM_TABLE] = { .fn = h_set_mem_table, .size = SIZE_VAR, .max_fds = VU_MAX_FDS },
+	[VU_SET_LOG_BASE] = { .fn = h_set_log_base, .size = sizeof(struct vu_log), .max_fds = 1,
+			      .status_reply = true },
+	[VU_SET_LOG_FD] = { .fn = h_set_log_fd, .size = SIZE_VAR, .max_fds = 1 },
+	[VU_SET_VRING_NUM] = { .fn = h_set_vring_num, .size = sizeof(struct vu_vring_state) },
+	[VU_SET_VRING_ADDR] = { .fn = h_set_vring_addr, .size = sizeof(struct vu_vring_addr) },
+	[VU_SET_VRING_BASE] = { .fn = h_set_vring_base, .size = sizeof(struct vu_vring_state) },
+	[VU_GET_VRING_BASE] = { .fn = h_get_vring_base, .size = sizeof(struct vu_vring_state),
+				.has_reply = true },
+	[VU_SET_VRING_KICK] = { .fn = h_set_vring_kick, .size = 8, .max_fds = 1 },
+	[VU_SET_VRING_CALL] = { .fn = h_set_vring_signal_fd, .size = 8, .max_fds = 1 },
+	[VU_SET_VRING_ERR] = { .fn = h_set_vring_signal_fd, .size = 8, .max_fds = 1 },
+	[VU_GET_PROTOCOL_FEATURES] = { .fn = h_get_protocol_features, .size = 0,
+				       .has_reply = true },
+	[VU_SET_PROTOCOL_FEATURES] = { .fn = h_set_protocol_features, .size = 8 },
+	[VU_GET_QUEUE_NUM] = { .fn = h_get_queue_num, .size = 0, .has_reply = true },
+	[VU_SET_VRING_ENABLE] = { .fn = h_set_vring_enable, .size = sizeof(struct vu_vring_state) },
+	[VU_SET_BACKEND_REQ_FD] = { .fn = h_set_backend_req_fd, .size = 0, .max_fds = 1 },
+	[VU_GET_CONFIG] = { .fn = h_get_config, .size = SIZE_VAR, .has_reply = true },
+	[VU_SET_CONFIG] = { .fn = h_set_config, .size = SIZE_VAR },
+	[VU_GET_MAX_MEM_SLOTS] = { .fn = h_get_max_mem_slots, .size = 0, .has_reply = true },
+	[VU_ADD_MEM_REG] = { .fn = h_add_mem_reg, .size = sizeof(struct vu_mem_single), .max_fds = 1 },
+	[VU_REM_MEM_REG] = { .fn = h_rem_mem_reg, .size = sizeof(struct vu_mem_single), .max_fds = 1 },
+	[VU_SET_DEVICE_STATE_FD] = { .fn = h_set_device_state_fd,
+				     .size = sizeof(struct vu_transfer_state), .max_fds = 1,
+				     .status_reply = true, .after_reply = vu_transfer_start },
+	[VU_CHECK_DEVICE_STATE] = { .fn = h_check_device_state, .size = 0, .status_reply = true },
 };
+
+/* Whether req's u64 status reply is due. QEMU reads one after SET_LOG_BASE
+ * only with LOG_SHMFD negotiated (as libvhost-user answers it); without,
+ * SET_LOG_BASE is refused like any message. The device state messages
+ * always have one. */
+static bool status_reply_due(const struct vu_dev *dev, uint32_t req)
+{
+	return req != VU_SET_LOG_BASE || (dev->protocol_features & BIT(VU_PROTO_F_LOG_SHMFD));
+}
+
+/* The status a failed request's u64 reply carries: the errno in the low
+ * byte, never 0; SET_DEVICE_STATE_FD also says that no fd comes back. */
+static uint64_t failure_status(uint32_t req, int err)
+{
+	uint64_t status = (uint64_t)err & VU_DEVICE_STATE_ERR_MASK;
+
+	if (status == 0)
+		status = EIO;
+	if (req == VU_SET_DEVICE_STATE_FD)
+		status |= VU_DEVICE_STATE_NOFD;
+	return status;
+}
 
 /*
  * Handles one message. Returns 0 to go on, -errno to drop the connection:
@@ -608,6 +731,18 @@ int vu_dispatch(struct vu_dev *dev, struct vu_msg *m)
 	}
 	vu_msg_close_fds(m);
 
+	if (h && h->status_reply && status_reply_due(dev, req)) {
+		/* A refusal here is answered, not a reason to drop the
+		 * connection: the frontend learns it from the status. */
+		int sent;
+
+		if (ret < 0)
+			reply.p.u64 = failure_status(req, -ret);
+		sent = vu_msg_send_reply(dev->conn_fd, req, &reply.p.u64, sizeof(reply.p.u64));
+		if (sent == 0 && ret == 0 && h->after_reply)
+			h->after_reply(dev);
+		return sent;
+	}
 	if (h && h->has_reply) {
 		/* GET_CONFIG signals failure with an empty payload; other
 		 * replies have no way to say "error". */

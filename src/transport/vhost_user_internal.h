@@ -17,6 +17,7 @@
 #include <linux/virtio_fs.h>
 
 #include "common/stats.h"
+#include "transport/dirty_log.h"
 #include "transport/guest_mem.h"
 #include "transport/vhost_user.h"
 #include "transport/virtq.h"
@@ -87,6 +88,10 @@ struct vu_queue {
 	bool kind_restart;        /* SET_FEATURES stopped it to change ring kind */
 	bool addr_set;
 	uint64_t desc_uva, avail_uva, used_uva;
+	/* SET_VRING_ADDR's VU_VRING_F_LOG and log address: the ring's own
+	 * writes are marked too while logging. Under lock. */
+	bool log_ring;
+	uint64_t log_addr;
 
 	/* Written by the queue thread alone, read racily by stats readers;
 	 * on lines of their own so those reads do not touch the hot fields. */
@@ -117,6 +122,14 @@ struct vu_dev {
 	/* A queue thread ran since the last handler->reset: a driver may have
 	 * state in the user. Control thread only. */
 	bool driver_active;
+	/* The dirty log (SET_LOG_BASE) and the eventfd kicked after marks
+	 * (SET_LOG_FD, -1 if none). Queue threads use them during a batch;
+	 * the control thread replaces them with every queue lock held. */
+	struct dirty_log *log;
+	int log_call_fd;
+	/* The device state transfer SET_DEVICE_STATE_FD began, until
+	 * CHECK_DEVICE_STATE (vhost_user_migration.c). Control thread only. */
+	struct vu_transfer *transfer;
 	uint64_t poll_max_ns;     /* fixed after vu_dev_new */
 	/* How many more request queue threads may busy-poll right now
 	 * (atomic). Pollers beyond the CPUs there are would spin on a CPU
@@ -189,6 +202,22 @@ int vu_poll_slots_for_cpus(void);
 struct vu_msg;
 /* Handles one message; 0 to go on, -errno to drop the connection. */
 int vu_dispatch(struct vu_dev *dev, struct vu_msg *m);
+
+/* ---- vhost_user_migration.c: device state transfer ---- */
+
+/* SET_DEVICE_STATE_FD: validates and takes the request (fd is taken over
+ * and closed in every case); the hook runs from vu_transfer_start, after
+ * the reply went out. 0 or -errno (nothing started). */
+int vu_transfer_begin(struct vu_dev *dev, uint32_t direction, uint32_t phase, int fd);
+/* Runs the begun transfer's hook on a thread of its own. */
+void vu_transfer_start(struct vu_dev *dev);
+/* CHECK_DEVICE_STATE: waits for the transfer to end; 0 if its hook
+ * succeeded, else -errno (no transfer: -ENOENT). Ends the transfer. */
+int vu_transfer_check(struct vu_dev *dev);
+/* The frontend went away: waits for a running hook, frees the transfer. */
+void vu_transfer_abort(struct vu_dev *dev);
+/* A hook runs: no queue may start (hooks need every worker stopped). */
+bool vu_transfer_running(const struct vu_dev *dev);
 
 /* ---- vhost_user.c: the device ---- */
 

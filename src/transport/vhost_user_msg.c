@@ -36,6 +36,8 @@ const char *vu_request_name(uint32_t req)
 		[VU_GET_MAX_MEM_SLOTS] = "GET_MAX_MEM_SLOTS",
 		[VU_ADD_MEM_REG] = "ADD_MEM_REG",
 		[VU_REM_MEM_REG] = "REM_MEM_REG",
+		[VU_SET_DEVICE_STATE_FD] = "SET_DEVICE_STATE_FD",
+		[VU_CHECK_DEVICE_STATE] = "CHECK_DEVICE_STATE",
 	};
 
 	if (req < sizeof(names) / sizeof(names[0]) && names[req])

@@ -19,6 +19,8 @@ union vu_payload {
 	struct vu_mem_table mem;
 	struct vu_mem_single mem_single;
 	struct vu_config config;
+	struct vu_log log;
+	struct vu_transfer_state transfer;
 	uint8_t raw[VU_MAX_PAYLOAD];
 };
 

@@ -94,6 +94,9 @@ static unsigned queue_push_completions(struct vu_queue *q)
 /* Makes pushed entries visible and interrupts the driver if it wants. */
 RING_INLINE void publish(struct vu_queue *q, bool packed)
 {
+	/* The log's eventfd, if the frontend gave one, learns of new marks. */
+	if (__builtin_expect(q->vq.log != NULL, 0))
+		eventfd_signal(q->dev->log_call_fd);
 	if (packed) {
 		virtq_packed_flush(&q->vq);
 		if (virtq_packed_should_notify(&q->vq))
@@ -414,6 +417,22 @@ void vu_queue_stop_thread(struct vu_queue *q)
 	__atomic_store_n(&q->stop_requested, false, __ATOMIC_RELAXED);
 }
 
+/* Where the ring's own writes are marked while logging: a split ring's
+ * used ring at the address the frontend gave for it (vhost-user.rst); a
+ * packed ring has none of its own, so its descriptor ring and device event
+ * area at the guest-physical addresses of their frontend addresses. */
+static void map_ring_log(struct vu_queue *q)
+{
+	const struct guest_mem *mem = q->dev->mem;
+	uint64_t ring_gpa = q->log_addr, event_gpa = 0;
+	bool on = q->log_ring;
+
+	if (on && q->vq.packed)
+		on = guest_mem_uva_to_gpa(mem, q->desc_uva, &ring_gpa) == 0 &&
+		     guest_mem_uva_to_gpa(mem, q->used_uva, &event_gpa) == 0;
+	virtq_set_log_ring(&q->vq, on, ring_gpa, event_gpa);
+}
+
 /* Translates the ring addresses through the current memory table. Called
  * with q->lock held (or the thread stopped). */
 int vu_queue_map_rings(struct vu_queue *q)
@@ -448,9 +467,12 @@ int vu_queue_map_rings(struct vu_queue *q)
 		ret = virtq_packed_set_rings(&q->vq, q->num, desc, avail, used);
 	else
 		ret = virtq_set_rings(&q->vq, q->num, desc, avail, used);
-	if (ret < 0)
+	if (ret < 0) {
 		log_err("queue %u: misaligned ring addresses", q->index);
-	return ret;
+		return ret;
+	}
+	map_ring_log(q);
+	return 0;
 }
 
 /* Starts the queue thread once the ring is complete: addresses mapped and
@@ -462,7 +484,9 @@ int vu_queue_maybe_start(struct vu_queue *q)
 	bool ready;
 	int ret;
 
-	if (q->thread_running || q->kick_fd < 0)
+	/* A device state hook needs every worker stopped; the transfer's
+	 * end starts the rings set up meanwhile. */
+	if (q->thread_running || q->kick_fd < 0 || vu_transfer_running(dev))
 		return 0;
 	pthread_mutex_lock(&q->lock);
 	ready = virtq_ready(&q->vq);

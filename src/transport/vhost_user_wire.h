@@ -39,6 +39,8 @@ enum vu_request_type {
 	VU_GET_MAX_MEM_SLOTS = 36,
 	VU_ADD_MEM_REG = 37,
 	VU_REM_MEM_REG = 38,
+	VU_SET_DEVICE_STATE_FD = 42,
+	VU_CHECK_DEVICE_STATE = 43,
 };
 
 /* Header flags: the version in the low bits, then reply and need-reply. */
@@ -49,19 +51,38 @@ enum vu_request_type {
 
 /* Virtio feature bit (GET/SET_FEATURES) that enables the protocol features. */
 #define VU_F_PROTOCOL_FEATURES 30
+/* VHOST_F_LOG_ALL: while acked (and a log is mapped), every write into
+ * guest memory is marked in the dirty log; set and cleared on live rings. */
+#define VU_F_LOG_ALL 26
 
 /* Protocol feature bit numbers (GET/SET_PROTOCOL_FEATURES). */
 #define VU_PROTO_F_MQ                  0
-#define VU_PROTO_F_LOG_SHMFD           1   /* never offered: no migration */
+#define VU_PROTO_F_LOG_SHMFD           1   /* SET_LOG_BASE carries a memfd */
 #define VU_PROTO_F_REPLY_ACK           3
 #define VU_PROTO_F_BACKEND_REQ         5
 #define VU_PROTO_F_CONFIG              9
 #define VU_PROTO_F_CONFIGURE_MEM_SLOTS 15
+#define VU_PROTO_F_DEVICE_STATE        19  /* SET_DEVICE_STATE_FD, CHECK_DEVICE_STATE */
 
 /* The u64 of SET_VRING_KICK/CALL/ERR: the ring index, and a bit that says
  * no fd rides along; any other bit is reserved. */
 #define VU_VRING_IDX_MASK   0xffull
 #define VU_VRING_NOFD_MASK  0x100ull
+
+/* SET_VRING_ADDR flags: bit 0 asks for the used ring's writes to be
+ * logged at the guest-physical address in vu_vring_addr.log. */
+#define VU_VRING_F_LOG 0x1u
+
+/* The dirty log: one bit per page of guest-physical memory from 0. */
+#define VU_LOG_PAGE_SIZE 4096u
+
+/* SET_DEVICE_STATE_FD: what the back-end does with the fd, and when. */
+#define VU_TRANSFER_SAVE 0u           /* back-end writes its state */
+#define VU_TRANSFER_LOAD 1u           /* back-end reads a state */
+#define VU_TRANSFER_PHASE_STOPPED 0u  /* the only phase: all rings stopped */
+/* Its u64 reply: bits 0-7 an error, bit 8 "no fd in the reply". */
+#define VU_DEVICE_STATE_ERR_MASK 0xffull
+#define VU_DEVICE_STATE_NOFD     0x100ull
 
 /* SET_MEM_TABLE carries at most this many regions (and fds). */
 #define VU_MEM_TABLE_REGIONS 8
@@ -95,6 +116,18 @@ struct vu_mem_region {
 	uint64_t size;
 	uint64_t uva;
 	uint64_t mmap_offset;
+};
+
+/* SET_LOG_BASE: the log is the memfd's bytes [mmap_offset, + mmap_size). */
+struct vu_log {
+	uint64_t mmap_size;
+	uint64_t mmap_offset;
+};
+
+/* SET_DEVICE_STATE_FD, with one pipe fd. */
+struct vu_transfer_state {
+	uint32_t direction;           /* VU_TRANSFER_SAVE or _LOAD */
+	uint32_t phase;               /* VU_TRANSFER_PHASE_STOPPED */
 };
 
 /* SET_MEM_TABLE: only nregions regions are sent, one fd each. */
@@ -131,6 +164,8 @@ _Static_assert(sizeof(struct vu_vring_state) == 8, "vring state");
 _Static_assert(sizeof(struct vu_vring_addr) == 40, "vring address");
 _Static_assert(sizeof(struct vu_mem_region) == 32, "memory region");
 _Static_assert(sizeof(struct vu_mem_single) == 40, "single memory region");
+_Static_assert(sizeof(struct vu_log) == 16, "log base");
+_Static_assert(sizeof(struct vu_transfer_state) == 8, "device state transfer");
 _Static_assert(offsetof(struct vu_mem_table, regions) == VU_MEM_TABLE_HDR_SIZE,
 	       "memory table header");
 _Static_assert(offsetof(struct vu_config, data) == VU_CONFIG_HDR_SIZE,

@@ -3,6 +3,7 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -63,6 +64,26 @@ void virtq_clear_rings(struct virtq *vq)
 void virtq_set_mem(struct virtq *vq, const struct guest_mem *mem)
 {
 	vq->mem = mem;
+}
+
+void virtq_set_log(struct virtq *vq, struct dirty_log *log)
+{
+	vq->log = log;
+}
+
+void virtq_set_log_ring(struct virtq *vq, bool log_ring, uint64_t ring_gpa,
+			uint64_t event_gpa)
+{
+	vq->log_ring = log_ring;
+	vq->log_ring_gpa = ring_gpa;
+	vq->log_event_gpa = event_gpa;
+}
+
+void virtq_log_data(struct virtq *vq, const struct virtq_elem *elem, uint32_t len)
+{
+	if (len > elem->wr_len)
+		len = elem->wr_len;
+	dirty_log_mark_iov(vq->log, vq->mem, elem->req.wr, elem->req.wr_cnt, len);
 }
 
 void virtq_set_features(struct virtq *vq, bool event_idx, bool indirect)
@@ -297,13 +318,20 @@ int virtq_rewalk(struct virtq *vq, uint16_t head, struct virtq_elem *elem)
 
 void virtq_push(struct virtq *vq, const struct virtq_elem *elem, uint32_t len)
 {
-	struct vring_used_elem *ue = &vq->used->ring[vq->used_idx & (vq->num - 1)];
+	unsigned slot = vq->used_idx & (vq->num - 1);
+	struct vring_used_elem *ue = &vq->used->ring[slot];
+	bool logging = __builtin_expect(vq->log != NULL, 0);
 
 	/* Never claim more than the driver gave us room for. */
 	if (len > elem->wr_len)
 		len = elem->wr_len;
+	if (logging)
+		virtq_log_data(vq, elem, len);
 	__atomic_store_n(&ue->id, htole32(elem->head), __ATOMIC_RELAXED);
 	__atomic_store_n(&ue->len, htole32(len), __ATOMIC_RELAXED);
+	if (logging)
+		virtq_log_ring(vq, offsetof(struct vring_used, ring) + (uint64_t)slot * sizeof(*ue),
+			       sizeof(*ue));
 	vq->used_idx++;
 }
 
@@ -314,6 +342,8 @@ void virtq_flush(struct virtq *vq)
 	 * hands them over. Pairs with the driver's read barrier after it
 	 * reads used->idx. */
 	__atomic_store_n(&vq->used->idx, htole16(vq->used_idx), __ATOMIC_RELEASE);
+	if (__builtin_expect(vq->log != NULL, 0))
+		virtq_log_ring(vq, offsetof(struct vring_used, idx), sizeof(vq->used->idx));
 }
 
 bool virtq_should_notify(struct virtq *vq)
@@ -371,6 +401,8 @@ void virtq_disable_notify(struct virtq *vq)
 	flags = le16toh(__atomic_load_n(&vq->used->flags, __ATOMIC_RELAXED));
 	__atomic_store_n(&vq->used->flags, htole16(flags | VRING_USED_F_NO_NOTIFY),
 			 __ATOMIC_RELAXED);
+	if (vq->log)
+		virtq_log_ring(vq, offsetof(struct vring_used, flags), sizeof(flags));
 }
 
 bool virtq_enable_notify(struct virtq *vq)
@@ -380,11 +412,16 @@ bool virtq_enable_notify(struct virtq *vq)
 	if (vq->event_idx) {
 		__atomic_store_n(avail_event_ptr(vq), htole16(vq->last_avail_idx),
 				 __ATOMIC_RELAXED);
+		if (vq->log)
+			virtq_log_ring(vq, offsetof(struct vring_used, ring) +
+				       (uint64_t)vq->num * sizeof(struct vring_used_elem), 2);
 	} else {
 		uint16_t flags = le16toh(__atomic_load_n(&vq->used->flags, __ATOMIC_RELAXED));
 
 		__atomic_store_n(&vq->used->flags,
 				 htole16(flags & ~VRING_USED_F_NO_NOTIFY), __ATOMIC_RELAXED);
+		if (vq->log)
+			virtq_log_ring(vq, offsetof(struct vring_used, flags), sizeof(flags));
 	}
 	/* Full barrier: the re-armed notification must be visible before we
 	 * re-read avail->idx. Pairs with the driver's barrier between

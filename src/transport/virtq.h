@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 #include <linux/virtio_ring.h>
 
+#include "transport/dirty_log.h"
 #include "transport/guest_mem.h"
 #include "common/ferry_req.h"
 
@@ -46,6 +47,16 @@ struct virtq {
 
 	bool broken;
 	const char *broken_reason;
+
+	/*
+	 * Dirty logging while migrating (dirty_log.c). log is NULL while
+	 * it is off, so the data path pays one predictable branch per push
+	 * and flush. Set by the control thread with the queue excluded.
+	 */
+	struct dirty_log *log;
+	bool log_ring;          /* SET_VRING_ADDR asked for the ring's writes too */
+	uint64_t log_ring_gpa;  /* split: the used ring; packed: the descriptor ring */
+	uint64_t log_event_gpa; /* packed: the device event area */
 
 	struct iovec iov[VIRTQ_MAX_SEGS];
 	/* Indirect tables that straddle two regions are copied here. */
@@ -169,6 +180,22 @@ bool virtq_packed_avail_pending(struct virtq *vq);
 /* 1 if another chain is already available after the last pop, else 0: a
  * packed ring has no index telling how many. */
 unsigned virtq_packed_unpopped(const struct virtq *vq);
+
+/* Dirty logging: log (NULL: off) and, if log_ring, where the ring parts
+ * the device writes are in guest-physical memory. */
+void virtq_set_log(struct virtq *vq, struct dirty_log *log);
+void virtq_set_log_ring(struct virtq *vq, bool log_ring, uint64_t ring_gpa,
+			uint64_t event_gpa);
+/* With logging on: marks the first len bytes of elem's writable buffers
+ * (clamped to wr_len), the data a push hands over. Both ring kinds. */
+void virtq_log_data(struct virtq *vq, const struct virtq_elem *elem, uint32_t len);
+/* With logging on and a logged ring: marks [off, off + len) of the used
+ * ring (split) or descriptor ring (packed) after the device wrote it. */
+static inline void virtq_log_ring(struct virtq *vq, uint64_t off, uint64_t len)
+{
+	if (vq->log_ring)
+		dirty_log_mark(vq->log, vq->log_ring_gpa + off, len);
+}
 
 /* Marks the queue broken, logging reason once. */
 void virtq_mark_broken(struct virtq *vq, const char *reason);

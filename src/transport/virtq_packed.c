@@ -309,6 +309,8 @@ void virtq_packed_push(struct virtq *vq, const struct virtq_elem *elem, uint32_t
 	vq->pk_inflight[elem->head] = 0;
 	if (len > elem->wr_len)
 		len = elem->wr_len;
+	if (__builtin_expect(vq->log != NULL, 0))
+		virtq_log_data(vq, elem, len);
 	flags = (vq->pk_used_wrap ? F_AVAIL | F_USED : 0) |
 		(len ? VRING_DESC_F_WRITE : 0);
 	__atomic_store_n(&d->id, htole16(elem->head), __ATOMIC_RELAXED);
@@ -322,6 +324,9 @@ void virtq_packed_push(struct virtq *vq, const struct virtq_elem *elem, uint32_t
 		/* Release: id and len before the flags that hand them over. */
 		__atomic_store_n(&d->flags, htole16(flags), __ATOMIC_RELEASE);
 	}
+	/* The whole descriptor: id and len now, flags too if written. */
+	if (__builtin_expect(vq->log != NULL, 0))
+		virtq_log_ring(vq, (uint64_t)vq->pk_used * sizeof(*d), sizeof(*d));
 	/* The driver skips as many slots as the chain had (2.8.6). */
 	vq->pk_used = (uint16_t)(vq->pk_used + ndescs);
 	if (vq->pk_used >= vq->num) {
@@ -339,6 +344,9 @@ void virtq_packed_flush(struct virtq *vq)
 	 * entry's flags, which the driver polls. */
 	__atomic_store_n(&vq->pdesc[vq->pk_pending_pos].flags,
 			 htole16(vq->pk_pending_flags), __ATOMIC_RELEASE);
+	if (__builtin_expect(vq->log != NULL, 0))
+		virtq_log_ring(vq, (uint64_t)vq->pk_pending_pos * sizeof(struct vring_packed_desc),
+			       sizeof(struct vring_packed_desc));
 	vq->pk_pending = false;
 }
 
@@ -380,6 +388,8 @@ static void set_device_event(struct virtq *vq, uint16_t off_wrap, uint16_t flags
 	uint32_t v = (uint32_t)off_wrap | (uint32_t)flags << 16;
 
 	__atomic_store_n((uint32_t *)(void *)vq->device_event, htole32(v), __ATOMIC_RELAXED);
+	if (vq->log && vq->log_ring)
+		dirty_log_mark(vq->log, vq->log_event_gpa, sizeof(v));
 }
 
 void virtq_packed_disable_notify(struct virtq *vq)

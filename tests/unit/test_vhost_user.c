@@ -20,6 +20,7 @@
 #include "transport/vhost_user.h"
 #include "transport/vhost_user_wire.h"
 #include "../common/vu_client.h"
+#include "../common/vu_session.h"
 #include "../common/check.h"
 
 #define BIT(n) (1ull << (n))
@@ -88,53 +89,6 @@ static const struct ferry_handler ops = {
 
 /* ---- Frontend helpers ---- */
 
-/* The device answers within 2 s or not at all. */
-static int recv_reply(int fd, struct vu_msg_hdr *h, void *payload, size_t max)
-{
-	return vu_client_recv(fd, h, payload, max, 2000);
-}
-
-static int ack(int fd, uint32_t req, const void *payload, uint32_t size,
-	       const int *fds, unsigned nfds, uint64_t *status)
-{
-	struct vu_msg_hdr h;
-
-	if (vu_client_send(fd, req, VU_FLAG_NEED_REPLY, payload, size, fds, nfds) < 0)
-		return -EIO;
-	if (recv_reply(fd, &h, status, 8) < 0 || h.request != req || h.size != 8 ||
-	    h.flags != (VU_VERSION | VU_FLAG_REPLY))
-		return -EPROTO;
-	return 0;
-}
-
-/* Sends a request that needs REPLY_ACK; true if the device answered failure. */
-static bool nacked(int fd, uint32_t req, const void *payload, uint32_t size,
-		   const int *fds, unsigned nfds)
-{
-	uint64_t status = 0;
-
-	return ack(fd, req, payload, size, fds, nfds, &status) == 0 && status != 0;
-}
-
-static bool acked_ok(int fd, uint32_t req, const void *payload, uint32_t size,
-		     const int *fds, unsigned nfds)
-{
-	uint64_t status = 1;
-
-	return ack(fd, req, payload, size, fds, nfds, &status) == 0 && status == 0;
-}
-
-static uint64_t get_u64(int fd, uint32_t req)
-{
-	struct vu_msg_hdr h;
-	uint64_t v = 0;
-
-	if (vu_client_send(fd, req, 0, NULL, 0, NULL, 0) < 0 || recv_reply(fd, &h, &v, 8) < 0 ||
-	    h.size != 8 || h.request != req)
-		return UINT64_MAX;
-	return v;
-}
-
 static unsigned count_fds(void)
 {
 	DIR *d = opendir("/proc/self/fd");
@@ -146,61 +100,6 @@ static unsigned count_fds(void)
 		n++;
 	closedir(d);
 	return n;
-}
-
-/* ---- A device serving one end of a socketpair on its own thread ---- */
-
-struct session {
-	struct vu_dev *dev;
-	int fd;        /* frontend end */
-	int dev_fd;    /* device end, owned by vu_dev_serve */
-	int ret;
-	pthread_t thread;
-};
-
-static void *serve_thread(void *arg)
-{
-	struct session *s = arg;
-
-	s->ret = vu_dev_serve(s->dev, s->dev_fd);
-	return NULL;
-}
-
-static void session_start(struct session *s, struct vu_dev *dev)
-{
-	int sv[2];
-
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-		perror("socketpair");
-		exit(1);
-	}
-	s->dev = dev;
-	s->fd = sv[0];
-	s->dev_fd = sv[1];
-	s->ret = 1;
-	if (pthread_create(&s->thread, NULL, serve_thread, s) != 0)
-		exit(1);
-}
-
-/* Closes our end (the frontend going away) and waits for serve to return. */
-static int session_end(struct session *s)
-{
-	close(s->fd);
-	pthread_join(s->thread, NULL);
-	return s->ret;
-}
-
-/* True if the device dropped the connection: EOF where a reply or nothing
- * was expected, and vu_dev_serve returned an error. */
-static bool dropped(struct session *s)
-{
-	struct vu_msg_hdr h;
-	char buf[64];
-	int r = recv_reply(s->fd, &h, buf, sizeof(buf));
-
-	pthread_join(s->thread, NULL);
-	close(s->fd);
-	return r == -ECONNRESET && s->ret < 0;
 }
 
 static void test_control_messages(struct vu_dev *dev)
@@ -222,12 +121,16 @@ static void test_control_messages(struct vu_dev *dev)
 	v = get_u64(s.fd, VU_GET_FEATURES);
 	CHECK_MSG(v != UINT64_MAX && (v & BIT(VIRTIO_F_VERSION_1)) &&
 	          (v & BIT(VIRTIO_RING_F_EVENT_IDX)) && (v & BIT(VIRTIO_RING_F_INDIRECT_DESC)) &&
-	          (v & BIT(VU_F_PROTOCOL_FEATURES)), "GET_FEATURES: VERSION_1, EVENT_IDX, INDIRECT_DESC, PROTOCOL_FEATURES");
+	          (v & BIT(VU_F_PROTOCOL_FEATURES)) && (v & BIT(VU_F_LOG_ALL)) &&
+	          !(v & BIT(VIRTIO_F_ACCESS_PLATFORM)),
+	          "GET_FEATURES: VERSION_1, EVENT_IDX, INDIRECT_DESC, PROTOCOL_FEATURES, LOG_ALL; never IOMMU_PLATFORM");
 	v = get_u64(s.fd, VU_GET_PROTOCOL_FEATURES);
 	CHECK_MSG(v != UINT64_MAX && (v & BIT(VU_PROTO_F_REPLY_ACK)) && (v & BIT(VU_PROTO_F_MQ)) &&
 	          (v & BIT(VU_PROTO_F_CONFIG)) && (v & BIT(VU_PROTO_F_CONFIGURE_MEM_SLOTS)) &&
-	          (v & BIT(VU_PROTO_F_BACKEND_REQ)) && !(v & BIT(VU_PROTO_F_LOG_SHMFD)),
-	          "GET_PROTOCOL_FEATURES: MQ, REPLY_ACK, BACKEND_REQ, CONFIG, MEM_SLOTS; no LOG_SHMFD");
+	          (v & BIT(VU_PROTO_F_BACKEND_REQ)) && (v & BIT(VU_PROTO_F_LOG_SHMFD)) &&
+	          !(v & BIT(VU_PROTO_F_DEVICE_STATE)),
+	          "GET_PROTOCOL_FEATURES: MQ, REPLY_ACK, BACKEND_REQ, CONFIG, MEM_SLOTS, LOG_SHMFD; "
+	          "no DEVICE_STATE without save/load hooks");
 	v = BIT(VU_PROTO_F_REPLY_ACK) | BIT(VU_PROTO_F_MQ) | BIT(VU_PROTO_F_CONFIG) | BIT(VU_PROTO_F_CONFIGURE_MEM_SLOTS);
 	CHECK_MSG(acked_ok(s.fd, VU_SET_PROTOCOL_FEATURES, &v, 8, NULL, 0), "SET_PROTOCOL_FEATURES acked");
 	CHECK_MSG(get_u64(s.fd, VU_GET_QUEUE_NUM) == 5, "GET_QUEUE_NUM: hiprio + 4 request queues (the maximum)");
@@ -286,7 +189,17 @@ static void test_control_messages(struct vu_dev *dev)
 	mt.nregions = 9;
 	CHECK_MSG(nacked(s.fd, VU_SET_MEM_TABLE, &mt, VU_MEM_TABLE_HDR_SIZE + 32, fds, 1), "SET_MEM_TABLE: 9 regions refused");
 	CHECK_MSG(nacked(s.fd, 99, NULL, 0, NULL, 0), "unknown request 99 refused");
-	CHECK_MSG(nacked(s.fd, VU_SET_LOG_FD, NULL, 0, &efd, 1), "SET_LOG_FD refused (no migration support)");
+	CHECK_MSG(acked_ok(s.fd, VU_SET_LOG_FD, NULL, 0, &efd, 1), "SET_LOG_FD accepted");
+	{
+		struct vu_log lb = { 4096, 0 };
+
+		CHECK_MSG(nacked(s.fd, VU_SET_LOG_BASE, &lb, sizeof(lb), &memfd, 1),
+		          "SET_LOG_BASE without LOG_SHMFD negotiated refused");
+		CHECK_MSG(nacked(s.fd, VU_SET_DEVICE_STATE_FD, &(struct vu_transfer_state){ 0, 0 }, 8,
+		                 &efd, 1) &&
+		          get_u64(s.fd, VU_GET_QUEUE_NUM) == 5,
+		          "SET_DEVICE_STATE_FD without DEVICE_STATE: refused, the device answers on");
+	}
 	/* GET_FEATURES with a payload is malformed and its reply has no way
 	 * to say error, REPLY_ACK or not: the device drops the connection. */
 	vu_client_send(s.fd, VU_GET_FEATURES, VU_FLAG_NEED_REPLY, &v, 8, NULL, 0);
@@ -359,28 +272,6 @@ struct ring {
 	uint16_t avail_idx;
 };
 
-static bool wait_readable(int fd, int ms)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	uint64_t v;
-
-	if (poll(&p, 1, ms) != 1)
-		return false;
-	return read(fd, &v, sizeof(v)) == sizeof(v);
-}
-
-/* The handler's globals are read only after its counter (release by the
- * atomic increment) says it has run n times. */
-static bool wait_handled(int n)
-{
-	for (int i = 0; i < 200; i++) {
-		if (__atomic_load_n(&handled, __ATOMIC_ACQUIRE) >= n)
-			return true;
-		usleep(10000);
-	}
-	return false;
-}
-
 static void ring_request(struct ring *r, const char *text, uint64_t wr_gpa)
 {
 	uint16_t head = (uint16_t)((r->avail_idx * 2) % 8);
@@ -451,7 +342,7 @@ static void test_live_queue(struct vu_dev *dev)
 	          "ring disabled (PROTOCOL_FEATURES negotiated): request not processed");
 	st = (struct vu_vring_state){ 1, 1 };
 	CHECK_MSG(acked_ok(s.fd, VU_SET_VRING_ENABLE, &st, sizeof(st), NULL, 0), "SET_VRING_ENABLE 1 1");
-	CHECK_MSG(wait_readable(call, 2000) && wait_handled(1) && r.used->idx == 1 &&
+	CHECK_MSG(wait_readable(call, 2000) && wait_count(&handled, 1) && r.used->idx == 1 &&
 	          r.used->ring[0].len == 5 && strcmp(last_request, "ping1") == 0 && last_queue_index == 1 &&
 	          strcmp((char *)r.base + BUF + 0x1000, "pong") == 0,
 	          "enable processes the pending request; call fd signalled, used len 5");
@@ -507,7 +398,7 @@ static void test_live_queue(struct vu_dev *dev)
 	ring_request(&r, "ping4", BUF + 0x1000);
 	eventfd_write(kick, 1);
 	CHECK_MSG(!wait_readable(call, 300), "call fd was closed by GET_VRING_BASE: no signal to the old one");
-	CHECK_MSG(wait_handled(3) && r.used->idx == 1 && strcmp(last_request, "ping4") == 0,
+	CHECK_MSG(wait_count(&handled, 3) && r.used->idx == 1 && strcmp(last_request, "ping4") == 0,
 	          "restarted queue (still enabled) processed the request");
 
 	vu_dev_stop(dev);
@@ -644,7 +535,7 @@ static void test_deferred(void)
 	ring_request(&r, "wait1", BUF + 0x1000);       /* head 0 */
 	ring_request(&r, "ping", BUF + 0x1100);        /* head 2 */
 	eventfd_write(kick, 1);
-	CHECK_MSG(wait_readable(call, 2000) && wait_handled(handled_before + 1) &&
+	CHECK_MSG(wait_readable(call, 2000) && wait_count(&handled, handled_before + 1) &&
 	          r.used->idx == 1 && r.used->ring[0].id == 2 &&
 	          strcmp((char *)r.base + BUF + 0x1100, "pong") == 0,
 	          "a deferred request does not hold back the one behind it");
@@ -723,7 +614,7 @@ static void test_publish_mid_batch(void)
 	ring_request(&r, "ping", BUF + 0x1200);
 	CHECK_MSG(vu_client_send(s.fd, VU_SET_VRING_KICK, 0, &(uint64_t){ 1 }, 8, &kick, 1) == 0 &&
 	          eventfd_write(kick, 1) == 0 && wait_readable(call, 2000) &&
-	          wait_handled(watch_base + 3),
+	          wait_count(&handled, watch_base + 3),
 	          "three requests handled");
 	/* The last reply is published after handle() counted it. */
 	for (int i = 0; i < 200 && __atomic_load_n(&r.used->idx, __ATOMIC_ACQUIRE) != 3; i++)
@@ -817,7 +708,7 @@ static void test_broken_queue_isolated(void)
 	/* Queue 2 still answers, twice. */
 	ring_request(&r2, "still-here", off2 + BUF + 0x1000);
 	eventfd_write(kick2, 1);
-	CHECK_MSG(wait_readable(call2, 2000) && wait_handled(base_handled + 1) && r2.used->idx == 1 &&
+	CHECK_MSG(wait_readable(call2, 2000) && wait_count(&handled, base_handled + 1) && r2.used->idx == 1 &&
 	          strcmp(last_request, "still-here") == 0 && last_queue_index == 2,
 	          "queue 2 answers after queue 1 broke");
 	/* Queue 1 next: a head index past the ring. */
@@ -827,7 +718,7 @@ static void test_broken_queue_isolated(void)
 	eventfd_write(kick1, 1);
 	ring_request(&r2, "again", off2 + BUF + 0x1000);
 	eventfd_write(kick2, 1);
-	CHECK_MSG(wait_readable(call2, 2000) && wait_handled(base_handled + 2) && r2.used->idx == 2 &&
+	CHECK_MSG(wait_readable(call2, 2000) && wait_count(&handled, base_handled + 2) && r2.used->idx == 2 &&
 	          r1.used->idx == 0, "queue 2 answers again; broken queue 1 stays untouched");
 	/* Queue 0 with a regular file for its kick: always readable, never
 	 * an eventfd's 8 bytes. Its thread must stop, not spin. */
@@ -853,7 +744,7 @@ static void test_broken_queue_isolated(void)
 				      tv_us(&ru0.ru_utime) - tv_us(&ru0.ru_stime)));
 		ring_request(&r2, "after-kick0", off2 + BUF + 0x1000);
 		eventfd_write(kick2, 1);
-		CHECK_MSG(wait_readable(call2, 2000) && wait_handled(base_handled + 3) &&
+		CHECK_MSG(wait_readable(call2, 2000) && wait_count(&handled, base_handled + 3) &&
 		          r2.used->idx == 3, "queue 2 still answers");
 		close(kfile); close(call0); close(err0);
 	}
