@@ -168,6 +168,14 @@ static int resolve_one(struct loader *ld, size_t i)
 		ret = -ESTALE;
 		why = "its path now names another file than the one saved";
 	}
+	if (ret == -EPERM && !(mi->flags & MIG_INODE_PATH)) {
+		fd_budget_give_back(&ld->pt->fds);
+		return mig_refuse(ld->reason, ld->rsize, ret,
+				     "node %llu: the source named it by a file handle, which "
+				     "this daemon cannot open without CAP_DAC_READ_SEARCH: start "
+				     "the destination with --migration-mode=file-handles",
+				     (unsigned long long)mi->nodeid);
+	}
 	if (ret == 0) {
 		ret = pt_stat_fd(fd, &stx);
 		pt_key_from_statx(&stx, &key);

@@ -21,11 +21,13 @@
 #                  the held fds work on the destination, FNV-1a of every file the guest wrote
 #                  equals the host's
 #   c  back        to a third QEMU+daemon: A -> B -> A
-#   g  host acts   four moves (find-paths and file-handles, each with the destination's
+#   g  host acts   four moves (find-paths, then file-handles, each with the destination's
 #                  --migration-on-error abort and guest-error) through a filter that pauses
 #                  after the source saved and before the destination loads; meanwhile the host
 #                  renames, deletes and replaces three files the guest holds. Whatever happens,
 #                  the fds must read the original file or fail: reading the replacement = FAIL
+#   m  modes       a file-handles source into a find-paths destination (no CAP_DAC_READ_SEARCH
+#                  there): refused, the reason in the destination's log, the source serves on
 # At the end: the append log, read-write file, files made through the dir fd and the cwd, on the
 # host; every round's checks; the guest's exit.
 #
@@ -290,7 +292,7 @@ fi
 next=$((next + 1))
 
 # c: back to a fresh QEMU+daemon on the first side (A -> B -> A).
-vm_start "$next" file-handles abort "unix:$tmp/in$next.sock" || die "cannot start VM $next"
+vm_start "$next" find-paths abort "unix:$tmp/in$next.sock" || die "cannot start VM $next"
 st=$(migrate "$cur" "unix:$tmp/in$next.sock" 120)
 if [[ $st == completed ]]; then
     old=$cur cur=$next
@@ -325,8 +327,10 @@ g_verdict() {  # LABEL: judges round k's G lines (the fds held across the move)
         row "$1" "$2; fds read: $desc" "FAIL (a wrong file)"
     fi
 }
-srcmode=file-handles
-for combo in "file-handles abort" "file-handles guest-error" "find-paths abort" "find-paths guest-error"; do
+# find-paths first: a find-paths stream names every file by its path, which any destination can
+# open; the hop to file-handles afterwards is that direction. (The other direction is case m.)
+srcmode=find-paths
+for combo in "find-paths abort" "find-paths guest-error" "file-handles abort" "file-handles guest-error"; do
     read -r mode onerr <<<"$combo"
     if [[ $mode != "$srcmode" ]]; then
         # The source's mode is set at its start: hop to a daemon in the wanted mode first.
@@ -374,6 +378,38 @@ for combo in "file-handles abort" "file-handles guest-error" "find-paths abort" 
     esac
     next=$((next + 1))
 done
+
+# m: a file-handles source (the loop ends there) and a find-paths destination, which keeps no
+# CAP_DAC_READ_SEARCH and so cannot open files named by handle: ferryfsd must refuse and say what
+# to do, and the source goes on. The Rust virtiofsd here has --modcaps=+dac_read_search on every
+# daemon (migration-lib.sh): its answer is recorded.
+if [[ $srcmode == file-handles ]]; then
+    vm_start "$next" find-paths abort "unix:$tmp/in$next.sock" || die "cannot start VM $next"
+    st=$(migrate "$cur" "unix:$tmp/in$next.sock" 120)
+    label="m file-handles source, find-paths destination"
+    if [[ $st == completed ]]; then
+        old=$cur cur=$next
+        vm_stop "$old"
+        round
+        if [[ $mig_daemon == virtiofsd-rs ]]; then
+            row "$label" "moved (its destination has CAP_DAC_READ_SEARCH by --modcaps)" INFO
+        else
+            row "$label" "moved: the destination opened handles it should have no capability for" FAIL
+        fi
+    else
+        st2=$(vm_status "$cur")
+        round
+        if grep -q "start the destination with --migration-mode=file-handles" "$tmp/d$next.log"; then
+            row "$label" "refused with the reason, source $st2, round $k passed" PASS
+        elif [[ $mig_daemon == virtiofsd-rs ]]; then
+            row "$label" "migration $st, source $st2" INFO
+        else
+            row "$label" "migration $st, no reason in the destination's log" FAIL
+        fi
+        vm_stop "$next"
+    fi
+    next=$((next + 1))
+fi
 
 # The end: the guest quits, and the host checks what all rounds left.
 k=$((k + 1))
