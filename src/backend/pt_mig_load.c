@@ -32,6 +32,7 @@ struct loader {
 	struct pt_key_set keys;
 	struct inode_key root_key;
 	int root_mount_fd;
+	bool *held;                 /* by stream index: an open handle needs its fd */
 	char *reason;
 	size_t rsize;
 };
@@ -144,9 +145,38 @@ static struct inode *placeholder(uint64_t nodeid, mode_t type)
 	return inode;
 }
 
+/*
+ * A daemon that keeps file handles for its inodes (--inode-file-handles)
+ * keeps a loaded file by its handle too, with no fd, as a LOOKUP would: a
+ * guest may know far more files than the fd limit allows (100,000 in
+ * ferryfs-load --migrate-to). Directories keep their fds (their children
+ * are opened through them while loading), and so do files with an open
+ * handle (reopened through it). With --inode-file-handles=mandatory a file
+ * without a handle is refused, as its LOOKUP would be.
+ */
+static int keep_by_handle(struct loader *ld, size_t i, int *fd, struct pt_handle_buf *hb,
+			  const struct inode_handle **handle)
+{
+	int ret;
+
+	*handle = NULL;
+	if (ld->pt->opts.file_handles == FILE_HANDLES_NEVER || S_ISDIR(ld->st->inodes[i].type) ||
+	    ld->held[i])
+		return 0;
+	ret = pt_handle_for_inode(ld->pt, *fd, ld->st->inodes[i].type, hb, handle);
+	if (ret < 0 || !*handle)
+		return ret;
+	close(*fd);
+	fd_budget_give_back(&ld->pt->fds);
+	*fd = -1;
+	return 0;
+}
+
 static int resolve_one(struct loader *ld, size_t i)
 {
 	const struct mig_inode *mi = &ld->st->inodes[i];
+	const struct inode_handle *handle;
+	struct pt_handle_buf hb;
 	struct statx stx;
 	struct inode_key key;
 	const char *why = NULL;
@@ -196,10 +226,20 @@ static int resolve_one(struct loader *ld, size_t i)
 					     (unsigned long long)ld->st->inodes[other].nodeid);
 		}
 		pt_key_set_add(&ld->keys, &key, i);
-		ld->l->inodes[i] = inode_alloc_detached(mi->nodeid, &key, fd, mi->type, NULL);
-		if (!ld->l->inodes[i]) {
-			close(fd);
+		ret = keep_by_handle(ld, i, &fd, &hb, &handle);
+		if (ret) {
+			if (fd >= 0)
+				close(fd);
 			fd_budget_give_back(&ld->pt->fds);
+			return mig_refuse(ld->reason, ld->rsize, ret, "node %llu: no file handle: %s",
+					  (unsigned long long)mi->nodeid, strerror(-ret));
+		}
+		ld->l->inodes[i] = inode_alloc_detached(mi->nodeid, &key, fd, mi->type, handle);
+		if (!ld->l->inodes[i]) {
+			if (fd >= 0) {
+				close(fd);
+				fd_budget_give_back(&ld->pt->fds);
+			}
 			return mig_refuse(ld->reason, ld->rsize, -ENOMEM, "out of memory");
 		}
 		ld->l->inodes[i]->nlookup = mi->nlookup;
@@ -330,7 +370,8 @@ int passthrough_mig_prepare(struct passthrough *pt, const struct pt_mig_opts *o,
 	ld.l->handle_node = calloc(st->n_handles ? st->n_handles : 1,
 				   sizeof(*ld.l->handle_node));
 	ret = pt_key_set_init(&ld.keys, st->n_inodes);
-	if (!ld.l->inodes || !ld.l->handles || !ld.l->handle_node || ret) {
+	ld.held = calloc(st->n_inodes ? st->n_inodes : 1, sizeof(*ld.held));
+	if (!ld.l->inodes || !ld.l->handles || !ld.l->handle_node || !ld.held || ret) {
 		ret = mig_refuse(reason, reason_size, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -344,6 +385,8 @@ int passthrough_mig_prepare(struct passthrough *pt, const struct pt_mig_opts *o,
 	pt_key_set_add(&ld.keys, &root_key, 0);
 	ld.root_mount_fd = pt_reopen(pt, inode_table_root(pt->inodes)->fd,
 					     O_RDONLY | O_DIRECTORY);
+	for (size_t k = 0; k < st->n_handles; k++)
+		ld.held[index_of(&ld, st->handles[k].nodeid)] = true;
 	/* The stream has parents before children, so each parent is open
 	 * (or a placeholder) by the time its children come. */
 	for (size_t i = 1; i < st->n_inodes && ret == 0; i++)
@@ -354,6 +397,7 @@ out:
 	if (ld.root_mount_fd >= 0)
 		close(ld.root_mount_fd);
 	pt_key_set_free(&ld.keys);
+	free(ld.held);
 	if (ret) {
 		passthrough_mig_abort(pt, ld.l);
 		return ret;

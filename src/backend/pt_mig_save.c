@@ -458,8 +458,10 @@ out:
 void passthrough_mig_limits(struct passthrough *pt, struct mig_limits *lim)
 {
 	mig_limits_default(lim);
-	/* Each inode and each handle of the stream takes an fd here. */
-	if (pt->fds.limit > 0 && (size_t)pt->fds.limit < lim->max_inodes)
+	/* Each inode and each handle of the stream takes an fd here, but for
+	 * inodes kept by file handle (pt_mig_load.c, keep_by_handle). */
+	if (pt->fds.limit > 0 && (size_t)pt->fds.limit < lim->max_inodes &&
+	    pt->opts.file_handles == FILE_HANDLES_NEVER)
 		lim->max_inodes = (size_t)pt->fds.limit;
 	if (pt->fds.limit > 0 && (size_t)pt->fds.limit < lim->max_handles)
 		lim->max_handles = (size_t)pt->fds.limit;

@@ -50,9 +50,13 @@ static uint32_t req(struct side *s, uint32_t opcode, uint64_t nodeid, const void
 	return raw_req_run(s->ps.w, in, len, sizeof(rep.h) + sizeof(rep.arg), NULL, &rep);
 }
 
+/* --inode-file-handles of the sessions side_open makes. */
+static enum inode_file_handles side_file_handles = FILE_HANDLES_NEVER;
+
 static int side_open(struct side *s, enum mig_mode mode, bool guest_error)
 {
 	struct passthrough_opts pt_opts = { .shared_dir = share, .cache = CACHE_NEVER,
+					    .file_handles = side_file_handles,
 					    .timeout = -1, .proc_self_fd_given = given_proc_fd >= 0,
 					    .proc_self_fd = given_proc_fd >= 0 ? dup(given_proc_fd) : -1 };
 	struct fuse_session_opts se_opts = { .max_write = 1024 * 1024, .posix_lock = true,
@@ -64,6 +68,7 @@ static int side_open(struct side *s, enum mig_mode mode, bool guest_error)
 		MIGRATION_ON_ERROR_ABORT;
 	s->o.posix_lock = s->o.flock = s->o.readdirplus = true;
 	s->o.cache = CACHE_NEVER;
+	s->o.inode_file_handles = side_file_handles;
 	if (pt_session_open(&s->ps, &pt_opts, &se_opts) < 0)
 		return -1;
 	s->st.session = s->ps.se;
@@ -563,6 +568,58 @@ static void test_options_mismatch(void)
 	side_close(&b);
 }
 
+/*
+ * A destination that keeps inodes by file handle (--inode-file-handles)
+ * loads files the guest knows but holds no open handle on without an fd
+ * each, as a LOOKUP would: so a guest may know more files than the fd
+ * limit, and the destination still answers for every one.
+ */
+static void test_loaded_by_handle(void)
+{
+	enum { FILES = 64 };
+	struct side a, b;
+	char reason[512] = "", name[32];
+	uint64_t dir, nodes[FILES], fh, ino;
+	int fd, ret, before, ok = 0;
+
+	printf("-- a destination keeping inodes by file handle\n");
+	side_file_handles = FILE_HANDLES_PREFER;
+	if (side_open(&a, MIG_MODE_FIND_PATHS, false) || side_open(&b, MIG_MODE_FIND_PATHS, false)) {
+		side_file_handles = FILE_HANDLES_NEVER;
+		CHECK_MSG(0, "sessions");
+		return;
+	}
+	side_file_handles = FILE_HANDLES_NEVER;
+	init(&a);
+	host_mkdir("byhandle");
+	for (int i = 0; i < FILES; i++) {
+		snprintf(name, sizeof(name), "byhandle/f%d", i);
+		host_write(name, "x");
+	}
+	dir = lookup(&a, FUSE_ROOT_ID, "byhandle");
+	for (int i = 0; i < FILES; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		nodes[i] = lookup(&a, dir, name);
+	}
+	fh = open_node(&a, nodes[0], O_RDONLY, false);
+	fd = save(&a, reason, sizeof(reason), &ret);
+	CHECK_MSG(ret == 0, "save: %s", ret ? reason : "ok");
+	before = fd_count();
+	ret = load_fd(&b, fd, reason, sizeof(reason));
+	CHECK_MSG(ret == 0, "load: %s", ret ? reason : "ok");
+	/* The directory and the held file keep an fd, and the open handle one. */
+	CHECK_MSG(fd_count() - before <= 4, "%d fds for %d loaded files", fd_count() - before,
+		  FILES);
+	for (int i = 0; i < FILES; i++)
+		ok += getattr_ino(&b, nodes[i], &ino) == 0;
+	CHECK_EQ(ok, FILES);
+	CHECK_MSG(read_node(&b, nodes[0], fh, name, sizeof(name)) == 0 && !strcmp(name, "x"),
+		  "READ through the held handle");
+	close(fd);
+	side_close(&a);
+	side_close(&b);
+}
+
 /* ---- a host lock held -------------------------------------------------- */
 
 static void test_lock_refused(void)
@@ -1005,6 +1062,7 @@ int main(void)
 	if (handles)
 		test_other_namespace();
 	if (handles) {
+		test_loaded_by_handle();
 		test_options_mismatch();
 		test_hostile();
 		test_share_is_root(false);
