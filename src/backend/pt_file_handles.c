@@ -41,6 +41,7 @@ static void mount_name(struct passthrough *pt, int mnt_id, int fd, char *buf,
 		       size_t size)
 {
 	char line[4096], point[1024], type[64], fd_name[PROC_FD_NAME_MAX];
+	const char *host = pt->opts.host_dir;
 	int mfd = openat(pt->proc_self_fd, "../mountinfo", O_RDONLY | O_CLOEXEC);
 	FILE *f = mfd < 0 ? NULL : fdopen(mfd, "r");
 	ssize_t len;
@@ -54,7 +55,13 @@ static void mount_name(struct passthrough *pt, int mnt_id, int fd, char *buf,
 		if (sscanf(line, "%d %*d %*s %*s %1023s", &id, point) != 2 ||
 		    id != mnt_id || !sep || sscanf(sep + 3, "%63s", type) != 1)
 			continue;
-		snprintf(buf, size, "%s (%s, mount %d)", point, type, mnt_id);
+		/* In a sandbox our root is the share: its mount points are
+		 * the host's below the share's host path. */
+		if (host && strcmp(host, pt->shared_dir) != 0)
+			snprintf(buf, size, "%s%s (%s, mount %d)", host,
+				 strcmp(point, "/") ? point : "", type, mnt_id);
+		else
+			snprintf(buf, size, "%s (%s, mount %d)", point, type, mnt_id);
 		fclose(f);
 		return;
 	}
