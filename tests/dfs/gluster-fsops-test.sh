@@ -2,7 +2,10 @@
 # make check (suite dfs): the fsops guest battery with the share on a GlusterFS mount (ferryfsd with fsops' options, the Rust virtiofsd as reference), each difference from a local share explained in gluster-known-differences; then a file replaced through the other mount while the guest holds it (ESTALE).
 #
 # Usage: gluster-fsops-test.sh        Env: FERRYFSD, FERRYFS_E2E_KEEP=1, FERRYFS_E2E_TIMEOUT
-#        FERRYFS_GLUSTER_DAEMONS="ferryfsd virtiofsd-rs"  fsops columns (virtiofsd-rs: reference)
+#        FERRYFS_GLUSTER_DAEMONS="ferryfsd virtiofsd-rs"  fsops columns (virtiofsd-rs: reference);
+#                                  "none" runs only the ESTALE part
+#        FERRYFS_GLUSTER_MOUNT_OPTS  mount.glusterfs options for both mounts (tests/lib/gluster.sh)
+#        FERRYFSD_ARGS             extra ferryfsd arguments for the ESTALE run (e.g. -d)
 # Exit:  0 ferryfsd's column holds no failure that gluster-known-differences does not list, every
 #        listed one still fails, ferryfsd never crashed, and the ESTALE checks pass; 1 otherwise;
 #        77 not root, glusterfs packages missing, or no guest image.
@@ -27,6 +30,7 @@ a=$gluster_a b=$gluster_b
 say "stack $guest_stack, guest $guest_dir"
 
 # ---- fsops, the shares on mount A ----
+fsops_part() {
 mkdir -p "$tmp/results"
 gl_ns mkdir -p "$a/fsops"
 t0=$SECONDS
@@ -84,13 +88,16 @@ own guest:rename2_noreplace rename2-noreplace
 own guest:rename2_exchange rename2-exchange
 own guest:tmpfile tmpfile
 own guest:fallocate fallocate-keep-blocks
+}
+[[ "${columns[*]}" == none ]] || fsops_part
 
 # ---- ESTALE: a file the guest holds is replaced through mount B ----
 gl_ns mkdir -p "$a/held"
 printf 'old\n' | gl_ns tee "$a/held/f" "$a/held/g" >/dev/null
 gl_ns cp "$here/guest-estale.sh" "$a/held/estale.sh"
 sock="$tmp/estale.sock"
-gl_ns "$ferryfsd" --socket-path="$sock" --shared-dir="$a/held" >"$tmp/estale-daemon.log" 2>&1 &
+read -r -a extra <<<"${FERRYFSD_ARGS:-}"
+gl_ns "$ferryfsd" --socket-path="$sock" --shared-dir="$a/held" "${extra[@]}" >"$tmp/estale-daemon.log" 2>&1 &
 pid=$!
 cleanup_pids+=("$pid")
 wait_socket "$sock" "$pid" || die "ferryfsd did not listen: $(tail -3 "$tmp/estale-daemon.log")"

@@ -13,7 +13,9 @@
 #                         skips (77) when glusterd/the client/unshare/nsenter/ip are missing
 #   gl_ns CMD...          runs CMD in the namespaces (where the mounts are); QEMU and ferryfsd run
 #                         there too (the vhost-user socket in $tmp is the same file on both sides)
-#   gluster_mount DIR     one more FUSE mount of the volume (another "host")
+#   gluster_mount DIR [OPTS]  one more FUSE mount of the volume (another "host"), with mount.glusterfs
+#                         options OPTS (e.g. entry-timeout=0,attribute-timeout=0); gluster_start mounts
+#                         $gluster_a and $gluster_b with $FERRYFS_GLUSTER_MOUNT_OPTS
 #   gluster_stop          tears it all down (idempotent)
 #   gluster_addr          10.255.255.1, the only address gluster uses (private range, this ns only)
 
@@ -71,14 +73,14 @@ gluster_start() {
     gl_ns gluster --mode=script volume start "$gluster_vol" >"$g/start.out" 2>&1 ||
         die "volume start: $(cat "$g/start.out")"
     gluster_a="$g/a" gluster_b="$g/b"
-    gluster_mount "$gluster_a"
-    gluster_mount "$gluster_b"
-    say "gluster volume $gluster_vol on $gluster_addr mounted twice in $((SECONDS - t0)) s ($(gl_ns glusterfs --version | head -1))"
+    gluster_mount "$gluster_a" "${FERRYFS_GLUSTER_MOUNT_OPTS:-}"
+    gluster_mount "$gluster_b" "${FERRYFS_GLUSTER_MOUNT_OPTS:-}"
+    say "gluster volume $gluster_vol on $gluster_addr mounted twice${FERRYFS_GLUSTER_MOUNT_OPTS:+ (-o $FERRYFS_GLUSTER_MOUNT_OPTS)} in $((SECONDS - t0)) s ($(gl_ns glusterfs --version | head -1))"
 }
 
 gluster_mount() {
     mkdir -p "$1"
-    gl_ns mount -t glusterfs -o "log-file=$tmp/gluster/log/mount-$(basename "$1").log" \
+    gl_ns mount -t glusterfs -o "log-file=$tmp/gluster/log/mount-$(basename "$1").log${2:+,$2}" \
         "$gluster_addr:/$gluster_vol" "$1" || die "mount -t glusterfs at $1 failed"
     gluster_mounts+=("$1")
 }
