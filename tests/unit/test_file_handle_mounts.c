@@ -139,11 +139,11 @@ int main(void)
 
 	if (geteuid() != 0) {
 		fprintf(stderr, "needs root (mounts in a mount namespace of its own): skipped\n");
-		return 77;
+		return TEST_SKIP;
 	}
 	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
 		fprintf(stderr, "no private mount namespace (%s): skipped\n", strerror(errno));
-		return 77;
+		return TEST_SKIP;
 	}
 	if (!mkdtemp(scratch)) {
 		perror("mkdtemp");
