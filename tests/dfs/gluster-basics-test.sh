@@ -51,11 +51,27 @@ check "an uncached FUSE handle does not reopen (ESTALE)" test "$r" == "err ESTAL
 
 # ---- ferryfsd's --inode-file-handles on the gluster mount (no guest needed) ----
 sock="$tmp/fh.sock"
-gl_ns "$ferryfsd" --socket-path="$sock" --shared-dir="$a" --inode-file-handles=prefer >"$tmp/prefer.log" 2>&1 &
+"${gl_enter[@]}" "$ferryfsd" --socket-path="$sock" --shared-dir="$a" --inode-file-handles=prefer >"$tmp/prefer.log" 2>&1 &
 pid=$!
 cleanup_pids+=("$pid")
 if wait_socket "$sock" "$pid"; then pass "prefer: ferryfsd starts on the gluster mount"; else fail "prefer: ferryfsd did not start: $(tail -3 "$tmp/prefer.log")"; fi
+# Stopped once it says it waits for QEMU (its sandbox is up by then).
+for ((i = 0; i < 100; i++)); do
+    grep -q 'waiting for a vhost-user frontend' "$tmp/prefer.log" && break
+    sleep 0.1
+done
 kill -TERM "$pid" 2>/dev/null || true
+# ended: gone or a zombie of ours (kill -0 still reaches a zombie).
+ended() {
+    local i
+    for ((i = 0; i < $2 * 10; i++)); do
+        [[ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null || echo gone)" == @(Z|gone) ]] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+check "prefer: ferryfsd stops on SIGTERM" ended "$pid" 10
+kill -KILL "$pid" 2>/dev/null || true
 wait "$pid" 2>/dev/null || true
 check "prefer: one warning naming the mount and fuse.glusterfs" \
     test "$(grep -c "prefer: no usable file handles on $a (fuse.glusterfs, mount [0-9]*): a FUSE mount" "$tmp/prefer.log")" == 1

@@ -38,6 +38,10 @@ gl_ns env FERRYFS_E2E_SHARE_DIR="$a/fsops" FERRYFS_E2E_RESULTS_DIR="$tmp/results
     FERRYFS_E2E_DAEMONS="${columns[*]}" "$repo/tests/e2e/fsops-test.sh" "$ferryfsd" \
     >"$tmp/fsops.out" 2>&1 || true
 say "fsops on gluster: $((SECONDS - t0)) s"
+# fsops-test keeps its tmp dir whenever ferryfsd's column has a failure, which on gluster it
+# has by design: its logs go with ours (kept on failure, removed with $tmp otherwise).
+kept="$(sed -n 's/^fsops-test: \(logs \)\{0,1\}kept \(in \)\{0,1\}//p' "$tmp/fsops.out" | tail -1)"
+[[ "$kept" == /tmp/ferryfs-e2e.* && -d "$kept" ]] && mv "$kept" "$tmp/fsops-test"
 sed -n '/^check /,/^$/p' "$tmp/fsops.out"
 res="$tmp/results/ferryfsd"
 [[ -s "$res" ]] || die "fsops did not run ferryfsd: $(tail -5 "$tmp/fsops.out")"
@@ -97,11 +101,11 @@ printf 'old\n' | gl_ns tee "$a/held/f" "$a/held/g" >/dev/null
 gl_ns cp "$here/guest-estale.sh" "$a/held/estale.sh"
 sock="$tmp/estale.sock"
 read -r -a extra <<<"${FERRYFSD_ARGS:-}"
-gl_ns "$ferryfsd" --socket-path="$sock" --shared-dir="$a/held" "${extra[@]}" >"$tmp/estale-daemon.log" 2>&1 &
+"${gl_enter[@]}" "$ferryfsd" --socket-path="$sock" --shared-dir="$a/held" "${extra[@]}" >"$tmp/estale-daemon.log" 2>&1 &
 pid=$!
 cleanup_pids+=("$pid")
 wait_socket "$sock" "$pid" || die "ferryfsd did not listen: $(tail -3 "$tmp/estale-daemon.log")"
-gl_ns "$run_guest" --guest "$guest_dir" --sock "$sock" --cmd run --args "sh /mnt/estale.sh" --quiet \
+"${gl_enter[@]}" "$run_guest" --guest "$guest_dir" --sock "$sock" --cmd run --args "sh /mnt/estale.sh" --quiet \
     --mem 512M --log "$tmp/console-estale.log" --timeout "$guest_timeout" --watch-pid "$pid" \
     >"$tmp/run-guest-estale.out" 2>&1 &
 guest=$!

@@ -13,6 +13,8 @@
 #                         skips (77) when glusterd/the client/unshare/nsenter/ip are missing
 #   gl_ns CMD...          runs CMD in the namespaces (where the mounts are); QEMU and ferryfsd run
 #                         there too (the vhost-user socket in $tmp is the same file on both sides)
+#   "${gl_enter[@]}" CMD... &   the same for a background process: nsenter execs CMD, so $! is
+#                         CMD's own pid (a function run with & would be a subshell around it)
 #   gluster_mount DIR [OPTS]  one more FUSE mount of the volume (another "host"), with mount.glusterfs
 #                         options OPTS (e.g. entry-timeout=0,attribute-timeout=0); gluster_start mounts
 #                         $gluster_a and $gluster_b with $FERRYFS_GLUSTER_MOUNT_OPTS
@@ -35,7 +37,8 @@ gluster_need() {
     [[ -c /dev/fuse ]] || skip "/dev/fuse missing"
 }
 
-gl_ns() { nsenter --target "$gluster_holder" --net --mount -- "$@"; }
+gl_enter=()
+gl_ns() { "${gl_enter[@]}" "$@"; }
 
 gluster_start() {
     gluster_vol=${1:-ferryfs}
@@ -47,6 +50,7 @@ gluster_start() {
     unshare --net --mount --propagation private -- sleep infinity &
     gluster_holder=$!
     disown "$gluster_holder"  # its SIGKILL at the end is no news for the test's output
+    gl_enter=(nsenter --target "$gluster_holder" --net --mount --)
     cleanup_cmds+=('gluster_stop')
     for ((i = 0; i < 50; i++)); do
         [[ "$(readlink "/proc/$gluster_holder/ns/net")" != "$(readlink /proc/self/ns/net)" ]] && break
@@ -102,4 +106,5 @@ gluster_stop() {
     fi
     for ((i = 0; i < 50; i++)); do kill -0 "$gluster_holder" 2>/dev/null || break; sleep 0.1; done
     gluster_holder=""
+    gl_enter=()
 }
