@@ -44,6 +44,7 @@ static void mount_name(struct passthrough *pt, int mnt_id, int fd, char *buf,
 	const char *host = pt->opts.host_dir;
 	int mfd = openat(pt->proc_self_fd, "../mountinfo", O_RDONLY | O_CLOEXEC);
 	FILE *f = mfd < 0 ? NULL : fdopen(mfd, "r");
+	bool line_start = true;
 	ssize_t len;
 	int id;
 
@@ -51,8 +52,13 @@ static void mount_name(struct passthrough *pt, int mnt_id, int fd, char *buf,
 		close(mfd);
 	while (f && fgets(line, sizeof(line), f)) {
 		const char *sep = strstr(line, " - ");
+		bool at_start = line_start;
 
-		if (sscanf(line, "%d %*d %*s %*s %1023s", &id, point) != 2 ||
+		/* A line longer than the buffer comes in pieces: only a
+		 * line's first piece starts with its mount id. */
+		line_start = strchr(line, '\n') != NULL;
+		if (!at_start ||
+		    sscanf(line, "%d %*d %*s %*s %1023s", &id, point) != 2 ||
 		    id != mnt_id || !sep || sscanf(sep + 3, "%63s", type) != 1)
 			continue;
 		/* In a sandbox our root is the share: its mount points are
