@@ -6,6 +6,8 @@
 #                                  "none" runs only the ESTALE part
 #        FERRYFS_GLUSTER_MOUNT_OPTS  mount.glusterfs options for both mounts (tests/lib/gluster.sh)
 #        FERRYFSD_ARGS             extra ferryfsd arguments for the ESTALE run (e.g. -d)
+#        FERRYFS_GLUSTER_ESTALE_SECS=15  how long the guest may take to see a replaced file by name
+#                                  (measured 0.5 s to over 5 s: docs/distributed.md)
 # Exit:  0 ferryfsd's column holds no failure that gluster-known-differences does not list, every
 #        listed one still fails, ferryfsd never crashed, and the ESTALE checks pass; 1 otherwise;
 #        77 not root, glusterfs packages missing, or no guest image.
@@ -50,8 +52,8 @@ grep -q $'^daemon_exit\tPASS' "$res" || fail "ferryfsd did not exit cleanly: $(g
 
 # listed CHECK: the line of gluster-known-differences whose glob matches CHECK.
 listed() {
-    local glob reason
-    while IFS=$'\t' read -r glob reason; do
+    local glob
+    while IFS=$'\t' read -r glob _; do
         [[ -z "$glob" || "$glob" == \#* ]] && continue
         # shellcheck disable=SC2053
         [[ "$1" == $glob ]] && return 0
@@ -69,7 +71,7 @@ while IFS=$'\t' read -r check result; do
     fi
 done <"$res"
 # A listed check that now passes: the list is out of date (or gluster changed).
-while IFS=$'\t' read -r glob reason; do
+while IFS=$'\t' read -r glob _; do
     [[ -z "$glob" || "$glob" == \#* ]] && continue
     grep -q "^$glob"$'\t'"FAIL" "$res" ||
         fail "$glob is listed in gluster-known-differences but did not fail: $(grep "^$glob"$'\t' "$res" || echo absent)"
@@ -105,7 +107,7 @@ read -r -a extra <<<"${FERRYFSD_ARGS:-}"
 pid=$!
 cleanup_pids+=("$pid")
 wait_socket "$sock" "$pid" || die "ferryfsd did not listen: $(tail -3 "$tmp/estale-daemon.log")"
-"${gl_enter[@]}" "$run_guest" --guest "$guest_dir" --sock "$sock" --cmd run --args "sh /mnt/estale.sh" --quiet \
+"${gl_enter[@]}" "$run_guest" --guest "$guest_dir" --sock "$sock" --cmd run --args "sh /mnt/estale.sh ${FERRYFS_GLUSTER_ESTALE_SECS:-15}" --quiet \
     --mem 512M --log "$tmp/console-estale.log" --timeout "$guest_timeout" --watch-pid "$pid" \
     >"$tmp/run-guest-estale.out" 2>&1 &
 guest=$!
