@@ -10,7 +10,8 @@ pkgs=(meson ninja-build pkg-config gcc liburing-dev libseccomp-dev libcap-ng-dev
       fuse3   # fusermount3: --mount without root (tests/security/unprivileged-test.sh)
       uidmap  # newuidmap/newgidmap: --uid-map/--gid-map ranges without root (tests/security/unprivileged-test.sh)
       dpkg-dev debhelper fakeroot lintian  # make deb, tests/install/deb-test.sh (Build-Depends are above)
-      debian-archive-keyring)  # scripts/stack.sh checks bookworm-backports and trixie against it
+      debian-archive-keyring  # scripts/stack.sh checks bookworm-backports and trixie against it
+      glusterfs-server glusterfs-client)  # tests/dfs/: a GlusterFS volume in the test's own namespaces (tests/lib/gluster.sh)
 
 # One dpkg-query for all packages keeps the all-present case well under a second.
 missing=()

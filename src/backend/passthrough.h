@@ -11,6 +11,9 @@
 
 struct passthrough_opts {
 	const char *shared_dir;
+	/* The share's path on the host, for messages naming a mount: in a
+	 * sandbox shared_dir is "/" (NULL: shared_dir is that path). */
+	const char *host_dir;
 	enum cache_mode cache;
 	double timeout;              /* seconds; <0 means "from the cache mode" */
 	bool xattr;

@@ -20,7 +20,7 @@ static int add_inode(struct passthrough *pt, int fd, struct inode **out,
 
 	if (ret < 0)
 		goto close_fd;
-	ret = pt_handle_for_inode(pt, fd, stx->stx_mode, &hb, &handle);
+	ret = pt_handle_for_inode(pt, fd, stx, &hb, &handle);
 	if (ret < 0)
 		goto close_fd;
 	pt_key_from_statx(stx, &key);

@@ -66,6 +66,11 @@ struct passthrough {
 	pthread_mutex_t mounts_lock;
 	struct { int mnt_id; int fd; } mounts[MOUNT_FDS_MAX];
 	atomic_uint nmounts;
+	/* Mounts found without usable file handles (a FUSE mount such as
+	 * GlusterFS's, a file system without export support): -errno each,
+	 * decided once on the first directory met there. */
+	struct { int mnt_id; int err; } no_handles[MOUNT_FDS_MAX];
+	atomic_uint nno_handles;
 	uint64_t timeout_sec;
 	uint32_t timeout_nsec;
 	bool switch_creds;      /* only root can take on the guest's ids */
@@ -182,8 +187,8 @@ struct pt_handle_buf {
 };
 
 /* The file handle a new inode keeps instead of its fd, or NULL in *out to
- * keep the fd (--inode-file-handles decides). */
-int pt_handle_for_inode(struct passthrough *pt, int fd, mode_t type,
+ * keep the fd (--inode-file-handles decides, per mount); stx is fd's. */
+int pt_handle_for_inode(struct passthrough *pt, int fd, const struct statx *stx,
 			struct pt_handle_buf *hb, const struct inode_handle **out);
 /* At setup, on the share's root: whether file handles work there. */
 int pt_check_file_handles(struct passthrough *pt, int root_fd);

@@ -157,13 +157,16 @@ static struct inode *placeholder(uint64_t nodeid, mode_t type)
 static int keep_by_handle(struct loader *ld, size_t i, int *fd, struct pt_handle_buf *hb,
 			  const struct inode_handle **handle)
 {
+	struct statx stx;
 	int ret;
 
 	*handle = NULL;
 	if (ld->pt->opts.file_handles == FILE_HANDLES_NEVER || S_ISDIR(ld->st->inodes[i].type) ||
 	    ld->held[i])
 		return 0;
-	ret = pt_handle_for_inode(ld->pt, *fd, ld->st->inodes[i].type, hb, handle);
+	ret = pt_stat_fd(*fd, &stx);
+	if (ret == 0)
+		ret = pt_handle_for_inode(ld->pt, *fd, &stx, hb, handle);
 	if (ret < 0 || !*handle)
 		return ret;
 	close(*fd);

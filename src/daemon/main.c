@@ -720,6 +720,7 @@ static int serve(const struct ferry_options *o)
 	if (ret)
 		goto out_listen;
 	pt_opts.proc_self_fd_given = pt_opts.proc_self_fd >= 0;
+	pt_opts.host_dir = o->shared_dir;
 	ret = passthrough_new(&pt, &pt_opts);
 	if (ret) {
 		log_err("cannot serve %s: %s", o->shared_dir, strerror(-ret));

@@ -10,6 +10,9 @@
 #        FERRYFS_GUEST_DIR         guest images (default: stack_guest_dir, e.g.
 #                                  ${FERRYFS_CACHE:-/var/cache/ferryfs}/guest for stable)
 #        FERRYFSD_ARGS             extra ferryfsd arguments;  VIRTIOFSD=/usr/lib/qemu/virtiofsd
+#        FERRYFS_E2E_SHARE_DIR     each daemon's share is DIR/NAME instead of in the tmp dir (e.g.
+#                                  on a distributed mount, tests/dfs/gluster-fsops-test.sh)
+#        FERRYFS_E2E_RESULTS_DIR   copy each daemon's results (name<TAB>PASS|FAIL reason) to DIR/NAME
 # Exit:  0 all ferryfsd checks pass; 1 a ferryfsd check failed or it did not run; 77 skipped.
 # The virtiofsd columns are informational (the C one lacks e.g. O_TMPFILE); only their failure
 # to run is reported.
@@ -57,12 +60,15 @@ source "$here/host-checks.sh"
 # Writes DIR/results (name<TAB>PASS|FAIL reason) and DIR/status (a one-word summary).
 run_daemon() { # NAME
     local name="$1" dir="$tmp/$1"
-    local share="$dir/share" sock="$dir/vhost.sock" res="$dir/results"
-    mkdir -p "$share/host"
+    local share="${FERRYFS_E2E_SHARE_DIR:+$FERRYFS_E2E_SHARE_DIR/$1}" sock="$dir/vhost.sock" res="$dir/results"
+    share="${share:-$dir/share}"
+    mkdir -p "$dir" "$share/host"
     : >"$res"
     printf 'hello from the host\n' >"$share/host/hello.txt"
     "$fsops" --expect hostpat >"$share/host/pattern.bin"
-    prepare_cap_files "$share"
+    # A share on a mount without security.capability (GlusterFS's FUSE client by default)
+    # still runs: the capability checks then fail, which tests/dfs lists.
+    prepare_cap_files "$share" 2>/dev/null || say "[$name] cannot set file capabilities in $share"
 
     local cmd=()
     case "$name" in
@@ -175,6 +181,7 @@ for d in "${daemons[@]}"; do
         ferryfsd | virtiofsd | virtiofsd-rs) run_daemon "$d" ;;
         *) say "unknown daemon '$d' in FERRYFS_E2E_DAEMONS"; exit 2 ;;
     esac
+    [[ -z "${FERRYFS_E2E_RESULTS_DIR:-}" ]] || cp "$tmp/$d/results" "$FERRYFS_E2E_RESULTS_DIR/$d"
 done
 
 # ---------- report ----------

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# make check (suite dfs): the fsops guest battery with the share on a GlusterFS mount (ferryfsd with fsops' options, the Rust virtiofsd as reference), each difference from a local share explained in gluster-known-differences; then a file replaced through the other mount while the guest holds it (ESTALE).
+#
+# Usage: gluster-fsops-test.sh        Env: FERRYFSD, FERRYFS_E2E_KEEP=1, FERRYFS_E2E_TIMEOUT
+#        FERRYFS_GLUSTER_DAEMONS="ferryfsd virtiofsd-rs"  fsops columns (virtiofsd-rs: reference);
+#                                  "none" runs only the ESTALE part
+#        FERRYFS_GLUSTER_MOUNT_OPTS  mount.glusterfs options for both mounts (tests/lib/gluster.sh)
+#        FERRYFSD_ARGS             extra ferryfsd arguments for the ESTALE run (e.g. -d)
+#        FERRYFS_GLUSTER_ESTALE_SECS=15  how long the guest may take to see a replaced file by name
+#                                  (measured 0.5 s to over 5 s: docs/distributed.md)
+# Exit:  0 ferryfsd's column holds no failure that gluster-known-differences does not list, every
+#        listed one still fails, ferryfsd never crashed, and the ESTALE checks pass; 1 otherwise;
+#        77 not root, glusterfs packages missing, or no guest image.
+# Stack: current (QEMU 10, Linux 6.12) when scripts/stack.sh can have it, else stable. The stack
+#        and the guest image are made ready outside the namespace (which has no network).
+# Time:  ~5 s gluster, one guest boot per column (~20-40 s each under TCG), one for ESTALE.
+set -euo pipefail
+source "$(dirname "$0")/../lib/guest.sh"
+source "$lib_dir/gluster.sh"
+gluster_need
+need_built "$ferryfsd"
+if stack_prepare current >/dev/null 2>&1; then
+    FERRYFS_GUEST_DIR="$(stack_guest_dir current)"
+    export FERRYFS_STACK=current FERRYFS_GUEST_DIR
+fi
+guest_prepare
+known="$here/gluster-known-differences"
+read -r -a columns <<<"${FERRYFS_GLUSTER_DAEMONS:-ferryfsd virtiofsd-rs}"
+make_tmp
+gluster_start
+a=$gluster_a b=$gluster_b
+say "stack $guest_stack, guest $guest_dir"
+
+# ---- fsops, the shares on mount A ----
+fsops_part() {
+mkdir -p "$tmp/results"
+gl_ns mkdir -p "$a/fsops"
+t0=$SECONDS
+gl_ns env FERRYFS_E2E_SHARE_DIR="$a/fsops" FERRYFS_E2E_RESULTS_DIR="$tmp/results" \
+    FERRYFS_E2E_DAEMONS="${columns[*]}" "$repo/tests/e2e/fsops-test.sh" "$ferryfsd" \
+    >"$tmp/fsops.out" 2>&1 || true
+say "fsops on gluster: $((SECONDS - t0)) s"
+# fsops-test keeps its tmp dir whenever ferryfsd's column has a failure, which on gluster it
+# has by design: its logs go with ours (kept on failure, removed with $tmp otherwise).
+kept="$(sed -n 's/^fsops-test: \(logs \)\{0,1\}kept \(in \)\{0,1\}//p' "$tmp/fsops.out" | tail -1)"
+[[ "$kept" == /tmp/ferryfs-e2e.* && -d "$kept" ]] && mv "$kept" "$tmp/fsops-test"
+sed -n '/^check /,/^$/p' "$tmp/fsops.out"
+res="$tmp/results/ferryfsd"
+[[ -s "$res" ]] || die "fsops did not run ferryfsd: $(tail -5 "$tmp/fsops.out")"
+grep -q $'^guest_finished\tPASS' "$res" || fail "the fsops guest did not finish: $(grep $'^guest_finished' "$res")"
+grep -q $'^daemon_exit\tPASS' "$res" || fail "ferryfsd did not exit cleanly: $(grep $'^daemon_exit' "$res")"
+
+# listed CHECK: the line of gluster-known-differences whose glob matches CHECK.
+listed() {
+    local glob
+    while IFS=$'\t' read -r glob _; do
+        [[ -z "$glob" || "$glob" == \#* ]] && continue
+        # shellcheck disable=SC2053
+        [[ "$1" == $glob ]] && return 0
+    done <"$known"
+    return 1
+}
+nfail=0 nknown=0
+while IFS=$'\t' read -r check result; do
+    [[ "$result" == FAIL* ]] || continue
+    nfail=$((nfail + 1))
+    if listed "$check"; then
+        nknown=$((nknown + 1))
+    else
+        fail "$check differs on gluster and is not in gluster-known-differences: $result"
+    fi
+done <"$res"
+# A listed check that now passes: the list is out of date (or gluster changed).
+while IFS=$'\t' read -r glob _; do
+    [[ -z "$glob" || "$glob" == \#* ]] && continue
+    grep -q "^$glob"$'\t'"FAIL" "$res" ||
+        fail "$glob is listed in gluster-known-differences but did not fail: $(grep "^$glob"$'\t' "$res" || echo absent)"
+done <"$known"
+say "ferryfsd on gluster: $nfail failing checks, $nknown of them listed as gluster's own"
+# The oracle for "gluster's own": the same operation on the host's mount answers what the guest got.
+# own CHECK PROBE: the host's answer to PROBE (host-probe.py) appears in CHECK's FAIL reason.
+own() {
+    local got want
+    got="$(grep "^$1"$'\t' "$res" | cut -f2)"
+    gl_ns mkdir -p "$a/probe-$2"
+    want="$(gl_ns python3 "$here/host-probe.py" "$2" "$a/probe-$2")"
+    if [[ "$want" != ok && "$got" == FAIL*"$want"* ]]; then
+        pass "$1: the guest got what the host's gluster mount answers ($want)"
+    else
+        fail "$1: the guest got '$got', the host's mount answers '$want'"
+    fi
+}
+own guest:rename2_noreplace rename2-noreplace
+own guest:rename2_exchange rename2-exchange
+own guest:tmpfile tmpfile
+own guest:fallocate fallocate-keep-blocks
+}
+[[ "${columns[*]}" == none ]] || fsops_part
+
+# ---- ESTALE: a file the guest holds is replaced through mount B ----
+gl_ns mkdir -p "$a/held"
+printf 'old\n' | gl_ns tee "$a/held/f" "$a/held/g" >/dev/null
+gl_ns cp "$here/guest-estale.sh" "$a/held/estale.sh"
+sock="$tmp/estale.sock"
+read -r -a extra <<<"${FERRYFSD_ARGS:-}"
+"${gl_enter[@]}" "$ferryfsd" --socket-path="$sock" --shared-dir="$a/held" "${extra[@]}" >"$tmp/estale-daemon.log" 2>&1 &
+pid=$!
+cleanup_pids+=("$pid")
+wait_socket "$sock" "$pid" || die "ferryfsd did not listen: $(tail -3 "$tmp/estale-daemon.log")"
+"${gl_enter[@]}" "$run_guest" --guest "$guest_dir" --sock "$sock" --cmd run --args "sh /mnt/estale.sh ${FERRYFS_GLUSTER_ESTALE_SECS:-15}" --quiet \
+    --mem 512M --log "$tmp/console-estale.log" --timeout "$guest_timeout" --watch-pid "$pid" \
+    >"$tmp/run-guest-estale.out" 2>&1 &
+guest=$!
+guest_pids+=("$guest")
+# The guest says when it holds f (open) and g (looked up); then both are replaced through B.
+for ((i = 0; i < guest_timeout * 10; i++)); do
+    gl_ns test -e "$b/held/holding" && break
+    kill -0 "$guest" 2>/dev/null || break
+    sleep 0.1
+done
+gl_ns test -e "$b/held/holding" || die "the guest never held the files: $(tr -d '\r' <"$tmp/console-estale.log" | tail -5)"
+gl_ns bash -c 'cd "$1" && rm f g && printf "new\n" >f && printf "new\n" >g && touch go' _ "$b/held"
+say "f and g removed and recreated through mount B"
+wait "$guest" || fail "the ESTALE guest failed (run-guest exit $?)"
+console="$(tr -d '\r' <"$tmp/console-estale.log")"
+grep -a '^ESTALE' <<<"$console" | sed 's/^/    /'
+for c in f-by-name g-by-name f-open-fd never-wrong; do
+    if grep -aq "^ESTALE $c PASS" <<<"$console"; then pass "estale: $c"
+    else fail "estale: $c: $(grep -a "^ESTALE $c" <<<"$console" || echo 'no result')"; fi
+done
+wait_gone "$pid" 10 || fail "ferryfsd still running after the ESTALE guest"
+wait "$pid" 2>/dev/null; drc=$?
+((drc < 128)) || fail "ferryfsd died by signal $((drc - 128)) in the ESTALE run"
+finish

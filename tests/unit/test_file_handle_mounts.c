@@ -1,0 +1,185 @@
+/* --inode-file-handles decided per mount: a mount without handles below the share falls back (prefer) or is refused (mandatory), logged once naming it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/fuse.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend/passthrough.h"
+#include "common/log.h"
+#include "../common/check.h"
+#include "../common/fd_count.h"
+#include "../common/scratch.h"
+
+static const struct fs_ops *ops = &passthrough_ops;
+static const struct fuse_req_ctx ctx = { .unique = 1 };
+static char scratch[] = "/tmp/ferry-fhm-XXXXXX";
+static char logpath[PATH_MAX];
+
+static int lookup(struct passthrough *pt, uint64_t parent, const char *name, uint64_t *id)
+{
+	struct fuse_entry_out e;
+	int ret = ops->lookup(pt, &ctx, parent, name, &e);
+
+	*id = ret < 0 ? 0 : e.nodeid;
+	return ret;
+}
+
+/* Lines of the captured log that contain both needles. */
+static int log_lines(const char *a, const char *b)
+{
+	char line[2048];
+	FILE *f = fopen(logpath, "r");
+	int n = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		n += strstr(line, a) && strstr(line, b);
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static struct passthrough *open_share(const char *dir, enum inode_file_handles fh, int *ret)
+{
+	struct passthrough_opts opts = { .shared_dir = dir, .timeout = -1, .file_handles = fh };
+	struct fuse_conn_info conn = { .proto_minor = 38 };
+	struct passthrough *pt = NULL;
+
+	*ret = passthrough_new(&pt, &opts);
+	if (*ret == 0)
+		CHECK_EQ(ops->init(pt, &conn), 0);
+	return pt;
+}
+
+static void close_share(struct passthrough *pt)
+{
+	ops->destroy(pt);
+	passthrough_free(pt);
+}
+
+/* procfs has no export operations (name_to_handle_at: EOPNOTSUPP), tmpfs
+ * has; the share itself is on /tmp's file system, which must have them. */
+static void test_prefer(void)
+{
+	char tmpfs_file[PATH_MAX + 16];
+	uint64_t proc_id, sys_id, tmp_id, file_id;
+	struct passthrough *pt;
+	int ret, before;
+
+	pt = open_share(scratch, FILE_HANDLES_PREFER, &ret);
+	CHECK_EQ(ret, 0);
+	if (!pt)
+		return;
+	CHECK_EQ(log_lines("no usable file handles", scratch), 0);
+	/* tmpfs: its files keep handles, no fds. */
+	CHECK_EQ(lookup(pt, 1, "tmp", &tmp_id), 0);
+	snprintf(tmpfs_file, sizeof(tmpfs_file), "%s/tmp/f", scratch);
+	close(open(tmpfs_file, O_CREAT | O_WRONLY, 0644));
+	before = fd_count();
+	CHECK_EQ(lookup(pt, tmp_id, "f", &file_id), 0);
+	CHECK_EQ(fd_count(), before);
+	/* procfs: found without handles on the first directory, logged once,
+	 * its inodes keep fds and work. */
+	CHECK_EQ(lookup(pt, 1, "proc", &proc_id), 0);
+	before = fd_count();
+	CHECK_EQ(lookup(pt, proc_id, "sys", &sys_id), 0);
+	CHECK_EQ(fd_count(), before + 1);
+	{
+		struct fuse_getattr_in gin = { 0 };
+		struct fuse_attr_out aout;
+
+		CHECK_EQ(ops->getattr(pt, &ctx, sys_id, &gin, &aout), 0);
+		CHECK(S_ISDIR(aout.attr.mode));
+	}
+	CHECK_EQ(log_lines("prefer: no usable file handles on", "/proc (proc, mount"), 1);
+	CHECK_EQ(log_lines("no usable file handles", "/tmp (tmpfs"), 0);
+	ops->forget(pt, sys_id, 1);
+	ops->forget(pt, proc_id, 1);
+	ops->forget(pt, file_id, 1);
+	ops->forget(pt, tmp_id, 1);
+	close_share(pt);
+}
+
+static void test_mandatory(void)
+{
+	char proc_dir[PATH_MAX + 8];
+	struct passthrough *pt;
+	uint64_t id;
+	int ret;
+
+	pt = open_share(scratch, FILE_HANDLES_MANDATORY, &ret);
+	CHECK_EQ(ret, 0);
+	if (!pt)
+		return;
+	CHECK_EQ(lookup(pt, 1, "tmp", &id), 0);
+	ops->forget(pt, id, 1);
+	CHECK_EQ(lookup(pt, 1, "proc", &id), -EOPNOTSUPP);
+	CHECK_EQ(lookup(pt, 1, "proc", &id), -EOPNOTSUPP);
+	CHECK_EQ(log_lines("mandatory: no usable file handles on", "/proc (proc, mount"), 1);
+	close_share(pt);
+
+	/* A share on such a mount is refused at start, naming it. */
+	snprintf(proc_dir, sizeof(proc_dir), "%s/proc", scratch);
+	pt = open_share(proc_dir, FILE_HANDLES_MANDATORY, &ret);
+	CHECK_EQ(ret, -EOPNOTSUPP);
+	CHECK(!pt);
+	CHECK_EQ(log_lines("mandatory: no usable file handles on", "/proc (proc, mount"), 2);
+}
+
+int main(void)
+{
+	char path[PATH_MAX + 8];
+	int logfd;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "needs root (mounts in a mount namespace of its own): skipped\n");
+		return TEST_SKIP;
+	}
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		fprintf(stderr, "no private mount namespace (%s): skipped\n", strerror(errno));
+		return TEST_SKIP;
+	}
+	if (!mkdtemp(scratch)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/proc", scratch);
+	CHECK_EQ(mkdir(path, 0755), 0);
+	CHECK_EQ(mount("proc", path, "proc", 0, NULL), 0);
+	snprintf(path, sizeof(path), "%s/tmp", scratch);
+	CHECK_EQ(mkdir(path, 0755), 0);
+	CHECK_EQ(mount("tmpfs", path, "tmpfs", 0, "size=1m"), 0);
+	/* ferryfsd logs to stderr: captured in a file to count the lines. */
+	snprintf(logpath, sizeof(logpath), "%s.log", scratch);
+	logfd = open(logpath, O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0600);
+	CHECK(logfd >= 0);
+	ferry_log_init(LOG_LVL_INFO, false);
+	fflush(stderr);
+	int saved = dup(2);
+
+	dup2(logfd, 2);
+	test_prefer();
+	test_mandatory();
+	fflush(stderr);
+	dup2(saved, 2);
+	{
+		char line[2048];
+		FILE *f = fopen(logpath, "r");
+
+		while (f && fgets(line, sizeof(line), f))
+			fprintf(stderr, "log: %s", line);
+		if (f)
+			fclose(f);
+	}
+	unlink(logpath);
+	umount2(path, MNT_DETACH);
+	snprintf(path, sizeof(path), "%s/proc", scratch);
+	umount2(path, MNT_DETACH);
+	return scratch_finish(scratch, failures);
+}
