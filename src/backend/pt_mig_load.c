@@ -154,19 +154,16 @@ static struct inode *placeholder(uint64_t nodeid, mode_t type)
  * handle (reopened through it). With --inode-file-handles=mandatory a file
  * without a handle is refused, as its LOOKUP would be.
  */
-static int keep_by_handle(struct loader *ld, size_t i, int *fd, struct pt_handle_buf *hb,
-			  const struct inode_handle **handle)
+static int keep_by_handle(struct loader *ld, size_t i, const struct statx *stx, int *fd,
+			  struct pt_handle_buf *hb, const struct inode_handle **handle)
 {
-	struct statx stx;
 	int ret;
 
 	*handle = NULL;
 	if (ld->pt->opts.file_handles == FILE_HANDLES_NEVER || S_ISDIR(ld->st->inodes[i].type) ||
 	    ld->held[i])
 		return 0;
-	ret = pt_stat_fd(*fd, &stx);
-	if (ret == 0)
-		ret = pt_handle_for_inode(ld->pt, *fd, &stx, hb, handle);
+	ret = pt_handle_for_inode(ld->pt, *fd, stx, hb, handle);
 	if (ret < 0 || !*handle)
 		return ret;
 	close(*fd);
@@ -229,7 +226,7 @@ static int resolve_one(struct loader *ld, size_t i)
 					     (unsigned long long)ld->st->inodes[other].nodeid);
 		}
 		pt_key_set_add(&ld->keys, &key, i);
-		ret = keep_by_handle(ld, i, &fd, &hb, &handle);
+		ret = keep_by_handle(ld, i, &stx, &fd, &hb, &handle);
 		if (ret) {
 			if (fd >= 0)
 				close(fd);
