@@ -11,8 +11,7 @@ void deferred_threads_init(struct deferred_threads *lt)
 void deferred_threads_destroy(struct deferred_threads *lt)
 {
 	pthread_mutex_lock(&lt->lock);
-	while (lt->running > 0)
-		pthread_cond_wait(&lt->none_left, &lt->lock);
+	thread_count_wait_none(&lt->running, &lt->none_left, &lt->lock);
 	pthread_mutex_unlock(&lt->lock);
 	pthread_cond_destroy(&lt->none_left);
 	pthread_mutex_destroy(&lt->lock);
@@ -49,7 +48,6 @@ int deferred_threads_start(struct deferred_threads *lt, void *(*fn)(void *), voi
 void deferred_threads_exit(struct deferred_threads *lt)
 {
 	pthread_mutex_lock(&lt->lock);
-	if (--lt->running == 0)
-		pthread_cond_broadcast(&lt->none_left);
+	thread_count_done(&lt->running, &lt->none_left);
 	pthread_mutex_unlock(&lt->lock);
 }

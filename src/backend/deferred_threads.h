@@ -10,6 +10,24 @@ struct deferred_threads {
 	unsigned running;
 };
 
+/* A count of running threads kept under its owner's lock, and the
+ * condition the owner waits on for the last one (deferred_threads below,
+ * the offload pool). With that lock held: */
+/* a counted thread is done; the last one wakes the waiter; */
+static inline void thread_count_done(unsigned *count, pthread_cond_t *none_left)
+{
+	if (--*count == 0)
+		pthread_cond_broadcast(none_left);
+}
+
+/* waits until no counted thread is left. */
+static inline void thread_count_wait_none(unsigned *count, pthread_cond_t *none_left,
+					  pthread_mutex_t *lock)
+{
+	while (*count > 0)
+		pthread_cond_wait(none_left, lock);
+}
+
 /* pthread_create of a detached thread: 0 or -errno. */
 int thread_start_detached(void *(*fn)(void *), void *arg);
 

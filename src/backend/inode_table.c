@@ -379,12 +379,11 @@ int inode_lookup_add(struct inode_table *t, int fd, const struct inode_key *key,
 {
 	unsigned shard = key_hash(key) & (SHARD_COUNT - 1);
 	struct shard *s = &t->shards[shard];
-	size_t handle_size = handle ? sizeof(*handle) + handle->fh.handle_bytes : 0;
 	struct inode *inode, *fresh;
 
-	/* Allocated before locking so the lock is never held across malloc;
-	 * one allocation holds the inode and its handle. */
-	fresh = calloc(1, sizeof(*fresh) + handle_size);
+	/* Allocated and filled before locking so the lock is never held
+	 * across malloc; numbered under the lock, in this shard. */
+	fresh = inode_alloc_detached(shard, key, fd, type, handle);
 	pthread_mutex_lock(&s->lock);
 	inode = shard_find_key(s, key);
 	if (inode) {
@@ -407,14 +406,6 @@ int inode_lookup_add(struct inode_table *t, int fd, const struct inode_key *key,
 		return -ENOMEM;
 	}
 	fresh->nodeid = (s->next_seq++ << SHARD_BITS) | shard;
-	fresh->key = *key;
-	fresh->fd = fd;
-	if (handle) {
-		fresh->handle = (struct inode_handle *)(fresh + 1);
-		memcpy(fresh->handle, handle, handle_size);
-	}
-	fresh->type = type & S_IFMT;
-	fresh->shard = shard;
 	fresh->nlookup = 1;
 	fresh->refs = 1;
 	if (s->count >= s->nbuckets)

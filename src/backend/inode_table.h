@@ -111,7 +111,8 @@ void inode_table_counters(struct inode_table *t, uint64_t next_seq[INODE_SHARDS]
 /* Whether the guest knows no inode but the root (a fresh destination). */
 bool inode_table_empty(struct inode_table *t);
 /* An inode outside any table, owning fd (-1: none) with its budget unit,
- * for inode_table_install; counts 0. NULL on ENOMEM (fd untouched). */
+ * for inode_table_install (inode_lookup_add fills its new inodes with it
+ * too); counts 0. NULL on ENOMEM (fd untouched). */
 struct inode *inode_alloc_detached(uint64_t nodeid, const struct inode_key *key,
 				   int fd, mode_t type, const struct inode_handle *handle);
 /* Frees a detached inode, closing its fd. */

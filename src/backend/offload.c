@@ -62,8 +62,7 @@ void offload_free(struct offload *o)
 	o->stopping = true;
 	o->held = false;
 	pthread_cond_broadcast(&o->work);
-	while (o->threads > 0)
-		pthread_cond_wait(&o->none_left, &o->lock);
+	thread_count_wait_none(&o->threads, &o->none_left, &o->lock);
 	pthread_mutex_unlock(&o->lock);
 	pthread_cond_destroy(&o->none_left);
 	pthread_cond_destroy(&o->work);
@@ -103,8 +102,7 @@ static void *offload_thread(void *arg)
 	}
 	/* offload_free may free o once it sees 0, but only after this
 	 * thread has let go of the lock. */
-	if (--o->threads == 0)
-		pthread_cond_broadcast(&o->none_left);
+	thread_count_done(&o->threads, &o->none_left);
 	pthread_mutex_unlock(&o->lock);
 	return NULL;
 }

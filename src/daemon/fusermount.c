@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "daemon/fork_pipe.h"
 
 /* The fd fusermount3 sends over the socket (its "_FUSE_COMMFD" protocol,
  * as libfuse receives it). */
@@ -53,34 +54,26 @@ static int receive_fd(int sock, int *fd)
  */
 static int start_unmount_watcher(const char *mountpoint, int fuse_fd, int *keep_fd)
 {
-	int p[2];
-	pid_t pid;
+	int fd;
+	pid_t pid = fork_with_pipe(true, &fd);
 	char c;
 
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		close(p[0]);
-		close(p[1]);
-		return -errno;
+	if (pid < 0)
+		return pid;
+	if (pid > 0) {
+		*keep_fd = fd;
+		return 0;
 	}
-	if (pid == 0) {
-		/* It must not keep the FUSE connection alive itself. */
-		close(fuse_fd);
-		close(p[1]);
-		signal(SIGINT, SIG_IGN);
-		signal(SIGTERM, SIG_IGN);
-		signal(SIGHUP, SIG_IGN);
-		while (read(p[0], &c, 1) < 0 && errno == EINTR)
-			;
-		execlp("fusermount3", "fusermount3", "-u", "-z", "-q", "--",
-		       mountpoint, (char *)NULL);
-		_exit(127);
-	}
-	close(p[0]);
-	*keep_fd = p[1];
-	return 0;
+	/* The watcher must not keep the FUSE connection alive itself. */
+	close(fuse_fd);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	while (read(fd, &c, 1) < 0 && errno == EINTR)
+		;
+	execlp("fusermount3", "fusermount3", "-u", "-z", "-q", "--",
+	       mountpoint, (char *)NULL);
+	_exit(127);
 }
 
 int fusermount_mount(const char *mountpoint, const char *source, int *fuse_fd,

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/unix_socket.h"
 #include "daemon/caps.h"
+#include "daemon/fork_pipe.h"
 #include "daemon/fusermount.h"
 #include "daemon/handler.h"
 #include "daemon/options.h"
@@ -293,29 +294,19 @@ static int check_inherited_socket(int fd)
  */
 static int daemonize(int *ready_fd)
 {
-	int pipe_fds[2];
-	pid_t pid;
+	pid_t pid = fork_with_pipe(false, ready_fd);
 	char status;
 
-	if (pipe2(pipe_fds, O_CLOEXEC) < 0)
-		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		close(pipe_fds[0]);
-		close(pipe_fds[1]);
-		return -errno;
-	}
+	if (pid < 0)
+		return pid;
 	if (pid > 0) {
-		close(pipe_fds[1]);
-		if (read(pipe_fds[0], &status, 1) == 1 && status == 0)
+		if (read(*ready_fd, &status, 1) == 1 && status == 0)
 			_exit(0);
 		fprintf(stderr, "ferryfsd: the background daemon failed to start "
 			"(its messages are above, or in syslog with --syslog)\n");
 		_exit(1);
 	}
-	close(pipe_fds[0]);
 	setsid();
-	*ready_fd = pipe_fds[1];
 	return 0;
 }
 

@@ -64,6 +64,21 @@ static void update_logging(struct vu_dev *dev)
 		virtq_set_log(&dev->queues[i].vq, log);
 }
 
+/* Puts val in dev->field while every queue thread is out of its batch and
+ * lets refresh(dev) point the queues at it under the same locks. Yields
+ * the old value: once this returns no batch can hold it, so the caller
+ * frees it. */
+#define SWAP_UNDER_QUEUE_LOCKS(dev, field, val, refresh) __extension__ ({ \
+	__typeof__((dev)->field) old_;					\
+									\
+	lock_all_queues(dev);						\
+	old_ = (dev)->field;						\
+	(dev)->field = (val);						\
+	refresh(dev);							\
+	unlock_all_queues(dev);						\
+	old_;								\
+})
+
 static struct vu_queue *msg_queue(struct vu_dev *dev, uint64_t index)
 {
 	if (index >= dev->nqueues) {
@@ -206,7 +221,7 @@ static void region_desc_from_wire(struct guest_region_desc *d,
 static int h_set_mem_table(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
 {
 	const struct vu_mem_table *t = &m->p.mem;
-	struct guest_mem *mem, *old;
+	struct guest_mem *mem;
 	uint32_t nregions;
 	int ret;
 
@@ -237,13 +252,7 @@ static int h_set_mem_table(struct vu_dev *dev, struct vu_msg *m, struct vu_reply
 			goto err_mem;
 		}
 	}
-	lock_all_queues(dev);
-	old = dev->mem;
-	dev->mem = mem;
-	remap_all_queues(dev);
-	unlock_all_queues(dev);
-	/* No batch can hold a pointer into the old regions any more. */
-	guest_mem_free(old);
+	guest_mem_free(SWAP_UNDER_QUEUE_LOCKS(dev, mem, mem, remap_all_queues));
 	for (unsigned i = 0; i < dev->nqueues; i++)
 		vu_queue_maybe_start(&dev->queues[i]);
 	log_debug("memory table: %u regions", nregions);
@@ -356,6 +365,21 @@ static int h_set_vring_addr(struct vu_dev *dev, struct vu_msg *m, struct vu_repl
 	return vu_queue_maybe_start(q);
 }
 
+/* SET_VRING_BASE of either ring kind, before the new position is set: a
+ * ring stopped by GET_VRING_BASE that restarts elsewhere than it stopped
+ * was reset by its driver, so the session goes (see h_set_vring_base). */
+static void restart_at(struct vu_dev *dev, struct vu_queue *q, uint32_t pos,
+		       uint32_t stopped)
+{
+	if (q->stop_pos_valid && pos != stopped) {
+		log_debug("queue %u restarts at 0x%x, stopped at 0x%x", q->index,
+			  pos, stopped);
+		vu_dev_driver_gone(dev, "rings restart from a new position");
+	}
+	q->stop_pos_valid = false;
+	q->err_signalled = false;
+}
+
 /*
  * SET_VRING_BASE of a packed ring: bits 0-14 the next avail position, bit
  * 15 the avail wrap counter (vhost-user.rst); QEMU adds its used position
@@ -366,18 +390,12 @@ static int set_packed_base(struct vu_dev *dev, struct vu_queue *q, uint32_t base
 {
 	uint16_t avail = (uint16_t)base;
 
-	if (q->stop_pos_valid && avail != (uint16_t)virtq_packed_get_base(&q->vq)) {
-		log_debug("queue %u restarts at 0x%x, stopped at 0x%x", q->index,
-			  avail, (uint16_t)virtq_packed_get_base(&q->vq));
-		vu_dev_driver_gone(dev, "rings restart from a new position");
-	}
+	restart_at(dev, q, avail, (uint16_t)virtq_packed_get_base(&q->vq));
 	if ((base >> 16) != 0 && (base >> 16) != avail)
 		log_warn("queue %u: packed base 0x%x has used 0x%x != avail; "
 			 "in-flight requests are not tracked, used restarts at avail",
 			 q->index, avail, base >> 16);
-	q->stop_pos_valid = false;
 	virtq_packed_set_base(&q->vq, avail);
-	q->err_signalled = false;
 	return 0;
 }
 
@@ -404,14 +422,8 @@ static int h_set_vring_base(struct vu_dev *dev, struct vu_msg *m, struct vu_repl
 	 * 0 (1 reboot in 65536) is taken for resumed: the new driver's INIT is
 	 * then refused with EIO and its mount fails, the daemon goes on.
 	 */
-	if (q->stop_pos_valid && m->p.state.num != q->vq.last_avail_idx) {
-		log_debug("queue %u restarts at %u, stopped at %u", q->index,
-			  m->p.state.num, q->vq.last_avail_idx);
-		vu_dev_driver_gone(dev, "rings restart from a new position");
-	}
-	q->stop_pos_valid = false;
+	restart_at(dev, q, m->p.state.num, q->vq.last_avail_idx);
 	virtq_set_base(&q->vq, (uint16_t)m->p.state.num);
-	q->err_signalled = false;
 	return 0;
 }
 
@@ -563,7 +575,7 @@ static int h_set_backend_req_fd(struct vu_dev *dev, struct vu_msg *m,
  * sends the new one before it frees the old when memory grows). */
 static int h_set_log_base(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
 {
-	struct dirty_log *log, *old;
+	struct dirty_log *log;
 	int ret;
 
 	/* Without LOG_SHMFD the log would be in the frontend's memory, which
@@ -579,13 +591,7 @@ static int h_set_log_base(struct vu_dev *dev, struct vu_msg *m, struct vu_reply 
 	ret = dirty_log_map(&log, m->fds[0], m->p.log.mmap_size, m->p.log.mmap_offset);
 	if (ret < 0)
 		return ret;
-	lock_all_queues(dev);
-	old = dev->log;
-	dev->log = log;
-	update_logging(dev);
-	unlock_all_queues(dev);
-	/* No batch can be marking the old log any more. */
-	dirty_log_free(old);
+	dirty_log_free(SWAP_UNDER_QUEUE_LOCKS(dev, log, log, update_logging));
 	log_info("vhost-user: dirty log of %llu bytes (%llu MiB of guest memory)",
 		 (unsigned long long)log->size,
 		 (unsigned long long)(log->size * 8 * VU_LOG_PAGE_SIZE >> 20));

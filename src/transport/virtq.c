@@ -34,21 +34,29 @@ void virtq_ring_sizes(unsigned num, uint64_t *desc_len, uint64_t *avail_len,
 	*used_len = 2 + 2 + 8 * (uint64_t)num + 2;
 }
 
-int virtq_set_rings(struct virtq *vq, unsigned num, void *desc, void *avail,
-		    void *used)
+int virtq_place_rings(struct virtq *vq, unsigned num, void *desc, void *avail,
+		      unsigned avail_align, void *used, unsigned used_align)
 {
-	if (num == 0 || num > VIRTQ_MAX_SIZE || (num & (num - 1)) != 0)
+	if (num == 0 || num > VIRTQ_MAX_SIZE)
 		return -EINVAL;
-	/* The alignments the virtio spec requires of the driver; we rely on
-	 * them for the atomic accesses below. */
-	if ((uintptr_t)desc % 16 != 0 || (uintptr_t)avail % 2 != 0 ||
-	    (uintptr_t)used % 4 != 0)
+	if ((uintptr_t)desc % 16 != 0 || (uintptr_t)avail % avail_align != 0 ||
+	    (uintptr_t)used % used_align != 0)
 		return -EINVAL;
 	vq->num = num;
 	vq->desc = desc;
 	vq->avail = avail;
 	vq->used = used;
 	return 0;
+}
+
+int virtq_set_rings(struct virtq *vq, unsigned num, void *desc, void *avail,
+		    void *used)
+{
+	if ((num & (num - 1)) != 0)
+		return -EINVAL;
+	/* The alignments the virtio spec requires of the driver; we rely on
+	 * them for the atomic accesses below. */
+	return virtq_place_rings(vq, num, desc, avail, 2, used, 4);
 }
 
 void virtq_clear_rings(struct virtq *vq)
@@ -149,7 +157,7 @@ static int refresh_avail(struct virtq *vq)
 /* Finds the indirect table [addr, addr + len): in place if it lies in one
  * region, else copied into vq->indirect_copy. len is already checked to be
  * at most sizeof(vq->indirect_copy). */
-const uint8_t *virtq_map_indirect(struct virtq *vq, uint64_t addr, uint32_t len)
+static const uint8_t *map_indirect(struct virtq *vq, uint64_t addr, uint32_t len)
 {
 	struct iovec parts[8];
 	unsigned cnt = 0;
@@ -167,15 +175,70 @@ const uint8_t *virtq_map_indirect(struct virtq *vq, uint64_t addr, uint32_t len)
 	return (const uint8_t *)vq->indirect_copy;
 }
 
+/* Split and packed descriptors are both 16 bytes. */
+const char *virtq_find_indirect(struct virtq *vq, uint64_t addr, uint32_t len,
+				const uint8_t **table)
+{
+	if (len == 0 || len % VRING_DESC_SIZE != 0)
+		return "indirect table length not a non-zero multiple of 16";
+	if (len > sizeof(vq->indirect_copy))
+		return "indirect table longer than the segment limit";
+	*table = map_indirect(vq, addr, len);
+	if (!*table)
+		return "indirect table outside guest memory";
+	return NULL;
+}
+
+const char *virtq_walk_buf(struct virtq *vq, struct virtq_walk *w, uint64_t addr,
+			   uint32_t len, uint16_t flags)
+{
+	int ret;
+
+	if (flags & VRING_DESC_F_WRITE) {
+		w->writable = true;
+		w->wr_total += len;
+	} else if (w->writable) {
+		return "device-readable descriptor after a writable one";
+	}
+	w->total += len;
+	if (w->total > UINT32_MAX)
+		return "chain length over 4 GiB";
+	ret = guest_mem_gpa_to_iov(vq->mem, addr, len, vq->iov, VIRTQ_MAX_SEGS, &w->cnt);
+	if (ret == -E2BIG)
+		return "chain needs more than 1024 segments";
+	if (ret < 0)
+		return "buffer outside guest memory";
+	if (!w->writable)
+		w->rd_cnt = w->cnt;
+	return NULL;
+}
+
+int virtq_walk_end(struct virtq *vq, const struct virtq_walk *w, uint16_t head,
+		   const char *why, struct virtq_elem *elem)
+{
+	if (why) {
+		virtq_mark_broken(vq, why);
+		return -EIO;
+	}
+	elem->head = head;
+	elem->wr_len = (uint32_t)w->wr_total;
+	elem->rd_len = (uint32_t)(w->total - w->wr_total);
+	elem->req.rd = vq->iov;
+	elem->req.rd_cnt = w->rd_cnt;
+	elem->req.wr = vq->iov + w->rd_cnt;
+	elem->req.wr_cnt = w->cnt - w->rd_cnt;
+	return 0;
+}
+
 /* Walks the chain starting at head into vq->iov. Returns 0, or -EIO after
  * marking the queue broken. */
 static int walk_chain(struct virtq *vq, uint16_t head, struct virtq_elem *elem)
 {
 	const uint8_t *table = (const uint8_t *)vq->desc;
 	unsigned table_len = vq->num;
-	unsigned i = head, visited = 0, cnt = 0, rd_cnt = 0;
-	bool in_indirect = false, writable = false;
-	uint64_t total = 0, wr_total = 0;
+	unsigned i = head, visited = 0;
+	bool in_indirect = false;
+	struct virtq_walk w = { 0 };
 	const char *why;
 
 	for (;;) {
@@ -183,7 +246,6 @@ static int walk_chain(struct virtq *vq, uint16_t head, struct virtq_elem *elem)
 		uint64_t addr;
 		uint32_t len;
 		uint16_t flags;
-		int ret;
 
 		/* A chain can use each descriptor of its table at most once;
 		 * anything longer is a loop. */
@@ -212,19 +274,9 @@ static int walk_chain(struct virtq *vq, uint16_t head, struct virtq_elem *elem)
 				why = "indirect descriptor with NEXT set";
 				goto broken;
 			}
-			if (len == 0 || len % VRING_DESC_SIZE != 0) {
-				why = "indirect table length not a non-zero multiple of 16";
+			why = virtq_find_indirect(vq, addr, len, &table);
+			if (why)
 				goto broken;
-			}
-			if (len > sizeof(vq->indirect_copy)) {
-				why = "indirect table longer than the segment limit";
-				goto broken;
-			}
-			table = virtq_map_indirect(vq, addr, len);
-			if (!table) {
-				why = "indirect table outside guest memory";
-				goto broken;
-			}
 			table_len = len / VRING_DESC_SIZE;
 			in_indirect = true;
 			i = 0;
@@ -232,30 +284,9 @@ static int walk_chain(struct virtq *vq, uint16_t head, struct virtq_elem *elem)
 			continue;
 		}
 
-		if (flags & VRING_DESC_F_WRITE) {
-			writable = true;
-			wr_total += len;
-		} else if (writable) {
-			why = "device-readable descriptor after a writable one";
+		why = virtq_walk_buf(vq, &w, addr, len, flags);
+		if (why)
 			goto broken;
-		}
-		total += len;
-		if (total > UINT32_MAX) {
-			why = "chain length over 4 GiB";
-			goto broken;
-		}
-		ret = guest_mem_gpa_to_iov(vq->mem, addr, len, vq->iov, VIRTQ_MAX_SEGS,
-					   &cnt);
-		if (ret == -E2BIG) {
-			why = "chain needs more than 1024 segments";
-			goto broken;
-		}
-		if (ret < 0) {
-			why = "buffer outside guest memory";
-			goto broken;
-		}
-		if (!writable)
-			rd_cnt = cnt;
 
 		if (!(flags & VRING_DESC_F_NEXT))
 			break;
@@ -266,18 +297,9 @@ static int walk_chain(struct virtq *vq, uint16_t head, struct virtq_elem *elem)
 		}
 	}
 
-	elem->head = head;
-	elem->wr_len = (uint32_t)wr_total;
-	elem->rd_len = (uint32_t)(total - wr_total);
-	elem->req.rd = vq->iov;
-	elem->req.rd_cnt = rd_cnt;
-	elem->req.wr = vq->iov + rd_cnt;
-	elem->req.wr_cnt = cnt - rd_cnt;
-	return 0;
-
+	/* why is NULL: the last buffer was added. */
 broken:
-	virtq_mark_broken(vq, why);
-	return -EIO;
+	return virtq_walk_end(vq, &w, head, why, elem);
 }
 
 int virtq_pop(struct virtq *vq, struct virtq_elem *elem)

@@ -147,10 +147,34 @@ static inline unsigned virtq_unpopped(const struct virtq *vq)
 	return (uint16_t)(vq->shadow_avail_idx - vq->last_avail_idx);
 }
 
-/* Finds an indirect table in guest memory, copying it into
- * vq->indirect_copy if it straddles regions; len at most that size. For
- * both ring kinds. */
-const uint8_t *virtq_map_indirect(struct virtq *vq, uint64_t addr, uint32_t len);
+/* ---- What both ring kinds share (virtq.c): ring placement, the descriptor walk ---- */
+
+/* Checks num (1..VIRTQ_MAX_SIZE) and the alignments (desc 16, the others
+ * as given) and sets num, desc, avail and used; 0 or -EINVAL. */
+int virtq_place_rings(struct virtq *vq, unsigned num, void *desc, void *avail,
+		      unsigned avail_align, void *used, unsigned used_align);
+/* What a walk has collected so far into vq->iov. Start it zeroed. */
+struct virtq_walk {
+	unsigned cnt, rd_cnt;
+	bool writable;
+	uint64_t total, wr_total;
+};
+
+/* Checks an indirect table's length (a non-zero multiple of 16, at most
+ * sizeof(vq->indirect_copy)) and finds it in guest memory, copying it into
+ * vq->indirect_copy if it straddles regions. NULL with *table set, or why
+ * the queue breaks. The caller has checked the INDIRECT feature. */
+const char *virtq_find_indirect(struct virtq *vq, uint64_t addr, uint32_t len,
+				const uint8_t **table);
+/* Adds one buffer of a chain: device-readable ones first, 4 GiB and
+ * VIRTQ_MAX_SEGS at the most, all inside guest memory. NULL, or why the
+ * queue breaks. */
+const char *virtq_walk_buf(struct virtq *vq, struct virtq_walk *w, uint64_t addr,
+			   uint32_t len, uint16_t flags);
+/* Ends a walk: if why is NULL, fills elem for the chain with buffer id
+ * head and returns 0; else marks the queue broken for why, -EIO. */
+int virtq_walk_end(struct virtq *vq, const struct virtq_walk *w, uint16_t head,
+		   const char *why, struct virtq_elem *elem);
 
 /* ---- Packed rings (virtq_packed.c): same contracts as the split calls ---- */
 

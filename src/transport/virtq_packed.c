@@ -39,20 +39,17 @@ void virtq_set_packed(struct virtq *vq, bool packed)
 int virtq_packed_set_rings(struct virtq *vq, unsigned num, void *desc,
 			   void *driver_event, void *device_event)
 {
-	if (num == 0 || num > VIRTQ_MAX_SIZE)
-		return -EINVAL;
-	/* virtio 1.2, 2.8.10.1: the alignments the driver must keep. */
-	if ((uintptr_t)desc % 16 != 0 || (uintptr_t)driver_event % 4 != 0 ||
-	    (uintptr_t)device_event % 4 != 0)
-		return -EINVAL;
-	vq->num = num;
+	int ret;
+
+	/* virtio 1.2, 2.8.10.1: the alignments the driver must keep. desc,
+	 * avail and used are set so that virtq_ready holds; they are never
+	 * dereferenced as split rings. */
+	ret = virtq_place_rings(vq, num, desc, driver_event, 4, device_event, 4);
+	if (ret < 0)
+		return ret;
 	vq->pdesc = desc;
 	vq->driver_event = driver_event;
 	vq->device_event = device_event;
-	/* So virtq_ready holds; never dereferenced as split rings. */
-	vq->desc = desc;
-	vq->avail = driver_event;
-	vq->used = device_event;
 	return 0;
 }
 
@@ -105,59 +102,23 @@ static bool desc_avail_at(const struct virtq *vq, uint16_t pos, bool wrap)
 	return flags_avail(flags, wrap);
 }
 
-/* Where the walk collects its segments. */
-struct walk {
-	unsigned cnt, rd_cnt;
-	bool writable;
-	uint64_t total, wr_total;
-};
-
-/* Adds one buffer; NULL, or why the queue breaks. */
-static const char *walk_buf(struct virtq *vq, struct walk *w, uint64_t addr,
-			    uint32_t len, uint16_t flags)
-{
-	int ret;
-
-	if (flags & VRING_DESC_F_WRITE) {
-		w->writable = true;
-		w->wr_total += len;
-	} else if (w->writable) {
-		return "device-readable descriptor after a writable one";
-	}
-	w->total += len;
-	if (w->total > UINT32_MAX)
-		return "chain length over 4 GiB";
-	ret = guest_mem_gpa_to_iov(vq->mem, addr, len, vq->iov, VIRTQ_MAX_SEGS, &w->cnt);
-	if (ret == -E2BIG)
-		return "chain needs more than 1024 segments";
-	if (ret < 0)
-		return "buffer outside guest memory";
-	if (!w->writable)
-		w->rd_cnt = w->cnt;
-	return NULL;
-}
-
 /* The entries of an indirect table, which come one after another. */
-static const char *walk_indirect(struct virtq *vq, struct walk *w, uint64_t addr,
+static const char *walk_indirect(struct virtq *vq, struct virtq_walk *w, uint64_t addr,
 				 uint32_t len)
 {
 	const uint8_t *table;
+	const char *why;
 	unsigned n;
 
 	if (!vq->indirect)
 		return "indirect descriptor, feature not negotiated";
-	if (len == 0 || len % PDESC_SIZE != 0)
-		return "indirect table length not a non-zero multiple of 16";
-	if (len > sizeof(vq->indirect_copy))
-		return "indirect table longer than the segment limit";
-	table = virtq_map_indirect(vq, addr, len);
-	if (!table)
-		return "indirect table outside guest memory";
+	why = virtq_find_indirect(vq, addr, len, &table);
+	if (why)
+		return why;
 	n = len / PDESC_SIZE;
 	for (unsigned i = 0; i < n; i++) {
 		struct vring_packed_desc d;
 		uint16_t flags;
-		const char *why;
 
 		memcpy(&d, table + (size_t)i * PDESC_SIZE, sizeof(d));
 		compiler_barrier();
@@ -166,7 +127,7 @@ static const char *walk_indirect(struct virtq *vq, struct walk *w, uint64_t addr
 		 * and the id are ignored, INDIRECT would be nesting. */
 		if (flags & VRING_DESC_F_INDIRECT)
 			return "nested indirect descriptor";
-		why = walk_buf(vq, w, le64toh(d.addr), le32toh(d.len), flags);
+		why = virtq_walk_buf(vq, w, le64toh(d.addr), le32toh(d.len), flags);
 		if (why)
 			return why;
 	}
@@ -178,9 +139,9 @@ static const char *walk_indirect(struct virtq *vq, struct walk *w, uint64_t addr
 static int walk_chain(struct virtq *vq, const struct vring_packed_desc *chain,
 		      unsigned n, struct virtq_elem *elem)
 {
-	struct walk w = { 0 };
+	struct virtq_walk w = { 0 };
 	const char *why = NULL;
-	uint16_t id;
+	uint16_t id = 0;
 
 	for (unsigned i = 0; i < n && !why; i++) {
 		uint16_t flags = le16toh(chain[i].flags);
@@ -195,29 +156,16 @@ static int walk_chain(struct virtq *vq, const struct vring_packed_desc *chain,
 			else
 				why = walk_indirect(vq, &w, addr, len);
 		} else {
-			why = walk_buf(vq, &w, addr, len, flags);
+			why = virtq_walk_buf(vq, &w, addr, len, flags);
 		}
 	}
-	if (why)
-		goto broken;
-	/* The buffer id is in the last descriptor of the list (2.8.6). */
-	id = le16toh(chain[n - 1].id);
-	if (id >= vq->num) {
-		why = "buffer id out of range";
-		goto broken;
+	if (!why) {
+		/* The buffer id is in the last descriptor of the list (2.8.6). */
+		id = le16toh(chain[n - 1].id);
+		if (id >= vq->num)
+			why = "buffer id out of range";
 	}
-	elem->head = id;
-	elem->wr_len = (uint32_t)w.wr_total;
-	elem->rd_len = (uint32_t)(w.total - w.wr_total);
-	elem->req.rd = vq->iov;
-	elem->req.rd_cnt = w.rd_cnt;
-	elem->req.wr = vq->iov + w.rd_cnt;
-	elem->req.wr_cnt = w.cnt - w.rd_cnt;
-	return 0;
-
-broken:
-	virtq_mark_broken(vq, why);
-	return -EIO;
+	return virtq_walk_end(vq, &w, id, why, elem);
 }
 
 int virtq_packed_pop(struct virtq *vq, struct virtq_elem *elem)

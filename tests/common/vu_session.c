@@ -109,6 +109,18 @@ uint64_t get_u64(int fd, uint32_t req)
 	return v;
 }
 
+uint64_t offered_protocol_features(struct vu_dev *dev)
+{
+	struct session s;
+	uint64_t v;
+
+	session_start(&s, dev);
+	v = get_u64(s.fd, VU_GET_PROTOCOL_FEATURES);
+	if (session_end(&s) != 0)
+		return UINT64_MAX;
+	return v;
+}
+
 bool wait_readable(int fd, int ms)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };

@@ -38,6 +38,10 @@ bool acked_ok(int fd, uint32_t req, const void *payload, uint32_t size, const in
 	      unsigned nfds);
 /* A request without payload whose reply is a u64; UINT64_MAX on failure. */
 uint64_t get_u64(int fd, uint32_t req);
+/* What dev offers in GET_PROTOCOL_FEATURES to a fresh session, which then
+ * ends; UINT64_MAX if the request failed or the session did not end in
+ * order. */
+uint64_t offered_protocol_features(struct vu_dev *dev);
 /* Sends req as given (no NEED_REPLY) and reads the u64 reply it defines:
  * 0 with *v set, or -errno. */
 int request_u64(int fd, uint32_t req, const void *payload, uint32_t size, const int *fds,

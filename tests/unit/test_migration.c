@@ -82,6 +82,16 @@ static void side_close(struct side *s)
 	pt_session_close(&s->ps);
 }
 
+/* The source a and the destination b, both in mode; false after failing
+ * the "sessions" check if either did not open. */
+static bool sides_open(struct side *a, struct side *b, enum mig_mode mode, bool guest_error)
+{
+	if (side_open(a, mode, guest_error) == 0 && side_open(b, mode, guest_error) == 0)
+		return true;
+	CHECK_MSG(0, "sessions");
+	return false;
+}
+
 static int init(struct side *s)
 {
 	struct fuse_init_in in = { .major = 7, .minor = 38, .max_readahead = 131072,
@@ -291,10 +301,8 @@ static void test_round_trip(enum mig_mode mode)
 	host_write("ap", "append");
 	host_write("rw", "readwrite");
 	host_write("other", "other");
-	if (side_open(&a, mode, false) || side_open(&b, mode, false)) {
-		CHECK_MSG(0, "sessions");
+	if (!sides_open(&a, &b, mode, false))
 		return;
-	}
 	/* The source's own checks find nothing wrong on a quiet share. */
 	a.st.mig.verify_handles = a.st.mig.confirm_paths = true;
 	CHECK_EQ(init(&a), 0);
@@ -448,10 +456,8 @@ static void test_host_change(enum mig_mode mode, bool guest_error, enum change c
 	host_write("victim", "original");
 	host_write("keep", "kept");
 	host_unlink("victim2");
-	if (side_open(&a, mode, guest_error) || side_open(&b, mode, guest_error)) {
-		CHECK_MSG(0, "sessions");
+	if (!sides_open(&a, &b, mode, guest_error))
 		return;
-	}
 	init(&a);
 	v = lookup(&a, FUSE_ROOT_ID, "victim");
 	k = lookup(&a, FUSE_ROOT_ID, "keep");
@@ -507,10 +513,8 @@ static void test_unlinked(enum mig_mode mode, bool guest_error)
 	       mode == MIG_MODE_FILE_HANDLES ? "file-handles" : "find-paths",
 	       guest_error ? "guest-error" : "abort");
 	host_write("tmpfile", "still here");
-	if (side_open(&a, mode, guest_error) || side_open(&b, mode, guest_error)) {
-		CHECK_MSG(0, "sessions");
+	if (!sides_open(&a, &b, mode, guest_error))
 		return;
-	}
 	init(&a);
 	t = lookup(&a, FUSE_ROOT_ID, "tmpfile");
 	fh = open_node(&a, t, O_RDWR, false);
@@ -992,10 +996,8 @@ static void test_every_byte(enum mig_mode mode)
 	       mode == MIG_MODE_FIND_PATHS ? "find-paths" : "file-handles");
 	host_mkdir("d");
 	host_write("d/f1", "hello");
-	if (side_open(&a, mode, true) || side_open(&b, mode, true)) {
-		CHECK_MSG(0, "sessions");
+	if (!sides_open(&a, &b, mode, true))
 		return;
-	}
 	init(&a);
 	d = lookup(&a, FUSE_ROOT_ID, "d");
 	f = lookup(&a, d, "f1");

@@ -360,6 +360,16 @@ static void expect_range(struct expect *e, uint64_t gpa, uint64_t len)
 		e->bits[p / 8] |= (uint8_t)(1u << (p % 8));
 }
 
+/* A fresh expectation for one reply: its data (len bytes at gpa) and the
+ * ring part the device wrote for it (ring_len bytes at ring). */
+static void expect_reply(struct expect *e, uint64_t gpa, uint64_t len, uint64_t ring,
+			 uint64_t ring_len)
+{
+	memset(e, 0, sizeof(*e));
+	expect_range(e, gpa, len);
+	expect_range(e, ring, ring_len);
+}
+
 /* Compares the log at offset with e; prints the first difference. */
 static bool log_matches(const struct log *l, uint64_t offset, const struct expect *e)
 {
@@ -573,9 +583,8 @@ static void test_split_log_and_suspend(void)
 	}
 	log_clear(&l1);
 	guest_request(&g, "read 12288", 0x20000, 0x3000, false);
-	memset(&e, 0, sizeof(e));
-	expect_range(&e, 0x20000, 0x3000);
-	expect_range(&e, USED, 4 + 8 * NUM + 2);   /* the used ring is one page here */
+	/* The whole used ring (one page here) after the indices were kept. */
+	expect_reply(&e, 0x20000, 0x3000, USED, 4 + 8 * NUM + 2);
 	CHECK_MSG(guest_wait_reply(&g, 3) && log_matches(&l1, 64, &e),
 	          "indices kept (used idx 3); READ data pages and the used ring page marked, no other");
 	CHECK_MSG(__atomic_load_n(&started, __ATOMIC_SEQ_CST) == started_before &&
@@ -584,17 +593,13 @@ static void test_split_log_and_suspend(void)
 
 	log_clear(&l1);
 	guest_request(&g, "read 5000", 0x24800, 0x2000, false);
-	memset(&e, 0, sizeof(e));
-	expect_range(&e, 0x24800, 5000);
-	expect_range(&e, USED, 1);
+	expect_reply(&e, 0x24800, 5000, USED, 1);
 	CHECK_MSG(guest_wait_reply(&g, 4) && log_matches(&l1, 64, &e),
 	          "by written length: 5000 of 8192 bytes mark pages 0x24-0x25, not 0x26");
 
 	log_clear(&l1);
 	guest_request(&g, "read 4096", 0x30000, 0x1000, true);
-	memset(&e, 0, sizeof(e));
-	expect_range(&e, 0x30000, 0x1000);
-	expect_range(&e, USED, 1);
+	expect_reply(&e, 0x30000, 0x1000, USED, 1);
 	CHECK_MSG(guest_wait_reply(&g, 5) && log_matches(&l1, 64, &e),
 	          "a buffer behind an indirect table is marked");
 
@@ -602,9 +607,7 @@ static void test_split_log_and_suspend(void)
 	log_clear(&l1);
 	log_clear(&l2);
 	guest_request(&g, "read 4096", 0x40000, 0x1000, false);
-	memset(&e, 0, sizeof(e));
-	expect_range(&e, 0x40000, 0x1000);
-	expect_range(&e, USED, 1);
+	expect_reply(&e, 0x40000, 0x1000, USED, 1);
 	CHECK_MSG(guest_wait_reply(&g, 6) && log_matches(&l2, 0, &e) && log_zero(&l1),
 	          "marks go to the new log only");
 
@@ -649,9 +652,7 @@ static void test_split_log_and_suspend(void)
 	for (int i = 0; i < 200 && !__atomic_load_n(&deferred, __ATOMIC_ACQUIRE); i++)
 		usleep(5000);
 	stopped_at = stop_queue1(s.fd);
-	memset(&e, 0, sizeof(e));
-	expect_range(&e, 0x50000, 16 + 6000);
-	expect_range(&e, USED, 1);
+	expect_reply(&e, 0x50000, 16 + 6000, USED, 1);
 	CHECK_MSG(stopped_at == 9 && __atomic_load_n(&c.completed, __ATOMIC_SEQ_CST) &&
 	          used_idx(&g) == 9 && g.base[0x50000] == 0xcd && g.base[0x50000 + 16 + 5999] == 0xef,
 	          "GET_VRING_BASE answered (at %ld) only after the deferred request completed", stopped_at);
@@ -700,9 +701,7 @@ static void test_packed_log(void)
 		usleep(10000);
 	log_clear(&l);
 	guest_request(&g, "read 8192", 0x20000, 0x2000, false);
-	memset(&e, 0, sizeof(e));
-	expect_range(&e, 0x20000, 0x2000);
-	expect_range(&e, DESC, 1);
+	expect_reply(&e, 0x20000, 0x2000, DESC, 1);
 	allowed = e;
 	expect_range(&allowed, USED, 4);          /* the device event area, if re-armed */
 	CHECK_MSG(guest_wait_reply(&g, 0) && wait_count(&handled, before + 1), "the request answered");
@@ -859,17 +858,14 @@ static void test_no_hooks(void)
 	};
 	struct vu_fs_config cfg = { .num_request_queues = 1 };
 	struct vu_dev *dev;
-	struct session s;
 	uint64_t v;
 
 	printf("-- DEVICE_STATE needs both hooks\n");
 	if (vu_dev_new(&dev, &cfg, &plain, NULL) < 0)
 		exit(1);
-	session_start(&s, dev);
-	v = get_u64(s.fd, VU_GET_PROTOCOL_FEATURES);
+	v = offered_protocol_features(dev);
 	CHECK_MSG(v != UINT64_MAX && !(v & BIT(VU_PROTO_F_DEVICE_STATE)) && (v & BIT(VU_PROTO_F_LOG_SHMFD)),
-	          "save_state alone: DEVICE_STATE not offered, LOG_SHMFD is");
-	CHECK_MSG(session_end(&s) == 0, "orderly end");
+	          "save_state alone: DEVICE_STATE not offered, LOG_SHMFD is (session ended in order)");
 	vu_dev_free(dev);
 }
 
