@@ -98,6 +98,15 @@ pair() {
     else
         fail "[cache=$mode] guest B did not read guest A's write: $(tr -d '\r' <"$tmp/console-$mode-b.log" | grep -a TWOHOSTS)"
     fi
+    # In place (same size): measured, not judged (docs/distributed.md, "Two hosts").
+    if mark "$B/$dir/b-saw2" 30 >/dev/null; then
+        touch "$A/$dir/go-inplace"
+        if t0=$(mark "$A/$dir/a-inplace" 30) && t1=$(mark "$B/$dir/b-saw3" 7); then
+            say "INFO [cache=$mode] guest B read guest A's in-place rewrite $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') s after A wrote it"
+        else
+            say "INFO [cache=$mode] guest B did not read guest A's in-place rewrite within 5 s"
+        fi
+    fi
     if [[ $locks == locks ]]; then
         touch "$A/$dir/go-lock"
         if mark "$A/$dir/a-locked" 30 >/dev/null; then
