@@ -1102,11 +1102,18 @@ static void test_fuse_other_mount(void)
 	/* ferryfsd of this build: $FERRYFSD, else build/ferryfsd next to build/tests/unit/. */
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 32);
 	if (!ferryfsd && n > 0) {
+		char *slash = exe;
+
 		exe[n] = 0;
-		for (int up = 0; up < 3; up++)
-			*strrchr(exe, '/') = 0;
-		strcat(exe, "/ferryfsd");
-		ferryfsd = exe;
+		for (int up = 0; up < 3 && slash; up++) {
+			slash = strrchr(exe, '/');
+			if (slash)
+				*slash = 0;
+		}
+		if (slash) {
+			strcat(exe, "/ferryfsd");
+			ferryfsd = exe;
+		}
 	}
 	if (!ferryfsd || access(ferryfsd, X_OK)) {
 		printf("SKIP  FUSE share: no ferryfsd built\n");
