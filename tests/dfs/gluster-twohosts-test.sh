@@ -185,6 +185,14 @@ host_sees() {
     return 1
 }
 
+# vm_reap: every VM and daemon of the column gone, reaped quietly (no "Killed" job notices).
+vm_reap() {
+    local p
+    vm_kill_all
+    for p in "${qpid[@]}" "${dpid[@]}"; do wait "$p" 2>/dev/null; done
+    return 0
+}
+
 # col_fail WHY: a failure of ferryfsd's column; the reference column's is only said.
 col_fail() {
     if [[ $mig_daemon == ferryfsd ]]; then fail "$1"; else say "INFO (reference) $1"; fi
@@ -201,9 +209,9 @@ migrate_across() {
     dpid=() qpid=()
     rm -f "$tmp"/d[12].sock "$tmp"/q[12].mon "$tmp"/console-[12].log
     d_share="$gluster_a/$root" vm_start 1 find-paths abort || { col_fail "[$1] VM 1 did not start"; return; }
-    wait_file "$mig/ready" "$guest_timeout" || { col_fail "[$1] the guest never got ready: $(tr -d '\r' <"$tmp/console-1.log" | tail -3)"; vm_kill_all; return; }
-    r=$(mig_round 1) || { col_fail "[$1] round 1 on mount A: $r"; vm_kill_all; return; }
-    d_share="$gluster_b/$root" vm_start 2 find-paths abort "unix:$tmp/in2.sock" || { col_fail "[$1] VM 2 did not start"; vm_kill_all; return; }
+    wait_file "$mig/ready" "$guest_timeout" || { col_fail "[$1] the guest never got ready: $(tr -d '\r' <"$tmp/console-1.log" | tail -3)"; vm_reap; return; }
+    r=$(mig_round 1) || { col_fail "[$1] round 1 on mount A: $r"; vm_reap; return; }
+    d_share="$gluster_b/$root" vm_start 2 find-paths abort "unix:$tmp/in2.sock" || { col_fail "[$1] VM 2 did not start"; vm_reap; return; }
     st=$(migrate 1 "unix:$tmp/in2.sock" 120)
     if [[ $st == completed ]]; then
         vm_stop 1
@@ -223,7 +231,7 @@ migrate_across() {
         r="migration $st; destination log: $(grep -ai 'mig\|error\|refus' "$tmp/d2.log" | tail -3 | tr '\n' ' ')"
         cp "$tmp/d2.log" "$tmp/d2-$1.log"
     fi
-    vm_kill_all
+    vm_reap
     if [[ $verdict == pass ]]; then pass "[migration A -> B, $1] $r"
     else col_fail "[migration A -> B, $1] $r"; fi
 }
