@@ -2,8 +2,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/fuse.h>
+#include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 
 #include "backend/pt_internal.h"
 #include "backend/pt_migration.h"
@@ -62,7 +64,20 @@ static int fd_of(const struct loader *ld, size_t i)
  * CAP_DAC_READ_SEARCH, and that it opens nothing (ESTALE) says the saved
  * file is gone only on the mount it came from (the same mount namespace):
  * elsewhere it may be another host's file system, and the path is trusted.
+ *
+ * Except on FUSE: a FUSE handle is the node id (and generation) one FUSE
+ * server gave the inode on one mount, so the same file mounted twice (a
+ * distributed file system on two hosts: GlusterFS gives each mount its own
+ * node ids) has other bytes on the other mount. Unequal bytes prove
+ * nothing there: the file is checked by opening the saved handle instead.
  */
+static bool on_fuse(int fd)
+{
+	struct statfs sfs;
+
+	return fstatfs(fd, &sfs) == 0 && sfs.f_type == FUSE_SUPER_MAGIC;
+}
+
 static int check_same_file(struct loader *ld, const struct mig_inode *mi, int fd)
 {
 	struct pt_handle_buf now;
@@ -73,10 +88,13 @@ static int check_same_file(struct loader *ld, const struct mig_inode *mi, int fd
 
 	now.h.fh.handle_bytes = MAX_HANDLE_SZ;
 	if (name_to_handle_at(fd, "", &now.h.fh, &mnt_id, AT_EMPTY_PATH) == 0 &&
-	    now.h.fh.handle_type == mi->handle->handle_type)
-		return now.h.fh.handle_bytes == mi->handle->size &&
-			!memcmp(now.h.fh.f_handle, mi->handle->bytes, mi->handle->size) ?
-			0 : -ESTALE;
+	    now.h.fh.handle_type == mi->handle->handle_type) {
+		if (now.h.fh.handle_bytes == mi->handle->size &&
+		    !memcmp(now.h.fh.f_handle, mi->handle->bytes, mi->handle->size))
+			return 0;
+		if (!on_fuse(fd))
+			return -ESTALE;
+	}
 	for (unsigned i = 0; i < n && !same_mount; i++)
 		same_mount = (uint64_t)ld->pt->mounts[i].mnt_id == mi->handle->mount_id;
 	hfd = pt_mig_open_handle(ld->pt, ld->root_mount_fd, mi->handle);

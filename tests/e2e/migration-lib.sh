@@ -1,5 +1,7 @@
 # Sourced by migration-test.sh: one migration daemon (ferryfsd or the Rust virtiofsd) and one QEMU 10 per VM generation, HMP over unix sockets, migrations polled to their end.
 # Needs from the caller: $tmp, $share, $guest_dir, $mig_daemon, $ferryfsd, $repo, say/fail (common.sh).
+# mig_exec (default empty): a command prefix for every daemon and QEMU, e.g. the gluster test's
+# nsenter into its namespaces ("${gl_enter[@]}": it execs, so $! stays the process itself).
 # A VM is a number N: daemon socket $tmp/dN.sock (pid dpid[N]), monitor $tmp/qN.mon, console
 # $tmp/console-N.log, QEMU pid qpid[N]. Every wait is bounded.
 
@@ -8,6 +10,7 @@ py=python3
 [[ -x /usr/bin/python3 ]] && py=/usr/bin/python3
 helper=("$py" "$repo/tests/e2e/migration-helper.py")
 declare -A dpid qpid
+mig_exec=()
 mig_mem=256M
 
 # d_start N MODE ONERR [EXTRA...]: the daemon of VM N on $share ($d_share if set; cache=never, its default
@@ -20,11 +23,11 @@ d_start() {
     if [[ $mig_daemon == virtiofsd-rs ]]; then
         # Opening file handles needs CAP_DAC_READ_SEARCH, which the Rust virtiofsd drops by
         # default; a destination needs it whatever its own mode when the source sends handles.
-        "$repo/tests/e2e/virtiofsd-rs" --socket-path="$sock" --shared-dir="$dir" --cache=never \
+        "${mig_exec[@]}" "$repo/tests/e2e/virtiofsd-rs" --socket-path="$sock" --shared-dir="$dir" --cache=never \
             --migration-mode="$mode" --migration-on-error="$onerr" --modcaps=+dac_read_search "$@" \
             >>"$tmp/d$n.log" 2>&1 &
     else
-        "$ferryfsd" --socket-path="$sock" --shared-dir="$dir" --cache=never \
+        "${mig_exec[@]}" "$ferryfsd" --socket-path="$sock" --shared-dir="$dir" --cache=never \
             --migration-mode="$mode" --migration-on-error="$onerr" "$@" >>"$tmp/d$n.log" 2>&1 &
     fi
     dpid[$n]=$!
@@ -38,7 +41,7 @@ q_start() {
     [[ -n ${2:-} ]] && inc=(-incoming "$2")
     stack_qemu_argv current || return 1
     # Both ends of a migration need the same machine, memory backend and device options.
-    "${stack_qemu_cmd[@]}" -accel tcg -m "$mig_mem" -smp 1 -display none -no-reboot \
+    "${mig_exec[@]}" "${stack_qemu_cmd[@]}" -accel tcg -m "$mig_mem" -smp 1 -display none -no-reboot \
         -kernel "$guest_dir/vmlinuz" -initrd "$guest_dir/initrd.img" \
         -append "console=ttyS0 quiet loglevel=3 panic=-1 ferryfs.cmd=run ferryfs.args=migrate,/mnt/mig ferryfs.tag=ferryfs" \
         -chardev "socket,id=char0,path=$tmp/d$n.sock" \

@@ -3,6 +3,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fuse.h>
+#include <linux/magic.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +14,7 @@
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "../common/fd_count.h"
@@ -769,6 +773,21 @@ static void hostile_refused(struct side *b, struct hostile *h, const char *what,
 	mig_buf_free(&buf);
 }
 
+/* h, which is not hostile at all, must load. */
+static void hostile_loads(struct side *b, struct hostile *h, const char *what)
+{
+	struct mig_arrays arr = { .session = &h->session, .options = &h->options,
+				  .counters = &h->counters, .inodes = h->inodes,
+				  .n_inodes = h->n };
+	struct mig_buf buf = { 0 };
+	char reason[512] = "";
+
+	CHECK_EQ(mig_encode_arrays(&arr, &buf), 0);
+	CHECK_MSG(load_buf(b, &buf, reason, sizeof(reason)) == 0, "%s: %s", what,
+		  reason[0] ? reason : "loads");
+	mig_buf_free(&buf);
+}
+
 /* The handle of the file at path into fh; false (and a SKIP) if none. */
 static bool handle_of(const char *path, struct mig_file_handle *fh, const char *what)
 {
@@ -799,20 +818,10 @@ static void load_by_handle(struct side *b, const struct mig_file_handle *fh, mod
 	h.inodes[h.n++] = (struct mig_inode){ .nodeid = 2 << 6 | 2, .nlookup = 1,
 		.type = type, .flags = MIG_INODE_HANDLE | (unlinked ? MIG_INODE_UNLINKED : 0),
 		.handle = &h.fh };
-	if (expect) {
+	if (expect)
 		hostile_refused(b, &h, what, 0, 0, expect);
-	} else {
-		struct mig_arrays arr = { .session = &h.session, .options = &h.options,
-					  .counters = &h.counters, .inodes = h.inodes,
-					  .n_inodes = h.n };
-		struct mig_buf buf = { 0 };
-		char reason[512] = "";
-
-		CHECK_EQ(mig_encode_arrays(&arr, &buf), 0);
-		CHECK_MSG(load_buf(b, &buf, reason, sizeof(reason)) == 0, "%s: %s", what,
-			  reason[0] ? reason : "loads");
-		mig_buf_free(&buf);
-	}
+	else
+		hostile_loads(b, &h, what);
 }
 
 /* A stream naming the file at path by its handle only, unlinked first if
@@ -1037,6 +1046,124 @@ static void test_every_byte(enum mig_mode mode)
 	side_close(&b);
 }
 
+/* ---- a FUSE share: another mount's handle of the same file ------------- */
+
+/*
+ * A FUSE handle is the node id one FUSE server gave the inode on one mount:
+ * GlusterFS mounted on two hosts (or twice on one) gives the same file
+ * other handle bytes on each. A find-paths stream from the other mount
+ * names f by its path and carries that mount's handle: the destination
+ * must serve the file its path names, not refuse it as "another file". On
+ * a local file system the same unequal bytes still mean another file. The
+ * FUSE mount here is ferryfsd's own --mount of a directory; the other
+ * mount's handle is this one's with the node id changed and a mount id
+ * this daemon does not have.
+ */
+static void path_and_handle(struct side *b, const char *path, const char *what, bool loads)
+{
+	struct hostile h;
+	struct mig_inode *mi;
+
+	hostile_base(&h, b);
+	if (!handle_of(path, &h.fh, what))
+		return;
+	for (unsigned i = 0; i < 4 && i < h.fh.size; i++)
+		h.fh.bytes[i] ^= 0x5a;
+	h.fh.mount_id += 100000;
+	mi = hostile_add(&h, 2 << 6 | 2, "f", S_IFREG);
+	mi->flags |= MIG_INODE_HANDLE;
+	mi->handle = &h.fh;
+	if (loads)
+		hostile_loads(b, &h, what);
+	else
+		hostile_refused(b, &h, what, 0, 0, "another file");
+}
+
+static bool is_fuse(const char *path)
+{
+	struct statfs sfs;
+
+	return statfs(path, &sfs) == 0 && sfs.f_type == FUSE_SUPER_MAGIC;
+}
+
+static void test_fuse_other_mount(void)
+{
+	char exe[PATH_MAX], src[PATH_MAX], mnt[PATH_MAX], path[PATH_MAX + 8];
+	const char *ferryfsd = getenv("FERRYFSD");
+	struct side b;
+	ssize_t n;
+	pid_t pid;
+
+	printf("-- find-paths, the handle from another mount of a FUSE share\n");
+	host_write("f", "local");
+	host_path("f", path, sizeof(path));
+	if (side_open(&b, MIG_MODE_FIND_PATHS, false) == 0) {
+		path_and_handle(&b, path, "local share, unequal handle", false);
+		side_close(&b);
+	}
+	/* ferryfsd of this build: $FERRYFSD, else build/ferryfsd next to build/tests/unit/. */
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 32);
+	if (!ferryfsd && n > 0) {
+		char *slash = exe;
+
+		exe[n] = 0;
+		for (int up = 0; up < 3 && slash; up++) {
+			slash = strrchr(exe, '/');
+			if (slash)
+				*slash = 0;
+		}
+		if (slash) {
+			strcat(exe, "/ferryfsd");
+			ferryfsd = exe;
+		}
+	}
+	if (!ferryfsd || access(ferryfsd, X_OK)) {
+		printf("SKIP  FUSE share: no ferryfsd built\n");
+		return;
+	}
+	host_mkdir("fusesrc");
+	host_path("fusesrc", src, sizeof(src));
+	snprintf(path, sizeof(path), "%s/f", src);
+	close(open(path, O_CREAT | O_WRONLY, 0644));
+	snprintf(mnt, sizeof(mnt), "%s/fuse", outside);
+	mkdir(mnt, 0755);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		char m[PATH_MAX + 16], d[PATH_MAX + 16];
+		int null = open("/dev/null", O_RDWR);
+
+		snprintf(m, sizeof(m), "--mount=%s", mnt);
+		snprintf(d, sizeof(d), "--shared-dir=%s", src);
+		dup2(null, 1);
+		dup2(null, 2);
+		execl(ferryfsd, ferryfsd, m, d, "--sandbox=none", (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 100 && pid > 0 && !is_fuse(mnt); i++)
+		usleep(50000);
+	if (pid < 0 || !is_fuse(mnt)) {
+		printf("SKIP  FUSE share: ferryfsd --mount did not mount %s\n", mnt);
+	} else {
+		share = mnt;
+		snprintf(path, sizeof(path), "%s/f", mnt);
+		if (side_open(&b, MIG_MODE_FIND_PATHS, false) == 0) {
+			path_and_handle(&b, path, "FUSE share, the other mount's handle", true);
+			side_close(&b);
+		} else {
+			CHECK_MSG(0, "a session on the FUSE share");
+		}
+		share = scratch;
+		umount2(mnt, MNT_DETACH);
+	}
+	if (pid > 0) {
+		kill(pid, SIGTERM);
+		waitpid(pid, NULL, 0);
+	}
+	rmdir(mnt);
+	host_unlink("f");
+}
+
 int main(void)
 {
 	ferry_log_init(LOG_LVL_ERROR, false);
@@ -1071,6 +1198,8 @@ int main(void)
 		test_share_is_root(true);
 	}
 	test_lock_refused();
+	if (handles)
+		test_fuse_other_mount();
 	test_every_byte(MIG_MODE_FIND_PATHS);
 	if (handles)
 		test_every_byte(MIG_MODE_FILE_HANDLES);
