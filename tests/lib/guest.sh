@@ -1,9 +1,7 @@
 # Sourced by the guest tests: the FERRYFS_STACK guest image built (or SKIP), guests booted in the background or to the end of a command, their consoles waited on.
-# Builds on common.sh (paths, skip, temp dir, daemon), tests/e2e/stack-lib.sh (which QEMU and guest) and unpriv.sh (ferryfsd as an ordinary user). Nothing runs at source time.
+# Builds on common.sh (paths, skip, temp dir, daemon) and tests/e2e/stack-lib.sh (which QEMU and guest). Nothing runs at source time.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 source "$repo/tests/e2e/stack-lib.sh"
-# FERRYFS_DAEMON_USER=auto: ferryfsd as a throwaway ordinary user.
-source "$lib_dir/unpriv.sh"
 run_guest="$repo/tests/e2e/run-guest.sh"
 guest_timeout="${FERRYFS_E2E_TIMEOUT:-240}"
 guest_pids=()
