@@ -1,4 +1,4 @@
-# Sourced by guest tests: a throwaway ordinary user that ferryfsd runs as (README.md "Without root"), made on request (FERRYFS_DAEMON_USER=auto) and removed at the end.
+# Sourced by common.sh: a throwaway ordinary user that ferryfsd runs as (README.md "Without root"), made on request (FERRYFS_DAEMON_USER=auto) and removed at the end.
 #
 # FERRYFS_DAEMON_USER: unset or empty, ferryfsd runs as the test (root) and every function here but
 # unpriv_user_create is a no-op; "auto", unpriv_setup makes a user. Nothing runs at source time.
