@@ -4,7 +4,8 @@
 # Usage: stats-test.sh [PATH_TO_FERRYFSD]     (or env FERRYFSD; default build/ferryfsd)
 # Env:   FERRYFS_E2E_TIMEOUT=300 guest timeout (s); FERRYFS_E2E_KEEP=1 keep the tmp dir;
 #        FERRYFS_STACK=stable|current (stack-lib.sh); FERRYFS_GUEST_DIR guest images (default
-#        stack_guest_dir: ${FERRYFS_CACHE:-/var/cache/ferryfs}/guest for stable)
+#        stack_guest_dir: ${FERRYFS_CACHE:-/var/cache/ferryfs}/guest for stable);
+#        FERRYFS_DAEMON_USER=auto: ferryfsd as a user the test makes (tests/lib/unpriv.sh)
 # Exit:  0 all checks pass; 1 a check failed; 77 skipped (no QEMU or guest image).
 set -euo pipefail
 # It tests ferryfsd, not the guest's kernel: it runs on the current stack (QEMU 10, Linux 6.12),
@@ -34,6 +35,8 @@ pass() { printf '%s\tPASS\n' "$1" >>"$res"; }
 fail() { printf '%s\tFAIL %s\n' "$1" "$2" >>"$res"; failed=1; }
 : >"$res"
 mkdir -p "$share"
+cleanup_cmds+=('unpriv_cleanup')
+unpriv_setup
 
 # The guest runs this from the share: known I/O, then it waits until the host has looked.
 cat >"$share/stats-io.sh" <<EOF
@@ -42,14 +45,18 @@ cat /mnt/blocks >/dev/null
 echo FERRYFS-STATS-READY
 while [ ! -e /mnt/stats-done ]; do sleep 0.2; done
 EOF
+# Under FERRYFS_DAEMON_USER the user owns the dir of both sockets and the share.
+unpriv_own "$tmp"
 
-"$ferryfsd" --socket-path="$sock" --shared-dir="$share" --cache=never \
+"${unpriv_prefix[@]}" "$ferryfsd" --socket-path="$sock" --shared-dir="$share" --cache=never \
     --stats-socket="$stats" --log-level=info >"$tmp/daemon.log" 2>&1 &
 daemon_pid=$!
 for ((i = 0; i < 100; i++)); do
     [[ -S "$sock" && -S "$stats" ]] && break
     sleep 0.1
 done
+! unpriv_active || { unpriv_runs_as_user "$daemon_pid" && pass daemon_as_user ||
+    fail daemon_as_user "ferryfsd does not run as $unpriv_user"; }
 [[ -S "$stats" ]] && pass stats_socket_created || fail stats_socket_created "no $stats after 10 s"
 
 # Before any frontend: the report is there and empty.
@@ -144,7 +151,7 @@ if [[ -e "$stats" ]] && "$ferryfsd" --stats="$stats" >/dev/null 2>&1; then
 else
     pass stats_socket_dead
 fi
-"$ferryfsd" --socket-path="$tmp/again.sock" --shared-dir="$share" --stats-socket="$stats" \
+"${unpriv_prefix[@]}" "$ferryfsd" --socket-path="$tmp/again.sock" --shared-dir="$share" --stats-socket="$stats" \
     >"$tmp/again.log" 2>&1 &
 again=$!
 for _ in $(seq 100); do

@@ -86,12 +86,25 @@ wait_socket() {
 
 # start_daemon [ferryfsd args...]: ferryfsd on $sock sharing $share, its
 # output appended to $tmp/daemon.log; sets daemon_pid. The test fails (exit
-# 1) if the daemon ends or does not listen within 10 s.
+# 1) if the daemon ends or does not listen within 10 s. Under
+# FERRYFS_DAEMON_USER=auto the first call makes the user (unpriv.sh, removed
+# at exit), who then owns $share and the socket's directory and runs ferryfsd.
 start_daemon() {
     rm -f "$sock"  # a socket left by an earlier daemon would look like this one listening
-    "$ferryfsd" --socket-path="$sock" --shared-dir="$share" "$@" >>"$tmp/daemon.log" 2>&1 &
+    if [[ -n "${FERRYFS_DAEMON_USER:-}" ]] && ! unpriv_active; then
+        unpriv_setup
+        cleanup_cmds+=('unpriv_cleanup')
+    fi
+    unpriv_own "$share" "$(dirname "$sock")"
+    "${unpriv_prefix[@]}" "$ferryfsd" --socket-path="$sock" --shared-dir="$share" "$@" >>"$tmp/daemon.log" 2>&1 &
     daemon_pid=$!
-    wait_socket "$sock" "$daemon_pid" && return 0
+    if wait_socket "$sock" "$daemon_pid"; then
+        unpriv_runs_as_user "$daemon_pid" || die "ferryfsd does not run as $unpriv_user"
+        return 0
+    fi
     kill -0 "$daemon_pid" 2>/dev/null || die "ferryfsd exited at start: $(tail -3 "$tmp/daemon.log")"
     die "ferryfsd did not create $sock"
 }
+
+# FERRYFS_DAEMON_USER=auto: ferryfsd as a throwaway ordinary user.
+source "$lib_dir/unpriv.sh"

@@ -45,17 +45,12 @@ make_tmp
 fsops="$guest_dir/fsops"
 source "$repo/tests/e2e/host-checks.sh"
 
-user="ferryfs-unpriv$$"
-user=${user:0:31}
-daemon_pid="" uid="" gid=""
+daemon_pid=""
 cleanup_cmds+=('[[ -z "$daemon_pid" ]] || kill -KILL "$daemon_pid" 2>/dev/null; sleep 0.5')
-# userdel refuses while a process of the user lives: the daemon's watcher ends just after it.
-cleanup_cmds+=('for _ in $(seq 50); do pgrep -u "$uid" >/dev/null || break; sleep 0.1; done')
-cleanup_cmds+=('id "$user" >/dev/null 2>&1 && userdel "$user"; getent group "$user" >/dev/null && groupdel "$user"')
-useradd --no-create-home --shell /usr/sbin/nologin --user-group "$user"
-uid=$(id -u "$user")
-gid=$(id -g "$user")
-say "user $user ($uid:$gid)"
+cleanup_cmds+=('unpriv_cleanup')
+# The user (tests/lib/unpriv.sh, which the other guest tests use under FERRYFS_DAEMON_USER=auto).
+unpriv_user_create
+user=$unpriv_user uid=$unpriv_uid gid=$unpriv_gid
 
 # The user's own corner of $tmp: the share and the socket directory.
 chmod 0711 "$tmp"
@@ -104,7 +99,7 @@ chmod 0700 "$run"
 
 # README.md, "Without root": the user starts it with no option about privileges.
 : >"$tmp/daemon.log"
-setpriv --reuid="$uid" --regid="$gid" --init-groups -- \
+"${unpriv_prefix[@]}" \
     "$ferryfsd" --socket-path="$sock" --shared-dir="$share" --xattr >>"$tmp/daemon.log" 2>&1 &
 daemon_pid=$!
 if ! wait_socket "$sock" "$daemon_pid"; then
@@ -215,7 +210,7 @@ GUEST
     chown -R "$uid:$gid" "$share"
     rm -f "$sock"
     : >"$tmp/daemon-ranges.log"
-    setpriv --reuid="$uid" --regid="$gid" --init-groups -- \
+    "${unpriv_prefix[@]}" \
         "$ferryfsd" --socket-path="$sock" --shared-dir="$share" \
         --uid-map=":0:$uid:1:" --uid-map=":1:$sub_uid:65536:" \
         --gid-map=":0:$gid:1:" --gid-map=":1:$sub_gid:65536:" >>"$tmp/daemon-ranges.log" 2>&1 &
@@ -271,11 +266,10 @@ else
     echo from-the-host >"$share/host.txt"
     chown -R "$uid:$gid" "$view" "$share"
     cleanup_cmds+=('grep -q " $view " /proc/mounts && umount -l "$view"')
-    as_user() { setpriv --reuid="$uid" --regid="$gid" --init-groups -- "$@"; }
     for how in unmount TERM KILL; do
         : >"$tmp/daemon-mount.log"
-        # setpriv itself, not as_user: $! must be ferryfsd's pid (setpriv execs it).
-        setpriv --reuid="$uid" --regid="$gid" --init-groups -- \
+        # The prefix, not unpriv_as: $! must be ferryfsd's pid (setpriv execs it).
+        "${unpriv_prefix[@]}" \
             "$ferryfsd" --mount="$view" --shared-dir="$share" >>"$tmp/daemon-mount.log" 2>&1 &
         daemon_pid=$!
         for _ in $(seq 100); do mounted "$view" && break; sleep 0.1; done
@@ -283,13 +277,13 @@ else
         # The filter comes once mounted, before serving.
         for _ in $(seq 50); do [[ "$(st "$daemon_pid" Seccomp)" == 2 ]] && break; sleep 0.1; done
         [[ "$(st "$daemon_pid" Seccomp)" == 2 ]] || fail "mount ($how): Seccomp $(st "$daemon_pid" Seccomp)"
-        [[ "$(as_user cat "$view/host.txt")" == from-the-host ]] || fail "mount ($how): the user cannot read the share"
-        as_user sh -c "echo $how >'$view/by-user-$how' && mkdir '$view/dir-$how'" ||
+        [[ "$(unpriv_as cat "$view/host.txt")" == from-the-host ]] || fail "mount ($how): the user cannot read the share"
+        unpriv_as sh -c "echo $how >'$view/by-user-$how' && mkdir '$view/dir-$how'" ||
             fail "mount ($how): the user cannot write through the mount"
         [[ "$(stat -c %u:%g "$share/by-user-$how" 2>&1):$(cat "$share/by-user-$how" 2>&1)" == "$uid:$gid:$how" ]] ||
             fail "mount ($how): by-user-$how on the host: $(stat -c %u:%g "$share/by-user-$how" 2>&1)"
         case $how in
-            unmount) as_user fusermount3 -u "$view"; want=0 ;;
+            unmount) unpriv_as fusermount3 -u "$view"; want=0 ;;
             TERM) kill -TERM "$daemon_pid"; want=0 ;;
             KILL) kill -KILL "$daemon_pid"; want=137 ;;
         esac

@@ -20,6 +20,7 @@ sem_say() { say "$@"; }
 sem_cleanup() {
     for p in "${sem_pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
     for m in "${sem_umounts[@]}"; do umount -l "$m" 2>/dev/null || true; done
+    unpriv_cleanup || true
     rm -rf "$sem_tmp"
 }
 
@@ -31,14 +32,20 @@ sem_init() {
     sem_tmp="$(mktemp -d "/tmp/ferryfs-$sem_name.XXXXXX")"
     chmod 755 "$sem_tmp"
     trap sem_cleanup EXIT
+    # FERRYFS_DAEMON_USER=auto: a user of its own runs each ferryfsd, its sockets in $sem_tmp.
+    unpriv_setup
+    unpriv_own "$sem_tmp"
     sem_main=""
     gcc -static -O2 -Wall -Werror -o "$sem_tmp/gsem" "$sem_here/guest-semantics.c"
 }
 
 # sem_daemon TAG SHARE [ferryfsd args...]: starts ferryfsd for SHARE; the guest sees it as TAG.
+# Under FERRYFS_DAEMON_USER=auto the user runs it, and SHARE becomes the user's.
 sem_daemon() {
     local tag="$1" share="$2"; shift 2
-    sem_daemon_cmd "$tag" "$share" "$sem_ferryfsd" --socket-path="$sem_tmp/$tag.sock" --shared-dir="$share" "$@"
+    unpriv_own "$share"
+    sem_daemon_cmd "$tag" "$share" "${unpriv_prefix[@]}" "$sem_ferryfsd" --socket-path="$sem_tmp/$tag.sock" --shared-dir="$share" "$@"
+    unpriv_runs_as_user "${sem_pids[-1]}" || { sem_say "FAIL: $tag: ferryfsd does not run as $unpriv_user"; sem_fail=1; }
 }
 
 # sem_daemon_cmd TAG SHARE CMD...: starts any vhost-user-fs daemon (a reference virtiofsd) whose

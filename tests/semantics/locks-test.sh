@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Guest e2e (make check): guest and host see each other's POSIX and flock locks through ferryfsd --posix-lock --flock; a waiting SETLKW does not stall the queue.
 #
-# Usage: locks-test.sh [PATH_TO_FERRYFSD]   Env: VIRTIOFSD (reference column on stable), FERRYFS_GUEST_DIR
+# Usage: locks-test.sh [PATH_TO_FERRYFSD]   Env: VIRTIOFSD (reference column on stable), FERRYFS_GUEST_DIR,
+#        FERRYFS_DAEMON_USER=auto (ferryfsd as a user the test makes, tests/lib/unpriv.sh; no reference column)
 # The reference column (printed, side by side, not judged): QEMU's C virtiofsd on the stable stack,
 # the Rust virtiofsd on the current one.
 # Exit: 0 pass, 1 fail, 77 skipped (no QEMU or guest image).
@@ -22,9 +23,12 @@ tmp="$(mktemp -d /tmp/ferryfs-locks.XXXXXX)"
 pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+    unpriv_cleanup || true
     rm -rf "$tmp"
 }
 trap cleanup EXIT
+unpriv_setup
+unpriv_own "$tmp"
 gcc -O2 -Wall -Werror -o "$tmp/host-locker" "$here/host-locker.c"
 
 # One run: daemon command line in "$@"; prints the guest's CHECK lines and host results.
@@ -33,9 +37,11 @@ run_one() {
     local share="$tmp/$name" sock="$tmp/$name.sock" log="$tmp/$name.log" rc=0
     mkdir -p "$share"
     : >"$share/hostposix"; : >"$share/hostflock"
+    unpriv_own "$share"
     "$@" --socket-path="$sock" >"$tmp/$name.daemon.log" 2>&1 &
     local dpid=$!; pids+=("$dpid")
     for _ in $(seq 100); do [[ -S "$sock" ]] && break; sleep 0.1; done
+    ! unpriv_active || { unpriv_runs_as_user "$dpid" && echo daemon_as_user=yes || echo daemon_as_user=no; }
     "$tmp/host-locker" hold "$share/hostposix" "$share/hostflock" "$share/io-done" \
         >"$tmp/$name.hold" &
     local hpid=$!; pids+=("$hpid")
@@ -62,14 +68,16 @@ run_one() {
     cat "$tmp/$name.probe" "$tmp/$name.wait" 2>/dev/null || true
 }
 
-ferry_out="$(run_one ferryfsd "$ferryfsd" --shared-dir="$tmp/ferryfsd" --posix-lock --flock)"
+ferry_out="$(run_one ferryfsd "${unpriv_prefix[@]}" "$ferryfsd" --shared-dir="$tmp/ferryfsd" --posix-lock --flock)"
 echo "$ferry_out" | sed 's/^/  ferryfsd: /'
 # The reference column: the virtiofsd users of each stack run. On stable, QEMU's C virtiofsd 7.2
 # (-o posix_lock; no flock support); on current, the Rust virtiofsd 1.13, which has no lock
 # options and answers lock requests with ENOSYS, so the guest's locks stay inside the guest.
 ref_name="" ref_out=""
 rs="$repo/tests/e2e/virtiofsd-rs"
-if [[ "$(stack_name)" == current ]] && "$rs" --version >/dev/null 2>&1; then
+if unpriv_active; then
+    say "no reference column: this run is about ferryfsd as $unpriv_user, one boot"
+elif [[ "$(stack_name)" == current ]] && "$rs" --version >/dev/null 2>&1; then
     ref_name=virtiofsd-rs
     ref_out="$(run_one virtiofsd-rs "$rs" --shared-dir="$tmp/virtiofsd-rs" 2>&1 || true)"
 elif [[ -x "$virtiofsd" ]]; then
@@ -82,7 +90,8 @@ fail=0
 for want in "guest_rc=0" "daemon_rc=0" "probe_rc=0" "wait_rc=0" \
     "CHECK setlk-sees-host PASS" "CHECK getlk-sees-host PASS" "CHECK flock-sees-host PASS" \
     "CHECK setlkw-waits-for-host PASS" "CHECK queue-not-stalled PASS" "CHECK child-io PASS" \
-    "CHECK flock-waits-for-host PASS" "CHECK guest-locks PASS" "CHECK host-probed PASS"; do
+    "CHECK flock-waits-for-host PASS" "CHECK guest-locks PASS" "CHECK host-probed PASS" \
+    ${unpriv_user:+daemon_as_user=yes}; do
     if ! grep -qF -- "$want" <<<"$ferry_out"; then
         say "FAIL: ferryfsd: missing '$want'"
         fail=1

@@ -1,0 +1,4 @@
+#!/usr/bin/env bash
+# make check: cache-test.sh on the current stack with its six ferryfsd started as an ordinary user the test makes (FERRYFS_DAEMON_USER=auto, README.md "Without root"); one boot.
+# Exit: as cache-test.sh (77 when not root, no useradd/setpriv, or the current stack cannot be had here).
+FERRYFS_DAEMON_USER=auto exec "$(dirname "${BASH_SOURCE[0]}")/../e2e/stack-lib.sh" run current "$(dirname "${BASH_SOURCE[0]}")/cache-test.sh" "$@"
