@@ -37,14 +37,15 @@ say "default: QEMU killed mid-write, ferryfsd exited 0, no listener left"
 rm -f "$share/big"
 : >"$tmp/daemon.log"
 start_daemon --log-level=info --keep-listening
-fds_idle=$(fd_count "$daemon_pid")
+# The sandbox's serving child holds the connection's fds, not the relay that started it.
+fds_idle=$(fd_count "$(serving_pid "$daemon_pid")")
 start_guest w2 run "$writer" --timeout 600
 kill_writer w2
 t=0
 until grep -q 'waiting for the next one' "$tmp/daemon.log" || ((t > 300)); do sleep 0.1; t=$((t + 1)); done
 kill -0 "$daemon_pid" 2>/dev/null || fail "ferryfsd --keep-listening exited: $(tail -3 "$tmp/daemon.log")"
 grep -q 'waiting for the next one' "$tmp/daemon.log" || fail "ferryfsd did not go back to listening"
-fds_between=$(fd_count "$daemon_pid")
+fds_between=$(fd_count "$(serving_pid "$daemon_pid")")
 ((fds_between <= fds_idle)) || fail "fds: $fds_idle before the first frontend, $fds_between after it died"
 echo "from the host" >"$share/marker"
 start_guest second run "cat /mnt/marker && echo second >/mnt/second && ls /mnt" --timeout 600 --watch-pid "$daemon_pid"

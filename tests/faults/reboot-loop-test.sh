@@ -27,9 +27,11 @@ for n in $(seq 1 "$boots"); do
     wait_console loop "REBOOT-LOOP boot=$n (ready|FAIL)" 300
     tr -d '\r' <"$tmp/console-loop.log" | grep -aq "REBOOT-LOOP boot=$n FAIL" &&
         fail "$(tr -d '\r' <"$tmp/console-loop.log" | grep -a "REBOOT-LOOP boot=$n FAIL")"
-    fds[$n]=$(fd_count "$daemon_pid")
-    anon[$n]=$(status_kb "$daemon_pid" RssAnon)
-    say "boot $n: daemon fds ${fds[$n]}, RssAnon ${anon[$n]} kB, VmRSS $(status_kb "$daemon_pid" VmRSS) kB, RssShmem $(status_kb "$daemon_pid" RssShmem) kB"
+    # The sandbox's serving child, not the relay that started it: it holds the rings and tables.
+    srv=$(serving_pid "$daemon_pid")
+    fds[$n]=$(fd_count "$srv")
+    anon[$n]=$(status_kb "$srv" RssAnon)
+    say "boot $n: daemon (pid $srv) fds ${fds[$n]}, RssAnon ${anon[$n]} kB, VmRSS $(status_kb "$srv" VmRSS) kB, RssShmem $(status_kb "$srv" RssShmem) kB"
     touch "$share/ack-$n"
 done
 wait_console loop "FERRYFS-GUEST-DONE rc=" 120
