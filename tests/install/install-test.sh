@@ -42,14 +42,16 @@ fi
 json="$root/share/qemu/vhost-user/50-ferryfsd.json"
 caps="$("$daemon" --print-capabilities)"
 if jq -e --arg bin "$prefix/bin/ferryfsd" \
-    '(keys == ["binary", "description", "type"]) and .binary == $bin and
-     (.description | length > 0)' "$json" >/dev/null; then
-    pass "50-ferryfsd.json has description, type and binary $prefix/bin/ferryfsd"
+    '(keys == ["binary", "description", "features", "type"]) and .binary == $bin and
+     (.description | length > 0) and (.features | index("migrate-precopy"))' "$json" >/dev/null; then
+    pass "50-ferryfsd.json has description, type, binary $prefix/bin/ferryfsd and migrate-precopy"
 else
     fail "50-ferryfsd.json: $(tr -d '\n' <"$json")"
 fi
+# libvirt reads the features from the JSON: they must be the ones the daemon reports.
 if [[ "$(jq -r .type "$json")" == "$(jq -r .type <<<"$caps")" ]] &&
-    jq -e '.type == "fs" and (.features | type == "array")' <<<"$caps" >/dev/null; then
+    jq -e '.type == "fs" and (.features | type == "array")' <<<"$caps" >/dev/null &&
+    [[ "$(jq -c '.features - ["separate-options"]' <<<"$caps")" == "$(jq -c .features "$json")" ]]; then
     pass "--print-capabilities agrees with the JSON (type $(jq -r .type "$json"))"
 else
     fail "--print-capabilities '$caps' disagrees with the JSON"
