@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
-# Fault test (make check): one ferryfsd serves one QEMU guest that reboots 20 times without
+# Fault test (make check): one ferryfsd serves one QEMU guest that reboots 12 times (FERRYFS_REBOOTS) without
 # unmounting; every boot mounts, checks the journal of the earlier boots and appends to it.
 # Passes when all boots mount, the files are intact on the host, and the daemon's fd count and
-# anonymous RSS at boot 20 are within a small bound of boot 2 (the reset released the old
+# anonymous RSS at the last boot are within a small bound of boot 2 (the reset released the old
 # kernel's state). VmRSS is reported too but not bounded: it includes the guest RAM pages the
 # daemon touched (RssShmem), which grow as each new kernel places its buffers elsewhere.
-# Env: FERRYFS_REBOOTS (default 20), FERRYFS_E2E_KEEP=1 keeps the tmp dir.
+# Env: FERRYFS_REBOOTS (default 12), FERRYFS_E2E_KEEP=1 keeps the tmp dir.
 set -euo pipefail
 # It tests ferryfsd, not the guest's kernel: it runs on the current stack (QEMU 10, Linux 6.12),
 # or on stable where that stack cannot be had or FERRYFS_STACK says so (tests/e2e/stack-lib.sh).
 source "$(dirname "${BASH_SOURCE[0]}")/../e2e/stack-lib.sh" && stack_default_current "$0" "$@"
 name=reboot-loop
 source "$(dirname "${BASH_SOURCE[0]}")/../e2e/guest-lib.sh"
-boots="${FERRYFS_REBOOTS:-20}"
+boots="${FERRYFS_REBOOTS:-12}"
 fd_slack=4
 rss_slack_kb=2048
 
