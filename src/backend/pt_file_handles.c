@@ -87,15 +87,23 @@ static void mount_name(struct passthrough *pt, int mnt_id, int fd, char *buf,
  * visible from here), and GlusterFS 10 was measured to give ESTALE once the
  * inode had been evicted, i.e. for a file the guest still holds.
  */
-static int probe_mount(struct passthrough *pt, int fd, struct file_handle *fh,
-		       const char **why)
+int pt_fd_on_fuse(int fd)
 {
 	struct statfs sfs;
-	int mfd, hfd, ret;
 
 	if (fstatfs(fd, &sfs) < 0)
 		return -errno;
-	if (sfs.f_type == FUSE_SUPER_MAGIC) {
+	return sfs.f_type == FUSE_SUPER_MAGIC;
+}
+
+static int probe_mount(struct passthrough *pt, int fd, struct file_handle *fh,
+		       const char **why)
+{
+	int mfd, hfd, ret = pt_fd_on_fuse(fd);
+
+	if (ret < 0)
+		return ret;
+	if (ret) {
 		*why = "a FUSE mount: its handles go stale once the host kernel forgets the inode";
 		return -EOPNOTSUPP;
 	}

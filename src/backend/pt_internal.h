@@ -192,6 +192,10 @@ int pt_handle_for_inode(struct passthrough *pt, int fd, const struct statx *stx,
 			struct pt_handle_buf *hb, const struct inode_handle **out);
 /* At setup, on the share's root: whether file handles work there. */
 int pt_check_file_handles(struct passthrough *pt, int root_fd);
+/* 1 when fd's file system is FUSE, whose handles are the node ids one
+ * FUSE server gave one mount (they go stale, and differ between two mounts
+ * of one file system); 0 when not; -errno. */
+int pt_fd_on_fuse(int fd);
 void pt_close_mount_fds(struct passthrough *pt);
 
 /* ---- pt_xattrs.c: the xattr ops, and a new inode's label ------------- */

@@ -2,10 +2,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/fuse.h>
-#include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/vfs.h>
 
 #include "backend/pt_internal.h"
 #include "backend/pt_migration.h"
@@ -71,13 +69,6 @@ static int fd_of(const struct loader *ld, size_t i)
  * node ids) has other bytes on the other mount. Unequal bytes prove
  * nothing there: the file is checked by opening the saved handle instead.
  */
-static bool on_fuse(int fd)
-{
-	struct statfs sfs;
-
-	return fstatfs(fd, &sfs) == 0 && sfs.f_type == FUSE_SUPER_MAGIC;
-}
-
 static int check_same_file(struct loader *ld, const struct mig_inode *mi, int fd)
 {
 	struct pt_handle_buf now;
@@ -92,7 +83,7 @@ static int check_same_file(struct loader *ld, const struct mig_inode *mi, int fd
 		if (now.h.fh.handle_bytes == mi->handle->size &&
 		    !memcmp(now.h.fh.f_handle, mi->handle->bytes, mi->handle->size))
 			return 0;
-		if (!on_fuse(fd))
+		if (pt_fd_on_fuse(fd) != 1)
 			return -ESTALE;
 	}
 	for (unsigned i = 0; i < n && !same_mount; i++)

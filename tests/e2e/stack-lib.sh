@@ -17,6 +17,9 @@
 #   stack_qemu_argv [S]     sets the array stack_qemu_cmd to S's QEMU program and leading options
 #   stack_prepare [S]       makes S usable: fetches the current stack's packages (scripts/stack.sh);
 #                           returns 77 with a message naming what is missing, 0 when ready
+#   stack_rust_reference    true when the Rust virtiofsd is the reference column: the current stack
+#                           is selected and scripts/stack.sh has cached the Rust virtiofsd
+#                           ($stack_virtiofsd_rs, the launcher)
 #   stack_default_current SCRIPT ARGS...  with FERRYFS_STACK unset, re-executes SCRIPT on the
 #                           current stack (stable when current cannot be had); for the guest tests
 #                           that do not test the guest's kernel
@@ -100,6 +103,13 @@ stack_prepare() {
 # FERRYFS_STACK unset it re-executes SCRIPT on the current stack (as `stack-lib.sh run current`);
 # when that stack cannot be fetched here it says so and returns, and the test goes on on stable,
 # so a machine without the current stack still runs it. With FERRYFS_STACK set it returns at once.
+stack_virtiofsd_rs="$stack_lib_dir/virtiofsd-rs"
+# The reference daemon users of each stack run: QEMU's C virtiofsd with Debian 12, the Rust
+# virtiofsd (Debian 13's) beside QEMU 10 and a 6.12 guest.
+stack_rust_reference() {
+    [[ "$(stack_name)" == current ]] && "$stack_virtiofsd_rs" --version >/dev/null 2>&1
+}
+
 stack_default_current() {
     [[ -z "${FERRYFS_STACK:-}" ]] || return 0
     local dir

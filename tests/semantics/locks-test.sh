@@ -74,12 +74,11 @@ echo "$ferry_out" | sed 's/^/  ferryfsd: /'
 # (-o posix_lock; no flock support); on current, the Rust virtiofsd 1.13, which has no lock
 # options and answers lock requests with ENOSYS, so the guest's locks stay inside the guest.
 ref_name="" ref_out=""
-rs="$repo/tests/e2e/virtiofsd-rs"
 if unpriv_active; then
     say "no reference column: this run is about ferryfsd as $unpriv_user, one boot"
-elif [[ "$(stack_name)" == current ]] && "$rs" --version >/dev/null 2>&1; then
+elif stack_rust_reference; then
     ref_name=virtiofsd-rs
-    ref_out="$(run_one virtiofsd-rs "$rs" --shared-dir="$tmp/virtiofsd-rs" 2>&1 || true)"
+    ref_out="$(run_one virtiofsd-rs "$stack_virtiofsd_rs" --shared-dir="$tmp/virtiofsd-rs" 2>&1 || true)"
 elif [[ -x "$virtiofsd" ]]; then
     ref_name=virtiofsd
     ref_out="$(run_one virtiofsd "$virtiofsd" -o source="$tmp/virtiofsd" -o posix_lock 2>&1 || true)"

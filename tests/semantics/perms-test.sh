@@ -20,7 +20,6 @@ t="$sem_tmp"
 main="$t/main" acl="$t/acl" kp="$t/kp" vd="$t/vd" rd="$t/rd"
 mkdir -p "$main/out" "$acl" "$kp" "$vd" "$rd"
 chmod 755 "$main" "$acl" "$kp" "$vd" "$rd"
-virtiofsd_rs="$sem_repo/tests/e2e/virtiofsd-rs"
 gcc -static -O2 -Wall -Wextra -Werror -o "$t/gperms" "$sem_here/guest-perms.c"
 
 # ferryfsd with its defaults (cache=auto), and with POSIX ACLs and xattrs for the ACL scenario.
@@ -40,8 +39,8 @@ else
     sem_say "note: no $virtiofsd, no C virtiofsd column"
 fi
 # The Rust virtiofsd beside a 6.12 guest, where users pick it (perms-current-test.sh).
-if [[ "$(stack_name)" == current ]] && "$virtiofsd_rs" --version >/dev/null 2>&1; then
-    sem_daemon_cmd rd "$rd" "$virtiofsd_rs" --socket-path="$t/rd.sock" --shared-dir="$rd" --cache=auto
+if stack_rust_reference; then
+    sem_daemon_cmd rd "$rd" "$stack_virtiofsd_rs" --socket-path="$t/rd.sock" --shared-dir="$rd" --cache=auto
     columns+=(virtiofsd-rs)
 else
     sem_say "note: no Rust virtiofsd column (it runs on the current stack, when scripts/stack.sh has cached it)"

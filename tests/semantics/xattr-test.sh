@@ -83,10 +83,9 @@ ref_run() {
 
 # The reference column is the virtiofsd users of the stack run: QEMU's C virtiofsd on stable, the
 # Rust virtiofsd on current; both with the same map and capabilities.
-rs="$sem_repo/tests/e2e/virtiofsd-rs"
-if [[ "$(stack_name)" == current ]] && "$rs" --version >/dev/null 2>&1; then
+if stack_rust_reference; then
     prepare "$sem_tmp/virtiofsd-rs"
-    ref_run virtiofsd-rs "$rs" --socket-path="$sem_tmp/virtiofsd-rs.sock" --shared-dir="$sem_tmp/virtiofsd-rs" \
+    ref_run virtiofsd-rs "$stack_virtiofsd_rs" --socket-path="$sem_tmp/virtiofsd-rs.sock" --shared-dir="$sem_tmp/virtiofsd-rs" \
         --xattr --posix-acl --security-label --modcaps=+sys_admin --xattrmap="$map"
 elif [[ -x "$virtiofsd" ]]; then
     prepare "$sem_tmp/virtiofsd"
