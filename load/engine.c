@@ -123,14 +123,14 @@ int load_forget_add(struct run *r, uint64_t nodeid, uint64_t nlookup)
 }
 
 /* Sends queued FORGETs on the hiprio queue, as the Linux driver does, in
- * batches; with force, also a partial batch. */
+ * batches; with force, also a partial batch (with --keep-lookups, only then). */
 static int forget_flush(struct run *r, bool force)
 {
 	struct lq *h = &r->q[0];
 	unsigned i;
 	int ret = 0;
 
-	while (r->nforget && (force || r->nforget >= LOAD_FORGET_BATCH)) {
+	while (r->nforget && (force || (r->nforget >= LOAD_FORGET_BATCH && !r->cfg->keep_lookups))) {
 		struct fc_slot *s = NULL;
 		size_t n = r->nforget < LOAD_FORGET_BATCH ? r->nforget : LOAD_FORGET_BATCH;
 		struct fuse_forget_one *batch = r->forgets + r->nforget - n;

@@ -39,6 +39,9 @@ static void usage(FILE *f)
 "                       the disk\n"
 "  --file-size BYTES    data file size (default 64m)\n"
 "  --dir-entries N      readdirplus directory size (default 10000)\n"
+"  --keep-lookups       send FORGETs only when a phase ends, as a guest whose\n"
+"                       dentry cache keeps every entry: the backend then knows\n"
+"                       every inode listed (its memory for --dir-entries inodes)\n"
 "  --daemon-pid PID     read this process's CPU time from /proc\n"
 "  --event-idx on|off   negotiate VIRTIO_RING_F_EVENT_IDX (default: on if offered,\n"
 "                       as a Linux guest does)\n"
@@ -104,7 +107,7 @@ static int parse_secs(const char *s, double *out)
 
 enum { O_SOCKET = 256, O_HOST, O_WORKLOAD, O_BS, O_QD, O_QUEUES, O_SECONDS, O_WARMUP,
        O_IDLE, O_COLD, O_FSIZE, O_DIRENT, O_PID, O_EIDX, O_POLL, O_PACKED, O_SEED, O_JSON, O_HELP,
-       O_MIGRATE, O_INODES };
+       O_MIGRATE, O_INODES, O_KEEP };
 
 static int parse_args(int argc, char **argv, struct load_cfg *c)
 {
@@ -130,6 +133,7 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 		{ "help", no_argument, NULL, O_HELP },
 		{ "migrate-to", required_argument, NULL, O_MIGRATE },
 		{ "inodes", required_argument, NULL, O_INODES },
+		{ "keep-lookups", no_argument, NULL, O_KEEP },
 		{ 0 },
 	};
 	uint32_t v;
@@ -165,6 +169,7 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 		case O_HELP: usage(stdout); exit(0);
 		case O_MIGRATE: c->migrate_to = optarg; break;
 		case O_INODES: bad |= parse_u32(optarg, 1, 10000000, &v); c->inodes = v; break;
+		case O_KEEP: c->keep_lookups = true; break;
 		default: return -EINVAL;
 		}
 		if (bad) {
