@@ -123,14 +123,14 @@ int load_forget_add(struct run *r, uint64_t nodeid, uint64_t nlookup)
 }
 
 /* Sends queued FORGETs on the hiprio queue, as the Linux driver does, in
- * batches; with force, also a partial batch (with --keep-lookups, only then). */
-static int forget_flush(struct run *r, bool force)
+ * batches; with force, also a partial batch; with hold, only then. */
+static int forget_flush(struct run *r, bool force, bool hold)
 {
 	struct lq *h = &r->q[0];
 	unsigned i;
 	int ret = 0;
 
-	while (r->nforget && (force || (r->nforget >= LOAD_FORGET_BATCH && !r->cfg->keep_lookups))) {
+	while (r->nforget && (force || (r->nforget >= LOAD_FORGET_BATCH && !hold))) {
 		struct fc_slot *s = NULL;
 		size_t n = r->nforget < LOAD_FORGET_BATCH ? r->nforget : LOAD_FORGET_BATCH;
 		struct fuse_forget_one *batch = r->forgets + r->nforget - n;
@@ -282,7 +282,9 @@ int load_engine(struct run *r, const char *phase, load_next_fn *next, load_done_
 			if (i)
 				busy += q->inflight;
 		}
-		ret = forget_flush(r, busy == 0);
+		/* --keep-lookups holds the measured phase's FORGETs (the setup's
+		 * go as usual: the guest it plays keeps what it listed). */
+		ret = forget_flush(r, busy == 0, r->cfg->keep_lookups && win_start);
 		if (ret)
 			goto out;
 		if (!busy && !r->q[0].inflight && !r->nforget)

@@ -29,7 +29,7 @@ struct load_cfg {
 	bool packed;             /* --packed: VIRTIO_F_RING_PACKED rings */
 	bool poll;
 	uint32_t dir_entries;
-	bool keep_lookups;       /* --keep-lookups: FORGETs only at a phase's end */
+	bool keep_lookups;       /* --keep-lookups: the workload's FORGETs at its end */
 	uint64_t seed;
 	bool verbose;
 	const char *migrate_to;  /* --migrate-to: the destination backend's socket */

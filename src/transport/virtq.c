@@ -20,7 +20,8 @@
 
 void virtq_init(struct virtq *vq, unsigned index)
 {
-	memset(vq, 0, sizeof(*vq));
+	/* Not the arrays at the end: see struct virtq. */
+	memset(vq, 0, offsetof(struct virtq, iov));
 	vq->index = index;
 }
 

@@ -58,10 +58,6 @@ struct virtq {
 	uint64_t log_ring_gpa;  /* split: the used ring; packed: the descriptor ring */
 	uint64_t log_event_gpa; /* packed: the device event area */
 
-	struct iovec iov[VIRTQ_MAX_SEGS];
-	/* Indirect tables that straddle two regions are copied here. */
-	struct vring_desc indirect_copy[VIRTQ_MAX_SEGS];
-
 	/*
 	 * Packed rings (VIRTIO_F_RING_PACKED, virtq_packed.c). The split
 	 * pointers above then hold the same three addresses, so virtq_ready
@@ -82,16 +78,30 @@ struct virtq {
 	bool pk_pending;
 	uint16_t pk_pending_pos;
 	uint16_t pk_pending_flags;
+	unsigned pk_chain_len;          /* entries of pk_chain */
+
+	/*
+	 * The large arrays (~113 KiB) come last: virtq_init clears only what
+	 * is above them, so a queue the driver never starts (ferryfsd offers
+	 * 16 request queues) keeps them unpopulated. Each is written before
+	 * it is read: iov and pk_chain by the pop that fills them,
+	 * indirect_copy by the copy, pk_inflight by virtq_packed_set_base,
+	 * which virtq_set_packed calls before a packed ring can be used.
+	 */
+	struct iovec iov[VIRTQ_MAX_SEGS];
+	/* Indirect tables that straddle two regions are copied here. */
+	struct vring_desc indirect_copy[VIRTQ_MAX_SEGS];
 	/* The last popped chain, as read once from the ring: a deferred
 	 * request keeps a copy, as the ring slots may be reused before it
 	 * completes. */
-	unsigned pk_chain_len;
 	struct vring_packed_desc pk_chain[VIRTQ_MAX_SEGS];
 	/* Per buffer id: ring descriptors of its chain while in flight, 0
 	 * when not. A driver reusing an id in flight breaks the queue. */
 	uint16_t pk_inflight[VIRTQ_MAX_SIZE];
 };
 
+/* A queue with no rings. Leaves the arrays at the end of struct virtq as
+ * they are (see there), so it may be called on uninitialised memory. */
 void virtq_init(struct virtq *vq, unsigned index);
 /* Checks num (power of two, 1..VIRTQ_MAX_SIZE) and ring alignment. The
  * pointers must already be inside guest memory for their full length

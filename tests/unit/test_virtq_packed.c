@@ -137,6 +137,37 @@ static void expect_broken(const char *what, const char *want)
 	CHECK_MSG(vqf_broke_with(&t.vq, ret, want), "%s -> broken (%s)", what, vqf_why(&t.vq));
 }
 
+/*
+ * virtq_init leaves the arrays at the end of struct virtq alone, so a
+ * queue the driver never starts costs no resident memory for them; what
+ * they held before (a previous connection's buffer ids in flight, stale
+ * chains) must then never matter once a packed ring is set up.
+ */
+static void test_init_keeps_arrays(void)
+{
+	struct virtq_elem e;
+	uint16_t id = 0xffff;
+	uint32_t len = 0;
+	const struct seg s[] = { { BUF, 16, 0 }, { BUF + 0x100, 32, VRING_DESC_F_WRITE } };
+
+	printf("-- packed: virtq_init on a used struct\n");
+	memset(&t.vq, 0xa5, sizeof(t.vq));
+	virtq_init(&t.vq, 9);
+	CHECK_MSG(t.vq.num == 0 && !t.vq.packed && !t.vq.broken && t.vq.log == NULL &&
+		  t.vq.pk_chain_len == 0 && t.vq.index == 9, "the fields above the arrays are cleared");
+	CHECK_MSG(t.vq.pk_inflight[3] == 0xa5a5 && t.vq.iov[0].iov_len == (size_t)0xa5a5a5a5a5a5a5a5ull &&
+		  t.vq.pk_chain[VIRTQ_MAX_SEGS - 1].id == 0xa5a5 &&
+		  t.vq.indirect_copy[0].len == 0xa5a5a5a5u, "the arrays are left untouched");
+	ring_setup(8, false, true, 0x8000);   /* virtq_init again, then packed */
+	add_chain(s, 2, 3);
+	CHECK_MSG(virtq_packed_pop(&t.vq, &e) == 1 && e.head == 3 && e.req.rd_cnt == 1 &&
+		  e.req.wr_cnt == 1, "id 3, stale as in flight before, pops");
+	virtq_packed_push(&t.vq, &e, 32);
+	virtq_packed_flush(&t.vq);
+	CHECK_MSG(get_used(&id, &len, 2) && id == 3 && len == 32 && t.vq.pk_used == 2,
+		  "its used entry skips its own two slots, not a stale count");
+}
+
 static void test_good_chains(void)
 {
 	struct virtq_elem e;
@@ -402,6 +433,7 @@ int main(void)
 		fprintf(stderr, "cannot build guest memory\n");
 		return 1;
 	}
+	test_init_keeps_arrays();
 	test_good_chains();
 	test_hostile();
 	test_notify();
