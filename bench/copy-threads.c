@@ -1,7 +1,8 @@
-/* copy-threads: 1 MiB preads of a tmpfs file by one thread against two that each read half of every MiB, the bound of splitting a READ (src/backend/read_split.c). */
+/* copy-threads: 1 MiB preads (or pwrites) of a tmpfs file by one thread against two that each copy half of every MiB, the bound of splitting a READ or a WRITE. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@ struct part {
 	int fd;
 	uint8_t *buf;
 	unsigned index, parts;
+	bool write;             /* pwrite into the file instead of pread */
 	int err;
 };
 
@@ -29,15 +31,17 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void *reader(void *arg)
+static void *copier(void *arg)
 {
 	struct part *p = arg;
 	size_t len = MIB / p->parts, at = (size_t)p->index * len;
 
 	for (unsigned i = 0; i < READS; i++) {
 		off_t off = (off_t)(i % FILE_MIB) * MIB + (off_t)at;
+		uint8_t *b = p->buf + (size_t)(i % SLOTS) * MIB + at;
+		ssize_t n = p->write ? pwrite(p->fd, b, len, off) : pread(p->fd, b, len, off);
 
-		if (pread(p->fd, p->buf + (size_t)(i % SLOTS) * MIB + at, len, off) != (ssize_t)len) {
+		if (n != (ssize_t)len) {
 			p->err = errno ? errno : EIO;
 			break;
 		}
@@ -45,16 +49,17 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-/* MiB/s of READS 1 MiB reads split among parts threads, or -1. */
-static double run(int fd, uint8_t *buf, unsigned parts)
+/* MiB/s of READS 1 MiB reads (writes) split among parts threads, or -1. */
+static double run(int fd, uint8_t *buf, unsigned parts, bool write)
 {
 	struct part p[2];
 	pthread_t t[2];
 	double start = now_s();
 
 	for (unsigned i = 0; i < parts; i++) {
-		p[i] = (struct part){ .fd = fd, .buf = buf, .index = i, .parts = parts };
-		if (pthread_create(&t[i], NULL, reader, &p[i]) != 0)
+		p[i] = (struct part){ .fd = fd, .buf = buf, .index = i, .parts = parts,
+				   .write = write };
+		if (pthread_create(&t[i], NULL, copier, &p[i]) != 0)
 			return -1;
 	}
 	for (unsigned i = 0; i < parts; i++)
@@ -69,10 +74,12 @@ int main(int argc, char **argv)
 {
 	char path[4096];
 	uint8_t *buf;
+	bool write = argc == 3 && !strcmp(argv[2], "--write");
 	int fd;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: copy-threads DIR  (writes a 64 MiB file there, reads it, removes it)\n");
+	if (argc != 2 && !write) {
+		fprintf(stderr, "usage: copy-threads DIR [--write]  (writes a 64 MiB file there, reads it\n"
+			"       or with --write overwrites it, removes it)\n");
 		return 2;
 	}
 	snprintf(path, sizeof(path), "%s/copy-threads.XXXXXX", argv[1]);
@@ -91,14 +98,14 @@ int main(int argc, char **argv)
 		}
 	/* Alternated, so a change in the machine's load hits both. */
 	for (unsigned round = 0; round < 3; round++) {
-		double one = run(fd, buf, 1), two = run(fd, buf, 2);
+		double one = run(fd, buf, 1, write), two = run(fd, buf, 2, write);
 
 		if (one < 0 || two < 0) {
-			fprintf(stderr, "copy-threads: read failed\n");
+			fprintf(stderr, "copy-threads: %s failed\n", write ? "write" : "read");
 			return 1;
 		}
-		printf("round %u: 1 thread %.0f MiB/s, 2 threads %.0f MiB/s (%.2fx)\n",
-		       round + 1, one, two, two / one);
+		printf("round %u, %s: 1 thread %.0f MiB/s, 2 threads %.0f MiB/s (%.2fx)\n",
+		       round + 1, write ? "pwrite" : "pread", one, two, two / one);
 	}
 	close(fd);
 	free(buf);

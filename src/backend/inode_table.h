@@ -40,21 +40,24 @@ struct inode_handle {
 	struct file_handle fh;  /* f_handle bytes follow in the allocation */
 };
 
+/* The 8-byte fields first and the small ones packed at the end: 88 bytes,
+ * a 96-byte malloc chunk (112 with a tmpfs handle), not 96 and 112 (128):
+ * a guest may make the daemon hold hundreds of thousands of these. */
 struct inode {
 	uint64_t nodeid;
 	struct inode_key key;
-	int fd;                 /* O_PATH|O_NOFOLLOW: never readable nor writable;
-				 * -1 while a handle inode is unused */
 	struct inode_handle *handle;    /* NULL: fd is held for life */
-	/* A migration placeholder (--migration-on-error=guest-error): the
-	 * file could not be found again; requests on it fail with EIO. */
-	bool invalid;
-	mode_t type;            /* S_IFMT bits; an inode never changes type */
-	unsigned shard;
 	uint64_t nlookup;
 	uint64_t refs;
 	struct inode *next_by_id;
 	struct inode *next_by_key;
+	int fd;                 /* O_PATH|O_NOFOLLOW: never readable nor writable;
+				 * -1 while a handle inode is unused */
+	mode_t type;            /* S_IFMT bits; an inode never changes type */
+	unsigned shard;
+	/* A migration placeholder (--migration-on-error=guest-error): the
+	 * file could not be found again; requests on it fail with EIO. */
+	bool invalid;
 };
 
 struct inode_table;
