@@ -41,8 +41,9 @@ struct inode_handle {
 };
 
 /* The 8-byte fields first and the small ones packed at the end: 88 bytes,
- * a 96-byte malloc chunk (112 with a tmpfs handle), not 96 and 112 (128):
- * a guest may make the daemon hold hundreds of thousands of these. */
+ * a 96-byte malloc chunk where 96 took 112 (with a handle behind it the
+ * chunk is 128 either way for tmpfs's 12-byte handles): a guest may make
+ * the daemon hold hundreds of thousands of these. */
 struct inode {
 	uint64_t nodeid;
 	struct inode_key key;
