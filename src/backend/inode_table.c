@@ -24,7 +24,8 @@
 #define INITIAL_BUCKETS 64
 
 /* See struct inode: a field added in the wrong place costs every inode. */
-_Static_assert(sizeof(struct inode) <= 88, "struct inode grew past a 96-byte malloc chunk");
+_Static_assert(sizeof(struct inode) <= 80, "struct inode grew: see there");
+_Static_assert(SHARD_COUNT <= 256 && (S_IFMT & 0xffff) == S_IFMT, "struct inode's small fields");
 
 struct shard {
 	pthread_mutex_t lock;
@@ -215,7 +216,7 @@ int inode_table_new(struct inode_table **out, struct fd_budget *fds,
 	t->root.key = *root_key;
 	t->root.fd = root_fd;
 	t->root.type = S_IFDIR;
-	t->root.shard = key_hash(root_key) & (SHARD_COUNT - 1);
+	t->root.shard = (uint8_t)(key_hash(root_key) & (SHARD_COUNT - 1));
 	t->root.nlookup = 1;
 	t->root.refs = 1;
 	/* Linked like any inode so growing the shard rehashes it too; it is
@@ -552,8 +553,8 @@ struct inode *inode_alloc_detached(uint64_t nodeid, const struct inode_key *key,
 		inode->handle = (struct inode_handle *)(inode + 1);
 		memcpy(inode->handle, handle, handle_size);
 	}
-	inode->type = type & S_IFMT;
-	inode->shard = nodeid & (SHARD_COUNT - 1);
+	inode->type = (uint16_t)(type & S_IFMT);
+	inode->shard = (uint8_t)(nodeid & (SHARD_COUNT - 1));
 	return inode;
 }
 

@@ -40,10 +40,10 @@ struct inode_handle {
 	struct file_handle fh;  /* f_handle bytes follow in the allocation */
 };
 
-/* The 8-byte fields first and the small ones packed at the end: 88 bytes,
- * a 96-byte malloc chunk where 96 took 112 (with a handle behind it the
- * chunk is 128 either way for tmpfs's 12-byte handles): a guest may make
- * the daemon hold hundreds of thousands of these. */
+/* The 8-byte fields first and the small ones packed at the end: 80 bytes,
+ * a 96-byte malloc chunk where the old 96 took 112, and with a 12-byte
+ * handle (tmpfs's, ext4's) behind it 112 where it took 128: a guest may
+ * make the daemon hold hundreds of thousands of these. */
 struct inode {
 	uint64_t nodeid;
 	struct inode_key key;
@@ -54,8 +54,8 @@ struct inode {
 	struct inode *next_by_key;
 	int fd;                 /* O_PATH|O_NOFOLLOW: never readable nor writable;
 				 * -1 while a handle inode is unused */
-	mode_t type;            /* S_IFMT bits; an inode never changes type */
-	unsigned shard;
+	uint16_t type;          /* S_IFMT bits (0170000 fits); never changes */
+	uint8_t shard;          /* < INODE_SHARDS */
 	/* A migration placeholder (--migration-on-error=guest-error): the
 	 * file could not be found again; requests on it fail with EIO. */
 	bool invalid;
