@@ -9,8 +9,45 @@
 #   lv_emulator        the domain's <emulator>
 #   lv_boot_dir        where vmlinuz and initrd.img are (readable by libvirt's QEMU)
 #   lv_console_dir     where QEMU may create NAME-console.log
+#   lv_domains         the domain names lv_cleanup destroys
+#   lvpid              libvirtd's pid once started (lv_wait_up, lv_cleanup)
 # Shares are $tmp/NAME-share; the guest runs /mnt/guest.sh (tests/e2e/guest/init) and prints
 # LV-GUEST-DONE at its end.
+
+# README "With libvirt", step 1: `make install` into $inst (a tree the test lays over /usr/local).
+lv_make_install() {
+    inst="$tmp/inst"
+    if ! make -C "$repo" --no-print-directory install DESTDIR="$inst" >"$tmp/install.log" 2>&1; then
+        fail "make install: $(tail -5 "$tmp/install.log")"; finish
+    fi
+}
+
+# Waits for libvirtd ($lvpid, its output in $tmp/libvirtd.log) to answer virsh; ends the
+# test when it does not (77 when the mount namespace had no overlayfs).
+lv_wait_up() {
+    local up=0
+    for _ in $(seq 150); do
+        kill -0 "$lvpid" 2>/dev/null || break
+        if lv_virsh version >/dev/null 2>&1; then up=1; break; fi
+        sleep 0.2
+    done
+    ((up)) && return 0
+    if grep -q "overlay" "$tmp/libvirtd.log"; then skip "no overlayfs here: $(head -3 "$tmp/libvirtd.log")"; fi
+    fail "libvirtd did not come up:"; sed 's/^/    /' "$tmp/libvirtd.log" | tail -20
+    finish
+}
+
+# Destroys what is left of the domains and stops libvirtd; its namespace goes with it.
+lvpid=""
+lv_cleanup() {
+    [[ -z "$lvpid" ]] && return 0
+    local d
+    for d in "${lv_domains[@]}"; do lv_virsh destroy "$d" >/dev/null 2>&1 || true; done
+    kill -TERM "$lvpid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$lvpid" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$lvpid" 2>/dev/null || true
+    lvpid=""
+}
 
 # Writes the domain XML: $1 name, $2 share, $3 the <filesystem>'s inside.
 domain_xml() {

@@ -39,16 +39,7 @@ start_prepare
 # tmp_cleanup (tests/lib/common.sh) runs it before removing $tmp.
 cleanup_cmds+=(lv_cleanup)
 
-lvpid=""
-lv_cleanup() {
-    [[ -z "$lvpid" ]] && return 0
-    local d
-    for d in ferryfs-t1 ferryfs-t2; do lv_virsh destroy "$d" >/dev/null 2>&1 || true; done
-    kill -TERM "$lvpid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$lvpid" 2>/dev/null || break; sleep 0.2; done
-    kill -KILL "$lvpid" 2>/dev/null || true
-    lvpid=""
-}
+lv_domains=(ferryfs-t1 ferryfs-t2)
 lv_virsh() { nsenter --mount --target "$lvpid" virsh -q -c qemu:///system "$@"; }
 lv_in() { nsenter --mount --target "$lvpid" "$@"; }
 # libvirt-lib.sh's paths: system mode's dirs, inside the namespace.
@@ -56,10 +47,7 @@ lv_run_dir=/run/libvirt/qemu lv_lib_dir=/var/lib/libvirt/qemu lv_log_dir=/var/lo
 lv_emulator="$(command -v qemu-system-x86_64)" lv_boot_dir=$tmp lv_console_dir=$tmp
 
 # README "With libvirt", step 1: install, and link the description where libvirt looks.
-inst="$tmp/inst"
-if ! make -C "$repo" --no-print-directory install DESTDIR="$inst" >"$tmp/install.log" 2>&1; then
-    fail "make install: $(tail -5 "$tmp/install.log")"; finish
-fi
+lv_make_install
 etc="$tmp/etc"
 mkdir -p "$etc/qemu/vhost-user" "$etc/libvirt"
 ln -s /usr/local/share/qemu/vhost-user/50-ferryfsd.json "$etc/qemu/vhost-user/"
@@ -105,17 +93,7 @@ unshare -m --propagation private bash -c '
 ' ns "$tmp" "$etc" "$inst" >"$tmp/libvirtd.log" 2>&1 &
 lvpid=$!
 cleanup_pids+=("$lvpid")
-up=0
-for _ in $(seq 100); do
-    kill -0 "$lvpid" 2>/dev/null || break
-    if lv_virsh version >/dev/null 2>&1; then up=1; break; fi
-    sleep 0.2
-done
-if ((!up)); then
-    if grep -q "overlay" "$tmp/libvirtd.log"; then skip "no overlayfs here: $(head -3 "$tmp/libvirtd.log")"; fi
-    fail "libvirtd did not come up:"; sed 's/^/    /' "$tmp/libvirtd.log" | tail -20
-    finish
-fi
+lv_wait_up
 pass "libvirtd $(lv_virsh version | awk '/library: libvirt/ {print $NF; exit}') answers on its private socket"
 
 # --- Domain 1: <binary path=...> with every option libvirt 9.0 passes.

@@ -61,16 +61,7 @@ user_env=(env -i PATH=/usr/bin:/bin HOME="$u/home" USER="$unpriv_user" XDG_CONFI
     XDG_RUNTIME_DIR="$u/run" XDG_CACHE_HOME="$u/cache" LIBVIRT_AUTOSTART=0)
 as_user() { "${unpriv_prefix[@]}" "${user_env[@]}" "$@"; }
 
-lvpid=""
-lv_cleanup() {
-    [[ -z "$lvpid" ]] && return 0
-    local d
-    for d in s1 s2 s3; do lv_virsh destroy "$d" >/dev/null 2>&1 || true; done
-    kill -TERM "$lvpid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$lvpid" 2>/dev/null || break; sleep 0.2; done
-    kill -KILL "$lvpid" 2>/dev/null || true
-    lvpid=""
-}
+lv_domains=(s1 s2 s3)
 lv_virsh() { as_user "$here/libvirt-current" virsh -q -c qemu:///session "$@"; }
 lv_in() { "$@"; }
 # libvirt-lib.sh's paths: session mode's dirs under the XDG dirs.
@@ -78,13 +69,10 @@ lv_run_dir="$u/run/libvirt/qemu/run" lv_lib_dir="$u/config/libvirt/qemu/lib"
 lv_log_dir="$u/cache/libvirt/qemu/log" lv_emulator="$here/qemu-current"
 lv_boot_dir="$u" lv_console_dir="$u/console"
 
-# README "With libvirt", step 1 (as root): install.
-inst="$tmp/inst"
-if ! make -C "$repo" --no-print-directory install DESTDIR="$inst" >"$tmp/install.log" 2>&1; then
-    fail "make install: $(tail -5 "$tmp/install.log")"; finish
-fi
-# "Session mode", step 1 (as the user): the description where session mode looks, and a
-# qemu.conf without virtlogd; virtiofsd_debug = 1 makes libvirt pass --log-level debug.
+# README "With libvirt", "Session mode", step 1 (as root): install; the user has its subuid range.
+lv_make_install
+# Step 2 (as the user): the description where session mode looks, and a qemu.conf without
+# virtlogd; virtiofsd_debug = 1 makes libvirt pass --log-level debug.
 as_user sh -c 'mkdir -p "$XDG_CONFIG_HOME/qemu/vhost-user" "$XDG_CONFIG_HOME/libvirt" &&
     ln -s /usr/local/share/qemu/vhost-user/50-ferryfsd.json "$XDG_CONFIG_HOME/qemu/vhost-user/" &&
     printf "stdio_handler = \"file\"\nvirtiofsd_debug = 1\n" >"$XDG_CONFIG_HOME/libvirt/qemu.conf"'
@@ -93,7 +81,7 @@ as_user sh -c 'mkdir -p "$XDG_CONFIG_HOME/qemu/vhost-user" "$XDG_CONFIG_HOME/lib
 printf '#!/bin/sh\nexec %q "$@"\n' "$here/qemu-current" >"$tmp/qemu-system-x86_64"
 chmod 755 "$tmp/qemu-system-x86_64"
 
-# Step 2: the user's session libvirtd, in the foreground.
+# Step 2: the user's session libvirtd, in the foreground (virsh would start it itself).
 unshare -m --propagation private bash -c '
     set -e
     lv_root=$1 qemu_root=$2 inst=$3 qemu_current=$4; shift 4
@@ -106,17 +94,7 @@ unshare -m --propagation private bash -c '
     "$here/libvirt-current" libvirtd >"$tmp/libvirtd.log" 2>&1 &
 lvpid=$!
 cleanup_pids+=("$lvpid")
-up=0
-for _ in $(seq 150); do
-    kill -0 "$lvpid" 2>/dev/null || break
-    if lv_virsh version >/dev/null 2>&1; then up=1; break; fi
-    sleep 0.2
-done
-if ((!up)); then
-    if grep -q "overlay" "$tmp/libvirtd.log"; then skip "no overlayfs here: $(head -3 "$tmp/libvirtd.log")"; fi
-    fail "libvirtd did not come up:"; sed 's/^/    /' "$tmp/libvirtd.log" | tail -20
-    finish
-fi
+lv_wait_up
 # Oracles: the daemon is the user's and maps the cached libvirt.so, not Debian 12's 9.0.
 lib_maps="$(grep -o '/[^ ]*libvirt\.so\.0[^ ]*' "/proc/$lvpid/maps" | sort -u | tr '\n' ' ')"
 if unpriv_runs_as_user "$lvpid" && [[ "$lib_maps" == "$lv_root/"* && "$lib_maps" != *" /usr/lib/"* ]]; then
