@@ -23,9 +23,10 @@
 # owned by SUBUID:SUBGID on the host, guest uid 1000 by SUBUID+1000, and ferryfsd's own host uid
 # is SUBUID. Every domain: virsh destroy leaves no ferryfsd, pid file or socket dir. At the end
 # no process of the user is left and the user is removed.
+# Domain s4: libvirt 11.3 refuses <lock> for ferryfsd, whose --print-capabilities lists
+# "separate-options" (checked, not booted).
 # Not covered here: system mode with 11.3 (libvirt-real-test.sh runs Debian 12's 9.0 as root);
-# the effect of <lock> (libvirt-real-test.sh checks it; libvirt 11.3 refuses <lock> for a
-# <binary path> whose --print-capabilities says "separate-options").
+# the effect of <lock> (libvirt-real-test.sh checks it with 9.0).
 # Exit: 0 pass, 1 fail, 77 skipped (not root, the current stack, libvirt 11.3 or newuidmap missing).
 set -euo pipefail
 name=libvirt-session
@@ -61,7 +62,7 @@ user_env=(env -i PATH=/usr/bin:/bin HOME="$u/home" USER="$unpriv_user" XDG_CONFI
     XDG_RUNTIME_DIR="$u/run" XDG_CACHE_HOME="$u/cache" LIBVIRT_AUTOSTART=0)
 as_user() { "${unpriv_prefix[@]}" "${user_env[@]}" "$@"; }
 
-lv_domains=(s1 s2 s3)
+lv_domains=(s1 s2 s3 s4)
 lv_virsh() { as_user "$here/libvirt-current" virsh -q -c qemu:///session "$@"; }
 lv_in() { "$@"; }
 # libvirt-lib.sh's paths: session mode's dirs under the XDG dirs.
@@ -215,6 +216,24 @@ if start_domain "$d"; then
     check_owner "$d" "$share3/u1000/by-guest-1000" "$((sub_uid + 1000)):$((sub_gid + 1000))" "guest uid 1000 ($(grep -o 'LV-SU rc=[0-9]*' <<<"$console"))"
     finish_domain "$d" "$share3"
 fi
+
+# --- <lock>: libvirt 11.3 refuses it for a daemon whose --print-capabilities lists
+# "separate-options" (ferryfsd's does), before anything starts. README says so; this
+# tells when it changes.
+d=s4
+domain_xml "$d" "$share1" "      <driver type='virtiofs'/>
+      <binary path='$ferryfsd'>
+        <lock posix='on' flock='on'/>
+      </binary>" >"$tmp/$d.xml"
+lv_virsh define "$tmp/$d.xml" >/dev/null 2>&1 || true
+out="$(lv_virsh start "$d" 2>&1 || true)"
+if grep -q 'locking options are not supported by this virtiofsd' <<<"$out" &&
+    [[ "$(lv_virsh domstate "$d" 2>/dev/null)" != running ]]; then
+    pass "[$d] libvirt 11.3 refuses <lock> for ferryfsd (separate-options): $(grep -o 'locking options.*' <<<"$out")"
+else
+    fail "[$d] <lock> with libvirt 11.3: '$out' (README's session step 3 says it is refused)"
+fi
+lv_virsh undefine "$d" >/dev/null 2>&1 || true
 
 # libvirtd stops; its namespace goes with it. Nothing of the user is left running.
 lv_cleanup
