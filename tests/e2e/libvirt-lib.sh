@@ -14,6 +14,34 @@
 # Shares are $tmp/NAME-share; the guest runs /mnt/guest.sh (tests/e2e/guest/init) and prints
 # LV-GUEST-DONE at its end.
 
+# libvirt 11.3 and QEMU 10 of the current stack, unpacked (scripts/stack.sh), shown at their
+# installed paths in the test's mount namespace: the guest image of that stack, lv_root and
+# qemu_root, lv_daemon/lv_client (tests/e2e/libvirt-current), and LV_STACK_MOUNTS, the mounts
+# the namespace's script runs: libvirt 11.3's cpu_map and schemas over /usr/share/libvirt
+# (libvirt reads no other place), QEMU 10's modules over /usr/lib/x86_64-linux-gnu/qemu (QEMU 10
+# also searches that compiled-in dir, where QEMU 7.2's are, and the capabilities probe's
+# qom-list-types then aborts), and so QEMU 10 over /usr/bin/qemu-system-x86_64 too (7.2 without
+# its TCG module cannot start, and libvirt probes the default emulator at start). Skips (77)
+# when the stack cannot be had. Call before start_prepare.
+lv_stack_current() {
+    stack_prepare current || skip "the current stack (scripts/stack.sh) cannot be had here"
+    export FERRYFS_GUEST_DIR="$(stack_guest_dir current)" FERRYFS_STACK=current
+    lv_root="$("$repo/scripts/stack.sh" path libvirt-root)"
+    qemu_root="$("$repo/scripts/stack.sh" path qemu-root)"
+    [[ -x "$lv_root/usr/sbin/libvirtd" ]] || skip "libvirt 11.3 is not cached in $lv_root"
+    lv_daemon=("$here/libvirt-current" libvirtd) lv_client=("$here/libvirt-current" virsh)
+    lv_emulator="$here/qemu-current"
+}
+# Needs $tmp: the launcher the namespace shows as /usr/bin/qemu-system-x86_64 (qemu-current
+# finds stack-lib.sh by its own path, so it cannot be bound there itself).
+lv_stack_mounts() {
+    printf '#!/bin/sh\nexec %q "$@"\n' "$here/qemu-current" >"$tmp/qemu-system-x86_64"
+    chmod 755 "$tmp/qemu-system-x86_64"
+    export LV_STACK_MOUNTS
+    LV_STACK_MOUNTS="$(printf 'mount --bind %q /usr/share/libvirt; mount --bind %q /usr/lib/x86_64-linux-gnu/qemu; mount --bind %q /usr/bin/qemu-system-x86_64' \
+        "$lv_root/usr/share/libvirt" "$qemu_root/usr/lib/x86_64-linux-gnu/qemu" "$tmp/qemu-system-x86_64")"
+}
+
 # README "With libvirt", step 1: `make install` into $inst (a tree the test lays over /usr/local).
 lv_make_install() {
     inst="$tmp/inst"

@@ -4,13 +4,10 @@
 # Follows README.md "With libvirt", "Session mode" literally as that user: a session libvirtd
 # of its own (XDG_CONFIG_HOME, XDG_RUNTIME_DIR, XDG_CACHE_HOME in the test's tmp; no D-Bus, no
 # polkit, no system service), virsh -c qemu:///session. The test (root) only makes the user and
-# shows the unpacked stack at its installed paths in a mount namespace of libvirtd's own:
-# libvirt 11.3's cpu_map and schemas over /usr/share/libvirt, QEMU 10's modules over
-# /usr/lib/x86_64-linux-gnu/qemu (QEMU 10 also searches its compiled-in module dir, where QEMU
-# 7.2's are, and the capabilities probe's qom-list-types then aborts), and so QEMU 10 over
-# /usr/bin/qemu-system-x86_64 too (7.2 without its TCG module cannot start; libvirt probes the
-# default emulator at start), `make install`'s tree over /usr/local. libvirtd and virsh come from tests/e2e/libvirt-current, QEMU 10 from
-# tests/e2e/qemu-current (the domains' <emulator>); the guest is the current stack's 6.12.
+# shows the unpacked stack at its installed paths in a mount namespace of libvirtd's own
+# (lv_stack_current in libvirt-lib.sh: libvirt 11.3's cpu_map, QEMU 10 and only its modules),
+# `make install`'s tree over /usr/local. libvirtd and virsh come from tests/e2e/libvirt-current,
+# QEMU 10 from tests/e2e/qemu-current (the domains' <emulator>); the guest is the stack's 6.12.
 # Domain s1 (<binary path=build/ferryfsd xattr='on'>, cache always, sandbox namespace,
 # thread_pool 4, <driver queue=1024>): libvirt 11.3 reads --print-capabilities ("separate-options")
 # and passes --shared-dir/--cache/--sandbox/--xattr/--log-level and, in session mode, the
@@ -25,8 +22,8 @@
 # no process of the user is left and the user is removed.
 # Domain s4: libvirt 11.3 refuses <lock> for ferryfsd, whose --print-capabilities lists
 # "separate-options" (checked, not booted).
-# Not covered here: system mode with 11.3 (libvirt-real-test.sh runs Debian 12's 9.0 as root);
-# the effect of <lock> (libvirt-real-test.sh checks it with 9.0).
+# Not covered here: system mode (libvirt-real-test.sh with 9.0, libvirt-system-current-test.sh
+# with 11.3); the effect of <lock> (libvirt-real-test.sh checks it with 9.0).
 # Exit: 0 pass, 1 fail, 77 skipped (not root, the current stack, libvirt 11.3 or newuidmap missing).
 set -euo pipefail
 name=libvirt-session
@@ -38,12 +35,9 @@ for tool in unshare setpriv newuidmap newgidmap useradd; do
     command -v "$tool" >/dev/null || skip "$tool missing (Debian: util-linux, uidmap, passwd)"
 done
 # The current stack (QEMU 10, the 6.12 guest, libvirt 11.3), whatever FERRYFS_STACK says.
-stack_prepare current || skip "the current stack (scripts/stack.sh) cannot be had here"
-export FERRYFS_GUEST_DIR="$(stack_guest_dir current)" FERRYFS_STACK=current
-lv_root="$("$repo/scripts/stack.sh" path libvirt-root)"
-qemu_root="$("$repo/scripts/stack.sh" path qemu-root)"
-[[ -x "$lv_root/usr/sbin/libvirtd" ]] || skip "libvirt 11.3 is not cached in $lv_root"
+lv_stack_current
 start_prepare
+lv_stack_mounts
 chmod 755 "$tmp"
 
 unpriv_user_create
@@ -63,12 +57,11 @@ user_env=(env -i PATH=/usr/bin:/bin HOME="$u/home" USER="$unpriv_user" XDG_CONFI
 as_user() { "${unpriv_prefix[@]}" "${user_env[@]}" "$@"; }
 
 lv_domains=(s1 s2 s3 s4)
-lv_virsh() { as_user "$here/libvirt-current" virsh -q -c qemu:///session "$@"; }
+lv_virsh() { as_user "${lv_client[@]}" -q -c qemu:///session "$@"; }
 lv_in() { "$@"; }
 # libvirt-lib.sh's paths: session mode's dirs under the XDG dirs.
 lv_run_dir="$u/run/libvirt/qemu/run" lv_lib_dir="$u/config/libvirt/qemu/lib"
-lv_log_dir="$u/cache/libvirt/qemu/log" lv_emulator="$here/qemu-current"
-lv_boot_dir="$u" lv_console_dir="$u/console"
+lv_log_dir="$u/cache/libvirt/qemu/log" lv_boot_dir="$u" lv_console_dir="$u/console"
 
 # README "With libvirt", "Session mode", step 1 (as root): install; the user has its subuid range.
 lv_make_install
@@ -78,21 +71,14 @@ as_user sh -c 'mkdir -p "$XDG_CONFIG_HOME/qemu/vhost-user" "$XDG_CONFIG_HOME/lib
     ln -s /usr/local/share/qemu/vhost-user/50-ferryfsd.json "$XDG_CONFIG_HOME/qemu/vhost-user/" &&
     printf "stdio_handler = \"file\"\nvirtiofsd_debug = 1\n" >"$XDG_CONFIG_HOME/libvirt/qemu.conf"'
 
-# What the namespace shows at /usr/bin/qemu-system-x86_64 (qemu-current finds stack-lib.sh by its own path).
-printf '#!/bin/sh\nexec %q "$@"\n' "$here/qemu-current" >"$tmp/qemu-system-x86_64"
-chmod 755 "$tmp/qemu-system-x86_64"
-
 # Step 2: the user's session libvirtd, in the foreground (virsh would start it itself).
 unshare -m --propagation private bash -c '
     set -e
-    lv_root=$1 qemu_root=$2 inst=$3 qemu_current=$4; shift 4
-    mount --bind "$lv_root/usr/share/libvirt" /usr/share/libvirt
-    mount --bind "$qemu_root/usr/lib/x86_64-linux-gnu/qemu" /usr/lib/x86_64-linux-gnu/qemu
-    mount --bind "$qemu_current" /usr/bin/qemu-system-x86_64
+    inst=$1; shift
+    eval "$LV_STACK_MOUNTS"
     mount -t overlay overlay -o "lowerdir=$inst/usr/local:/usr/local" /usr/local
     exec "$@"
-' ns "$lv_root" "$qemu_root" "$inst" "$tmp/qemu-system-x86_64" "${unpriv_prefix[@]}" "${user_env[@]}" \
-    "$here/libvirt-current" libvirtd >"$tmp/libvirtd.log" 2>&1 &
+' ns "$inst" "${unpriv_prefix[@]}" "${user_env[@]}" "${lv_daemon[@]}" >"$tmp/libvirtd.log" 2>&1 &
 lvpid=$!
 cleanup_pids+=("$lvpid")
 lv_wait_up
