@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Fetches and caches the "current" test stack without installing it: QEMU 10 and the Linux 6.12 guest kernel (bookworm-backports), the Rust virtiofsd (trixie) with its own glibc.
+# Fetches and caches the "current" test stack without installing it: QEMU 10, libvirt 11.3 and the Linux 6.12 guest kernel (bookworm-backports), the Rust virtiofsd (trixie) with its own glibc.
 #
 # Usage: scripts/stack.sh fetch [--refresh]   fetch and unpack once (cached; --refresh re-reads the indexes)
 #        scripts/stack.sh path NAME           print a cached path (fetches first if needed):
 #            qemu-root     unpacked QEMU 10 packages (usr/bin/qemu-system-x86_64, usr/share/qemu, ...)
 #            kernel-deb    the 6.12 linux-image .deb (build-guest.sh unpacks it)
 #            virtiofsd-rs-root  unpacked trixie virtiofsd, libc6, libgcc-s1, libseccomp2, libcap-ng0
+#            libvirt-root  unpacked libvirt 11.3 (usr/sbin/libvirtd, usr/bin/virsh, its libraries and
+#                          QEMU driver; how to run it unpacked: tests/e2e/libvirt-current)
 #        scripts/stack.sh status              print what is cached (no network)
 # Env:   FERRYFS_CACHE (default /var/cache/ferryfs): everything goes under $FERRYFS_CACHE/current/.
 # Exit:  0 ok; 77 the stack cannot be fetched here (no mirror reachable, a package missing: the
@@ -22,12 +24,18 @@ apt_dir="$top/apt"
 debs="$top/debs"
 qemu_root="$top/qemu"
 vrs_root="$top/virtiofsd-rs"
+lv_root="$top/libvirt"
 
 # What the stack is made of. QEMU and the kernel come from bookworm-backports: they run on
 # Debian 12's libraries. The Rust virtiofsd needs glibc 2.39, so it comes with trixie's own.
 qemu_pkgs=(qemu-system-x86 qemu-system-common qemu-system-data seabios)
 kernel_re='^linux-image-6\.12\.[0-9.]+\+deb12-amd64-unsigned$'
 vrs_pkgs=(virtiofsd libc6 libgcc-s1 libseccomp2 libcap-ng0)
+# libvirt 11.3 (session-mode virtiofs, <idmap>): the daemon, its QEMU driver, virsh, the library
+# (and its cpu_map) and libvirt-common's schemas. Not virtlogd (stdio_handler = "file"), not
+# libvirt-daemon-common (iohelper, for save/dump), not the lock daemon. Every library they link is
+# on Debian 12 already; only libvirt0 must come from here (LD_LIBRARY_PATH), not the installed 9.0.
+lv_pkgs=(libvirt0 libvirt-common libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients)
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 
 log() { echo "stack.sh: $*" >&2; }
@@ -126,6 +134,7 @@ fetch() {
     exec 8>"$top/.lock"
     flock 8
     if ((!refresh)) && stamp_ok; then
+        fetch_libvirt 0
         return 0
     fi
     local t0=$SECONDS
@@ -157,14 +166,36 @@ fetch() {
         echo "kernel-deb $(deb_of "$kpkg")"
     } >"$top/.stamp"
     log "cached in $top in $((SECONDS - t0)) s: $(status_line)"
+    fetch_libvirt 1
+}
+
+# libvirt has a stamp of its own, so a cache made before it was part of the stack gains it
+# without fetching the rest again. $1: 1 when this run already read the indexes.
+fetch_libvirt() {
+    local lists_fresh=$1 p
+    [[ -f "$top/.stamp-libvirt" && -x "$lv_root/usr/sbin/libvirtd" ]] && return 0
+    ((lists_fresh)) || update_lists
+    rm -rf "$top/debs-libvirt" "$lv_root.new"
+    mkdir -p "$top/debs-libvirt" "$lv_root.new"
+    local debs_saved=$debs
+    debs="$top/debs-libvirt"
+    log "downloading ${lv_pkgs[*]} (bookworm-backports)"
+    download bookworm-backports "${lv_pkgs[@]}"
+    for p in "${lv_pkgs[@]}"; do dpkg-deb -x "$(deb_of "$p")" "$lv_root.new"; done
+    debs=$debs_saved
+    rm -rf "$lv_root"
+    mv "$lv_root.new" "$lv_root"
+    [[ -x "$lv_root/usr/sbin/libvirtd" ]] || die "libvirt-daemon has no usr/sbin/libvirtd"
+    for p in "$top/debs-libvirt"/*.deb; do echo "deb $(basename "$p")"; done >"$top/.stamp-libvirt"
 }
 
 status_line() {
-    local q v k
+    local q v k l
+    l="$(LD_LIBRARY_PATH="$lv_root/usr/lib/x86_64-linux-gnu" "$lv_root/usr/bin/virsh" --version 2>/dev/null || echo "?")"
     q="$(QEMU_MODULE_DIR="$qemu_root/usr/lib/x86_64-linux-gnu/qemu" "$qemu_root/usr/bin/qemu-system-x86_64" --version 2>/dev/null | head -1 || echo "QEMU ?")"
     v="$("$(dirname "${BASH_SOURCE[0]}")/../tests/e2e/virtiofsd-rs" --version 2>/dev/null | head -1 || echo "virtiofsd ?")"
     k="$(basename "$(sed -n 's/^kernel-deb //p' "$top/.stamp" 2>/dev/null)")"
-    echo "$q; Rust $v; kernel $k"
+    echo "$q; libvirt $l; Rust $v; kernel $k"
 }
 
 case "${1:-}" in
@@ -178,7 +209,8 @@ case "${1:-}" in
             qemu-root) echo "$qemu_root" ;;
             kernel-deb) sed -n 's/^kernel-deb //p' "$top/.stamp" ;;
             virtiofsd-rs-root) echo "$vrs_root" ;;
-            *) echo "usage: stack.sh path qemu-root|kernel-deb|virtiofsd-rs-root" >&2; exit 2 ;;
+            libvirt-root) echo "$lv_root" ;;
+            *) echo "usage: stack.sh path qemu-root|kernel-deb|virtiofsd-rs-root|libvirt-root" >&2; exit 2 ;;
         esac ;;
     status)
         if stamp_ok; then echo "cached in $top: $(status_line)"; else echo "not cached in $top"; exit 1; fi ;;

@@ -17,6 +17,7 @@
 #include "backend/creds.h"
 #include "common/log.h"
 #include "daemon/sandbox.h"
+#include "daemon/sandbox_ranges.h"
 
 static volatile pid_t sandboxed_child;
 
@@ -325,35 +326,29 @@ out:
 	return ret;
 }
 
-/* Ranges can go to newuidmap only as plain 1:1 ranges (--uid-map, or a
- * --translate-uid map), the user's own id as 0 inside; both maps given. */
-static int check_ranges(const struct idmap *m, const char *opt, uint32_t own)
+/*
+ * The maps are written; the daemon serves as uid and gid 0 of its
+ * namespace. When 0 inside is not the user's own id (libvirt's
+ * <idmap><uid start='0' target='100000' .../>) the process still shows as
+ * the overflow id there: it switches to 0 with the CAP_SETUID and
+ * CAP_SETGID that creating the namespace gave it, so what the guest's root
+ * creates belongs to the host id 0 maps to.
+ */
+static int become_namespace_root(uid_t own, uint32_t root_uid, uint32_t root_gid)
 {
-	bool own_is_root = false;
+	if (getuid() == 0 && getgid() == 0)
+		return 0;
+	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
+		int ret = -errno;
 
-	if (!m->strict) {
-		log_err("sandbox: without root, --uid-map and --gid-map go together "
-			"(give --%s too, e.g. --%s=:0:%u:1:)", opt, opt, (unsigned)own);
-		return -EINVAL;
+		log_err("sandbox: cannot become uid/gid 0 of the user namespace: %s",
+			strerror(-ret));
+		return ret;
 	}
-	for (unsigned i = 0; i < m->nrules; i++) {
-		const struct idmap_rule *r = &m->rules[i];
-
-		if (r->kind != IDMAP_GUEST && r->kind != IDMAP_HOST) {
-			log_err("sandbox: without root, ids are mapped by a user "
-				"namespace: --translate-uid/--translate-gid squash and "
-				"forbid rules need root; use --%s ranges only", opt);
-			return -EINVAL;
-		}
-		if (r->kind == IDMAP_GUEST && r->from == 0 && r->to == own)
-			own_is_root = true;
-	}
-	if (!own_is_root) {
-		log_err("sandbox: without root, --%s must map 0 inside to your own "
-			"id %u (e.g. --%s=:0:%u:1:): the daemon is root of its user "
-			"namespace", opt, (unsigned)own, opt, (unsigned)own);
-		return -EINVAL;
-	}
+	log_info("sandbox: 0 inside is host uid %u gid %u, not your own uid %u: "
+		 "files of yours in the share show as %u to the guest",
+		 (unsigned)root_uid, (unsigned)root_gid, (unsigned)own,
+		 IDMAP_OVERFLOW_ID);
 	return 0;
 }
 
@@ -381,6 +376,7 @@ static int enter_user_namespace(struct idmap *uid_map, struct idmap *gid_map)
 {
 	uid_t uid = getuid();
 	gid_t gid = getgid();
+	uint32_t root_uid, root_gid;
 	int ret;
 
 	/* --uid-map/--gid-map make a map strict; --translate-* rules alone
@@ -394,11 +390,13 @@ static int enter_user_namespace(struct idmap *uid_map, struct idmap *gid_map)
 		}
 		return map_single_id(uid, gid);
 	}
-	ret = check_ranges(uid_map, "uid-map", uid);
+	ret = sandbox_ranges_check(uid_map, "uid-map", uid, &root_uid);
 	if (ret == 0)
-		ret = check_ranges(gid_map, "gid-map", gid);
+		ret = sandbox_ranges_check(gid_map, "gid-map", gid, &root_gid);
 	if (ret == 0)
 		ret = map_ranges(uid_map, gid_map);
+	if (ret == 0)
+		ret = become_namespace_root(uid, root_uid, root_gid);
 	if (ret)
 		return ret;
 	map_to_identity(uid_map);

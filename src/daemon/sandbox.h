@@ -15,10 +15,11 @@
  * new pid namespace: only the child returns; the parent forwards SIGTERM
  * and SIGINT to it and exits with its status.
  *
- * Without root, namespace first makes a user namespace in which the user is
- * root: one id (uid and gid to 0, the backend then never switches ids, see
- * creds_use_single_id) or, when uid_map/gid_map hold --uid-map/--gid-map
- * ranges, those ranges written by newuidmap/newgidmap; the maps are then
+ * Without root, namespace first makes a user namespace in which the daemon is
+ * root: one id (the user's uid and gid to 0, the backend then never switches
+ * ids, see creds_use_single_id) or, when uid_map/gid_map hold --uid-map/--gid-map
+ * ranges, those ranges written by newuidmap/newgidmap (0 inside may be the
+ * user or a subordinate id: sandbox_ranges_check); the maps are then
  * rewritten as identities, since the namespace already translates. chroot
  * needs root. As root the maps are left alone.
  */
