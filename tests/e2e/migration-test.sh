@@ -460,7 +460,7 @@ if want m && [[ $srcmode == file-handles ]]; then
     else
         st2=$(vm_status "$cur")
         round
-        if grep -q "start the destination with --migration-mode=file-handles" "$tmp/d$next.log"; then
+        if grep -q "start the destination as root with --migration-mode=file-handles" "$tmp/d$next.log"; then
             row "$label" "refused with the reason, source $st2, round $k passed" PASS
         elif [[ $mig_daemon == virtiofsd-rs ]]; then
             row "$label" "migration $st, source $st2" INFO
@@ -501,7 +501,7 @@ if want n && unpriv_active; then
         next=$((next + 1))
         vm_start "$next" file-handles abort "unix:$tmp/in$next.sock" || die "cannot start VM $next"
         st=$(migrate "$cur" "unix:$tmp/in$next.sock" 120)
-        why=$(grep -m1 -o 'CAP_DAC_READ_SEARCH.*' "$tmp/d$next.log" | tail -1)
+        why=$(grep -m1 -o 'CAP_DAC_READ_SEARCH on the host: start the destination as root.*' "$tmp/d$next.log")
         reason=$(grep -m1 -i 'refus\|cannot open' "$tmp/d$next.log" | cut -c1-240)
         if [[ $st == failed && -n $why ]]; then
             serving "n handles into a file-handles destination, no root" &&
