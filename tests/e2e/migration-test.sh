@@ -185,6 +185,18 @@ wait_file "$mig/ready" 120 || die "the guest never got ready: $(tr -d '\r' <"$tm
 say "guest ready after $((SECONDS - start)) s"
 round
 m0=$(metrics "${dpid[1]}")
+# Under the knob the daemon runs in the default sandbox: the serving process is the user's, in a
+# user namespace of its own, under the seccomp filter.
+if unpriv_active; then
+    sp=$(d_server "${dpid[1]}")
+    sb=$(awk '$1 == "NoNewPrivs:" || $1 == "Seccomp:" { printf "%s%s ", $1, $2 }' "/proc/$sp/status")
+    if unpriv_runs_as_user "$sp" && [[ $sb == "NoNewPrivs:1 Seccomp:2 " &&
+        $(readlink "/proc/$sp/ns/user") != "$(readlink /proc/1/ns/user)" ]]; then
+        row "source daemon's sandbox" "pid $sp: $unpriv_user's ids, own user namespace, $sb" PASS
+    else
+        row "source daemon's sandbox" "pid $sp: $sb, user ns $(readlink "/proc/$sp/ns/user")" FAIL
+    fi
+fi
 
 # d: cancel, then (below) migrate again.
 if want d; then
@@ -265,9 +277,9 @@ if want h && [[ $cur == 1 ]]; then
     read -r f0 r0 <<<"$m0"
     read -r f1 r1 <<<"$m1"
     if ((f1 - f0 <= 4 && r1 - r0 <= 16384)); then
-        row "h source daemon" "fds $f0 -> $f1, VmRSS $r0 -> $r1 kB after 4 failed attempts" PASS
+        row "h source daemon" "fds $f0 -> $f1, VmRSS $r0 -> $r1 kB after $((next - 2)) failed attempts" PASS
     else
-        row "h source daemon" "fds $f0 -> $f1, VmRSS $r0 -> $r1 kB after 4 failed attempts" FAIL
+        row "h source daemon" "fds $f0 -> $f1, VmRSS $r0 -> $r1 kB after $((next - 2)) failed attempts" FAIL
     fi
 fi
 
