@@ -15,6 +15,8 @@
 #   unpriv_prefix           array: the command line before a program to run it as the user
 #                           (setpriv, which execs it, so $! of `"${unpriv_prefix[@]}" CMD &` is CMD's
 #                           own pid); empty when no user was made
+#   unpriv_guest_gid GID    the guest's view of host gid GID under the ranges (0 for the user's
+#                           group, 1.. in its range, 65534 outside); GID itself without ranges
 #   unpriv_as CMD...        runs CMD as the user, in the foreground
 #   unpriv_runs_as_user PID true when no user was made, or PID's real, effective, saved and fs uids
 #                           are all the user's (the oracle that the run was unprivileged)
@@ -24,7 +26,7 @@
 
 unpriv_user="" unpriv_uid="" unpriv_gid=""
 unpriv_prefix=()
-unpriv_idmap=()
+unpriv_idmap=() unpriv_subgid=""  # "first:count" of the user's /etc/subgid range, with ranges
 
 unpriv_user_create() {
     [[ $(id -u) == 0 ]] || skip "needs root (it creates a user for ferryfsd to run as)"
@@ -56,10 +58,24 @@ unpriv_ranges() {
     sg=$(awk -F: -v u="$unpriv_user" '$1 == u { print $2 ":" $3; exit }' /etc/subgid 2>/dev/null)
     [[ -n $su && -n $sg ]] || skip "useradd gave $unpriv_user no /etc/subuid or /etc/subgid range"
     unpriv_idmap=(--uid-map=":0:$unpriv_uid:1:" --uid-map=":1:$su:" --gid-map=":0:$unpriv_gid:1:" --gid-map=":1:$sg:")
+    unpriv_subgid=$sg
     say "ferryfsd maps guest ids 1.. to the user's ranges: ${unpriv_idmap[*]}"
 }
 
 unpriv_active() { [[ -n "$unpriv_user" ]]; }
+
+unpriv_guest_gid() {
+    local first=${unpriv_subgid%%:*} count=${unpriv_subgid##*:}
+    if [[ -z $unpriv_subgid ]]; then
+        echo "$1"
+    elif (($1 == unpriv_gid)); then
+        echo 0
+    elif (($1 >= first && $1 < first + count)); then
+        echo $(($1 - first + 1))
+    else
+        echo 65534
+    fi
+}
 
 unpriv_own() {
     unpriv_active || return 0
@@ -80,5 +96,5 @@ unpriv_cleanup() {
     for _ in $(seq 50); do pgrep -u "$unpriv_uid" >/dev/null || break; sleep 0.1; done
     id "$unpriv_user" >/dev/null 2>&1 && userdel "$unpriv_user"
     getent group "$unpriv_user" >/dev/null && groupdel "$unpriv_user"
-    unpriv_user="" unpriv_prefix=() unpriv_idmap=()
+    unpriv_user="" unpriv_prefix=() unpriv_idmap=() unpriv_subgid=""
 }
