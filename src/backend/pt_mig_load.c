@@ -211,8 +211,10 @@ static int resolve_one(struct loader *ld, size_t i)
 		fd_budget_give_back(&ld->pt->fds);
 		return mig_refuse(ld->reason, ld->rsize, ret,
 				     "node %llu: the source named it by a file handle, which "
-				     "this daemon cannot open without CAP_DAC_READ_SEARCH: start "
-				     "the destination with --migration-mode=file-handles",
+				     "this daemon cannot open without CAP_DAC_READ_SEARCH on the "
+				     "host: start the destination as root with "
+				     "--migration-mode=file-handles, or the source "
+				     "in find-paths mode",
 				     (unsigned long long)mi->nodeid);
 	}
 	if (ret == 0) {

@@ -658,8 +658,11 @@ static int serve(const struct ferry_options *o)
 	if (ret)
 		goto out;
 	if (o->migration_mode == MIG_MODE_FILE_HANDLES && geteuid() != 0)
-		log_warn("--migration-mode=file-handles without root: a migration to this "
-			 "daemon fails (open_by_handle_at needs CAP_DAC_READ_SEARCH)");
+		log_warn("--migration-mode=file-handles without root: streams of file "
+			 "handles (from a file-handles source) cannot load here, and the "
+			 "handles this daemon sends load only into a root destination "
+			 "(open_by_handle_at needs CAP_DAC_READ_SEARCH on the host); "
+			 "find-paths streams load");
 	ret = raise_nofile_limit(o);
 	if (ret)
 		log_warn("could not set the open-file limit: %s", strerror(-ret));

@@ -2,6 +2,10 @@
 # Needs from the caller: $tmp, $share, $guest_dir, $mig_daemon, $ferryfsd, $repo, say/fail (common.sh).
 # mig_exec (default empty): a command prefix for every daemon and QEMU, e.g. the gluster test's
 # nsenter into its namespaces ("${gl_enter[@]}": it execs, so $! stays the process itself).
+# FERRYFS_DAEMON_USER=auto (tests/lib/unpriv.sh, set up by the caller with unpriv_setup): every
+# ferryfsd runs as that user (after mig_exec, so both combine), who gets its share first and must
+# own $tmp (the sockets); d_start fails when a daemon's uids are not the user's. The Rust virtiofsd
+# stays root (it needs CAP_DAC_READ_SEARCH for handles).
 # A VM is a number N: daemon socket $tmp/dN.sock (pid dpid[N]), monitor $tmp/qN.mon, console
 # $tmp/console-N.log, QEMU pid qpid[N]. Every wait is bounded.
 
@@ -27,11 +31,14 @@ d_start() {
             --migration-mode="$mode" --migration-on-error="$onerr" --modcaps=+dac_read_search "$@" \
             >>"$tmp/d$n.log" 2>&1 &
     else
-        "${mig_exec[@]}" "$ferryfsd" --socket-path="$sock" --shared-dir="$dir" --cache=never \
+        unpriv_own "$dir"
+        "${mig_exec[@]}" "${unpriv_prefix[@]}" "$ferryfsd" --socket-path="$sock" --shared-dir="$dir" --cache=never \
             --migration-mode="$mode" --migration-on-error="$onerr" "$@" >>"$tmp/d$n.log" 2>&1 &
     fi
     dpid[$n]=$!
-    wait_socket "$sock" "${dpid[$n]}" 10
+    wait_socket "$sock" "${dpid[$n]}" 10 || return 1
+    [[ $mig_daemon == virtiofsd-rs ]] || unpriv_runs_as_user "${dpid[$n]}" ||
+        { echo "ferryfsd $n does not run as $unpriv_user" >>"$tmp/d$n.log"; return 1; }
 }
 
 # q_start N [INCOMING]: QEMU 10 for VM N against daemon N, the guest running guest-migrate on
@@ -131,11 +138,18 @@ wait_file() {
     return 1
 }
 
-# metrics PID: "fds rss_kb" of a daemon; of its child when it has one (the Rust virtiofsd serves
-# from a child in its sandbox, the parent only waits).
-metrics() {
+# d_server PID: the process that serves for the daemon started as PID, its innermost child: the
+# sandboxes fork, the parents only wait (ferryfsd once as root, twice as an ordinary user: user
+# namespace, then the rest; the Rust virtiofsd once).
+d_server() {
     local p=$1 c
-    c=$(cat "/proc/$p/task/$p/children" 2>/dev/null)
-    [[ -n $c ]] && p=${c%% *}
+    while c=$(cat "/proc/$p/task/$p/children" 2>/dev/null) && [[ -n ${c// /} ]]; do p=${c%% *}; done
+    echo "$p"
+}
+
+# metrics PID: "fds rss_kb" of the process that serves for a daemon (d_server).
+metrics() {
+    local p
+    p=$(d_server "$1")
     echo "$(ls "/proc/$p/fd" 2>/dev/null | wc -l) $(awk '$1 == "VmRSS:" {print $2}' "/proc/$p/status" 2>/dev/null)"
 }

@@ -20,6 +20,11 @@
 #   a+b move       to a new QEMU+daemon at 8 MB/s while the guest writes files (cache=never):
 #                  the held fds work on the destination, FNV-1a of every file the guest wrote
 #                  equals the host's
+#   u  guest user  before c, guest uid 1000 (supplementary group 2000) opens a file it owns
+#                  (rw), a 0:2000 0664 file (rw through the group), a 0:0 0644 file (ro) and
+#                  takes a cwd in its own directory; after c and in every round from then on, its
+#                  writes, reads, refused writes (EBADF, EACCES), new opens and creates answer as
+#                  on the guest's tmpfs (root daemons only)
 #   c  back        to a third QEMU+daemon: A -> B -> A
 #   g  host acts   four moves (find-paths, then file-handles, each with the destination's
 #                  --migration-on-error abort and guest-error) through a filter that pauses
@@ -28,12 +33,19 @@
 #                  the fds must read the original file or fail: reading the replacement = FAIL
 #   m  modes       a file-handles source into a find-paths destination (no CAP_DAC_READ_SEARCH
 #                  there): refused, the reason in the destination's log, the source serves on
+#   n  no root     (FERRYFS_DAEMON_USER=auto only) --inode-file-handles=mandatory refused at
+#                  start naming CAP_DAC_READ_SEARCH; a --migration-mode=file-handles daemon warns,
+#                  takes a find-paths stream, and its stream of handles is refused by the next
+#                  such daemon with the reason while the source serves on
 # At the end: the append log, read-write file, files made through the dir fd and the cwd, on the
 # host; every round's checks; the guest's exit.
 #
 # Usage: migration-test.sh                          (MIGRATION_DAEMON picks the daemon)
 # Env:   MIGRATION_DAEMON=ferryfsd (default) | virtiofsd-rs (the Rust virtiofsd 1.13, the
-#        reference column); FERRYFS_E2E_KEEP=1 keeps $tmp; FERRYFS_GUEST_DIR (stack-lib.sh)
+#        reference column); FERRYFS_E2E_KEEP=1 keeps $tmp; FERRYFS_GUEST_DIR (stack-lib.sh);
+#        MIGRATION_CASES="d e f h o ab c u g m n" (default: all; o is the options mismatch);
+#        FERRYFS_DAEMON_USER=auto: every ferryfsd runs as a user the test makes (tests/lib/unpriv.sh),
+#        find-paths only: g without its file-handles moves, m left out, u left out, n run
 # Exit:  0 every check passed; 1 one failed; 77 the current stack, the guest or the daemon's
 #        migration support (ferryfsd without --migration-mode) is missing.
 set -uo pipefail
@@ -61,6 +73,15 @@ need_cmd python3
 make_tmp
 source "$repo/tests/e2e/migration-lib.sh"
 cleanup_cmds+=('vm_kill_all')
+# FERRYFS_DAEMON_USER=auto: each ferryfsd runs as a user made here (migration-lib.sh), who owns
+# $tmp for the sockets; removed at exit, after the daemons.
+[[ -z ${FERRYFS_DAEMON_USER:-} || $mig_daemon == ferryfsd ]] ||
+    skip "FERRYFS_DAEMON_USER is for ferryfsd; the Rust virtiofsd here needs CAP_DAC_READ_SEARCH"
+unpriv_setup
+cleanup_cmds+=('unpriv_cleanup')
+unpriv_own "$tmp"
+cases=" ${MIGRATION_CASES:-d e f h o ab c u g m n} "
+want() { [[ $cases == *" $1 "* ]]; }
 # Every QEMU of the run boots or receives with the same kernel and initrd, even if another
 # test rebuilds the shared guest dir meanwhile.
 cp "$guest_dir/vmlinuz" "$guest_dir/initrd.img" "$tmp/"
@@ -82,10 +103,12 @@ next=2   # the next VM number
 g_files() { local g; for g in rename delete replace; do echo "orig-$g-$1" >"$mig/g-$g.$1"; done; }
 
 # round [WORDS]: starts round k+1 and waits for its report; echoes nothing, records a row.
+# uword ("user" once case u opened the guest user's files) goes into every round's words.
+uword=""
 round() {
     k=$((k + 1))
     g_files "$k"
-    echo "${1:-}" >"$mig/go.$k"
+    echo "${1:-} $uword" >"$mig/go.$k"
     if [[ ${1:-} == *io* ]]; then return 0; fi
     round_wait
 }
@@ -111,6 +134,18 @@ round_wait() {
     fi
     grep -q '^END fails=0$' "$mig/result.$k" || ((bad)) || row "round $k (VM $cur)" "no END line" FAIL
     return 0
+}
+
+# u_row LABEL: judges round k's user-* checks (the guest user's answers against the tmpfs's).
+u_row() {
+    local n bad
+    n=$(grep -c '^CHECK user-' "$mig/result.$k")
+    bad=$(grep '^CHECK user-.* FAIL' "$mig/result.$k" | cut -d' ' -f2- | tr '\n' ';')
+    if ((n > 0)) && [[ -z $bad ]]; then
+        row "$1" "round $k: $n answers (held rw own file, rw by supplementary group, ro as other, cwd) equal the guest's tmpfs" PASS
+    else
+        row "$1" "round $k: $n answers; unequal: ${bad:-none, no user lines}" FAIL
+    fi
 }
 
 # serving CASE: the VM the guest is on still runs and answers a round.
@@ -150,158 +185,191 @@ wait_file "$mig/ready" 120 || die "the guest never got ready: $(tr -d '\r' <"$tm
 say "guest ready after $((SECONDS - start)) s"
 round
 m0=$(metrics "${dpid[1]}")
+# Under the knob the daemon runs in the default sandbox: the serving process is the user's, in a
+# user namespace of its own, under the seccomp filter.
+if unpriv_active; then
+    sp=$(d_server "${dpid[1]}")
+    sb=$(awk '$1 == "NoNewPrivs:" || $1 == "Seccomp:" { printf "%s%s ", $1, $2 }' "/proc/$sp/status")
+    if unpriv_runs_as_user "$sp" && [[ $sb == "NoNewPrivs:1 Seccomp:2 " &&
+        $(readlink "/proc/$sp/ns/user") != "$(readlink /proc/1/ns/user)" ]]; then
+        row "source daemon's sandbox" "pid $sp: $unpriv_user's ids, own user namespace, $sb" PASS
+    else
+        row "source daemon's sandbox" "pid $sp: $sb, user ns $(readlink "/proc/$sp/ns/user")" FAIL
+    fi
+fi
 
 # d: cancel, then (below) migrate again.
-vm_start "$next" find-paths abort "unix:$tmp/in$next.sock" || die "cannot start VM $next"
-hmp "$cur" migrate_set_parameter max-bandwidth 1M >/dev/null
-hmp "$cur" migrate_set_capability return-path on >/dev/null
-out=$(hmp "$cur" migrate -d "\"unix:$tmp/in$next.sock\"" 2>&1)
-if [[ -n ${out//[[:space:]]/} ]]; then
-    # QEMU says why (e.g. a backend without LOG_SHMFD blocks migration); no case can run.
-    row "d cancel" "QEMU does not start a migration: $(tr '\n' ' ' <<<"$out")" FAIL
-    end_run
+if want d; then
+    vm_start "$next" find-paths abort "unix:$tmp/in$next.sock" || die "cannot start VM $next"
+    hmp "$cur" migrate_set_parameter max-bandwidth 1M >/dev/null
+    hmp "$cur" migrate_set_capability return-path on >/dev/null
+    out=$(hmp "$cur" migrate -d "\"unix:$tmp/in$next.sock\"" 2>&1)
+    if [[ -n ${out//[[:space:]]/} ]]; then
+        # QEMU says why (e.g. a backend without LOG_SHMFD blocks migration); no case can run.
+        row "d cancel" "QEMU does not start a migration: $(tr '\n' ' ' <<<"$out")" FAIL
+        end_run
+    fi
+    sleep 2
+    before=$(hmp "$cur" info migrate | sed -n 's/^Migration status: *\([a-z-]*\).*/\1/p')
+    hmp "$cur" migrate_cancel >/dev/null
+    st=""
+    for ((i = 0; i < 40; i++)); do
+        st=$(hmp "$cur" info migrate | sed -n 's/^Migration status: *\([a-z-]*\).*/\1/p')
+        [[ $st == cancelled ]] && break
+        sleep 0.25
+    done
+    if [[ $before == active || $before == setup ]] && [[ $st == cancelled ]]; then
+        serving "d cancel"
+    else
+        row "d cancel" "status before cancel '$before', after '$st'" FAIL
+    fi
+    vm_stop "$next"
+    next=$((next + 1))
+    hmp "$cur" migrate_set_parameter max-bandwidth 1G >/dev/null
 fi
-sleep 2
-before=$(hmp "$cur" info migrate | sed -n 's/^Migration status: *\([a-z-]*\).*/\1/p')
-hmp "$cur" migrate_cancel >/dev/null
-st=""
-for ((i = 0; i < 40; i++)); do
-    st=$(hmp "$cur" info migrate | sed -n 's/^Migration status: *\([a-z-]*\).*/\1/p')
-    [[ $st == cancelled ]] && break
-    sleep 0.25
-done
-if [[ $before == active || $before == setup ]] && [[ $st == cancelled ]]; then
-    serving "d cancel"
-else
-    row "d cancel" "status before cancel '$before', after '$st'" FAIL
-fi
-vm_stop "$next"
-next=$((next + 1))
-hmp "$cur" migrate_set_parameter max-bandwidth 1G >/dev/null
 
 # e: a destination started on another (empty) directory, with --migration-on-error=abort,
 # cannot open what the guest holds: it must refuse the state and the source resume.
-mkdir -p "$tmp/other"
-d_share="$tmp/other" vm_start "$next" find-paths abort "unix:$tmp/in$next.sock" || die "cannot start VM $next"
-st=$(migrate "$cur" "unix:$tmp/in$next.sock" 120)
-if [[ $st == failed ]]; then
-    serving "e refusing destination"
-    vm_stop "$next"
-else
-    row "e refusing destination" "migration $st (the destination shares an empty directory)" FAIL
-    if [[ $st == completed ]]; then vm_stop "$cur"; cur=$next; else vm_stop "$next"; fi
+if want e; then
+    mkdir -p "$tmp/other"
+    d_share="$tmp/other" vm_start "$next" find-paths abort "unix:$tmp/in$next.sock" || die "cannot start VM $next"
+    st=$(migrate "$cur" "unix:$tmp/in$next.sock" 120)
+    if [[ $st == failed ]]; then
+        serving "e refusing destination"
+        vm_stop "$next"
+    else
+        row "e refusing destination" "migration $st (the destination shares an empty directory)" FAIL
+        if [[ $st == completed ]]; then vm_stop "$cur"; cur=$next; else vm_stop "$next"; fi
+    fi
+    next=$((next + 1))
 fi
-next=$((next + 1))
 
 # f: damaged streams through a filter between the two QEMUs.
-for how in truncate flip; do
-    vm_start "$next" find-paths abort "unix:$tmp/in$next.sock" || die "cannot start VM $next"
-    rm -f "$tmp/flipped" "$tmp/truncated" "$tmp/marker-found"
-    st=$(migrate "$cur" "exec:$py $repo/tests/e2e/migration-helper.py filter $how vhost-user-fs $tmp/in$next.sock $tmp" 120)
-    trace=flipped
-    [[ $how == truncate ]] && trace=truncated
-    if [[ ! -e $tmp/$trace ]]; then
-        # Whatever happened, it was not this damage: the filter broke or found no marker.
-        row "f $how" "migration $st, but the filter left no '$trace' (marker found: $([[ -e $tmp/marker-found ]] && echo yes || echo no))" FAIL
-        [[ $st == completed ]] && { vm_stop "$cur"; cur=$next; }
-    elif [[ $st == failed ]]; then
-        serving "f $how"
-    elif [[ $st == completed && $how == flip ]]; then
-        # Accepted: the guest's oracles (the read fd's content and inode) must still hold.
-        vm_stop "$cur"
-        cur=$next
-        round && row "f flip" "completed, round $k passed on VM $cur (the damage was not detected)" "PASS (not detected)"
-    else
-        row "f $how" "migration $st" FAIL
-    fi
-    [[ $cur == "$next" ]] || vm_stop "$next"
-    next=$((next + 1))
-done
+if want f; then
+    for how in truncate flip; do
+        vm_start "$next" find-paths abort "unix:$tmp/in$next.sock" || die "cannot start VM $next"
+        rm -f "$tmp/flipped" "$tmp/truncated" "$tmp/marker-found"
+        st=$(migrate "$cur" "exec:$py $repo/tests/e2e/migration-helper.py filter $how vhost-user-fs $tmp/in$next.sock $tmp" 120)
+        trace=flipped
+        [[ $how == truncate ]] && trace=truncated
+        if [[ ! -e $tmp/$trace ]]; then
+            # Whatever happened, it was not this damage: the filter broke or found no marker.
+            row "f $how" "migration $st, but the filter left no '$trace' (marker found: $([[ -e $tmp/marker-found ]] && echo yes || echo no))" FAIL
+            [[ $st == completed ]] && { vm_stop "$cur"; cur=$next; }
+        elif [[ $st == failed ]]; then
+            serving "f $how"
+        elif [[ $st == completed && $how == flip ]]; then
+            # Accepted: the guest's oracles (the read fd's content and inode) must still hold.
+            vm_stop "$cur"
+            cur=$next
+            round && row "f flip" "completed, round $k passed on VM $cur (the damage was not detected)" "PASS (not detected)"
+        else
+            row "f $how" "migration $st" FAIL
+        fi
+        [[ $cur == "$next" ]] || vm_stop "$next"
+        next=$((next + 1))
+    done
+fi
 
 # h: after one cancelled, one refused and two damaged migrations, the source daemon.
-if [[ $cur == 1 ]]; then
+if want h && [[ $cur == 1 ]]; then
     m1=$(metrics "${dpid[1]}")
     read -r f0 r0 <<<"$m0"
     read -r f1 r1 <<<"$m1"
     if ((f1 - f0 <= 4 && r1 - r0 <= 16384)); then
-        row "h source daemon" "fds $f0 -> $f1, VmRSS $r0 -> $r1 kB after 4 failed attempts" PASS
+        row "h source daemon" "fds $f0 -> $f1, VmRSS $r0 -> $r1 kB after $((next - 2)) failed attempts" PASS
     else
-        row "h source daemon" "fds $f0 -> $f1, VmRSS $r0 -> $r1 kB after 4 failed attempts" FAIL
+        row "h source daemon" "fds $f0 -> $f1, VmRSS $r0 -> $r1 kB after $((next - 2)) failed attempts" FAIL
     fi
 fi
 
 # e, options: a destination with --writeback, the source without. ferryfsd refuses any
 # difference in the options the guest was told about (docs/migration.md, mig_options_compare);
 # the Rust virtiofsd 1.13 was seen to accept it: recorded as INFO for it, not judged.
-vm_start "$next" find-paths abort "unix:$tmp/in$next.sock" --writeback || die "cannot start VM $next"
-st=$(migrate "$cur" "unix:$tmp/in$next.sock" 120)
-if [[ $st == failed ]]; then
-    serving "e writeback mismatch"
-    vm_stop "$next"
-elif [[ $st == completed && $mig_daemon == virtiofsd-rs ]]; then
-    vm_stop "$cur"
-    cur=$next
-    round && row "e writeback mismatch" "accepted: the destination (--writeback) took the state of a source without it; round $k passed on VM $cur" "INFO (accepted)"
-else
-    row "e writeback mismatch" "migration $st (the destination has --writeback, the source not)" FAIL
-    if [[ $st == completed ]]; then vm_stop "$cur"; cur=$next; else vm_stop "$next"; fi
+if want o; then
+    vm_start "$next" find-paths abort "unix:$tmp/in$next.sock" --writeback || die "cannot start VM $next"
+    st=$(migrate "$cur" "unix:$tmp/in$next.sock" 120)
+    if [[ $st == failed ]]; then
+        serving "e writeback mismatch"
+        vm_stop "$next"
+    elif [[ $st == completed && $mig_daemon == virtiofsd-rs ]]; then
+        vm_stop "$cur"
+        cur=$next
+        round && row "e writeback mismatch" "accepted: the destination (--writeback) took the state of a source without it; round $k passed on VM $cur" "INFO (accepted)"
+    else
+        row "e writeback mismatch" "migration $st (the destination has --writeback, the source not)" FAIL
+        if [[ $st == completed ]]; then vm_stop "$cur"; cur=$next; else vm_stop "$next"; fi
+    fi
+    next=$((next + 1))
 fi
-next=$((next + 1))
 
 # a+b: move while the guest writes (cache=never), then use the held fds on the destination.
-vm_start "$next" find-paths abort "unix:$tmp/in$next.sock" || die "cannot start VM $next"
-round io
-wait_file "$mig/io/$k.1" 60 || row "b io" "the guest wrote nothing" FAIL
-hmp "$cur" migrate_set_parameter max-bandwidth 8M >/dev/null
-t0=$SECONDS
-st=$(migrate "$cur" "unix:$tmp/in$next.sock" 180)
-mt=$((SECONDS - t0))
-hmp "$cur" migrate_set_parameter max-bandwidth 1G >/dev/null
-if [[ $st == completed ]]; then
-    nio_before=$(ls "$mig/io" | grep -c "^$k\.")
-    sleep 2
-    touch "$mig/io-stop.$k"
-    old=$cur
-    cur=$next
-    round_wait
-    vm_stop "$old"
-    nio=$(grep -c '^IO ' "$mig/result.$k")
-    "${helper[@]}" fnv-check "$mig" "$mig/result.$k" >"$tmp/fnv-check.out"
-    bad=$(sed -n 's/^checked [0-9]* bad \([0-9]*\)$/\1/p' "$tmp/fnv-check.out")
-    [[ -n $bad ]] || bad=unknown
-    grep -v '^checked' "$tmp/fnv-check.out" | head -5
-    if [[ $bad == 0 ]] && ((nio > nio_before && nio_before > 0)); then
-        row "a+b move during I/O" "completed in $mt s at 8 MB/s; $nio files written ($nio_before before the switch), all equal on the host; held fds work on VM $cur" PASS
+if want ab; then
+    vm_start "$next" find-paths abort "unix:$tmp/in$next.sock" || die "cannot start VM $next"
+    round io
+    wait_file "$mig/io/$k.1" 60 || row "b io" "the guest wrote nothing" FAIL
+    hmp "$cur" migrate_set_parameter max-bandwidth 8M >/dev/null
+    t0=$SECONDS
+    st=$(migrate "$cur" "unix:$tmp/in$next.sock" 180)
+    mt=$((SECONDS - t0))
+    hmp "$cur" migrate_set_parameter max-bandwidth 1G >/dev/null
+    if [[ $st == completed ]]; then
+        nio_before=$(ls "$mig/io" | grep -c "^$k\.")
+        sleep 2
+        touch "$mig/io-stop.$k"
+        old=$cur
+        cur=$next
+        round_wait
+        vm_stop "$old"
+        nio=$(grep -c '^IO ' "$mig/result.$k")
+        "${helper[@]}" fnv-check "$mig" "$mig/result.$k" >"$tmp/fnv-check.out"
+        bad=$(sed -n 's/^checked [0-9]* bad \([0-9]*\)$/\1/p' "$tmp/fnv-check.out")
+        [[ -n $bad ]] || bad=unknown
+        grep -v '^checked' "$tmp/fnv-check.out" | head -5
+        if [[ $bad == 0 ]] && ((nio > nio_before && nio_before > 0)); then
+            row "a+b move during I/O" "completed in $mt s at 8 MB/s; $nio files written ($nio_before before the switch), all equal on the host; held fds work on VM $cur" PASS
+        else
+            row "a+b move during I/O" "completed in $mt s; $nio files ($nio_before before the switch), $bad differ" FAIL
+        fi
+        # h, the other side: the destination holds what the source held, not more.
+        read -r fd rd <<<"$(metrics "${dpid[$cur]}")"
+        read -r f0 r0 <<<"$m0"
+        if ((fd - f0 <= 8 && rd - r0 <= 32768)); then
+            row "h destination daemon" "fds $fd, VmRSS $rd kB after the load (source at round 1: $f0, $r0 kB)" PASS
+        else
+            row "h destination daemon" "fds $fd, VmRSS $rd kB after the load (source at round 1: $f0, $r0 kB)" FAIL
+        fi
     else
-        row "a+b move during I/O" "completed in $mt s; $nio files ($nio_before before the switch), $bad differ" FAIL
+        touch "$mig/io-stop.$k"
+        row "a+b move during I/O" "migration $st" FAIL
+        round_wait
+        vm_stop "$next"
     fi
-    # h, the other side: the destination holds what the source held, not more.
-    read -r fd rd <<<"$(metrics "${dpid[$cur]}")"
-    read -r f0 r0 <<<"$m0"
-    if ((fd - f0 <= 8 && rd - r0 <= 32768)); then
-        row "h destination daemon" "fds $fd, VmRSS $rd kB after the load (source at round 1: $f0, $r0 kB)" PASS
-    else
-        row "h destination daemon" "fds $fd, VmRSS $rd kB after the load (source at round 1: $f0, $r0 kB)" FAIL
-    fi
-else
-    touch "$mig/io-stop.$k"
-    row "a+b move during I/O" "migration $st" FAIL
-    round_wait
-    vm_stop "$next"
+    next=$((next + 1))
 fi
-next=$((next + 1))
 
 # c: back to a fresh QEMU+daemon on the first side (A -> B -> A).
-vm_start "$next" find-paths abort "unix:$tmp/in$next.sock" || die "cannot start VM $next"
-st=$(migrate "$cur" "unix:$tmp/in$next.sock" 120)
-if [[ $st == completed ]]; then
-    old=$cur cur=$next
-    vm_stop "$old"
-    round && row "c A -> B -> A" "VM $cur serves, round $k passed" PASS
-else
-    row "c A -> B -> A" "migration $st" FAIL
+# u, before it: a guest user (uid 1000, supplementary group 2000) opens its files ("user-open"),
+# and from the round after the move on uses them in every round (guest-migrate.c). Root daemons
+# only: its files belong to guest ids that an ordinary user's one mapped id does not have.
+if want c; then
+    if want u && ! unpriv_active; then
+        round user-open
+        u_row "u guest uid 1000, before the move"
+        uword=user
+    fi
+    vm_start "$next" find-paths abort "unix:$tmp/in$next.sock" || die "cannot start VM $next"
+    st=$(migrate "$cur" "unix:$tmp/in$next.sock" 120)
+    if [[ $st == completed ]]; then
+        old=$cur cur=$next
+        vm_stop "$old"
+        round && row "c A -> B -> A" "VM $cur serves, round $k passed" PASS
+        [[ -z $uword ]] || u_row "u guest uid 1000, after the move"
+    else
+        row "c A -> B -> A" "migration $st" FAIL
+    fi
+    next=$((next + 1))
 fi
-next=$((next + 1))
 
 # g: the host renames, deletes and replaces held files between the source's save and the
 # destination's load. The source's mode is its daemon's; the destination's on-error its own.
@@ -330,60 +398,65 @@ g_verdict() {  # LABEL: judges round k's G lines (the fds held across the move)
 # find-paths first: a find-paths stream names every file by its path, which any destination can
 # open; the hop to file-handles afterwards is that direction. (The other direction is case m.)
 srcmode=find-paths
-for combo in "find-paths abort" "find-paths guest-error" "file-handles abort" "file-handles guest-error"; do
-    read -r mode onerr <<<"$combo"
-    if [[ $mode != "$srcmode" ]]; then
-        # The source's mode is set at its start: hop to a daemon in the wanted mode first.
-        vm_start "$next" "$mode" abort "unix:$tmp/in$next.sock" || die "cannot start VM $next"
-        st=$(migrate "$cur" "unix:$tmp/in$next.sock" 120)
-        [[ $st == completed ]] || { row "g hop to $mode" "migration $st" FAIL; break; }
-        old=$cur cur=$next
-        vm_stop "$old"
+if want g; then
+    combos=("find-paths abort" "find-paths guest-error")
+    # Without root a daemon cannot open file handles: case n instead.
+    unpriv_active || combos+=("file-handles abort" "file-handles guest-error")
+    for combo in "${combos[@]}"; do
+        read -r mode onerr <<<"$combo"
+        if [[ $mode != "$srcmode" ]]; then
+            # The source's mode is set at its start: hop to a daemon in the wanted mode first.
+            vm_start "$next" "$mode" abort "unix:$tmp/in$next.sock" || die "cannot start VM $next"
+            st=$(migrate "$cur" "unix:$tmp/in$next.sock" 120)
+            [[ $st == completed ]] || { row "g hop to $mode" "migration $st" FAIL; break; }
+            old=$cur cur=$next
+            vm_stop "$old"
+            next=$((next + 1))
+            srcmode=$mode
+            round
+        fi
+        vm_start "$next" "$mode" "$onerr" "unix:$tmp/in$next.sock" || die "cannot start VM $next"
+        rm -f "$tmp/paused" "$tmp/resume" "$tmp/ended"
+        st=$(
+            (
+                while [[ ! -e $tmp/paused ]]; do
+                    [[ -e $tmp/ended ]] && exit 0
+                    sleep 0.1
+                done
+                mv "$mig/g-rename.$k" "$mig/g-renamed.$k"
+                rm "$mig/g-delete.$k"
+                echo "new-replace-$k" >"$mig/g-replace.$k.new"
+                mv "$mig/g-replace.$k.new" "$mig/g-replace.$k"
+                touch "$tmp/resume"
+            ) &
+            migrate "$cur" "exec:$py $repo/tests/e2e/migration-helper.py filter pause vhost-user-fs $tmp/in$next.sock $tmp" 180
+            touch "$tmp/ended"
+            wait
+        )
+        label="g $mode, on-error=$onerr"
+        [[ -e $tmp/paused ]] || { row "$label" "the filter never paused (migration $st)" FAIL; vm_stop "$next"; next=$((next + 1)); continue; }
+        case $st in
+        completed)
+            old=$cur cur=$next
+            vm_stop "$old"
+            round
+            g_verdict "$label" "moved" ;;
+        failed)
+            st2=$(vm_status "$cur")
+            round
+            g_verdict "$label" "refused, source $st2"
+            vm_stop "$next" ;;
+        *) row "$label" "migration $st" FAIL; vm_stop "$next" ;;
+        esac
         next=$((next + 1))
-        srcmode=$mode
-        round
-    fi
-    vm_start "$next" "$mode" "$onerr" "unix:$tmp/in$next.sock" || die "cannot start VM $next"
-    rm -f "$tmp/paused" "$tmp/resume" "$tmp/ended"
-    st=$(
-        (
-            while [[ ! -e $tmp/paused ]]; do
-                [[ -e $tmp/ended ]] && exit 0
-                sleep 0.1
-            done
-            mv "$mig/g-rename.$k" "$mig/g-renamed.$k"
-            rm "$mig/g-delete.$k"
-            echo "new-replace-$k" >"$mig/g-replace.$k.new"
-            mv "$mig/g-replace.$k.new" "$mig/g-replace.$k"
-            touch "$tmp/resume"
-        ) &
-        migrate "$cur" "exec:$py $repo/tests/e2e/migration-helper.py filter pause vhost-user-fs $tmp/in$next.sock $tmp" 180
-        touch "$tmp/ended"
-        wait
-    )
-    label="g $mode, on-error=$onerr"
-    [[ -e $tmp/paused ]] || { row "$label" "the filter never paused (migration $st)" FAIL; vm_stop "$next"; next=$((next + 1)); continue; }
-    case $st in
-    completed)
-        old=$cur cur=$next
-        vm_stop "$old"
-        round
-        g_verdict "$label" "moved" ;;
-    failed)
-        st2=$(vm_status "$cur")
-        round
-        g_verdict "$label" "refused, source $st2"
-        vm_stop "$next" ;;
-    *) row "$label" "migration $st" FAIL; vm_stop "$next" ;;
-    esac
-    next=$((next + 1))
-done
+    done
+fi
 
 # m: a file-handles source (the loop ends there) and a find-paths destination, which keeps no
 # CAP_DAC_READ_SEARCH and so cannot open files named by handle: ferryfsd must refuse and say what
 # to do, and the source goes on. The Rust virtiofsd here has --modcaps=+dac_read_search on every
 # daemon (migration-lib.sh): its answer is recorded.
-if [[ $srcmode == file-handles ]]; then
+if want m && [[ $srcmode == file-handles ]]; then
     vm_start "$next" find-paths abort "unix:$tmp/in$next.sock" || die "cannot start VM $next"
     st=$(migrate "$cur" "unix:$tmp/in$next.sock" 120)
     label="m file-handles source, find-paths destination"
@@ -399,13 +472,60 @@ if [[ $srcmode == file-handles ]]; then
     else
         st2=$(vm_status "$cur")
         round
-        if grep -q "start the destination with --migration-mode=file-handles" "$tmp/d$next.log"; then
+        if grep -q "start the destination as root with --migration-mode=file-handles" "$tmp/d$next.log"; then
             row "$label" "refused with the reason, source $st2, round $k passed" PASS
         elif [[ $mig_daemon == virtiofsd-rs ]]; then
             row "$label" "migration $st, source $st2" INFO
         else
             row "$label" "migration $st, no reason in the destination's log" FAIL
         fi
+        vm_stop "$next"
+    fi
+    next=$((next + 1))
+fi
+
+# n (ordinary user only): file handles without root. ferryfsd must refuse
+# --inode-file-handles=mandatory at start and name CAP_DAC_READ_SEARCH; with
+# --migration-mode=file-handles it starts and warns. A find-paths stream into it is recorded; a
+# stream of handles from it into another such daemon must be refused with the reason in the
+# destination's log, and the source serve on.
+if want n && unpriv_active; then
+    rc=0
+    rm -f "$tmp/n.sock"
+    timeout 10 "${unpriv_prefix[@]}" "$ferryfsd" --socket-path="$tmp/n.sock" --shared-dir="$share" \
+        --inode-file-handles=mandatory >"$tmp/n-mandatory.log" 2>&1 || rc=$?
+    msg=$(tr '\n' ' ' <"$tmp/n-mandatory.log" | cut -c1-200)
+    if ((rc != 0 && rc != 124)) && grep -q 'CAP_DAC_READ_SEARCH' "$tmp/n-mandatory.log"; then
+        row "n --inode-file-handles=mandatory" "refused at start, exit $rc: $msg" PASS
+    else
+        row "n --inode-file-handles=mandatory" "exit $rc (124: still running after 10 s): $msg" FAIL
+    fi
+    label="n file-handles destination, no root"
+    vm_start "$next" file-handles abort "unix:$tmp/in$next.sock" || die "cannot start VM $next"
+    warn=$(grep -m1 'migration-mode=file-handles without root' "$tmp/d$next.log" | grep 'CAP_DAC_READ_SEARCH')
+    [[ -n $warn ]] && row "n file-handles warning" "at start: ${warn#*] }" PASS ||
+        row "n file-handles warning" "no warning naming CAP_DAC_READ_SEARCH in d$next.log" FAIL
+    st=$(migrate "$cur" "unix:$tmp/in$next.sock" 120)
+    if [[ $st == completed ]]; then
+        old=$cur cur=$next
+        vm_stop "$old"
+        round && row "$label" "a find-paths stream into it: moved (it reopens by path), round $k passed" PASS
+        next=$((next + 1))
+        vm_start "$next" file-handles abort "unix:$tmp/in$next.sock" || die "cannot start VM $next"
+        st=$(migrate "$cur" "unix:$tmp/in$next.sock" 120)
+        why=$(grep -m1 -o 'CAP_DAC_READ_SEARCH on the host: start the destination as root.*' "$tmp/d$next.log")
+        reason=$(grep -m1 -i 'refus\|cannot open' "$tmp/d$next.log" | cut -c1-240)
+        if [[ $st == failed && -n $why ]]; then
+            serving "n handles into a file-handles destination, no root" &&
+                say "n: the destination's reason: $reason"
+        else
+            row "n handles into a file-handles destination, no root" "migration $st; destination log: ${reason:-no reason naming CAP_DAC_READ_SEARCH}" FAIL
+            [[ $st == completed ]] && { vm_stop "$cur"; cur=$next; }
+        fi
+        [[ $cur == "$next" ]] || vm_stop "$next"
+    else
+        row "$label" "a find-paths stream into it: migration $st" INFO
+        serving "$label: source after the attempt"
         vm_stop "$next"
     fi
     next=$((next + 1))

@@ -16,12 +16,16 @@
 #
 # Usage: multiqueue-test.sh [PATH_TO_FERRYFSD]
 # Env:   FERRYFS_MQ_SMP=2 guest vCPUs; FERRYFS_E2E_TIMEOUT=600 guest timeout (s);
-#        FERRYFS_E2E_KEEP=1 keep the tmp dir; FERRYFS_CACHE (stack-lib.sh)
+#        FERRYFS_E2E_KEEP=1 keep the tmp dir; FERRYFS_CACHE (stack-lib.sh);
+#        FERRYFS_DAEMON_USER=auto: every ferryfsd runs as a user the test makes (tests/lib/unpriv.sh;
+#        checked in /proc), no Rust virtiofsd columns
 # Exit:  0 every ferryfsd check passed; 1 one failed; 77 the current stack or jq is missing.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
+# skip, need_cmd and FERRYFS_DAEMON_USER's functions (unpriv.sh); this test's own say, pass, fail below.
+source "$repo/tests/lib/common.sh"
 ferryfsd="${1:-${FERRYFSD:-$repo/build/ferryfsd}}"
 guest_timeout="${FERRYFS_E2E_TIMEOUT:-600}"
 smp="${FERRYFS_MQ_SMP:-2}"
@@ -48,6 +52,7 @@ res="$tmp/results" failed=0 pids=()
 cleanup() {
     local p
     for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+    unpriv_cleanup || true
     if [[ "${FERRYFS_E2E_KEEP:-0}" == 1 ]] || ((failed)); then
         say "logs kept in $tmp"
     else
@@ -55,6 +60,9 @@ cleanup() {
     fi
 }
 trap cleanup EXIT
+# FERRYFS_DAEMON_USER=auto: the user owns $tmp (the sockets) and each ferryfsd's share.
+unpriv_setup
+unpriv_own "$tmp"
 pass() { printf '%s\tPASS\n' "$1" >>"$res"; }
 fail() { printf '%s\tFAIL %s\n' "$1" "$2" >>"$res"; failed=1; }
 check() { if [[ "$2" == 1 ]]; then pass "$1"; else fail "$1" "$3"; fi; }
@@ -74,10 +82,12 @@ wait_sock() {
 # The main share holds the guest's script and its reports; it is not under test.
 main="$tmp/main"
 mkdir -p "$main/out"
-"$ferryfsd" --socket-path="$tmp/main.sock" --shared-dir="$main" >"$tmp/main.log" 2>&1 &
+unpriv_own "$main"
+"${unpriv_prefix[@]}" "$ferryfsd" --socket-path="$tmp/main.sock" --shared-dir="$main" >"$tmp/main.log" 2>&1 &
 main_pid=$!
 pids+=("$main_pid")
 wait_sock "$tmp/main.sock" "$main_pid" || { fail main_daemon "$(tail -2 "$tmp/main.log")"; exit 1; }
+! unpriv_active || check main-daemon_as_user "$(unpriv_runs_as_user "$main_pid" && echo 1)" "uids not $unpriv_user's"
 
 # Devices under test: tag, daemon, queues.
 tags=() qemu_dev=()
@@ -86,7 +96,8 @@ add_device() {  # TAG DAEMON QUEUES
     local tag=$1 d=$2 n=$3 sock="$tmp/$1.sock" share="$tmp/$1"
     mkdir -p "$share"
     if [[ $d == ferryfsd ]]; then
-        "$ferryfsd" --socket-path="$sock" --shared-dir="$share" --cache=never \
+        unpriv_own "$share"
+        "${unpriv_prefix[@]}" "$ferryfsd" --socket-path="$sock" --shared-dir="$share" --cache=never \
             --stats-socket="$tmp/$tag.stats" >"$tmp/$tag.log" 2>&1 &
     else
         "$here/virtiofsd-rs" --socket-path="$sock" --shared-dir="$share" --cache=never \
@@ -98,6 +109,8 @@ add_device() {  # TAG DAEMON QUEUES
         fail "$tag-daemon_start" "$(tail -2 "$tmp/$tag.log")"
         return
     fi
+    [[ $d != ferryfsd ]] || ! unpriv_active ||
+        check "$tag-daemon_as_user" "$(unpriv_runs_as_user "${dpid[$tag]}" && echo 1)" "uids not $unpriv_user's"
     tags+=("$tag") queues[$tag]=$n daemon[$tag]=$d
     qemu_dev+=(-chardev "socket,id=c_$tag,path=$sock"
                -device "vhost-user-fs-pci,chardev=c_$tag,tag=$tag,num-request-queues=$n")
@@ -105,7 +118,13 @@ add_device() {  # TAG DAEMON QUEUES
 add_device q1 ferryfsd 1
 add_device q2 ferryfsd 2
 add_device q4 ferryfsd 4
-if "$here/virtiofsd-rs" --version >/dev/null 2>&1; then
+# The reference columns (rs1, and rs2's second boot) are the root run's: a run about ferryfsd as
+# an ordinary user leaves them out, which keeps it near a minute.
+reference=0
+if unpriv_active; then
+    say "no reference columns: this run is about ferryfsd as $unpriv_user"
+elif "$here/virtiofsd-rs" --version >/dev/null 2>&1; then
+    reference=1
     add_device rs1 virtiofsd-rs 1
 else
     say "note: the Rust virtiofsd is not cached (scripts/stack.sh fetch), no rs1 column"
@@ -298,8 +317,8 @@ for t in "${tags[@]}"; do
 done
 
 # Side by side: the Rust virtiofsd asked for 2 request queues.
-rs2="not run (Rust virtiofsd not cached)"
-if "$here/virtiofsd-rs" --version >/dev/null 2>&1; then
+rs2="not run (Rust virtiofsd not cached, or ferryfsd as an ordinary user)"
+if ((reference)); then
     mkdir -p "$tmp/rs2"
     "$here/virtiofsd-rs" --socket-path="$tmp/rs2.sock" --shared-dir="$tmp/rs2" --cache=never \
         >"$tmp/rs2.log" 2>&1 &

@@ -130,9 +130,10 @@ sem_host sgid-tmpfs-ran "$([[ $(grep -c '^SGID [a-z]* [0-7]* [0-9]*$' <<<"$ref")
 got="$(sgid_of ferryfsd)"
 sem_host sgid-supp-group-like-tmpfs "$([[ -n "$ref" && "$got" == "$ref" ]] && echo 1)" \
     "ferryfsd '$(tr '\n' ';' <<<"$got")' tmpfs '$(tr '\n' ';' <<<"$ref")'"
-# On the host: the same mode and group (no id mapping: guest ids are host ids).
+# On the host: the same mode and group (guest ids are host ids; under FERRYFS_DAEMON_USER=ranges
+# the host's group seen through the user's range, unpriv_guest_gid).
 host="$(for n in file dir node; do
-    if [[ -e "$main/sg/$n" ]]; then stat -c "SGID $n %04a %g" "$main/sg/$n"; else echo "SGID $n missing"; fi
+    if [[ -e "$main/sg/$n" ]]; then echo "SGID $n $(stat -c %04a "$main/sg/$n") $(unpriv_guest_gid "$(stat -c %g "$main/sg/$n")")"; else echo "SGID $n missing"; fi
 done | sort)"
 sem_host sgid-on-host-like-tmpfs "$([[ -n "$ref" && "$host" == "$ref" ]] && echo 1)" \
     "host '$(tr '\n' ';' <<<"$host")' tmpfs '$(tr '\n' ';' <<<"$ref")'"

@@ -44,7 +44,8 @@ sem_init() {
 sem_daemon() {
     local tag="$1" share="$2"; shift 2
     unpriv_own "$share"
-    sem_daemon_cmd "$tag" "$share" "${unpriv_prefix[@]}" "$sem_ferryfsd" --socket-path="$sem_tmp/$tag.sock" --shared-dir="$share" "$@"
+    sem_daemon_cmd "$tag" "$share" "${unpriv_prefix[@]}" "$sem_ferryfsd" --socket-path="$sem_tmp/$tag.sock" --shared-dir="$share" \
+        "${unpriv_idmap[@]}" "$@"
     unpriv_runs_as_user "${sem_pids[-1]}" || { sem_say "FAIL: $tag: ferryfsd does not run as $unpriv_user"; sem_fail=1; }
 }
 

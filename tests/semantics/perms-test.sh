@@ -9,7 +9,12 @@
 # scripts/stack.sh has cached it) only report their differences.
 #
 # Usage: perms-test.sh   Env: FERRYFSD (default build/ferryfsd), FERRYFS_GUEST_DIR, VIRTIOFSD,
-#        FERRYFS_STACK (stable or current: the guest kernel and QEMU, tests/e2e/stack-lib.sh)
+#        FERRYFS_STACK (stable or current: the guest kernel and QEMU, tests/e2e/stack-lib.sh),
+#        FERRYFS_PERMS_PARTS="plain acl killpriv-v2" (the default: all three matrices),
+#        FERRYFS_PERMS_ONLY=SCENARIO,... (the plain matrix of those scenarios only, gperms --only),
+#        FERRYFS_DAEMON_USER=ranges (ferryfsd as a user the test makes, guest ids 1.. mapped to its
+#        subordinate ranges, tests/lib/unpriv.sh; no reference columns; the cells
+#        perms-known-differences-unprivileged lists are explained too)
 # Exit: 0 pass, 1 fail, 77 skipped (no QEMU or guest image).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -30,16 +35,21 @@ sem_daemon facl "$acl" --xattr --posix-acl
 # without CAP_FSETID that truncates on open, which it cannot tell without it.
 sem_daemon fkp "$kp" --killpriv-v2
 columns=(ferryfsd)
+parts="${FERRYFS_PERMS_PARTS:-plain acl killpriv-v2}"
 # The reference columns run the plain matrix only: they decide nothing, and each ACL run costs
-# minutes of guest time under TCG.
-if [[ -x "$virtiofsd" ]]; then
+# minutes of guest time under TCG. A run about ferryfsd as an ordinary user leaves them out.
+if unpriv_active; then
+    sem_say "no reference columns: this run is about ferryfsd as $unpriv_user"
+elif [[ -x "$virtiofsd" ]]; then
     sem_daemon_cmd vd "$vd" "$virtiofsd" --socket-path="$t/vd.sock" -o source="$vd" -o cache=auto
     columns+=(virtiofsd)
 else
     sem_say "note: no $virtiofsd, no C virtiofsd column"
 fi
 # The Rust virtiofsd beside a 6.12 guest, where users pick it (perms-current-test.sh).
-if stack_rust_reference; then
+if unpriv_active; then
+    :
+elif stack_rust_reference; then
     sem_daemon_cmd rd "$rd" "$stack_virtiofsd_rs" --socket-path="$t/rd.sock" --shared-dir="$rd" --cache=auto
     columns+=(virtiofsd-rs)
 else
@@ -50,7 +60,11 @@ fi
 {
     echo '#!/bin/sh'
     sem_mount_line
+    echo "parts=\"$parts\" only=\"${FERRYFS_PERMS_ONLY:-}\""
     cat <<'GUEST'
+want() { case " $parts " in *" $1 "*) return 0 ;; esac; return 1; }
+o=""
+[ -n "$only" ] && o="--only $only"
 mkdir -p /tmp/local
 # tmpfs has user.* xattrs from Linux 6.6 on; without them the xattr cells cannot be compared.
 x=""
@@ -60,14 +74,14 @@ run() {  # COLUMN DIR ARGS...
     c="$1"; shift
     /mnt/gperms "$@" >"/mnt/out/$c.txt" 2>&1 || echo "CHECK gperms-$c FAIL"
 }
-run local-plain /tmp/local/plain
-run local-acl /tmp/local/acl --acl $x
-run local-killpriv-v2 /tmp/local/setid --only setid-file,sgid-dir
-run ferryfsd-plain /mnt/m
-run ferryfsd-acl /facl/m --acl $x
-run ferryfsd-killpriv-v2 /fkp/m --only setid-file,sgid-dir
-[ -d /vd ] && run virtiofsd-plain /vd/m
-[ -d /rd ] && run virtiofsd-rs-plain /rd/m
+want plain && run local-plain /tmp/local/plain $o
+want acl && run local-acl /tmp/local/acl --acl $x
+want killpriv-v2 && run local-killpriv-v2 /tmp/local/setid --only setid-file,sgid-dir
+want plain && run ferryfsd-plain /mnt/m $o
+want acl && run ferryfsd-acl /facl/m --acl $x
+want killpriv-v2 && run ferryfsd-killpriv-v2 /fkp/m --only setid-file,sgid-dir
+[ -d /vd ] && run virtiofsd-plain /vd/m $o
+[ -d /rd ] && run virtiofsd-rs-plain /rd/m $o
 exit 0
 GUEST
 } >"$main/guest.sh"
@@ -79,18 +93,20 @@ sem_boot 1500
 cells() { grep -a '^CELL ' "$1" | sort; }
 # Cells a known difference explains: "run/scenario/op/identity" globs, first field.
 known="$sem_here/perms-known-differences"
+known_files=("$known")
+unpriv_active && known_files+=("$known-unprivileged")
 is_known() {  # RUN/CELL
     local cell="$1" pat
     while read -r pat _; do
         [[ -z "$pat" || "$pat" == \#* ]] && continue
         # shellcheck disable=SC2053
         [[ "$cell" == $pat ]] && return 0
-    done <"$known"
+    done < <(cat "${known_files[@]}")
     return 1
 }
 
 total=0
-for part in plain acl killpriv-v2; do
+for part in $parts; do
     ref="$main/out/local-$part.txt"
     [[ -s "$ref" ]] || { sem_say "FAIL: no tmpfs cells for $part"; sem_fail=1; continue; }
     n="$(grep -ac '^CELL ' "$ref" || true)"
