@@ -99,12 +99,14 @@ static int check_shared_dir(const char *dir)
 
 static void print_capabilities(void)
 {
-	/* libvirt reads this; "separate-options" says the Rust dialect's
-	 * --shared-dir style options are understood, "migrate-precopy" that
-	 * the vhost-user device can be migrated (docs/migration.md). */
+	/* libvirt reads this. "migrate-precopy": the vhost-user device can be
+	 * migrated (docs/migration.md). "separate-options" is left out on
+	 * purpose although ferryfsd understands the --shared-dir dialect:
+	 * libvirt 10+ refuses <lock> for a daemon that lists it, and passes
+	 * -o source=...,flock,posix_lock (with --uid-map and the rest) to
+	 * one that does not (README "With libvirt"). */
 	printf("{\n  \"type\": \"fs\",\n  \"features\": [\n"
-	       "    \"migrate-precopy\",\n"
-	       "    \"separate-options\"\n  ]\n}\n");
+	       "    \"migrate-precopy\"\n  ]\n}\n");
 }
 
 /*

@@ -19,8 +19,7 @@
 # virsh destroy leaves no ferryfsd, pid file or socket. At the end no process or
 # file of the test is left on the host.
 # FERRYFS_LIBVIRT=current (libvirt-system-current-test.sh): the same with libvirt 11.3 and
-# QEMU 10 of the current stack (lv_stack_current), less <lock>, which 11.3 refuses for ferryfsd;
-# it passes the "separate-options" form (--shared-dir, --cache, ...) instead of -o.
+# QEMU 10 of the current stack (lv_stack_current), the same options and checks.
 # Not covered: session mode (qemu:///session), which libvirt 9.0 refuses for
 # virtiofs: libvirt-session-test.sh runs it with libvirt 11.3. The domain
 # helpers are libvirt-lib.sh, shared with that test.
@@ -136,15 +135,11 @@ echo LV-GUEST-DONE
 sleep 3600
 GUEST
 cache_host "$share1"
-# libvirt 11.3 refuses <lock> for ferryfsd (libvirt-session-test.sh, domain s4) and passes
-# --print-capabilities' "separate-options" form; 9.0 passes -o (its lexer splits the list in
-# place, so the words show apart).
+# Both libvirt versions pass the -o dialect (ferryfsd's --print-capabilities lists no
+# "separate-options", so that libvirt 11.3 accepts <lock>); ferryfsd's -o lexer splits the list
+# in place, so the words show apart in /proc.
 lock="        <lock posix='on' flock='on'/>"
 want_args="--fd=[0-9]* -o source $share1 cache always sandbox chroot xattr flock posix_lock --thread-pool-size=4 -d"
-if ((current)); then
-    lock=""
-    want_args="--fd=[0-9]* --shared-dir $share1 --cache always --sandbox chroot --xattr --thread-pool-size=4 --log-level debug"
-fi
 domain_xml "$d" "$share1" "      <driver type='virtiofs' queue='1024'/>
       <binary path='$ferryfsd' xattr='on'>
         <cache mode='always'/>
@@ -172,9 +167,7 @@ if start_domain "$d"; then
         fail "[$d] ferryfsd's command line: exe '$exe', args '$args'"
     fi
     check_xattr "$d" "$console"
-    if ((current)); then
-        say "[$d] <lock>: not given to libvirt 11.3 (it refuses it for ferryfsd)"
-    elif grep -q 'HOSTLOCKS-SUMMARY pass' <<<"$console" && grep -q 'probe_rc=0' "$tmp/probe.out"; then
+    if grep -q 'HOSTLOCKS-SUMMARY pass' <<<"$console" && grep -q 'probe_rc=0' "$tmp/probe.out"; then
         pass "[$d] <lock posix='on' flock='on'/> took effect: guest and host see each other's locks"
     else
         fail "[$d] locks: $(grep -a '^CHECK .* FAIL\|HOSTLOCKS' <<<"$console" | tr '\n' ' ') probe: $(cat "$tmp/probe.out")"
