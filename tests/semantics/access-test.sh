@@ -111,6 +111,8 @@ GUEST
 chmod 755 "$main/guest.sh"
 
 sem_boot 900
+# A guest that never got to "hold" leaves the helper waiting: end it (sem_boot said why).
+[[ -e "$main/held" ]] || kill "${sem_pids_helpers[@]}" 2>/dev/null || true
 wait "${sem_pids_helpers[@]}" 2>/dev/null || true
 for p in "${strace_pids[@]}"; do wait "$p" 2>/dev/null || true; done
 

@@ -90,6 +90,15 @@ sem_boot() {
     for p in "${sem_pids[@]}"; do
         drc=0
         for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+        # A daemon no guest ever reached (QEMU refused to start, say) still listens: say so
+        # and end it rather than wait for it without end.
+        if kill -0 "$p" 2>/dev/null; then
+            sem_say "FAIL: daemon $p still running 10 s after the guest run (no frontend reached it?)"
+            sem_fail=1
+            kill -TERM "$p" 2>/dev/null || true
+            for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+            kill -KILL "$p" 2>/dev/null || true
+        fi
         wait "$p" 2>/dev/null || drc=$?
         ((drc == 0)) || { sem_say "FAIL: daemon $p exited $drc"; sem_fail=1; }
     done
