@@ -13,7 +13,7 @@
 
 struct load_cfg {
 	const char *socket;
-	const char *host_dir;    /* --host-pread: no backend, pread(2) here */
+	const char *host_dir;    /* --host (--host-pread): no backend, the host's own calls here */
 	const char *cold_dir;    /* --cold: the backend's shared directory */
 	const char *workload;
 	uint32_t block_size;
@@ -56,7 +56,7 @@ struct load_result {
 bool load_workload_valid(const char *name);
 
 /* xorshift64*: cheap, and the sequence is reproducible from --seed. One
- * generator for load_run and host_pread_run, so both draw offsets alike. */
+ * generator for load_run and host_run, so both draw offsets alike. */
 static inline uint64_t load_xorshift(uint64_t *state)
 {
 	*state ^= *state >> 12;
@@ -69,9 +69,9 @@ static inline uint64_t load_xorshift(uint64_t *state)
  * run completed (res->errors may still be non-zero), -errno when it could
  * not run at all. */
 int load_run(const struct load_cfg *cfg, struct load_result *res);
-/* The same read/randread workload with pread(2) on a file in cfg->host_dir:
- * the host's own bandwidth, the bound for any daemon serving that file.
- * Same return convention as load_run; the CPU figure is this process's. */
-int host_pread_run(const struct load_cfg *cfg, struct load_result *res);
+/* The same workload as the host's own system calls in cfg->host_dir, one
+ * thread (host.h): the bound for any daemon serving that directory. Same
+ * return convention as load_run; the CPU figure is this process's. */
+int host_run(const struct load_cfg *cfg, struct load_result *res);
 
 #endif

@@ -17,13 +17,17 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: ferryfs-load --socket PATH --workload W [options]\n"
-"       ferryfs-load --host-pread DIR --workload read|randread [options]\n"
+"       ferryfs-load --host DIR --workload W [options]\n"
 "       ferryfs-load --socket PATH --migrate-to PATH2 [--inodes N] [--json]\n"
 "Plays a virtio-fs guest against a vhost-user-fs backend and measures it.\n"
 "  --socket PATH        the backend's vhost-user socket\n"
-"  --host-pread DIR     no backend: pread(2) a --file-size file in DIR in one\n"
-"                       thread, the host's own bandwidth (--queue-depth does\n"
-"                       not apply; cpu per op is this process's)\n"
+"  --host DIR           no backend: the workload as the host's own system calls\n"
+"                       in DIR (pread, pwrite, statx, openat+close+unlinkat,\n"
+"                       getdents64+statx per entry, ...), one thread, one call\n"
+"                       at a time: the bound for a daemon serving DIR\n"
+"                       (--queue-depth and --queues do not apply; an op is a\n"
+"                       call that stands for one FUSE request; cpu per op is\n"
+"                       this process's). --host-pread DIR is the same\n"
 "  --workload W         read randread write randwrite getattr lookup\n"
 "                       create-unlink readdirplus mixed write-fsync\n"
 "  --block-size BYTES   I/O size, 4k..1m, multiple of 512 (default 4k)\n"
@@ -110,6 +114,7 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, O_SOCKET },
+		{ "host", required_argument, NULL, O_HOST },
 		{ "host-pread", required_argument, NULL, O_HOST },
 		{ "workload", required_argument, NULL, O_WORKLOAD },
 		{ "block-size", required_argument, NULL, O_BS },
@@ -174,13 +179,13 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 	}
 	if (c->migrate_to) {
 		if (optind != argc || !c->socket || c->host_dir || c->workload) {
-			fprintf(stderr, "ferryfs-load: --migrate-to needs --socket and no --workload or --host-pread\n");
+			fprintf(stderr, "ferryfs-load: --migrate-to needs --socket and no --workload or --host\n");
 			return -EINVAL;
 		}
 		return 0;
 	}
 	if (optind != argc || !c->socket == !c->host_dir || !c->workload) {
-		fprintf(stderr, "ferryfs-load: --workload and one of --socket, --host-pread are required\n");
+		fprintf(stderr, "ferryfs-load: --workload and one of --socket, --host are required\n");
 		return -EINVAL;
 	}
 	if (!load_workload_valid(c->workload)) {
@@ -259,7 +264,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (c.migrate_to)
 		return migrate_main(&c);
-	ret = c.host_dir ? host_pread_run(&c, &res) : load_run(&c, &res);
+	ret = c.host_dir ? host_run(&c, &res) : load_run(&c, &res);
 	if (ret && !res.errors) {
 		fprintf(stderr, "ferryfs-load: run failed: %s\n", strerror(-ret));
 		return 2;
@@ -274,7 +279,7 @@ int main(int argc, char **argv)
 	       c.workload, c.block_size, c.queue_depth, c.queues, c.seconds, c.warmup,
 	       (unsigned long long)c.file_size);
 	if (c.host_dir)
-		printf("backend: none, pread(2) in %s\n", c.host_dir);
+		printf("backend: none, the host's own system calls in %s, one thread\n", c.host_dir);
 	else
 		printf("backend: FUSE 7.%u, max_write %u, max_pages %u, event_idx %s, indirect %s, rings %s, queues %llu\n",
 		       res.proto_minor, res.max_write, res.max_pages, res.event_idx ? "on" : "off",
