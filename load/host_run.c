@@ -126,6 +126,7 @@ static int measure(struct host_run *h, host_step_fn *step, struct load_result *r
 	uint64_t t_start = load_now_ns() + (uint64_t)(cfg->warmup * 1e9), t_end, now;
 	struct load_lat lat = { 0 };
 	double cpu0 = 0;
+	int64_t watch0 = -1, watch1;
 	int ret = 0;
 
 	t_end = t_start + (uint64_t)(cfg->seconds * 1e9);
@@ -146,6 +147,7 @@ static int measure(struct host_run *h, host_step_fn *step, struct load_result *r
 			h->measuring = true;
 			t_start = now;
 			cpu0 = load_self_cpu_us();
+			watch0 = load_proc_cpu_us(cfg->watch_pid);
 			continue;
 		}
 		/* A step of several calls: each its share of the step's time. */
@@ -161,6 +163,8 @@ static int measure(struct host_run *h, host_step_fn *step, struct load_result *r
 	res->elapsed_s = h->measuring ? (double)(now - t_start) / 1e9 : 0;
 	res->daemon_cpu_us = h->measuring ? load_self_cpu_us() - cpu0 : -1;
 	res->load_cpu_us = res->daemon_cpu_us;
+	watch1 = load_proc_cpu_us(cfg->watch_pid);
+	res->watch_cpu_us = watch0 >= 0 && watch1 >= 0 ? (double)(watch1 - watch0) : -1;
 	load_latency_summary(&lat, res);
 	free(lat.v);
 	return ret == -EBADMSG ? 0 : ret;

@@ -24,6 +24,7 @@ struct load_cfg {
 	double idle;             /* --idle: connected, nothing in flight, after */
 	uint64_t file_size;
 	pid_t daemon_pid;
+	pid_t watch_pid;         /* --watch-pid: another process's CPU, e.g. a FUSE share's client */
 	bool json;
 	int event_idx;           /* 1 on, 0 off, -1 if offered */
 	bool packed;             /* --packed: VIRTIO_F_RING_PACKED rings */
@@ -46,6 +47,7 @@ struct load_result {
 	double daemon_cpu_us;      /* < 0 when unknown */
 	double idle_daemon_cpu_us; /* during --idle; < 0 when unknown or none */
 	double load_cpu_us;
+	double watch_cpu_us;       /* --watch-pid's, measured interval; < 0 when unknown or none */
 	uint64_t kicks, calls;
 	uint32_t proto_minor, max_write, max_pages;
 	bool event_idx, indirect, packed;

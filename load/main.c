@@ -44,6 +44,9 @@ static void usage(FILE *f)
 "  --file-size BYTES    data file size (default 64m)\n"
 "  --dir-entries N      readdirplus directory size (default 10000)\n"
 "  --daemon-pid PID     read this process's CPU time from /proc\n"
+"  --watch-pid PID      also report this process's CPU (and its children's) over\n"
+"                       the measured interval, e.g. the FUSE client of a share\n"
+"                       on a network file system (watch_cpu_pct in the JSON)\n"
 "  --event-idx on|off   negotiate VIRTIO_RING_F_EVENT_IDX (default: on if offered,\n"
 "                       as a Linux guest does)\n"
 "  --packed             packed virtqueues (VIRTIO_F_RING_PACKED); fails if the\n"
@@ -108,7 +111,7 @@ static int parse_secs(const char *s, double *out)
 
 enum { O_SOCKET = 256, O_HOST, O_WORKLOAD, O_BS, O_QD, O_QUEUES, O_SECONDS, O_WARMUP,
        O_IDLE, O_COLD, O_FSIZE, O_DIRENT, O_PID, O_EIDX, O_POLL, O_PACKED, O_SEED, O_JSON, O_HELP,
-       O_MIGRATE, O_INODES };
+       O_MIGRATE, O_INODES, O_WATCH };
 
 static int parse_args(int argc, char **argv, struct load_cfg *c)
 {
@@ -135,6 +138,7 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 		{ "help", no_argument, NULL, O_HELP },
 		{ "migrate-to", required_argument, NULL, O_MIGRATE },
 		{ "inodes", required_argument, NULL, O_INODES },
+		{ "watch-pid", required_argument, NULL, O_WATCH },
 		{ 0 },
 	};
 	uint32_t v;
@@ -155,6 +159,7 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 		case O_FSIZE: bad |= parse_size(optarg, &c->file_size); break;
 		case O_DIRENT: bad |= parse_u32(optarg, 1, 1000000, &c->dir_entries); break;
 		case O_PID: bad |= parse_u32(optarg, 1, INT_MAX, &v); c->daemon_pid = (pid_t)v; break;
+		case O_WATCH: bad |= parse_u32(optarg, 1, INT_MAX, &v); c->watch_pid = (pid_t)v; break;
 		case O_EIDX:
 			if (!strcmp(optarg, "on"))
 				c->event_idx = 1;
@@ -253,7 +258,7 @@ int main(int argc, char **argv)
 		.event_idx = -1, .inodes = 1000,
 	};
 	struct load_result res;
-	double el, ops_s, mib_s, cpu_op, self_op, idle_pct;
+	double el, ops_s, mib_s, cpu_op, self_op, idle_pct, watch_pct;
 	int ret;
 
 	if (parse_args(argc, argv, &c)) {
@@ -298,6 +303,9 @@ int main(int argc, char **argv)
 		printf("daemon cpu: unknown (no --daemon-pid)\n");
 	printf("load cpu: %.2f us/op; kicks %" PRIu64 ", calls %" PRIu64 "\n", self_op,
 	       res.kicks, res.calls);
+	watch_pct = res.watch_cpu_us >= 0 ? res.watch_cpu_us / el / 1e4 : -1;
+	if (watch_pct >= 0)
+		printf("watched pid %d: %.1f%% of one cpu\n", (int)c.watch_pid, watch_pct);
 	idle_pct = res.idle_daemon_cpu_us >= 0 && c.idle > 0 ?
 		   res.idle_daemon_cpu_us / c.idle / 1e4 : -1;
 	if (idle_pct >= 0)
@@ -315,13 +323,13 @@ int main(int argc, char **argv)
 		       "\"lat_p999_us\":%.2f,\"lat_mean_us\":%.2f,\"lat_max_us\":%.2f,"
 		       "\"daemon_cpu_us_per_op\":%.3f,\"load_cpu_us_per_op\":%.3f,"
 		       "\"kicks\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"fuse_minor\":%u,"
-		       "\"idle_daemon_cpu_pct\":%.2f,\"errors\":%" PRIu64 ",\"quirk_destroy_empty\":%" PRIu64 ",\"aborted\":%s}\n",
+		       "\"idle_daemon_cpu_pct\":%.2f,\"watch_cpu_pct\":%.2f,\"errors\":%" PRIu64 ",\"quirk_destroy_empty\":%" PRIu64 ",\"aborted\":%s}\n",
 		       c.workload, c.block_size, c.queue_depth, c.queues, c.seconds, c.warmup,
 		       (unsigned long long)c.file_size, res.event_idx ? "true" : "false",
 		       res.packed ? "true" : "false", c.poll ? "true" : "false", el, res.ops, res.cycles, res.entries, res.bytes,
 		       ops_s, mib_s, res.lat_p50_us, res.lat_p99_us, res.lat_p999_us,
 		       res.lat_mean_us, res.lat_max_us, cpu_op, self_op, res.kicks, res.calls,
-		       res.proto_minor, idle_pct, res.errors, res.quirk_destroy_empty, ret ? "true" : "false");
+		       res.proto_minor, idle_pct, watch_pct, res.errors, res.quirk_destroy_empty, ret ? "true" : "false");
 	if (res.errors)
 		return 1;
 	return ret ? 2 : 0;
