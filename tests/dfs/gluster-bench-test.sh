@@ -20,9 +20,10 @@ check "runs.csv written" test -s "$csv"
 [[ -s $csv ]] || finish
 
 # Every column (randread and create-unlink, ferryfsd and host) ran and has a figure > 0; ferryfsd
-# stays under the host's own calls by the bound's unit. The host is the oracle: one thread, no
-# daemon, the same calls; a daemon well above it (1.5x: more than the noise of 1 s runs on this
-# shared machine) means the bound measures something else.
+# is not above the host's own calls by more than noise, in the bound's unit. The host is the oracle:
+# one thread, no daemon, the same calls. On this shared machine 1 s runs of the same loop on the
+# gluster mount differ by up to 3x (create-unlink: the brick's ext4, docs/distributed.md), so the
+# line is 2x: a daemon at twice the bound means the bound measures something else.
 python3 - "$csv" >"$tmp/checks.txt" <<'PY' || true
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
@@ -39,7 +40,7 @@ for w in ("randread", "create-unlink"):
         ratio = f / h
     except (KeyError, ValueError, ZeroDivisionError):
         print(f"FAIL {w}: no ratio to the host bound"); continue
-    print(f"{'ok' if ratio <= 1.5 else 'FAIL'} {w}: ferryfsd / host {k} = {ratio:.2f} (<= 1.5)")
+    print(f"{'ok' if ratio <= 2 else 'FAIL'} {w}: ferryfsd / host {k} = {ratio:.2f} (<= 2)")
     cpu = seen[(w, "host")]["watch_cpu_pct"]
     print(f"{'ok' if cpu != '' and float(cpu) >= 0 else 'FAIL'} {w}: the gluster client's CPU measured ({cpu}%)")
 PY
