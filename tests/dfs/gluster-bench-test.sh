@@ -49,5 +49,6 @@ while read -r verdict what; do
 done <"$tmp/checks.txt"
 check "four runs checked" test "$(wc -l <"$tmp/checks.txt")" == 8
 check "the share was left empty" grep -qx '# left on the share: 0 entries' "$res/info.txt"
-check "the gluster client's pid was found" grep -q 'its client pid [0-9]' "$res/info.txt"
+check "the gluster client's and the brick's pids were found" grep -q "its client pid [0-9]*, the brick's pid [0-9]" "$res/info.txt"
+check "bounds.txt has a row per run" test "$(grep -cE '^(randread|create-unlink) +(ferryfsd|host) ' "$res/bounds.txt")" == 4
 finish
