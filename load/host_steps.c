@@ -25,24 +25,30 @@ static int wrong(const char *what, int err)
 	return -EBADMSG;
 }
 
+/* One pread or pwrite of a whole block: counted, or the wrong answer said. */
+static int block_done(struct host_run *h, struct host_count *c, ssize_t n, const char *call)
+{
+	if (n != (ssize_t)h->cfg->block_size)
+		return wrong(n < 0 ? call : "pread or pwrite: short", n < 0 ? errno : 0);
+	c->ops = 1;
+	c->bytes = (uint64_t)n;
+	return 0;
+}
+
 /* ---- read, randread: pread(2), the data checked as ferryfs-load checks READs ---- */
 
 static int read_block(struct host_run *h, struct host_count *c, uint64_t blk)
 {
 	uint32_t bs = h->cfg->block_size;
 	uint64_t off = blk * bs, bad;
-	ssize_t n;
+	int ret;
 
 	fc_pattern_poison(h->buf, off, bs,
 			  h->measuring ? FC_CHECK_STRIDE_SPARSE : FC_POISON_STRIDE_FULL);
-	n = pread(h->fd, h->buf, bs, (off_t)off);
-	if (n < 0)
-		return wrong("pread", errno);
-	if (n != (ssize_t)bs || fc_pattern_verify(h->buf, off, bs, !h->measuring, &bad))
-		return wrong("pread: short or not the pattern", 0);
-	c->ops = 1;
-	c->bytes = bs;
-	return 0;
+	ret = block_done(h, c, pread(h->fd, h->buf, bs, (off_t)off), "pread");
+	if (!ret && fc_pattern_verify(h->buf, off, bs, !h->measuring, &bad))
+		return wrong("pread: not the pattern", 0);
+	return ret;
 }
 
 int host_read(struct host_run *h, struct host_count *c)
@@ -61,17 +67,9 @@ static int write_block(struct host_run *h, struct host_count *c, uint64_t blk)
 {
 	uint32_t bs = h->cfg->block_size;
 	uint64_t off = blk * bs;
-	ssize_t n;
 
 	fc_pattern_fill(h->buf, off, bs);
-	n = pwrite(h->fd, h->buf, bs, (off_t)off);
-	if (n < 0)
-		return wrong("pwrite", errno);
-	if (n != (ssize_t)bs)
-		return wrong("pwrite: short", 0);
-	c->ops = 1;
-	c->bytes = bs;
-	return 0;
+	return block_done(h, c, pwrite(h->fd, h->buf, bs, (off_t)off), "pwrite");
 }
 
 int host_write(struct host_run *h, struct host_count *c)
