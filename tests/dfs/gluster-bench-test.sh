@@ -3,7 +3,7 @@
 #
 # Usage: gluster-bench-test.sh      Env: FERRYFSD (its directory is the build), FERRYFS_E2E_KEEP=1 (keep $tmp)
 # Exit:  0 pass; 1 fail; 77 not root, or glusterfs-server/glusterfs-client missing (scripts/deps.sh)
-# Time:  ~15 s (volume start ~3-6 s, four 1 s runs with their setup); no guest.
+# Time:  12 to 37 s in four runs (the machine's load; volume start 3-8 s, four 1 s runs with their setup); no guest.
 set -euo pipefail
 source "$(dirname "$0")/../lib/common.sh"
 need_built "$ferryfsd" "$(dirname "$ferryfsd")/ferryfs-load"
