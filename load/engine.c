@@ -174,6 +174,7 @@ static void measure_start(struct run *r, uint64_t now)
 	r->ops = r->bytes = r->entries = r->cycles = 0;
 	r->lat.n = 0;
 	r->cpu0_us = (uint64_t)load_proc_cpu_us(r->cfg->daemon_pid);
+	r->watch0_us = load_proc_cpu_us(r->cfg->watch_pid);
 	r->self0_us = load_self_cpu_us();
 }
 
@@ -183,6 +184,7 @@ static void measure_stop(struct run *r, uint64_t now)
 	r->stopping = true;
 	r->t_end = now;
 	r->cpu1_us = (uint64_t)load_proc_cpu_us(r->cfg->daemon_pid);
+	r->watch1_us = load_proc_cpu_us(r->cfg->watch_pid);
 	r->self1_us = load_self_cpu_us();
 }
 

@@ -86,6 +86,7 @@ struct run {
 	bool stopping, measuring;
 	uint64_t t_start, t_end;
 	uint64_t cpu0_us, cpu1_us;
+	int64_t watch0_us, watch1_us;
 	double self0_us, self1_us;
 	uint64_t ops, bytes, entries, cycles, errors;
 	uint64_t quirk_destroy_empty;   /* DESTROY answered with no bytes */

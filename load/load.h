@@ -13,7 +13,7 @@
 
 struct load_cfg {
 	const char *socket;
-	const char *host_dir;    /* --host-pread: no backend, pread(2) here */
+	const char *host_dir;    /* --host (--host-pread): no backend, the host's own calls here */
 	const char *cold_dir;    /* --cold: the backend's shared directory */
 	const char *workload;
 	uint32_t block_size;
@@ -24,6 +24,7 @@ struct load_cfg {
 	double idle;             /* --idle: connected, nothing in flight, after */
 	uint64_t file_size;
 	pid_t daemon_pid;
+	pid_t watch_pid;         /* --watch-pid: another process's CPU, e.g. a FUSE share's client */
 	bool json;
 	int event_idx;           /* 1 on, 0 off, -1 if offered */
 	bool packed;             /* --packed: VIRTIO_F_RING_PACKED rings */
@@ -47,6 +48,7 @@ struct load_result {
 	double daemon_cpu_us;      /* < 0 when unknown */
 	double idle_daemon_cpu_us; /* during --idle; < 0 when unknown or none */
 	double load_cpu_us;
+	double watch_cpu_us;       /* --watch-pid's, measured interval; < 0 when unknown or none */
 	uint64_t kicks, calls;
 	uint32_t proto_minor, max_write, max_pages;
 	bool event_idx, indirect, packed;
@@ -57,7 +59,7 @@ struct load_result {
 bool load_workload_valid(const char *name);
 
 /* xorshift64*: cheap, and the sequence is reproducible from --seed. One
- * generator for load_run and host_pread_run, so both draw offsets alike. */
+ * generator for load_run and host_run, so both draw offsets alike. */
 static inline uint64_t load_xorshift(uint64_t *state)
 {
 	*state ^= *state >> 12;
@@ -70,9 +72,9 @@ static inline uint64_t load_xorshift(uint64_t *state)
  * run completed (res->errors may still be non-zero), -errno when it could
  * not run at all. */
 int load_run(const struct load_cfg *cfg, struct load_result *res);
-/* The same read/randread workload with pread(2) on a file in cfg->host_dir:
- * the host's own bandwidth, the bound for any daemon serving that file.
- * Same return convention as load_run; the CPU figure is this process's. */
-int host_pread_run(const struct load_cfg *cfg, struct load_result *res);
+/* The same workload as the host's own system calls in cfg->host_dir, one
+ * thread (host.h): the bound for any daemon serving that directory. Same
+ * return convention as load_run; the CPU figure is this process's. */
+int host_run(const struct load_cfg *cfg, struct load_result *res);
 
 #endif

@@ -17,13 +17,17 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: ferryfs-load --socket PATH --workload W [options]\n"
-"       ferryfs-load --host-pread DIR --workload read|randread [options]\n"
+"       ferryfs-load --host DIR --workload W [options]\n"
 "       ferryfs-load --socket PATH --migrate-to PATH2 [--inodes N] [--json]\n"
 "Plays a virtio-fs guest against a vhost-user-fs backend and measures it.\n"
 "  --socket PATH        the backend's vhost-user socket\n"
-"  --host-pread DIR     no backend: pread(2) a --file-size file in DIR in one\n"
-"                       thread, the host's own bandwidth (--queue-depth does\n"
-"                       not apply; cpu per op is this process's)\n"
+"  --host DIR           no backend: the workload as the host's own system calls\n"
+"                       in DIR (pread, pwrite, statx, openat+close+unlinkat,\n"
+"                       getdents64+statx per entry, ...), one thread, one call\n"
+"                       at a time: the bound for a daemon serving DIR\n"
+"                       (--queue-depth and --queues do not apply; an op is a\n"
+"                       call that stands for one FUSE request; cpu per op is\n"
+"                       this process's). --host-pread DIR is the same\n"
 "  --workload W         read randread write randwrite getattr lookup\n"
 "                       create-unlink readdirplus mixed write-fsync\n"
 "  --block-size BYTES   I/O size, 4k..1m, multiple of 512 (default 4k)\n"
@@ -43,6 +47,9 @@ static void usage(FILE *f)
 "                       whose dentry cache keeps every entry: the backend then\n"
 "                       knows every inode listed (its memory for --dir-entries)\n"
 "  --daemon-pid PID     read this process's CPU time from /proc\n"
+"  --watch-pid PID      also report this process's CPU (and its children's) over\n"
+"                       the measured interval, e.g. the FUSE client of a share\n"
+"                       on a network file system (watch_cpu_pct in the JSON)\n"
 "  --event-idx on|off   negotiate VIRTIO_RING_F_EVENT_IDX (default: on if offered,\n"
 "                       as a Linux guest does)\n"
 "  --packed             packed virtqueues (VIRTIO_F_RING_PACKED); fails if the\n"
@@ -107,12 +114,13 @@ static int parse_secs(const char *s, double *out)
 
 enum { O_SOCKET = 256, O_HOST, O_WORKLOAD, O_BS, O_QD, O_QUEUES, O_SECONDS, O_WARMUP,
        O_IDLE, O_COLD, O_FSIZE, O_DIRENT, O_PID, O_EIDX, O_POLL, O_PACKED, O_SEED, O_JSON, O_HELP,
-       O_MIGRATE, O_INODES, O_KEEP };
+       O_MIGRATE, O_INODES, O_KEEP, O_WATCH };
 
 static int parse_args(int argc, char **argv, struct load_cfg *c)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, O_SOCKET },
+		{ "host", required_argument, NULL, O_HOST },
 		{ "host-pread", required_argument, NULL, O_HOST },
 		{ "workload", required_argument, NULL, O_WORKLOAD },
 		{ "block-size", required_argument, NULL, O_BS },
@@ -134,6 +142,7 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 		{ "migrate-to", required_argument, NULL, O_MIGRATE },
 		{ "inodes", required_argument, NULL, O_INODES },
 		{ "keep-lookups", no_argument, NULL, O_KEEP },
+		{ "watch-pid", required_argument, NULL, O_WATCH },
 		{ 0 },
 	};
 	uint32_t v;
@@ -154,6 +163,7 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 		case O_FSIZE: bad |= parse_size(optarg, &c->file_size); break;
 		case O_DIRENT: bad |= parse_u32(optarg, 1, 1000000, &c->dir_entries); break;
 		case O_PID: bad |= parse_u32(optarg, 1, INT_MAX, &v); c->daemon_pid = (pid_t)v; break;
+		case O_WATCH: bad |= parse_u32(optarg, 1, INT_MAX, &v); c->watch_pid = (pid_t)v; break;
 		case O_EIDX:
 			if (!strcmp(optarg, "on"))
 				c->event_idx = 1;
@@ -179,13 +189,13 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 	}
 	if (c->migrate_to) {
 		if (optind != argc || !c->socket || c->host_dir || c->workload) {
-			fprintf(stderr, "ferryfs-load: --migrate-to needs --socket and no --workload or --host-pread\n");
+			fprintf(stderr, "ferryfs-load: --migrate-to needs --socket and no --workload or --host\n");
 			return -EINVAL;
 		}
 		return 0;
 	}
 	if (optind != argc || !c->socket == !c->host_dir || !c->workload) {
-		fprintf(stderr, "ferryfs-load: --workload and one of --socket, --host-pread are required\n");
+		fprintf(stderr, "ferryfs-load: --workload and one of --socket, --host are required\n");
 		return -EINVAL;
 	}
 	if (!load_workload_valid(c->workload)) {
@@ -253,7 +263,7 @@ int main(int argc, char **argv)
 		.event_idx = -1, .inodes = 1000,
 	};
 	struct load_result res;
-	double el, ops_s, mib_s, cpu_op, self_op, idle_pct;
+	double el, ops_s, mib_s, cpu_op, self_op, idle_pct, watch_pct;
 	int ret;
 
 	if (parse_args(argc, argv, &c)) {
@@ -264,7 +274,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (c.migrate_to)
 		return migrate_main(&c);
-	ret = c.host_dir ? host_pread_run(&c, &res) : load_run(&c, &res);
+	ret = c.host_dir ? host_run(&c, &res) : load_run(&c, &res);
 	if (ret && !res.errors) {
 		fprintf(stderr, "ferryfs-load: run failed: %s\n", strerror(-ret));
 		return 2;
@@ -279,7 +289,7 @@ int main(int argc, char **argv)
 	       c.workload, c.block_size, c.queue_depth, c.queues, c.seconds, c.warmup,
 	       (unsigned long long)c.file_size);
 	if (c.host_dir)
-		printf("backend: none, pread(2) in %s\n", c.host_dir);
+		printf("backend: none, the host's own system calls in %s, one thread\n", c.host_dir);
 	else
 		printf("backend: FUSE 7.%u, max_write %u, max_pages %u, event_idx %s, indirect %s, rings %s, queues %llu\n",
 		       res.proto_minor, res.max_write, res.max_pages, res.event_idx ? "on" : "off",
@@ -298,6 +308,9 @@ int main(int argc, char **argv)
 		printf("daemon cpu: unknown (no --daemon-pid)\n");
 	printf("load cpu: %.2f us/op; kicks %" PRIu64 ", calls %" PRIu64 "\n", self_op,
 	       res.kicks, res.calls);
+	watch_pct = res.watch_cpu_us >= 0 ? res.watch_cpu_us / el / 1e4 : -1;
+	if (watch_pct >= 0)
+		printf("watched pid %d: %.1f%% of one cpu\n", (int)c.watch_pid, watch_pct);
 	idle_pct = res.idle_daemon_cpu_us >= 0 && c.idle > 0 ?
 		   res.idle_daemon_cpu_us / c.idle / 1e4 : -1;
 	if (idle_pct >= 0)
@@ -315,13 +328,13 @@ int main(int argc, char **argv)
 		       "\"lat_p999_us\":%.2f,\"lat_mean_us\":%.2f,\"lat_max_us\":%.2f,"
 		       "\"daemon_cpu_us_per_op\":%.3f,\"load_cpu_us_per_op\":%.3f,"
 		       "\"kicks\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"fuse_minor\":%u,"
-		       "\"idle_daemon_cpu_pct\":%.2f,\"errors\":%" PRIu64 ",\"quirk_destroy_empty\":%" PRIu64 ",\"aborted\":%s}\n",
+		       "\"idle_daemon_cpu_pct\":%.2f,\"watch_cpu_pct\":%.2f,\"errors\":%" PRIu64 ",\"quirk_destroy_empty\":%" PRIu64 ",\"aborted\":%s}\n",
 		       c.workload, c.block_size, c.queue_depth, c.queues, c.seconds, c.warmup,
 		       (unsigned long long)c.file_size, res.event_idx ? "true" : "false",
 		       res.packed ? "true" : "false", c.poll ? "true" : "false", el, res.ops, res.cycles, res.entries, res.bytes,
 		       ops_s, mib_s, res.lat_p50_us, res.lat_p99_us, res.lat_p999_us,
 		       res.lat_mean_us, res.lat_max_us, cpu_op, self_op, res.kicks, res.calls,
-		       res.proto_minor, idle_pct, res.errors, res.quirk_destroy_empty, ret ? "true" : "false");
+		       res.proto_minor, idle_pct, watch_pct, res.errors, res.quirk_destroy_empty, ret ? "true" : "false");
 	if (res.errors)
 		return 1;
 	return ret ? 2 : 0;

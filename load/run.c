@@ -327,6 +327,8 @@ out:
 			      (int64_t)r.cpu1_us >= 0) ?
 			     (double)r.cpu1_us - (double)r.cpu0_us : -1;
 	res->load_cpu_us = r.self1_us - r.self0_us;
+	res->watch_cpu_us = r.watch0_us >= 0 && r.watch1_us >= 0 ?
+			    (double)(r.watch1_us - r.watch0_us) : -1;
 	for (i = 0; r.q && i < r.nq; i++) {
 		res->kicks += r.q[i].vq ? r.q[i].vq->kicks : 0;
 		res->calls += r.q[i].vq ? r.q[i].vq->calls_seen : 0;

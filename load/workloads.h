@@ -5,9 +5,11 @@
 #include <stdbool.h>
 
 #include "engine.h"
+#include "host.h"
 
 /* One --workload: what it sends (next), how it checks and moves on
- * (done), and what it needs around the run. */
+ * (done), what it needs around the run, and what the host does for it
+ * without a daemon (--host). */
 struct load_workload {
 	const char *name;            /* as --workload spells it */
 	load_next_fn *next;
@@ -21,6 +23,11 @@ struct load_workload {
 	 * nothing. Return 0 or -errno. */
 	int (*setup)(struct run *r);
 	int (*teardown)(struct run *r);
+	/* --host: one step of the system calls a passthrough daemon makes on
+	 * the host for this workload's requests, and whether it lists a
+	 * directory of --dir-entries files (made before, removed after). */
+	host_step_fn *host;
+	bool dir;
 };
 
 /* The row of name, or NULL. */

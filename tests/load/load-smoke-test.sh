@@ -100,6 +100,42 @@ for run in read randread write randwrite getattr lookup create-unlink readdirplu
     fi
 done
 
+# --host: every workload --help names as the host's own loop of system calls
+# (the bound bench/compare's `host` column stands for). Counts that follow
+# from the workload's definition, and a work directory left empty.
+host_wls=$("$load" --help | sed -n '/^  --workload W/,/^  --block-size/p' | sed '$d' | sed 's/.*--workload W//')
+check "--help names workloads for --host (got: $(echo $host_wls))" test -n "${host_wls// /}"
+for wl in $host_wls; do
+    share=$tmp/host-$wl
+    mkdir -p "$share"
+    echo "host $wl: ferryfs-load --host $share --workload $wl --seconds $seconds"
+    timeout 120 "$load" --host "$share" --workload "$wl" --seconds "$seconds" --warmup 0.2 \
+        --file-size 4m --dir-entries 1000 --json >"$tmp/host-$wl.out" 2>"$tmp/host-$wl.err"
+    rc=$?
+    json=$(tail -n 1 "$tmp/host-$wl.out")
+    check "host $wl: exit status 0 (got $rc)" test "$rc" -eq 0
+    read -r ops bytes cyc ent errors < <(jq -r '"\(.ops) \(.bytes) \(.cycles) \(.entries) \(.errors)"' <<<"$json" 2>/dev/null)
+    check "host $wl: errors == 0 (got ${errors:-none})" test "${errors:-x}" = 0
+    check "host $wl: ops > 0 (got ${ops:-none})" test "${ops:-0}" -gt 0
+    case $wl in
+    read|randread|write|randwrite)
+        check "host $wl: bytes == ops x 4096 ($bytes, $ops)" test "$bytes" -eq $((ops * 4096)) ;;
+    create-unlink)
+        check "host $wl: ops == 3 x cycles ($ops, $cyc)" test "$ops" -eq $((cyc * 3)) ;;
+    write-fsync)
+        check "host $wl: a cycle is a write and an fsync ($ops ops, $cyc cycles)" \
+            test $((ops - 2 * cyc)) -ge 0 -a $((ops - 2 * cyc)) -le 1 ;;
+    readdirplus)
+        # A full listing holds the 1000 files, . and ..; the window may cut
+        # the first and the last listing.
+        check "host $wl: whole listings ($ent entries, $cyc cycles)" \
+            test "$cyc" -gt 0 -a "$ent" -ge $(((cyc - 1) * 1002)) -a "$ent" -le $(((cyc + 1) * 1002)) ;;
+    esac
+    left=$(find "$share" -mindepth 1 | wc -l)
+    check "host $wl: directory empty after the run (got $left entries)" test "$left" -eq 0
+    ((fails)) && sed 's/^/  stderr: /' "$tmp/host-$wl.err" | head -5
+done
+
 # The Rust virtiofsd (1.13) as a second backend: ferryfs-load must count its
 # empty reply to DESTROY as a known quirk, not fail the run on it.
 rs=$here/../e2e/virtiofsd-rs
