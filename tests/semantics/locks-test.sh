@@ -5,6 +5,8 @@
 #        FERRYFS_DAEMON_USER=auto (ferryfsd as a user the test makes, tests/lib/unpriv.sh; no reference column)
 # The reference column (printed, side by side, not judged): QEMU's C virtiofsd on the stable stack,
 # the Rust virtiofsd on the current one.
+#        FERRYFS_SHARE_ROOT=DIR (the shares in a fresh subdirectory of DIR, e.g. a GlusterFS mount:
+#        tests/dfs/gluster-semantics-test.sh; sockets and binaries stay in /tmp; no reference column)
 # Exit: 0 pass, 1 fail, 77 skipped (no QEMU or guest image).
 # Not covered, because Linux's virtio-fs driver (6.1) never sends FUSE INTERRUPT: a signal
 # interrupting a guest F_SETLKW (the guest process stays in a killable-only wait until the host
@@ -20,11 +22,13 @@ stack_prepare || skip "the $(stack_name) stack cannot be had here (see above)"
 "$repo/tests/e2e/build-guest.sh" "$guest_dir" >/dev/null || skip "no guest image"
 
 tmp="$(mktemp -d /tmp/ferryfs-locks.XXXXXX)"
+shares="$tmp"
+[[ -z "${FERRYFS_SHARE_ROOT:-}" ]] || shares="$(mktemp -d "$FERRYFS_SHARE_ROOT/locks.XXXXXX")"
 pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
     unpriv_cleanup || true
-    rm -rf "$tmp"
+    rm -rf "$tmp" "$shares"
 }
 trap cleanup EXIT
 unpriv_setup
@@ -34,7 +38,7 @@ gcc -O2 -Wall -Werror -o "$tmp/host-locker" "$here/host-locker.c"
 # One run: daemon command line in "$@"; prints the guest's CHECK lines and host results.
 run_one() {
     local name="$1"; shift
-    local share="$tmp/$name" sock="$tmp/$name.sock" log="$tmp/$name.log" rc=0
+    local share="$shares/$name" sock="$tmp/$name.sock" log="$tmp/$name.log" rc=0
     mkdir -p "$share"
     : >"$share/hostposix"; : >"$share/hostflock"
     unpriv_own "$share"
@@ -68,7 +72,7 @@ run_one() {
     cat "$tmp/$name.probe" "$tmp/$name.wait" 2>/dev/null || true
 }
 
-ferry_out="$(run_one ferryfsd "${unpriv_prefix[@]}" "$ferryfsd" --shared-dir="$tmp/ferryfsd" --posix-lock --flock)"
+ferry_out="$(run_one ferryfsd "${unpriv_prefix[@]}" "$ferryfsd" --shared-dir="$shares/ferryfsd" --posix-lock --flock)"
 echo "$ferry_out" | sed 's/^/  ferryfsd: /'
 # The reference column: the virtiofsd users of each stack run. On stable, QEMU's C virtiofsd 7.2
 # (-o posix_lock; no flock support); on current, the Rust virtiofsd 1.13, which has no lock
@@ -76,6 +80,8 @@ echo "$ferry_out" | sed 's/^/  ferryfsd: /'
 ref_name="" ref_out=""
 if unpriv_active; then
     say "no reference column: this run is about ferryfsd as $unpriv_user, one boot"
+elif [[ -n "${FERRYFS_SHARE_ROOT:-}" ]]; then
+    say "no reference column: this run is about ferryfsd on $FERRYFS_SHARE_ROOT, one boot"
 elif stack_rust_reference; then
     ref_name=virtiofsd-rs
     ref_out="$(run_one virtiofsd-rs "$stack_virtiofsd_rs" --shared-dir="$tmp/virtiofsd-rs" 2>&1 || true)"

@@ -7,6 +7,8 @@
 # same guest program as a column (QEMU's C virtiofsd on stable, the Rust one on current); only
 # ferryfsd's results decide.
 # Usage: xattr-test.sh   Env: FERRYFSD, VIRTIOFSD, FERRYFS_GUEST_DIR. Exit: 0 pass, 1 fail, 77 skip.
+#        FERRYFS_SHARE_ROOT=DIR: the share in a fresh subdirectory of DIR (e.g. a GlusterFS mount:
+#        tests/dfs/gluster-semantics-test.sh); sockets and binaries stay in /tmp; no reference column.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/lib.sh"
@@ -32,6 +34,11 @@ GUEST
 }
 
 share="$sem_tmp/ferry"
+if [[ -n "${FERRYFS_SHARE_ROOT:-}" ]]; then
+    shares="$(mktemp -d "$FERRYFS_SHARE_ROOT/xattr.XXXXXX")"
+    trap 'sem_cleanup; rm -rf "$shares"' EXIT
+    share="$shares/ferry"
+fi
 prepare "$share"
 sem_append="security=selinux"
 sem_daemon ferry "$share" --xattr --posix-acl --security-label --modcaps=+sys_admin "--xattrmap=$map"
@@ -83,7 +90,9 @@ ref_run() {
 
 # The reference column is the virtiofsd users of the stack run: QEMU's C virtiofsd on stable, the
 # Rust virtiofsd on current; both with the same map and capabilities.
-if stack_rust_reference; then
+if [[ -n "${FERRYFS_SHARE_ROOT:-}" ]]; then
+    sem_say "no reference column: this run is about ferryfsd on $FERRYFS_SHARE_ROOT"
+elif stack_rust_reference; then
     prepare "$sem_tmp/virtiofsd-rs"
     ref_run virtiofsd-rs "$stack_virtiofsd_rs" --socket-path="$sem_tmp/virtiofsd-rs.sock" --shared-dir="$sem_tmp/virtiofsd-rs" \
         --xattr --posix-acl --security-label --modcaps=+sys_admin --xattrmap="$map"
