@@ -4,12 +4,22 @@
 # record must be on the host; no record may be torn (each 64 KiB block is the full pattern or
 # absent/zero); and the WRITEs the daemon counts at exit are exactly the whole records on the host,
 # so a request it had popped when the signal came was carried out, not dropped halfway.
+# Env: FERRYFS_SHARE_ROOT=DIR puts the share in a fresh subdirectory of DIR (e.g. a GlusterFS mount);
+#      FERRYFS_SHARE_VIEW=DIR2, DIR seen another way (the volume's other mount): the host reads the
+#      records there (tests/dfs/gluster-semantics-test.sh). Socket and binaries stay in /tmp.
 set -euo pipefail
 # It tests ferryfsd, not the guest's kernel: it runs on the current stack (QEMU 10, Linux 6.12),
 # or on stable where that stack cannot be had or FERRYFS_STACK says so (tests/e2e/stack-lib.sh).
 source "$(dirname "${BASH_SOURCE[0]}")/../e2e/stack-lib.sh" && stack_default_current "$0" "$@"
 name=sigterm-drain
 source "$(dirname "${BASH_SOURCE[0]}")/../e2e/guest-lib.sh"
+
+if [[ -n "${FERRYFS_SHARE_ROOT:-}" ]]; then
+    share="$(mktemp -d "$FERRYFS_SHARE_ROOT/sigterm-drain.XXXXXX")"
+    cleanup_cmds+=('[[ ${FERRYFS_E2E_KEEP:-0} == 1 ]] || rm -rf "$share"')
+fi
+view="$share"
+[[ -z "${FERRYFS_SHARE_VIEW:-}" ]] || view="$FERRYFS_SHARE_VIEW/${share#"$FERRYFS_SHARE_ROOT"/}"
 
 writers=4
 writer="yes ferryfs | head -c 65536 >/tmp/rec; w() { i=0; while dd if=/tmp/rec of=/mnt/data\$1 bs=65536 seek=\$i count=1 conv=notrunc 2>/dev/null; do echo ACK \$1 \$i; i=\$((i+1)); done; }; echo WRITING; for k in $(seq -s ' ' 0 $((writers - 1))); do w \$k & done; wait; echo WRITERS-STOPPED"
@@ -30,7 +40,7 @@ for ((k = 0; k < writers; k++)); do
     # The last acknowledged record of writer k (console lines of parallel writers may interleave).
     acked=$(tr -d '\r' <"$tmp/console-w.log" | grep -aoE "ACK $k [0-9]+" | cut -d' ' -f3 | sort -n | tail -1)
     [[ -n "$acked" ]] || fail "writer $k: no ACK on the console"
-    f="$share/data$k"
+    f="$view/data$k"
     size=$(stat -c %s "$f")
     blocks=$(((size + 65535) / 65536))
     ((blocks >= acked + 1)) || fail "writer $k: host file has $blocks records, guest saw $((acked + 1)) acknowledged"
