@@ -20,6 +20,9 @@
 #                         $gluster_a and $gluster_b with $FERRYFS_GLUSTER_MOUNT_OPTS
 #   gluster_stop          tears it all down (idempotent)
 #   gluster_addr          10.255.255.1, the only address gluster uses (private range, this ns only)
+#   gluster_guest_prepare the guest stack for a test on the volume: current (QEMU 10, Linux 6.12)
+#                         when scripts/stack.sh can have it, else stable; made ready here, outside
+#                         the namespace (which has no network), then guest_prepare (tests/lib/guest.sh)
 
 gluster_addr=10.255.255.1
 gluster_vol=ferryfs
@@ -39,6 +42,14 @@ gluster_need() {
 
 gl_enter=()
 gl_ns() { "${gl_enter[@]}" "$@"; }
+
+gluster_guest_prepare() {
+    if stack_prepare current >/dev/null 2>&1; then
+        FERRYFS_GUEST_DIR="$(stack_guest_dir current)"
+        export FERRYFS_STACK=current FERRYFS_GUEST_DIR
+    fi
+    guest_prepare
+}
 
 gluster_start() {
     gluster_vol=${1:-ferryfs}

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# make check (suite dfs): ferryfsd's locks, xattrs and ACLs (tests/semantics/locks-test.sh, xattr-test.sh) and a fault (SIGTERM mid-write, tests/faults/sigterm-drain-test.sh) with the share on a GlusterFS mount, each difference from a local share explained in gluster-semantics-known-differences.
+#
+# Usage: gluster-semantics-test.sh    Env: FERRYFSD, FERRYFS_E2E_KEEP=1
+#        FERRYFS_GLUSTER_MOUNT_OPTS=acl  mount.glusterfs options for both mounts (default acl: without
+#                                  it the gluster client refuses POSIX ACLs, see below)
+#        FERRYFS_GLUSTER_PARTS="locks xattr fault"  which parts run (a listed difference of a part
+#                                  left out is not judged)
+# Parts: locks and xattr run inside the test's gluster namespace with FERRYFS_SHARE_ROOT on mount A
+#        (ferryfsd only, no reference column); their checks are collected as PART:CHECK PASS|FAIL.
+#        A failing check must match a glob of gluster-semantics-known-differences, whose PROBE column
+#        names the host-probe.py operation that gets the same error from the host's own call on
+#        mount A (the oracle for "the file system's own error"); a listed check that passes fails the
+#        test, as does any guest or daemon exit other than 0 (never a crash). The fault part runs
+#        sigterm-drain with the share on mount A and its host checks reading mount B
+#        (FERRYFS_SHARE_VIEW): ferryfsd exits 0 on SIGTERM mid-write, every record the guest saw
+#        written is on the volume, none torn. Last, a third mount without -o acl: the host's own
+#        ACL call there fails (why the test mounts with acl).
+# Exit:  0 pass; 1 fail; 77 not root, glusterfs packages or acl tools missing, or no guest image.
+# Time:  ~5 s gluster, three guest boots (~20-40 s each under TCG).
+set -euo pipefail
+source "$(dirname "$0")/../lib/guest.sh"
+source "$lib_dir/gluster.sh"
+gluster_need
+need_cmd getfacl setfattr
+need_built "$ferryfsd"
+gluster_guest_prepare
+export FERRYFSD="$ferryfsd" FERRYFS_GLUSTER_MOUNT_OPTS="${FERRYFS_GLUSTER_MOUNT_OPTS-acl}"
+known="$here/gluster-semantics-known-differences"
+read -r -a parts <<<"${FERRYFS_GLUSTER_PARTS:-locks xattr fault}"
+make_tmp
+: >"$tmp/results"
+say "stack $guest_stack, guest $guest_dir"
+gluster_start
+a=$gluster_a b=$gluster_b
+
+# results PART OUT: PART:CHECK<TAB>PASS|FAIL reason for each check ferryfsd's run printed in OUT
+# (guest CHECK lines, a check the test wanted and did not see, the host's HOST lines and
+# host-locker's probe and wait, the guest's and daemons' exit statuses: PART:guest_rc,
+# PART:daemon_rc, PART:run).
+results() {
+    sed -nE -e "s/^  ferryfsd: CHECK ([^ ]+) (PASS|FAIL) ?(.*)/$1:\\1\\t\\2 \\3/p" \
+        -e "s/^  ferryfsd: ([a-z]+_rc)=0\$/$1:\\1\\tPASS /p" \
+        -e "s/^  ferryfsd: ([a-z]+_rc)=(.*)/$1:\\1\\tFAIL exit \\2/p" \
+        -e "s/^HOST ([^ ]+) (PASS|FAIL) ?(.*)/$1:host:\\1\\t\\2 \\3/p" \
+        -e "s/^[a-z-]+: FAIL: guest run exited (.*)/$1:guest_rc\\tFAIL exit \\1/p" \
+        -e "s/^  ferryfsd: wait failed: (.*)/$1:host:wait\\tFAIL \\1/p" \
+        -e "s/^[a-z-]+: FAIL: ferryfsd: missing 'CHECK ([^ ]+) PASS'/$1:\\1\\tFAIL missing/p" \
+        -e "s/^[a-z-]+: FAIL: ([^ :]+): missing\$/$1:\\1\\tFAIL missing/p" \
+        -e "s/^[a-z-]+: FAIL: (daemon [0-9]+ exited|daemon [0-9]+ still running)(.*)/$1:run\\tFAIL \\1\\2/p" "$2"
+    # host-locker's probe of the guest's locks: one line of NAME=1 (as on a local file system) or 0.
+    grep -a '^  ferryfsd: setlk-blocked=' "$2" | tr ' ' '\n' |
+        sed -nE -e "s/^([a-z-]+)=1\$/$1:host:\\1\\tPASS /p" -e "s/^([a-z-]+)=0\$/$1:host:\\1\\tFAIL 0/p" || true
+}
+
+# on_volume_start PART / on_volume_check PART SCRIPT: SCRIPT's share went in a subdirectory of
+# $a/PART and was removed at its end (unless FERRYFS_E2E_KEEP), seen through mount B: PART's
+# modification time, set to 1 before, moved (so the run really was on the volume), and it is empty.
+on_volume_start() {
+    gl_ns mkdir -p "$a/$1"
+    gl_ns touch -d @1 "$a/$1"
+}
+on_volume_check() {
+    local m
+    m="$(gl_ns stat -c %Y "$b/$1")"
+    ((m > 1)) || fail "$1: $2 made nothing in $a/$1 (its share was not on the volume)"
+    [[ "${FERRYFS_E2E_KEEP:-0}" == 1 || -z "$(gl_ns find "$b/$1" -mindepth 1 -maxdepth 1)" ]] ||
+        fail "$1: $2 left its share on the volume"
+}
+
+# semantics PART SCRIPT MIN: runs SCRIPT in the namespace with the share on mount A; adds its
+# results; it must print at least MIN checks, and a non-zero exit must show in a failing one.
+semantics() {
+    local rc=0 n t0=$SECONDS
+    on_volume_start "$1"
+    gl_ns env FERRYFS_SHARE_ROOT="$a/$1" "$repo/tests/semantics/$2" >"$tmp/$1.out" 2>&1 || rc=$?
+    say "$1 on gluster: exit $rc in $((SECONDS - t0)) s"
+    ((rc != 77)) || die "$2 skipped: $(tail -3 "$tmp/$1.out")"
+    results "$1" "$tmp/$1.out" | tee -a "$tmp/results" | sed 's/^/    /'
+    n=$(grep -c "^$1:" "$tmp/results" || true)
+    ((n >= $3)) || fail "$1: $n checks printed, want at least $3: $(tail -5 "$tmp/$1.out")"
+    if ((rc != 0)) && ! grep -q "^$1:[^"$'\t'"]*"$'\t'"FAIL" "$tmp/results"; then
+        fail "$1: $2 exited $rc without a failing check: $(tail -5 "$tmp/$1.out")"
+    fi
+    on_volume_check "$1" "$2"
+}
+
+# listed CHECK: the line of the known-differences list whose glob matches CHECK (glob TAB probe TAB why).
+listed() {
+    local glob probe
+    while IFS=$'\t' read -r glob probe _; do
+        [[ -z "$glob" || "$glob" == \#* ]] && continue
+        # shellcheck disable=SC2053
+        [[ "$1" == $glob ]] && { echo "$probe"; return 0; }
+    done <"$known"
+    return 1
+}
+
+# own CHECK PROBE: the host's own call (host-probe.py PROBE on mount A) fails, and CHECK's FAIL
+# reason carries that error (its name or its strerror text, as the guest programs print it).
+own() {
+    local got want text
+    got="$(grep "^$1"$'\t' "$tmp/results" | cut -f2 | head -1)"
+    gl_ns mkdir -p "$a/probe-$2"
+    want="$(gl_ns python3 "$here/host-probe.py" "$2" "$a/probe-$2" </dev/null)"
+    text="$(python3 -c 'import errno, os, sys; print(os.strerror(getattr(errno, sys.argv[1], 0)) if hasattr(errno, sys.argv[1]) else "")' "$want")"
+    if [[ "$want" != ok && ( "$got" == FAIL*"$want"* || ( -n "$text" && "$got" == FAIL*"$text"* ) ) ]]; then
+        pass "$1: the guest got what the host's gluster mount answers ($want)"
+    else
+        fail "$1: the guest got '$got', the host's mount answers $2 with '$want'"
+    fi
+}
+
+ran() { [[ " ${parts[*]} " == *" $1 "* ]]; }
+# failed GLOB: some check matching GLOB failed.
+failed() {
+    local c r
+    while IFS=$'\t' read -r c r; do
+        # shellcheck disable=SC2053
+        [[ "$c" == $1 && "$r" == FAIL* ]] && return 0
+    done <"$tmp/results"
+    return 1
+}
+ran locks && semantics locks locks-test.sh 12
+ran xattr && semantics xattr xattr-test.sh 25
+
+# ---- the list: every failing check listed and explained, every listed one still failing ----
+nfail=0 nknown=0
+while IFS=$'\t' read -r check result; do
+    [[ "$result" == FAIL* ]] || continue
+    nfail=$((nfail + 1))
+    if [[ "$check" == *:run || "$check" == *:daemon_rc ]]; then
+        fail "$check: $result (ferryfsd must exit 0: a crash or a hang is never gluster's own)"
+    elif [[ "$check" == *:guest_rc ]]; then
+        # The guest program exits 1 when one of its checks failed (judged on their own lines);
+        # anything else (no mount, no end, a timeout) is not an answer of the file system's.
+        [[ "$result" == "FAIL exit 1" ]] && awk -F'\t' -v c="$check" -v p="${check%%:*}:" \
+            'index($1, p) == 1 && $1 != c && $2 ~ /^FAIL/ { f = 1 } END { exit !f }' "$tmp/results" ||
+            fail "$check: $result (the guest did not finish its checks)"
+    elif probe="$(listed "$check")"; then
+        nknown=$((nknown + 1))
+        [[ "$probe" == - ]] || own "$check" "$probe"
+    else
+        fail "$check differs on gluster and is not in $(basename "$known"): $result"
+    fi
+done <"$tmp/results"
+while IFS=$'\t' read -r glob _; do
+    [[ -z "$glob" || "$glob" == \#* ]] && continue
+    ran "${glob%%:*}" || continue
+    failed "$glob" ||
+        fail "$glob is listed in $(basename "$known") but did not fail: $(grep "^${glob%%\**}" "$tmp/results" | head -1 || echo absent)"
+done <"$known"
+say "ferryfsd on gluster: $nfail failing checks, $nknown of them listed as gluster's own"
+
+# ---- fault: SIGTERM mid-write, share on mount A, the records read through mount B ----
+if ran fault; then
+    on_volume_start fault
+    t0=$SECONDS rc=0
+    gl_ns env FERRYFS_SHARE_ROOT="$a/fault" FERRYFS_SHARE_VIEW="$b/fault" \
+        "$repo/tests/faults/sigterm-drain-test.sh" >"$tmp/fault.out" 2>&1 || rc=$?
+    grep '^sigterm-drain: ' "$tmp/fault.out" | tail -3 | sed 's/^/    /'
+    if ((rc == 0)) && grep -q '^sigterm-drain: PASS' "$tmp/fault.out"; then
+        pass "fault: SIGTERM mid-write on mount A, ferryfsd exited 0, the records read through mount B ($((SECONDS - t0)) s)"
+    else
+        fail "fault: sigterm-drain exited $rc: $(tail -5 "$tmp/fault.out")"
+    fi
+    on_volume_check fault sigterm-drain
+fi
+
+# ---- why -o acl: without it the host's own ACL call on the gluster mount fails ----
+gluster_mount "$tmp/gluster/noacl" ""
+gl_ns mkdir -p "$tmp/gluster/noacl/probe-noacl"
+noacl="$(gl_ns python3 "$here/host-probe.py" acl-set "$tmp/gluster/noacl/probe-noacl")"
+if [[ "$noacl" != ok ]]; then
+    pass "a mount without -o acl refuses an access ACL: $noacl (docs/distributed.md)"
+else
+    fail "a mount without -o acl took an access ACL: docs/distributed.md says it does not"
+fi
+finish
