@@ -20,11 +20,32 @@ mkdir -p "$share/tree"
 for i in $(seq 1 50); do echo "$i" >"$share/tree/f$i"; done
 start_daemon --log-level=info
 start=$(date +%s)
-start_guest loop reboot-loop "$boots" --allow-reboot --timeout $((boots * 120)) --watch-pid "$daemon_pid"
+# An HMP monitor beside the console, for the one case below where the test resets the guest.
+start_guest loop reboot-loop "$boots" --allow-reboot --timeout $((boots * 120)) --watch-pid "$daemon_pid" \
+    -- -monitor "unix:$tmp/monitor-loop.sock,server=on,wait=off"
+
+# A reboot under TCG has been seen to stall in the firmware (the console's last line SeaBIOS's or
+# iPXE's, no kernel started) for over 300 s, twice in many runs, on 6.1 guests. The daemon plays
+# no part before the guest's kernel runs, so such a stall is met with one system_reset (to the
+# daemon, one more reboot); a stall anywhere else fails the test as before.
+wait_boot() { # N
+    local f="$tmp/console-loop.log" t last
+    for ((t = 0; t < 1500; t++)); do
+        tr -d '\r' <"$f" 2>/dev/null | grep -aqE "REBOOT-LOOP boot=$1 (ready|FAIL)" && return 0
+        sleep 0.1
+    done
+    last="$(tr -d '\r' <"$f" 2>/dev/null | grep -a . | tail -1)"
+    if [[ "$last" =~ iPXE|SeaBIOS|Booting\ from ]]; then
+        say "boot $1: the firmware stalled ('$last'): system_reset"
+        python3 -c 'import socket,sys,time; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(0.5); s.sendall(b"system_reset\n"); time.sleep(0.5)' \
+            "$tmp/monitor-loop.sock" || fail "boot $1: no monitor to reset the stalled firmware"
+    fi
+    wait_console loop "REBOOT-LOOP boot=$1 (ready|FAIL)" 300
+}
 
 declare -A fds anon
 for n in $(seq 1 "$boots"); do
-    wait_console loop "REBOOT-LOOP boot=$n (ready|FAIL)" 300
+    wait_boot "$n"
     tr -d '\r' <"$tmp/console-loop.log" | grep -aq "REBOOT-LOOP boot=$n FAIL" &&
         fail "$(tr -d '\r' <"$tmp/console-loop.log" | grep -a "REBOOT-LOOP boot=$n FAIL")"
     # The sandbox's serving child, not the relay that started it: it holds the rings and tables.

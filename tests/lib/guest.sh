@@ -29,10 +29,12 @@ guest_kill_all() {
 # in the background; its QEMU pid lands in $tmp/qemu-TAG.pid, its console in
 # $tmp/console-TAG.log, its run-guest.sh pid in guest_pids.
 start_guest() {
-    local tag=$1 cmd=$2 args=$3
+    local tag=$1 cmd=$2 args=$3 a sep=(--)
     shift 3
+    # QEMU arguments of the caller's own (after its "--") come before the pid file's.
+    for a in "$@"; do [[ $a == -- ]] && sep=(); done
     "$run_guest" --guest "$guest_dir" --sock "$sock" --cmd "$cmd" --args "$args" --quiet \
-        --mem 512M --log "$tmp/console-$tag.log" "$@" -- -pidfile "$tmp/qemu-$tag.pid" \
+        --mem 512M --log "$tmp/console-$tag.log" "$@" "${sep[@]}" -pidfile "$tmp/qemu-$tag.pid" \
         >"$tmp/run-guest-$tag.out" 2>&1 &
     guest_pids+=($!)
 }
