@@ -19,11 +19,7 @@ source "$(dirname "$0")/../lib/guest.sh"
 source "$lib_dir/gluster.sh"
 gluster_need
 need_built "$ferryfsd"
-if stack_prepare current >/dev/null 2>&1; then
-    FERRYFS_GUEST_DIR="$(stack_guest_dir current)"
-    export FERRYFS_STACK=current FERRYFS_GUEST_DIR
-fi
-guest_prepare
+gluster_guest_prepare
 known="$here/gluster-known-differences"
 read -r -a columns <<<"${FERRYFS_GLUSTER_DAEMONS:-ferryfsd virtiofsd-rs}"
 make_tmp
