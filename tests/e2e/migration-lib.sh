@@ -138,18 +138,9 @@ wait_file() {
     return 1
 }
 
-# d_server PID: the process that serves for the daemon started as PID, its innermost child: the
-# sandboxes fork, the parents only wait (ferryfsd once as root, twice as an ordinary user: user
-# namespace, then the rest; the Rust virtiofsd once).
-d_server() {
-    local p=$1 c
-    while c=$(cat "/proc/$p/task/$p/children" 2>/dev/null) && [[ -n ${c// /} ]]; do p=${c%% *}; done
-    echo "$p"
-}
-
-# metrics PID: "fds rss_kb" of the process that serves for a daemon (d_server).
+# metrics PID: "fds rss_kb" of the process that serves for a daemon (serving_pid, tests/lib/procs.sh).
 metrics() {
     local p
-    p=$(d_server "$1")
+    p=$(serving_pid "$1")
     echo "$(ls "/proc/$p/fd" 2>/dev/null | wc -l) $(awk '$1 == "VmRSS:" {print $2}' "/proc/$p/status" 2>/dev/null)"
 }

@@ -53,6 +53,7 @@ mig_daemon=${MIGRATION_DAEMON:-ferryfsd}
 name="migration-test[$mig_daemon]"
 source "$(dirname "$0")/../lib/common.sh"
 source "$repo/tests/e2e/stack-lib.sh"
+source "$repo/tests/lib/procs.sh"
 
 # With FERRYFS_STACK unset, re-executed with FERRYFS_STACK=current and that stack's guest dir.
 stack_default_current "$0" "$@"
@@ -188,7 +189,7 @@ m0=$(metrics "${dpid[1]}")
 # Under the knob the daemon runs in the default sandbox: the serving process is the user's, in a
 # user namespace of its own, under the seccomp filter.
 if unpriv_active; then
-    sp=$(d_server "${dpid[1]}")
+    sp=$(serving_pid "${dpid[1]}")
     sb=$(awk '$1 == "NoNewPrivs:" || $1 == "Seccomp:" { printf "%s%s ", $1, $2 }' "/proc/$sp/status")
     if unpriv_runs_as_user "$sp" && [[ $sb == "NoNewPrivs:1 Seccomp:2 " &&
         $(readlink "/proc/$sp/ns/user") != "$(readlink /proc/1/ns/user)" ]]; then

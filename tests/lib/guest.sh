@@ -2,6 +2,7 @@
 # Builds on common.sh (paths, skip, temp dir, daemon) and tests/e2e/stack-lib.sh (which QEMU and guest). Nothing runs at source time.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 source "$repo/tests/e2e/stack-lib.sh"
+source "$lib_dir/procs.sh"
 run_guest="$repo/tests/e2e/run-guest.sh"
 guest_timeout="${FERRYFS_E2E_TIMEOUT:-240}"
 guest_pids=()
@@ -57,19 +58,6 @@ wait_gone() {
     ! kill -0 "$1" 2>/dev/null
 }
 
-fd_count() { ls "/proc/$1/fd" | wc -l; }
-# serving_pid PID: the process that serves for the daemon started as PID. Under the namespace
-# sandbox PID is the relay that stays outside and its child does the work (and holds the
-# fds and memory worth watching); without a sandbox it is PID itself.
-serving_pid() {
-    local p=$1 kids
-    while kids=$(cat "/proc/$p/task/$p/children" 2>/dev/null) && [[ -n ${kids// /} ]]; do
-        p=${kids%% *}
-    done
-    echo "$p"
-}
-# status_kb PID FIELD: a /proc/PID/status size in kB (VmRSS, RssAnon, RssShmem).
-status_kb() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
 
 # boot_demo_and_check SOCK DAEMON_PID LABEL: boots the guest with the demo
 # command against SOCK (a daemon serving $share, which holds welcome.txt),
