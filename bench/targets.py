@@ -1,0 +1,106 @@
+# bench/targets.py: judges a bench/compare run's medians against a targets file; one markdown row per target.
+"""Usage: python3 bench/targets.py OUT TARGETS [BASE]   (OUT: a bench/compare --out directory)
+       python3 bench/targets.py --workloads TARGETS   (the workload specs TARGETS names, in order)
+
+A targets file has one target per line, blank lines and # comments aside:
+    WORKLOAD  METRIC  TEST  AGAINST
+WORKLOAD is a bench/compare workload spec (read:bs=1M), METRIC one of ops/s, MiB/s, p50, p99, cpu
+(daemon CPU per op), TEST >=X or <=X on the ratio BASE / AGAINST, and AGAINST either "anchor" (the
+better by ops/s of the virtiofsd-* daemons that ran that workload: what a user could pick instead)
+or "host" (bench/compare's host column: the host's own calls, the bound). The table shows every
+daemon's median beside the ratio, so a target's verdict can be checked by hand; a target whose
+figures are missing (a daemon left out, every round failed) is "not run", never "met"."""
+import csv
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from medians import Medians  # noqa: E402
+
+METRICS = {"ops/s": "ops_per_sec", "MiB/s": "mib_per_sec", "p50": "lat_p50_us",
+           "p99": "lat_p99_us", "cpu": "daemon_cpu_us_per_op"}
+
+
+def read_targets(path):
+    targets = []
+    for n, line in enumerate(open(path), 1):
+        line = line.split("#", 1)[0].split()
+        if not line:
+            continue
+        if len(line) != 4 or line[1] not in METRICS or line[2][:2] not in (">=", "<=") \
+                or line[3] not in ("anchor", "host"):
+            sys.exit(f"bench/targets.py: {path}:{n}: want WORKLOAD METRIC >=X|<=X anchor|host")
+        try:
+            limit = float(line[2][2:])
+        except ValueError:
+            sys.exit(f"bench/targets.py: {path}:{n}: {line[2]} is not >= or <= a number")
+        targets.append((line[0], line[1], line[2][:2], limit, line[3]))
+    if not targets:
+        sys.exit(f"bench/targets.py: {path} names no target")
+    return targets
+
+
+def fmt(x, metric):
+    if x is None:
+        return "-"
+    if metric in ("ops/s", "MiB/s"):
+        return f"{x / 1000:.1f}k" if x >= 10000 else f"{x:.0f}"
+    return f"{x:.1f} us" if metric in ("p50", "p99") else f"{x:.2f} us"
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--workloads":
+        seen = []
+        for t in read_targets(sys.argv[2]):
+            if t[0] not in seen:
+                seen.append(t[0])
+        print(" ".join(seen))
+        return
+    if len(sys.argv) not in (3, 4):
+        sys.exit(__doc__)
+    out, targets = sys.argv[1], read_targets(sys.argv[2])
+    base = sys.argv[3] if len(sys.argv) == 4 else "ferryfsd"
+    med, daemons = Medians(), []
+    for r in csv.DictReader(open(os.path.join(out, "runs.csv"))):
+        if r["daemon"] not in daemons:
+            daemons.append(r["daemon"])
+        if r["status"] == "ok":
+            for key in METRICS.values():
+                med.add((r["workload"], r["daemon"], key), r[key])
+    anchors = [d for d in daemons if d.startswith("virtiofsd")]
+    host = next((d for d in daemons if d in ("host", "host-pread")), None)
+    shown = [base] + anchors + ([host] if host else [])
+    lines = ["| target | " + " | ".join(shown) + f" | {base} / it | verdict |",
+             "|---" * (len(shown) + 3) + "|"]
+    met = 0
+    for wl, metric, op, limit, against in targets:
+        key = METRICS[metric]
+        if against == "anchor":
+            other = max((d for d in anchors if med.median((wl, d, "ops_per_sec")) is not None),
+                        key=lambda d: med.median((wl, d, "ops_per_sec")), default=None)
+        else:
+            other = host
+        mine = med.median((wl, base, key))
+        theirs = med.median((wl, other, key)) if other else None
+        ratio = mine / theirs if mine is not None and theirs else None
+        if ratio is None:
+            verdict = "not run"
+        elif (ratio >= limit) if op == ">=" else (ratio <= limit):
+            verdict, met = "met", met + 1
+        else:
+            verdict = "not met"
+        cells = [fmt(med.median((wl, d, key)), metric) for d in shown]
+        name = f"{wl} {metric} {op} {limit:g}x {against if against == 'host' else 'the better anchor'}"
+        lines.append(f"| {name} | " + " | ".join(cells) +
+                     f" | {'-' if ratio is None else f'{ratio:.2f}'} ({other or '-'}) | {verdict} |")
+    lines.append("")
+    lines.append(f"{met} of {len(targets)} targets met ({base} against the better virtiofsd per "
+                 "workload, or the host's own calls; medians of the run's rounds)")
+    text = "\n".join(lines)
+    print(text)
+    with open(os.path.join(out, "targets.md"), "w") as fh:
+        fh.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
