@@ -1,6 +1,8 @@
 # bench/targets.py: judges a bench/compare run's medians against a targets file; one markdown row per target.
 """Usage: python3 bench/targets.py OUT TARGETS [BASE]   (OUT: a bench/compare --out directory)
        python3 bench/targets.py --workloads TARGETS   (the workload specs TARGETS names, in order)
+       python3 bench/targets.py --matrix OUT BASE [MULTI_RATIO MULTI_AGAINST]
+                                (OUT: a bench/guest-matrix --out directory)
 
 A targets file has one target per line, blank lines and # comments aside:
     WORKLOAD  METRIC  TEST  AGAINST
@@ -9,7 +11,12 @@ WORKLOAD is a bench/compare workload spec (read:bs=1M), METRIC one of ops/s, MiB
 better by ops/s of the virtiofsd-* daemons that ran that workload: what a user could pick instead)
 or "host" (bench/compare's host column: the host's own calls, the bound). The table shows every
 daemon's median beside the ratio, so a target's verdict can be checked by hand; a target whose
-figures are missing (a daemon left out, every round failed) is "not run", never "met"."""
+figures are missing (a daemon left out, every round failed) is "not run", never "met".
+
+--matrix: the guest matrix's target, per cache mode and cell: BASE's median IOPS is not below any
+other daemon's of the same cache mode (9p's "auto" is whatever --9p-auto ran), and in the two-job
+cells (-multi) at least MULTI_RATIO times MULTI_AGAINST's (e.g. 1.3 virtiofsd-rs); written to
+matrix-targets.md."""
 import csv
 import os
 import sys
@@ -48,7 +55,54 @@ def fmt(x, metric):
     return f"{x:.1f} us" if metric in ("p50", "p99") else f"{x:.2f} us"
 
 
+def matrix(out, base, multi_ratio, multi_against):
+    med, names = Medians(), {}
+    for r in csv.DictReader(open(os.path.join(out, "cells.csv"))):
+        cache = "none" if r["cache"] == "none" else "auto"
+        names.setdefault(cache, [])
+        if r["daemon"] not in names[cache]:
+            names[cache].append(r["daemon"])
+        if r["status"] == "ok":
+            med.add((cache, r["daemon"], r["workload"]), r["iops"])
+    lines, met, total = [], 0, 0
+    for cache, daemons in names.items():
+        others = [d for d in daemons if d != base]
+        cells = sorted({k[2] for k in med.samples if k[0] == cache},
+                       key=lambda c: (c.replace("-multi", ""), c.endswith("-multi")))
+        lines += [f"cache {cache}: IOPS, medians of the boots; {base} / the best other; "
+                  + (f"two-job cells also / {multi_against} >= {multi_ratio:g}" if multi_against else ""), "",
+                  "| cell | " + " | ".join([base] + others) + " | / best other | verdict |",
+                  "|---" * (len(others) + 4) + "|"]
+        for c in cells:
+            mine = med.median((cache, base, c))
+            figs = {d: med.median((cache, d, c)) for d in others}
+            best = max((d for d in others if figs[d] is not None), key=lambda d: figs[d], default=None)
+            ratio = mine / figs[best] if mine is not None and best and figs[best] else None
+            ok = ratio is not None and ratio >= 1
+            note = f"{'-' if ratio is None else f'{ratio:.2f}'} ({best or '-'})"
+            if c.endswith("-multi") and multi_against:
+                theirs = figs.get(multi_against)
+                r2 = mine / theirs if mine is not None and theirs else None
+                ok = ok and r2 is not None and r2 >= multi_ratio
+                note += f", / {multi_against} {'-' if r2 is None else f'{r2:.2f}'}"
+            total += 1
+            met += ok
+            verdict = "not run" if ratio is None else ("met" if ok else "not met")
+            cells_txt = " | ".join(fmt(x, "ops/s") for x in [mine] + [figs[d] for d in others])
+            lines.append(f"| {c} | {cells_txt} | {note} | {verdict} |")
+        lines.append("")
+    lines.append(f"{met} of {total} cells met")
+    text = "\n".join(lines)
+    print(text)
+    with open(os.path.join(out, "matrix-targets.md"), "w") as fh:
+        fh.write(text + "\n")
+
+
 def main():
+    if len(sys.argv) in (4, 6) and sys.argv[1] == "--matrix":
+        matrix(sys.argv[2], sys.argv[3], float(sys.argv[4]) if len(sys.argv) == 6 else 0,
+               sys.argv[5] if len(sys.argv) == 6 else None)
+        return
     if len(sys.argv) == 3 and sys.argv[1] == "--workloads":
         seen = []
         for t in read_targets(sys.argv[2]):
