@@ -18,7 +18,7 @@
 #        ACL call there fails (why the test mounts with acl), and (with the xattr part) xattr-test
 #        with its share there gets the host's own error for an access and a default ACL (part noacl).
 # Exit:  0 pass; 1 fail; 77 not root, glusterfs packages or acl tools missing, or no guest image.
-# Time:  46 s in one run (four guest boots, 9-11 s each: the part noacl adds one); 28 to 40 s
+# Time:  46 and 123 s in two runs (the load; four guest boots: the part noacl adds one); 28 to 40 s
 #        in four runs before it.
 set -euo pipefail
 source "$(dirname "$0")/../lib/guest.sh"
