@@ -15,9 +15,11 @@
 #        sigterm-drain with the share on mount A and its host checks reading mount B
 #        (FERRYFS_SHARE_VIEW): ferryfsd exits 0 on SIGTERM mid-write, every record the guest saw
 #        written is on the volume, none torn. Last, a third mount without -o acl: the host's own
-#        ACL call there fails (why the test mounts with acl).
+#        ACL call there fails (why the test mounts with acl), and (with the xattr part) xattr-test
+#        with its share there gets the host's own error for an access and a default ACL (part noacl).
 # Exit:  0 pass; 1 fail; 77 not root, glusterfs packages or acl tools missing, or no guest image.
-# Time:  28 to 40 s in four runs: 2-3 s gluster, three guest boots (7-13 s each here).
+# Time:  46 and 123 s in two runs (the load; four guest boots: the part noacl adds one); 28 to 40 s
+#        in four runs before it.
 set -euo pipefail
 source "$(dirname "$0")/../lib/guest.sh"
 source "$lib_dir/gluster.sh"
@@ -96,13 +98,14 @@ listed() {
     return 1
 }
 
-# own CHECK PROBE: the host's own call (host-probe.py PROBE on mount A) fails, and CHECK's FAIL
-# reason carries that error (its name or its strerror text, as the guest programs print it).
+# own CHECK PROBE [MOUNT]: the host's own call (host-probe.py PROBE on MOUNT, default mount A)
+# fails, and CHECK's FAIL reason carries that error (its name or its strerror text, as the guest
+# programs print it).
 own() {
-    local got want text
+    local got want text m="${3:-$a}"
     got="$(grep "^$1"$'\t' "$tmp/results" | cut -f2 | head -1)"
-    gl_ns mkdir -p "$a/probe-$2"
-    want="$(gl_ns python3 "$here/host-probe.py" "$2" "$a/probe-$2" </dev/null)"
+    gl_ns mkdir -p "$m/probe-$2"
+    want="$(gl_ns python3 "$here/host-probe.py" "$2" "$m/probe-$2" </dev/null)"
     text="$(python3 -c 'import errno, os, sys; print(os.strerror(getattr(errno, sys.argv[1], 0)) if hasattr(errno, sys.argv[1]) else "")' "$want")"
     if [[ "$want" != ok && ( "$got" == FAIL*"$want"* || ( -n "$text" && "$got" == FAIL*"$text"* ) ) ]]; then
         pass "$1: the guest got what the host's gluster mount answers ($want)"
@@ -167,13 +170,32 @@ if ran fault; then
     on_volume_check fault sigterm-drain
 fi
 
-# ---- why -o acl: without it the host's own ACL call on the gluster mount fails ----
-gluster_mount "$tmp/gluster/noacl" ""
-gl_ns mkdir -p "$tmp/gluster/noacl/probe-noacl"
-noacl="$(gl_ns python3 "$here/host-probe.py" acl-set "$tmp/gluster/noacl/probe-noacl")"
-if [[ "$noacl" != ok ]]; then
-    pass "a mount without -o acl refuses an access ACL: $noacl (docs/distributed.md)"
+# ---- why -o acl: without it the host's own ACL call on the gluster mount fails, and the guest's
+# gets the same error from ferryfsd (xattr-test with its share on that mount; the part noacl) ----
+noacl="$tmp/gluster/noacl"
+gluster_mount "$noacl" ""
+gl_ns mkdir -p "$noacl/probe-noacl"
+answer="$(gl_ns python3 "$here/host-probe.py" acl-set "$noacl/probe-noacl")"
+if [[ "$answer" != ok ]]; then
+    pass "a mount without -o acl refuses an access ACL: $answer (docs/distributed.md)"
 else
     fail "a mount without -o acl took an access ACL: docs/distributed.md says it does not"
+fi
+if ran xattr; then
+    t0=$SECONDS rc=0
+    gl_ns mkdir -p "$noacl/noacl"
+    gl_ns env FERRYFS_SHARE_ROOT="$noacl/noacl" "$repo/tests/semantics/xattr-test.sh" >"$tmp/noacl.out" 2>&1 || rc=$?
+    say "xattr on the mount without -o acl: exit $rc in $((SECONDS - t0)) s"
+    ((rc != 77)) || die "xattr-test.sh skipped: $(tail -3 "$tmp/noacl.out")"
+    results noacl "$tmp/noacl.out" >>"$tmp/results"
+    grep -E '^noacl:(acl-set|acl-default-set|daemon_rc|run)'$'\t' "$tmp/results" | sed 's/^/    /' || true
+    own noacl:acl-set acl-set "$noacl"
+    own noacl:acl-default-set acl-default-set "$noacl"
+    # xattr-test says when a daemon exited non-zero or kept running (PART:run, as above).
+    if failed 'noacl:run' || failed 'noacl:daemon_rc'; then
+        fail "noacl: ferryfsd did not exit 0: $(grep -E '^noacl:(daemon_rc|run)' "$tmp/results" | tr '\n' ' ')"
+    else
+        pass "noacl: ferryfsd exited 0"
+    fi
 fi
 finish

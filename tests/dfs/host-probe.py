@@ -7,6 +7,11 @@ for "ferryfsd passes on the file system's own error". Prints an errno name, "ok"
   host-probe.py setxattr=NAME DIR           -> errno name or ok: setxattr(NAME, "v") on a new file
   host-probe.py acl-set DIR | acl-default-set DIR -> errno name or ok: a user:1000:r-- access ACL on a
                                                new file, or a default ACL on a new directory
+  host-probe.py held-replace A_PATH B_PATH [fstat] -> tries: A_PATH (on mount A) is opened and held,
+                                               B_PATH (the same file through mount B) removed and
+                                               written anew, then A_PATH stat'ed every 0.1 s (and
+                                               the held fd fstat'ed first, with fstat) until its
+                                               inode changes: "N" tries, or "old" after 300
   host-probe.py flock DIR | ofd-lock DIR    -> errno name or ok: the second of two open files asks for
                                                the lock the first holds (LOCK_NB, F_OFD_SETLK):
                                                "ok" when it is refused with EWOULDBLOCK/EAGAIN as on a
@@ -18,6 +23,7 @@ import fcntl
 import os
 import struct
 import sys
+import time
 
 libc = ctypes.CDLL(None, use_errno=True)
 RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2
@@ -92,6 +98,35 @@ def acl_set(d, default):
         return errname(e.errno)
 
 
+def held_replace(pa, pb, fstat):
+    """The wait of a name for a file replaced through the other mount while this one holds it
+    (docs/distributed.md: gluster's md-cache, refreshed by an fstat of the held file)."""
+    with open(pa, "w") as f:
+        f.write("old\n")
+    fd = os.open(pa, os.O_RDONLY)
+    try:
+        os.read(fd, 16)
+        old = os.stat(pa).st_ino
+        os.unlink(pb)
+        with open(pb, "w") as f:
+            f.write("new\n")
+        for n in range(300):
+            if fstat:
+                try:
+                    os.fstat(fd)
+                except OSError:
+                    pass
+            try:
+                if os.stat(pa).st_ino != old:
+                    return str(n)
+            except OSError:
+                pass
+            time.sleep(0.1)
+        return "old"
+    finally:
+        os.close(fd)
+
+
 F_OFD_SETLK = 37
 
 
@@ -124,6 +159,9 @@ if __name__ == "__main__":
     ops.update({"acl-set": lambda d: acl_set(d, False), "acl-default-set": lambda d: acl_set(d, True),
                 "flock": lambda d: conflict(d, lambda fd: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)),
                 "ofd-lock": lambda d: conflict(d, ofd_lock)})
+    if len(sys.argv) in (4, 5) and sys.argv[1] == "held-replace" and sys.argv[4:] in ([], ["fstat"]):
+        print(held_replace(sys.argv[2], sys.argv[3], len(sys.argv) == 5))
+        sys.exit(0)
     if len(sys.argv) == 3 and sys.argv[1].startswith("setxattr="):
         print(setxattr(sys.argv[2], sys.argv[1][len("setxattr="):]))
         sys.exit(0)

@@ -12,11 +12,19 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-static void check(const char *name, int ok, const char *why)
+static void check_result(const char *name, int ok, const char *why)
 {
 	printf("CHECK %s %s%s%s\n", name, ok ? "PASS" : "FAIL", ok ? "" : " ", ok ? "" : why);
 	fflush(stdout);
 }
+
+/* The condition runs before the reason is read: a function's arguments have no order (gcc
+ * evaluates the last first), so a strerror(errno) argument named the previous call's error. */
+#define check(name, cond, why)                         \
+	do {                                           \
+		int ok_ = (cond);                      \
+		check_result((name), ok_, (why));      \
+	} while (0)
 
 /* A new file with the mode the umask (or a default ACL) leaves. */
 static int create_file(const char *path, mode_t mode)

@@ -502,6 +502,44 @@ static void test_acl_without_setxattr_ext(void)
 	CHECK_MSG(host_mode("old-acl") == 02640, "root keeps sgid (%o)", host_mode("old-acl"));
 }
 
+/*
+ * Where the host file system refuses an access ACL, the guest gets the
+ * host's own error, whoever sets it and whether the host or the guest
+ * judges sgid (GlusterFS without -o acl answers EOPNOTSUPP). A symlink
+ * stands for such a file system: the host refuses ACLs on it, and the
+ * /proc/self/fd path reaches the link itself. The oracle is the host's own
+ * call on the same link.
+ */
+static void check_acl_refused_as_host(const char *session, size_t in_size)
+{
+	const struct acl_entry_le acc[] = {
+		{ 0x01, 6, ~0u }, { 0x02, 4, 1000 }, { 0x04, 0, ~0u }, { 0x10, 4, ~0u },
+		{ 0x20, 0, ~0u },
+	};
+	static const uint32_t callers[] = { 0, 1000 };
+	uint8_t blob[64];
+	size_t len = acl_blob(blob, acc, 5);
+	struct fuse_entry_out e;
+	char path[128];
+	int want;
+
+	host_path(path, sizeof(path), "acl-link");
+	unlink(path);
+	CHECK_MSG(symlink("target", path) == 0, "host: acl-link");
+	want = lsetxattr(path, "system.posix_acl_access", blob, len, 0) < 0 ? errno : 0;
+	CHECK_MSG(want != 0, "the host refuses an access ACL on a symlink (the oracle)");
+	CHECK_MSG(send_req(FUSE_LOOKUP, FUSE_ROOT_ID, 0, NM("acl-link"), NULL, 0, NULL, 0) == 0,
+	          "%s: LOOKUP acl-link", session);
+	memcpy(&e, rep.arg, sizeof(e));
+	for (size_t i = 0; i < sizeof(callers) / sizeof(callers[0]); i++) {
+		int got = setxattr_req_ext(e.nodeid, callers[i], "system.posix_acl_access", blob,
+					   len, FUSE_SETXATTR_ACL_KILL_SGID, in_size);
+
+		CHECK_MSG(got == -want, "%s, uid %u: the access ACL got %d (%s), the host's own call %s",
+		          session, callers[i], got, strerror(-got), strerror(want));
+	}
+}
+
 int main(void)
 {
 	struct passthrough_opts pt_opts = { .cache = CACHE_AUTO, .timeout = -1, .xattr = true };
@@ -527,7 +565,9 @@ int main(void)
 		return 1;
 	}
 	test_session();
+	check_acl_refused_as_host("7.37, the guest judges sgid", sizeof(struct fuse_setxattr_in));
 	test_acl_without_setxattr_ext();
+	check_acl_refused_as_host("7.31, the host judges sgid", FUSE_COMPAT_SETXATTR_IN_SIZE);
 	pt_session_close(&ses);
 	return scratch_finish(scratch, failures);
 }
