@@ -16,7 +16,8 @@
 #        tests/lib/gluster.sh). Last, a third mount without -o acl: the host's own ACL call there
 #        fails (why the test mounts with acl).
 # Exit:  0 pass; 1 fail; 77 not root, glusterfs packages or acl tools missing, or no guest image.
-# Time:  28 to 40 s in four runs: 2-3 s gluster, three guest boots (7-13 s each here).
+# Time:  58 s in one run at load average ~5: the volume 6 s, two guests (14-15 s each); 28 to 40 s in
+#        four quieter runs before, when it also ran sigterm-drain (now gluster-faults-test.sh).
 set -euo pipefail
 source "$(dirname "$0")/../lib/guest.sh"
 source "$lib_dir/gluster.sh"
