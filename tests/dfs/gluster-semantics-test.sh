@@ -1,25 +1,24 @@
 #!/usr/bin/env bash
-# make check (suite dfs): ferryfsd's locks, xattrs and ACLs (tests/semantics/locks-test.sh, xattr-test.sh) and a fault (SIGTERM mid-write, tests/faults/sigterm-drain-test.sh) with the share on a GlusterFS mount, each difference from a local share explained in gluster-semantics-known-differences.
+# make check (suite dfs): ferryfsd's locks, xattrs and ACLs (tests/semantics/locks-test.sh, xattr-test.sh) with the share on a GlusterFS mount, each difference from a local share explained in gluster-semantics-known-differences (the fault tests: gluster-faults-test.sh).
 #
 # Usage: gluster-semantics-test.sh    Env: FERRYFSD, FERRYFS_E2E_KEEP=1
 #        FERRYFS_GLUSTER_MOUNT_OPTS=acl  mount.glusterfs options for both mounts (default acl: without
 #                                  it the gluster client refuses POSIX ACLs, see below)
-#        FERRYFS_GLUSTER_PARTS="locks xattr fault"  which parts run (a listed difference of a part
+#        FERRYFS_GLUSTER_PARTS="locks xattr"  which parts run (a listed difference of a part
 #                                  left out is not judged)
 # Parts: locks and xattr run inside the test's gluster namespace with FERRYFS_SHARE_ROOT on mount A
 #        (ferryfsd only, no reference column); their checks are collected as PART:CHECK PASS|FAIL.
 #        A failing check must match a glob of gluster-semantics-known-differences, whose PROBE column
 #        names the host-probe.py operation that gets the same error from the host's own call on
 #        mount A (the oracle for "the file system's own error"); a listed check that passes fails the
-#        test, as does any guest or daemon exit other than 0 (never a crash). The fault part runs
-#        sigterm-drain with the share on mount A and its host checks reading mount B
-#        (FERRYFS_SHARE_VIEW): ferryfsd exits 0 on SIGTERM mid-write, every record the guest saw
-#        written is on the volume, none torn. Last, a third mount without -o acl: the host's own
-#        ACL call there fails (why the test mounts with acl), and (with the xattr part) xattr-test
-#        with its share there gets the host's own error for an access and a default ACL (part noacl).
+#        test, as does any guest or daemon exit other than 0 (never a crash). Each part's share is
+#        made and removed on the volume, seen through mount B (on_volume_start/on_volume_check,
+#        tests/lib/gluster.sh). Last, a third mount without -o acl: the host's own ACL call there
+#        fails (why the test mounts with acl), and (with the xattr part) xattr-test with its share
+#        there gets the host's own error for an access and a default ACL (part noacl).
 # Exit:  0 pass; 1 fail; 77 not root, glusterfs packages or acl tools missing, or no guest image.
-# Time:  46 and 123 s in two runs (the load; four guest boots: the part noacl adds one); 28 to 40 s
-#        in four runs before it.
+# Time:  46 and 123 s in two runs (load; three guest boots, the part noacl one of them); the fault
+#        part that ran sigterm-drain here is gluster-faults-test.sh now.
 set -euo pipefail
 source "$(dirname "$0")/../lib/guest.sh"
 source "$lib_dir/gluster.sh"
@@ -29,7 +28,7 @@ need_built "$ferryfsd"
 gluster_guest_prepare
 export FERRYFSD="$ferryfsd" FERRYFS_GLUSTER_MOUNT_OPTS="${FERRYFS_GLUSTER_MOUNT_OPTS-acl}"
 known="$here/gluster-semantics-known-differences"
-read -r -a parts <<<"${FERRYFS_GLUSTER_PARTS:-locks xattr fault}"
+read -r -a parts <<<"${FERRYFS_GLUSTER_PARTS:-locks xattr}"
 make_tmp
 : >"$tmp/results"
 say "stack $guest_stack, guest $guest_dir"
@@ -53,21 +52,6 @@ results() {
     # host-locker's probe of the guest's locks: one line of NAME=1 (as on a local file system) or 0.
     grep -a '^  ferryfsd: setlk-blocked=' "$2" | tr ' ' '\n' |
         sed -nE -e "s/^([a-z-]+)=1\$/$1:host:\\1\\tPASS /p" -e "s/^([a-z-]+)=0\$/$1:host:\\1\\tFAIL 0/p" || true
-}
-
-# on_volume_start PART / on_volume_check PART SCRIPT: SCRIPT's share went in a subdirectory of
-# $a/PART and was removed at its end (unless FERRYFS_E2E_KEEP), seen through mount B: PART's
-# modification time, set to 1 before, moved (so the run really was on the volume), and it is empty.
-on_volume_start() {
-    gl_ns mkdir -p "$a/$1"
-    gl_ns touch -d @1 "$a/$1"
-}
-on_volume_check() {
-    local m
-    m="$(gl_ns stat -c %Y "$b/$1")"
-    ((m > 1)) || fail "$1: $2 made nothing in $a/$1 (its share was not on the volume)"
-    [[ "${FERRYFS_E2E_KEEP:-0}" == 1 || -z "$(gl_ns find "$b/$1" -mindepth 1 -maxdepth 1)" ]] ||
-        fail "$1: $2 left its share on the volume"
 }
 
 # semantics PART SCRIPT MIN: runs SCRIPT in the namespace with the share on mount A; adds its
@@ -154,21 +138,6 @@ while IFS=$'\t' read -r glob _; do
         fail "$glob is listed in $(basename "$known") but did not fail: $(grep "^${glob%%\**}" "$tmp/results" | head -1 || echo absent)"
 done <"$known"
 say "ferryfsd on gluster: $nfail failing checks, $nknown of them listed as gluster's own"
-
-# ---- fault: SIGTERM mid-write, share on mount A, the records read through mount B ----
-if ran fault; then
-    on_volume_start fault
-    t0=$SECONDS rc=0
-    gl_ns env FERRYFS_SHARE_ROOT="$a/fault" FERRYFS_SHARE_VIEW="$b/fault" \
-        "$repo/tests/faults/sigterm-drain-test.sh" >"$tmp/fault.out" 2>&1 || rc=$?
-    grep '^sigterm-drain: ' "$tmp/fault.out" | tail -3 | sed 's/^/    /'
-    if ((rc == 0)) && grep -q '^sigterm-drain: PASS' "$tmp/fault.out"; then
-        pass "fault: SIGTERM mid-write on mount A, ferryfsd exited 0, the records read through mount B ($((SECONDS - t0)) s)"
-    else
-        fail "fault: sigterm-drain exited $rc: $(tail -5 "$tmp/fault.out")"
-    fi
-    on_volume_check fault sigterm-drain
-fi
 
 # ---- why -o acl: without it the host's own ACL call on the gluster mount fails, and the guest's
 # gets the same error from ferryfsd (xattr-test with its share on that mount; the part noacl) ----

@@ -2,12 +2,16 @@
 # Fault test (make check): the frontend dies (kill -9 QEMU) while the guest writes. Without options
 # ferryfsd must exit with status 0 and leave no listener; with --keep-listening it must stay, give
 # the old guest's fds back, and serve a second QEMU that mounts and works.
+# Env: FERRYFS_SHARE_ROOT=DIR puts the share in a fresh subdirectory of DIR (e.g. a GlusterFS mount);
+#      FERRYFS_SHARE_VIEW=DIR2, DIR seen through the volume's other mount: the host looks for the
+#      guests' files there (share_from_env, tests/lib/guest.sh; tests/dfs/gluster-faults-test.sh).
 set -euo pipefail
 # It tests ferryfsd, not the guest's kernel: it runs on the current stack (QEMU 10, Linux 6.12),
 # or on stable where that stack cannot be had or FERRYFS_STACK says so (tests/e2e/stack-lib.sh).
 source "$(dirname "${BASH_SOURCE[0]}")/../e2e/stack-lib.sh" && stack_default_current "$0" "$@"
 name=disconnect
 source "$(dirname "${BASH_SOURCE[0]}")/../e2e/guest-lib.sh"
+share_from_env "$name"
 
 writer="echo WRITING; while :; do dd if=/dev/zero of=/mnt/big bs=64k count=64 2>/dev/null; done"
 
@@ -15,8 +19,8 @@ writer="echo WRITING; while :; do dd if=/dev/zero of=/mnt/big bs=64k count=64 2>
 kill_writer() {
     wait_console "$1" 'WRITING' 300
     local t=0
-    while [[ ! -s "$share/big" ]] && ((t < 600)); do sleep 0.1; t=$((t + 1)); done
-    [[ -s "$share/big" ]] || fail "guest $1 never wrote to the share"
+    while [[ ! -s "$view/big" ]] && ((t < 600)); do sleep 0.1; t=$((t + 1)); done
+    [[ -s "$view/big" ]] || fail "guest $1 never wrote to the share"
     sleep 1
     kill -KILL "$(cat "$tmp/qemu-$1.pid")"
 }
@@ -53,7 +57,7 @@ rc=0
 wait "${guest_pids[-1]}" || rc=$?
 ((rc == 0)) || fail "second guest: run-guest exit $rc: $(tr -d '\r' <"$tmp/console-second.log" | tail -5)"
 tr -d '\r' <"$tmp/console-second.log" | grep -aq '^from the host' || fail "second guest did not read the marker"
-[[ "$(cat "$share/second")" == second ]] || fail "second guest's file is not on the host"
+[[ "$(cat "$view/second")" == second ]] || fail "second guest's file is not on the host"
 grep -q 'waiting for the next one' "$tmp/daemon.log" || fail "no second wait logged"
 kill -TERM "$daemon_pid"
 wait_gone "$daemon_pid" 30 || fail "ferryfsd ignored SIGTERM while listening"

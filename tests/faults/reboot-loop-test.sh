@@ -6,12 +6,17 @@
 # kernel's state). VmRSS is reported too but not bounded: it includes the guest RAM pages the
 # daemon touched (RssShmem), which grow as each new kernel places its buffers elsewhere.
 # Env: FERRYFS_REBOOTS (default 12), FERRYFS_E2E_KEEP=1 keeps the tmp dir.
+#      FERRYFS_SHARE_ROOT=DIR puts the share in a fresh subdirectory of DIR (e.g. a GlusterFS mount);
+#      FERRYFS_SHARE_VIEW=DIR2, DIR seen through the volume's other mount: the boots file, the
+#      journal and the tree are read there (share_from_env, tests/lib/guest.sh;
+#      tests/dfs/gluster-faults-test.sh).
 set -euo pipefail
 # It tests ferryfsd, not the guest's kernel: it runs on the current stack (QEMU 10, Linux 6.12),
 # or on stable where that stack cannot be had or FERRYFS_STACK says so (tests/e2e/stack-lib.sh).
 source "$(dirname "${BASH_SOURCE[0]}")/../e2e/stack-lib.sh" && stack_default_current "$0" "$@"
 name=reboot-loop
 source "$(dirname "${BASH_SOURCE[0]}")/../e2e/guest-lib.sh"
+share_from_env "$name"
 boots="${FERRYFS_REBOOTS:-12}"
 fd_slack=4
 rss_slack_kb=2048
@@ -63,9 +68,9 @@ elapsed=$(($(date +%s) - start))
 
 mounts=$(tr -d '\r' <"$tmp/console-loop.log" | grep -ac 'FERRYFS-GUEST-MOUNTED')
 ((mounts == boots)) || fail "$mounts mounts in the console log, want $boots"
-[[ "$(cat "$share/boots")" == "$boots" ]] || fail "boots file says '$(cat "$share/boots")'"
-diff <(seq -f 'boot %g' 1 "$boots") "$share/journal" >/dev/null || fail "journal on the host differs"
-for i in $(seq 1 50); do [[ "$(cat "$share/tree/f$i")" == "$i" ]] || fail "tree/f$i changed"; done
+[[ "$(cat "$view/boots")" == "$boots" ]] || fail "boots file says '$(cat "$view/boots")'"
+diff <(seq -f 'boot %g' 1 "$boots") "$view/journal" >/dev/null || fail "journal on the host differs"
+for i in $(seq 1 50); do [[ "$(cat "$view/tree/f$i")" == "$i" ]] || fail "tree/f$i changed"; done
 resets=$(grep -c 'device reset (rings restart' "$tmp/daemon.log" || true)
 ((resets == boots - 1)) || fail "$resets device resets logged, want $((boots - 1))"
 

@@ -4,12 +4,17 @@
 # serving, and once the guest lets go (and drops its caches) everything works again. The listing
 # is counted with a glob, not ls: ls stats every entry, and with one O_PATH fd per inode the guest
 # cannot keep 1000 inodes cached under a limit of 200 (--inode-file-handles is the cure for that).
+# Env: FERRYFS_SHARE_ROOT=DIR puts the share in a fresh subdirectory of DIR (e.g. a GlusterFS mount);
+#      FERRYFS_SHARE_VIEW=DIR2, DIR seen through the volume's other mount: the file the guest writes
+#      after the mass open is read there (share_from_env, tests/lib/guest.sh;
+#      tests/dfs/gluster-faults-test.sh).
 set -euo pipefail
 # It tests ferryfsd, not the guest's kernel: it runs on the current stack (QEMU 10, Linux 6.12),
 # or on stable where that stack cannot be had or FERRYFS_STACK says so (tests/e2e/stack-lib.sh).
 source "$(dirname "${BASH_SOURCE[0]}")/../e2e/stack-lib.sh" && stack_default_current "$0" "$@"
 name=rlimit-nofile
 source "$(dirname "${BASH_SOURCE[0]}")/../e2e/guest-lib.sh"
+share_from_env "$name"
 
 mkdir -p "$share/many"
 for i in $(seq -w 0 999); do echo "$i" >"$share/many/f$i"; done
@@ -28,6 +33,7 @@ errors=$(sed -E 's/.*errors=([0-9]+).*/\1/' <<<"$line")
 grep -qE 'Too many open files' <<<"$line" || fail "errors are not EMFILE/ENFILE: $line"
 grep -aq '^AFTER after 1000 999' <<<"$log" || fail "share unusable after the mass open: $(grep -a '^AFTER' <<<"$log")"
 ((rc == 0)) || fail "run-guest exit $rc"
+[[ "$(cat "$view/after")" == after ]] || fail "the guest's file written after the mass open is not on the host"
 kill -0 "$daemon_pid" 2>/dev/null && fail "ferryfsd still running after the guest powered off"
 drc=0
 wait "$daemon_pid" || drc=$?

@@ -6,7 +6,7 @@
 # so a request it had popped when the signal came was carried out, not dropped halfway.
 # Env: FERRYFS_SHARE_ROOT=DIR puts the share in a fresh subdirectory of DIR (e.g. a GlusterFS mount);
 #      FERRYFS_SHARE_VIEW=DIR2, DIR seen another way (the volume's other mount): the host reads the
-#      records there (tests/dfs/gluster-semantics-test.sh). Socket and binaries stay in /tmp.
+#      records there (tests/dfs/gluster-faults-test.sh; share_from_env, tests/lib/guest.sh).
 set -euo pipefail
 # It tests ferryfsd, not the guest's kernel: it runs on the current stack (QEMU 10, Linux 6.12),
 # or on stable where that stack cannot be had or FERRYFS_STACK says so (tests/e2e/stack-lib.sh).
@@ -14,12 +14,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../e2e/stack-lib.sh" && stack_default_cur
 name=sigterm-drain
 source "$(dirname "${BASH_SOURCE[0]}")/../e2e/guest-lib.sh"
 
-if [[ -n "${FERRYFS_SHARE_ROOT:-}" ]]; then
-    share="$(mktemp -d "$FERRYFS_SHARE_ROOT/sigterm-drain.XXXXXX")"
-    cleanup_cmds+=('[[ ${FERRYFS_E2E_KEEP:-0} == 1 ]] || rm -rf "$share"')
-fi
-view="$share"
-[[ -z "${FERRYFS_SHARE_VIEW:-}" ]] || view="$FERRYFS_SHARE_VIEW/${share#"$FERRYFS_SHARE_ROOT"/}"
+share_from_env "$name"
 
 writers=4
 writer="yes ferryfs | head -c 65536 >/tmp/rec; w() { i=0; while dd if=/tmp/rec of=/mnt/data\$1 bs=65536 seek=\$i count=1 conv=notrunc 2>/dev/null; do echo ACK \$1 \$i; i=\$((i+1)); done; }; echo WRITING; for k in $(seq -s ' ' 0 $((writers - 1))); do w \$k & done; wait; echo WRITERS-STOPPED"

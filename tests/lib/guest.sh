@@ -26,6 +26,23 @@ guest_kill_all() {
     done
 }
 
+# share_from_env NAME: the fault tests' FERRYFS_SHARE_ROOT / FERRYFS_SHARE_VIEW knob. Sets $view,
+# where the test's host-side checks read what the guest wrote: $share when the knob is unset.
+# FERRYFS_SHARE_ROOT=DIR moves $share to a fresh DIR/NAME.XXXXXX (e.g. on a GlusterFS mount; removed
+# at exit unless FERRYFS_E2E_KEEP=1); the socket, pid files and binaries stay in $tmp, since a
+# vhost-user socket on a FUSE mount may refuse connects. FERRYFS_SHARE_VIEW=DIR2 is DIR seen
+# another way (the volume's other mount): $view is the same subdirectory under DIR2.
+share_from_env() {
+    view="$share"
+    [[ -n "${FERRYFS_SHARE_ROOT:-}" ]] || return 0
+    share="$(mktemp -d "$FERRYFS_SHARE_ROOT/$1.XXXXXX")" || die "no share in FERRYFS_SHARE_ROOT=$FERRYFS_SHARE_ROOT"
+    cleanup_cmds+=('[[ ${FERRYFS_E2E_KEEP:-0} == 1 ]] || rm -rf "$share"')
+    view="$share"
+    [[ -z "${FERRYFS_SHARE_VIEW:-}" ]] || view="$FERRYFS_SHARE_VIEW/$(basename "$share")"
+    [[ -d "$view" ]] || die "$view (FERRYFS_SHARE_VIEW) does not show the share $share"
+    say "share $share${FERRYFS_SHARE_VIEW:+, read back through $view}"
+}
+
 # start_guest TAG CMD ARGS [run-guest options...]: boots a guest against $sock
 # in the background; its QEMU pid lands in $tmp/qemu-TAG.pid, its console in
 # $tmp/console-TAG.log, its run-guest.sh pid in guest_pids.
