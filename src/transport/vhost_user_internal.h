@@ -52,6 +52,7 @@ struct vu_queue {
 	struct virtq vq;          /* under lock */
 	bool enabled;             /* under lock */
 	int call_fd;              /* under lock */
+	bool driver_notified;     /* under lock: a call was due since the ring started */
 	int err_fd;               /* under lock */
 	bool err_signalled;       /* under lock */
 

@@ -99,13 +99,15 @@ RING_INLINE void publish(struct vu_queue *q, bool packed)
 		eventfd_signal(q->dev->log_call_fd);
 	if (packed) {
 		virtq_packed_flush(&q->vq);
-		if (virtq_packed_should_notify(&q->vq))
-			eventfd_signal(q->call_fd);
+		if (!virtq_packed_should_notify(&q->vq))
+			return;
 	} else {
 		virtq_flush(&q->vq);
-		if (virtq_should_notify(&q->vq))
-			eventfd_signal(q->call_fd);
+		if (!virtq_should_notify(&q->vq))
+			return;
 	}
+	q->driver_notified = true;
+	eventfd_signal(q->call_fd);
 }
 
 static void queue_publish(struct vu_queue *q)
@@ -495,6 +497,7 @@ int vu_queue_maybe_start(struct vu_queue *q)
 			virtq_packed_start(&q->vq);
 		else
 			virtq_start(&q->vq);
+		q->driver_notified = false;
 		/* Without VHOST_USER_F_PROTOCOL_FEATURES there is no
 		 * SET_VRING_ENABLE: rings start enabled. */
 		if (!(dev->features & BIT(VU_F_PROTOCOL_FEATURES)))

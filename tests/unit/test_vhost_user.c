@@ -348,6 +348,21 @@ static void test_live_queue(struct vu_dev *dev)
 	          "enable processes the pending request; call fd signalled, used len 5");
 	CHECK_MSG(__atomic_load_n(&started_queues, __ATOMIC_SEQ_CST) == 1,
 	          "queue_start called once");
+	/* The frontend's SET_VRING_CALL can arrive after the kick it follows (the
+	 * kick comes through an eventfd), so a call sent meanwhile went to no fd
+	 * or to the one being replaced: the new fd gets a call of its own. */
+	{
+		int call2 = eventfd(0, EFD_CLOEXEC);
+
+		v = 1;
+		CHECK_MSG(call2 >= 0 && acked_ok(s.fd, VU_SET_VRING_CALL, &v, 8, &call2, 1) &&
+		          wait_readable(call2, 2000),
+		          "a new call fd on a ring that has notified its driver gets one call");
+		CHECK_MSG(acked_ok(s.fd, VU_SET_VRING_CALL, &v, 8, &call, 1) && wait_readable(call, 2000) &&
+		          !wait_readable(call2, 100),
+		          "the first fd back: a call to it, none more to the replaced one");
+		close(call2);
+	}
 
 	/* Memory changes while the queue runs. */
 	ms = (struct vu_mem_single){ 0, { 0x10000000, MEM_SIZE, UVA + 0x10000000, 0 } };
