@@ -29,6 +29,8 @@ int fuse_session_export(struct fuse_session *se, struct mig_session *out)
 	out->max_readahead = se->max_readahead;
 	out->time_gran = 1;
 	out->max_pages = pages_of(se->conn.max_write);
+	out->max_background = FERRY_MAX_BACKGROUND;
+	out->congestion_threshold = FERRY_CONGESTION_THRESHOLD;
 	return 0;
 }
 
@@ -60,14 +62,16 @@ static int check_import(const struct fuse_session *se, const struct mig_session 
 		return mig_refuse(reason, size, -EINVAL,
 			      "session: max_write %u on the source, %u here",
 			      in->max_write, se->opts.max_write);
+	/* max_background and congestion_threshold are taken as they come:
+	 * they only limit the guest's own queueing (a source before this
+	 * server answered them sends 0, the kernel's 12 and 9), nothing here
+	 * depends on them. */
 	if (in->max_pages != pages_of(in->max_write) || in->time_gran != 1 ||
-	    in->max_background || in->congestion_threshold || in->map_alignment)
+	    in->map_alignment)
 		return mig_refuse(reason, size, -EINVAL,
-			      "session: max_pages %u, time_gran %u, max_background %u, "
-			      "congestion_threshold %u, map_alignment %u: not what "
-			      "this server answers", in->max_pages, in->time_gran,
-			      in->max_background, in->congestion_threshold,
-			      in->map_alignment);
+			      "session: max_pages %u, time_gran %u, map_alignment %u: "
+			      "not what this server answers", in->max_pages,
+			      in->time_gran, in->map_alignment);
 	return 0;
 }
 

@@ -282,6 +282,8 @@ int fuse_do_init(struct fuse_req *req)
 	out->max_write = se->conn.max_write;
 	out->max_pages = (uint16_t)((se->conn.max_write + FERRY_PAGE_SIZE - 1) / FERRY_PAGE_SIZE);
 	out->time_gran = 1;
+	out->max_background = FERRY_MAX_BACKGROUND;
+	out->congestion_threshold = FERRY_CONGESTION_THRESHOLD;
 	req->reply_arg = out;
 	req->reply_len = sizeof(*out);
 

@@ -718,6 +718,8 @@ static void test_before_init_and_init(void)
 	CHECK(out.major == 7 && out.minor == 36);
 	CHECK(out.max_write == 64 * 1024 && out.max_pages == 16);
 	CHECK(out.max_readahead == 131072 && out.time_gran == 1);
+	/* Not the kernel's 12 and 9 (what 0 leaves): the rings bound what is in flight. */
+	CHECK(out.max_background == UINT16_MAX && out.congestion_threshold == UINT16_MAX / 4 * 3);
 	CHECK(out.flags & FUSE_INIT_EXT);
 	CHECK(out.flags & FUSE_DO_READDIRPLUS);
 	CHECK(out.flags & FUSE_SETXATTR_EXT);
