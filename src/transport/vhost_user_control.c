@@ -488,8 +488,17 @@ static int h_set_vring_kick(struct vu_dev *dev, struct vu_msg *m, struct vu_repl
 	return vu_queue_maybe_start(q);
 }
 
-/* Replaces one of a running queue's notification fds under its lock, so
- * its thread never signals a closed fd. */
+/*
+ * Replaces one of a running queue's notification fds under its lock, so
+ * its thread never signals a closed fd. A new call fd on a ring that has
+ * already told its driver of used entries gets one call of its own: the
+ * kick reaches the queue thread through an eventfd while SET_VRING_CALL
+ * waits on the control socket, so the thread can publish a reply before
+ * the ring has any call fd (the guest's first request racing the
+ * frontend's SET_VRING_CALL: the guest then waits forever for it), or
+ * signal the fd the frontend is just replacing and has already checked.
+ * A spurious call costs the driver one look at its used ring.
+ */
 static void swap_queue_fd(struct vu_queue *q, int *slot, int fd)
 {
 	int old;
@@ -497,27 +506,7 @@ static void swap_queue_fd(struct vu_queue *q, int *slot, int fd)
 	pthread_mutex_lock(&q->lock);
 	old = *slot;
 	*slot = fd;
-	pthread_mutex_unlock(&q->lock);
-	close_fd(&old);
-}
-
-/*
- * A new call fd on a ring that has already told its driver of used entries
- * gets one call of its own. The kick reaches the queue thread through an
- * eventfd while this message waits on the control socket, so the thread can
- * publish a reply before the ring has any call fd (the guest's first request
- * racing the frontend's SET_VRING_CALL: the guest then waits forever for it),
- * or signal the fd the frontend is just replacing and has already checked.
- * A spurious call costs the driver one look at its used ring.
- */
-static void set_call_fd(struct vu_queue *q, int fd)
-{
-	int old;
-
-	pthread_mutex_lock(&q->lock);
-	old = q->call_fd;
-	q->call_fd = fd;
-	if (q->driver_notified)
+	if (slot == &q->call_fd && q->driver_notified)
 		eventfd_signal(fd);
 	pthread_mutex_unlock(&q->lock);
 	close_fd(&old);
@@ -534,10 +523,7 @@ static int h_set_vring_signal_fd(struct vu_dev *dev, struct vu_msg *m,
 	ret = vring_fd_msg(dev, m, &q, &fd);
 	if (ret < 0)
 		return ret;
-	if (m->hdr.request == VU_SET_VRING_CALL)
-		set_call_fd(q, fd);
-	else
-		swap_queue_fd(q, &q->err_fd, fd);
+	swap_queue_fd(q, m->hdr.request == VU_SET_VRING_CALL ? &q->call_fd : &q->err_fd, fd);
 	return 0;
 }
 
