@@ -23,6 +23,12 @@ class Medians:
         values = self.samples.get(key)
         return statistics.median(values) if values else None
 
+    def best(self, names, key):
+        """Of names, the one whose group key(name) has the highest median (the
+        anchor a figure is judged against); None when none has a sample."""
+        have = [n for n in names if self.median(key(n)) is not None]
+        return max(have, key=lambda n: self.median(key(n)), default=None)
+
 
 if __name__ == "__main__":
     numbers = [float(x) for x in sys.stdin.read().split()]

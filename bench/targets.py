@@ -76,7 +76,7 @@ def matrix(out, base, multi_ratio, multi_against):
         for c in cells:
             mine = med.median((cache, base, c))
             figs = {d: med.median((cache, d, c)) for d in others}
-            best = max((d for d in others if figs[d] is not None), key=lambda d: figs[d], default=None)
+            best = med.best(others, lambda d: (cache, d, c))
             ratio = mine / figs[best] if mine is not None and best and figs[best] else None
             ok = ratio is not None and ratio >= 1
             note = f"{'-' if ratio is None else f'{ratio:.2f}'} ({best or '-'})"
@@ -130,8 +130,7 @@ def main():
     for wl, metric, op, limit, against in targets:
         key = METRICS[metric]
         if against == "anchor":
-            other = max((d for d in anchors if med.median((wl, d, "ops_per_sec")) is not None),
-                        key=lambda d: med.median((wl, d, "ops_per_sec")), default=None)
+            other = med.best(anchors, lambda d: (wl, d, "ops_per_sec"))
         else:
             other = host
         mine = med.median((wl, base, key))
