@@ -19,6 +19,8 @@
 static const char *const allowed_syscalls[] = {
 	/* transport: vhost-user socket, guest memory, queue threads */
 	"accept4", "poll", "read", "write",
+	/* workers wait on their queues' kick fds (vhost_user_worker.c) */
+	"epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait",
 	/* a stop signal ends accept() by shutting the listening socket */
 	"shutdown",
 	"recvmsg", "sendmsg", "mmap", "munmap", "mprotect", "madvise",

@@ -157,6 +157,9 @@ int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
 		pthread_mutex_init(&q->lock, NULL);
 		pthread_mutex_init(&q->done_lock, NULL);
 	}
+	ret = vu_workers_new(dev);
+	if (ret < 0)
+		goto err_queues;
 	*out = dev;
 	return 0;
 
@@ -264,6 +267,7 @@ void vu_dev_free(struct vu_dev *dev)
 	if (!dev)
 		return;
 	dev_reset(dev);
+	vu_workers_free(dev);
 	for (unsigned i = 0; i < dev->nqueues; i++) {
 		pthread_mutex_destroy(&dev->queues[i].lock);
 		pthread_mutex_destroy(&dev->queues[i].done_lock);

@@ -6,8 +6,9 @@
  * Only the vhost_user*.c files include this; the rest of the daemon sees
  * vhost_user.h. Who may touch which field, and under which lock, is said
  * at the field: the control thread (vhost_user.c, vhost_user_control.c)
- * and each queue's thread (vhost_user_queue.c, vhost_user_poll.c) share
- * these structs.
+ * and the workers, the threads that serve one or more queues each
+ * (vhost_user_worker.c, vhost_user_queue.c, vhost_user_poll.c), share
+ * these structs. "The queue thread" below is the worker serving it.
  */
 
 #include <pthread.h>
@@ -56,10 +57,10 @@ struct vu_queue {
 	int err_fd;               /* under lock */
 	bool err_signalled;       /* under lock */
 
-	void *ctx;                /* queue thread only: from handler->start */
-	/* Queue thread only: see vu_queue_judge_cpu. */
-	uint64_t nivcsw;
-	unsigned preempted_avg;
+	void *ctx;                /* worker thread only: from handler->start */
+	/* The worker thread that serves this queue; fixed at vu_dev_new. */
+	struct vu_worker *worker;
+	bool more;                /* worker thread only: run a batch before sleeping */
 
 	/*
 	 * Deferred requests, one slot per head (a head is in flight at most
@@ -75,12 +76,15 @@ struct vu_queue {
 	pthread_mutex_t done_lock;
 	struct vu_deferred *done;     /* under done_lock */
 
-	/* Control thread only; fixed while the thread runs. */
-	pthread_t thread;
-	bool thread_running;
+	/* Control thread only; fixed while the queue runs. */
+	bool thread_running;      /* handed to its worker (vu_worker_add) */
 	int kick_fd;
-	int ctl_fd;               /* wakes the thread: stop or re-check */
-	bool stop_requested;      /* atomic */
+	int ctl_fd;               /* wakes the worker: re-check this queue */
+	/* The hand-over between control thread and worker, under the
+	 * worker's lock (vhost_user_worker.c). */
+	bool join_requested;
+	bool stop_requested;
+	bool served;              /* the worker started it and has not ended it */
 	unsigned num;             /* from SET_VRING_NUM */
 	/* GET_VRING_BASE stopped the ring at vq.last_avail_idx; the next
 	 * SET_VRING_BASE tells a resume from a device reset. */
@@ -105,6 +109,34 @@ struct vu_queue {
 		uint64_t sleeps;
 		uint64_t shared_cpu_waits;
 	} __attribute__((aligned(64))) st;
+};
+
+/*
+ * A thread serving one or more queues (vhost_user_worker.c). The hiprio
+ * queue has a worker of its own; the request queues share half as many
+ * workers as there are CPUs: a thread per queue on a host with fewer CPUs
+ * than the guest has queues made two more runnable threads compete with
+ * the guest's vCPUs, each woken by its own ring's kicks.
+ */
+struct vu_worker {
+	struct vu_dev *dev;
+	unsigned index;           /* 0: the hiprio queue's, never polls */
+	struct vu_queue **queues; /* those it may serve; fixed at vu_dev_new */
+	unsigned nqueues;
+	int epoll_fd;             /* the kick and ctl fds of those it serves, and wake_fd */
+	int wake_fd;              /* a queue joins or leaves, or the worker exits */
+	pthread_mutex_t lock;     /* the queues' join/stop/served fields */
+	pthread_cond_t changed;   /* a queue left */
+	bool members_changed;     /* atomic: look at join/stop requests */
+	bool exit_requested;      /* atomic */
+	bool failed;              /* under lock: the thread ended on an error */
+	/* Control thread only. */
+	pthread_t thread;
+	bool thread_running;
+	/* Worker thread only: see vu_worker_judge_cpu; the poll budget. */
+	uint64_t nivcsw;
+	unsigned preempted_avg;
+	uint64_t poll_ns;
 };
 
 struct vu_dev {
@@ -136,6 +168,11 @@ struct vu_dev {
 	 * (atomic). Pollers beyond the CPUs there are would spin on a CPU
 	 * the driver needs to make the very requests they wait for. */
 	int poll_slots;
+	/* The workers: [0] serves the hiprio queue, the rest the request
+	 * queues round-robin. Threads start with their first queue and end
+	 * in vu_dev_free. */
+	struct vu_worker *workers;
+	unsigned nworkers;
 };
 
 /* Fd helpers for both threads; inline, as eventfd_signal is on every
@@ -175,27 +212,55 @@ static inline void eventfd_drain(int fd)
 
 static inline bool vu_queue_cpu_shared(const struct vu_queue *q)
 {
-	return q->preempted_avg > VU_SHARED_CPU_AVG;
+	return q->worker->preempted_avg > VU_SHARED_CPU_AVG;
 }
 
-/* ---- vhost_user_queue.c: queue threads, control-thread side ---- */
+/* ---- vhost_user_queue.c: a queue's batches; control-thread side ---- */
 
-/* Stops the queue's thread after its current batch. */
+/* Stops the queue after its current batch; its worker lets it go. */
 void vu_queue_stop_thread(struct vu_queue *q);
 /* Translates the ring addresses through the current memory table. */
 int vu_queue_map_rings(struct vu_queue *q);
-/* Starts the queue's thread if its ring is complete. */
+/* Hands the queue to its worker if its ring is complete. */
 int vu_queue_maybe_start(struct vu_queue *q);
 
-/* ---- vhost_user_poll.c: whether a queue thread spins before it sleeps ---- */
+/* ---- vhost_user_queue.c: a queue's batches; worker-thread side ---- */
 
-/* Once per wait, on the queue's thread: is its CPU shared? */
-void vu_queue_judge_cpu(struct vu_queue *q);
-/* Spins for up to budget_ns if policy allows; true if work arrived. */
-bool vu_queue_wait_by_polling(struct vu_queue *q, uint64_t budget_ns);
+/* The handler's context for the queue; false (queue broken) if none. */
+bool vu_queue_begin(struct vu_queue *q);
+/* Completes what is deferred and ends the handler's context. */
+void vu_queue_end(struct vu_queue *q);
+/* One batch under the queue's lock; true if more may be waiting. */
+bool vu_queue_serve(struct vu_queue *q);
+/* Asks the driver for kicks again; true if work arrived meanwhile. */
+bool vu_queue_arm(struct vu_queue *q);
+/* Reads the kick eventfd; false (queue broken) if it is not one. */
+bool vu_queue_kick_drain(struct vu_queue *q);
+/* Marks the queue broken and tells the frontend (err fd), once. */
+void vu_queue_break(struct vu_queue *q, const char *why);
+
+/* ---- vhost_user_worker.c: the threads that serve queues ---- */
+
+/* The workers for dev->nqueues queues, threads not started. 0 or -errno. */
+int vu_workers_new(struct vu_dev *dev);
+/* Ends the worker threads (every queue stopped first) and frees them. */
+void vu_workers_free(struct vu_dev *dev);
+/* Control thread: the queue's worker starts serving it. 0 or -errno. */
+int vu_worker_add(struct vu_queue *q);
+/* Control thread: the worker ends the queue; returns once it has. */
+void vu_worker_remove(struct vu_queue *q);
+
+/* ---- vhost_user_poll.c: whether a worker spins before it sleeps ---- */
+
+/* Once per wait, on the worker's thread: is its CPU shared? */
+void vu_worker_judge_cpu(struct vu_worker *w);
+/* Spins for up to w->poll_ns if policy allows; true if work arrived
+ * (the queues that have some get q->more). */
+bool vu_worker_wait_by_polling(struct vu_worker *w);
 /* The next poll budget after a sleep of waited_ns. */
 uint64_t vu_poll_budget_next(uint64_t budget, uint64_t waited_ns, uint64_t max);
-/* How many request queue threads may busy-poll at once. */
+/* Half the CPUs we may run on, at least one: how many request workers
+ * there are and how many may busy-poll at once. */
 int vu_poll_slots_for_cpus(void);
 
 /* ---- vhost_user_control.c: the control message handlers ---- */

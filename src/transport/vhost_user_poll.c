@@ -1,4 +1,4 @@
-/* vhost-user queue threads' waiting policy: busy-poll budgets, poll slots, and whether a CPU is shared. */
+/* vhost-user workers' waiting policy: busy-poll budgets, poll slots, and whether a CPU is shared. */
 #include "transport/vhost_user_internal.h"
 
 #include <pthread.h>
@@ -29,28 +29,46 @@ static bool poll_slot_take(struct vu_dev *dev)
 	return false;
 }
 
+/* Whether one queue the worker serves has something to do; the ring is
+ * looked at under q->lock, taken for that look alone, so the control
+ * thread can still change the memory table while we spin. */
+static bool queue_has_work(struct vu_queue *q)
+{
+	bool work;
+
+	if (__atomic_load_n(&q->done, __ATOMIC_ACQUIRE))
+		return true;
+	pthread_mutex_lock(&q->lock);
+	work = q->enabled && (q->vq.packed ? virtq_packed_avail_pending(&q->vq)
+					   : virtq_avail_pending(&q->vq));
+	pthread_mutex_unlock(&q->lock);
+	return work;
+}
+
 /*
- * Watches the avail ring, the completion list and the stop flag for up to
- * budget_ns with kicks still off; true if there is something to do. The
- * ring is looked at under q->lock, taken for that look alone, so the
- * control thread can still change the memory table while we spin.
+ * Watches the avail rings and completion lists of the queues the worker
+ * serves, and its membership flag, for up to budget_ns with kicks still
+ * off; true if there is something to do.
  */
-static bool queue_poll(struct vu_queue *q, uint64_t budget_ns)
+static bool worker_poll(struct vu_worker *w, uint64_t budget_ns)
 {
 	uint64_t end = ferry_monotonic_ns() + budget_ns;
 
 	do {
-		bool work;
+		bool work = false;
 
 		for (unsigned i = 0; i < 16; i++)
 			cpu_relax();
-		if (__atomic_load_n(&q->stop_requested, __ATOMIC_ACQUIRE) ||
-		    __atomic_load_n(&q->done, __ATOMIC_ACQUIRE))
+		if (__atomic_load_n(&w->members_changed, __ATOMIC_ACQUIRE))
 			return true;
-		pthread_mutex_lock(&q->lock);
-		work = q->enabled && (q->vq.packed ? virtq_packed_avail_pending(&q->vq)
-						   : virtq_avail_pending(&q->vq));
-		pthread_mutex_unlock(&q->lock);
+		for (unsigned i = 0; i < w->nqueues; i++) {
+			struct vu_queue *q = w->queues[i];
+
+			if (q->served && queue_has_work(q)) {
+				q->more = true;
+				work = true;
+			}
+		}
 		if (work)
 			return true;
 	} while (ferry_monotonic_ns() < end);
@@ -77,22 +95,24 @@ uint64_t vu_poll_budget_next(uint64_t budget, uint64_t waited_ns, uint64_t max)
 }
 
 /*
- * Before sleeping a request queue spins for a while: waking a sleeping
+ * Before sleeping a request worker spins for a while: waking a sleeping
  * thread costs more than the whole request (bench/wake-cost: a kick/call
  * round trip is 6-60 us here, a 4 KiB read 2 us), and while we spin
  * with kicks off the driver does not kick at all.
  */
-bool vu_queue_wait_by_polling(struct vu_queue *q, uint64_t budget_ns)
+bool vu_worker_wait_by_polling(struct vu_worker *w)
 {
-	struct vu_dev *dev = q->dev;
+	struct vu_dev *dev = w->dev;
 	bool work;
 
-	if (!budget_ns || q->index == 0 || vu_queue_cpu_shared(q) || !poll_slot_take(dev))
+	if (!w->poll_ns || w->index == 0 || w->preempted_avg > VU_SHARED_CPU_AVG ||
+	    !poll_slot_take(dev))
 		return false;
-	work = queue_poll(q, budget_ns);
+	work = worker_poll(w, w->poll_ns);
 	__atomic_add_fetch(&dev->poll_slots, 1, __ATOMIC_RELAXED);
-	if (work)
-		ferry_count(&q->st.poll_hits, 1);
+	for (unsigned i = 0; work && i < w->nqueues; i++)
+		if (w->queues[i]->more)
+			ferry_count(&w->queues[i]->st.poll_hits, 1);
 	return work;
 }
 
@@ -104,22 +124,24 @@ bool vu_queue_wait_by_polling(struct vu_queue *q, uint64_t budget_ns)
  * publishing every few replies: the driver cannot run before we yield, and
  * each early call wakes it for a part of the batch (randread QD16 with
  * driver and daemon on one CPU: 263-302K ops/s publishing every 4, 401-479K
- * at the end of the batch). Request queues only, once per wait.
+ * at the end of the batch). Request workers only, once per wait.
  */
-void vu_queue_judge_cpu(struct vu_queue *q)
+void vu_worker_judge_cpu(struct vu_worker *w)
 {
 	struct rusage ru;
-	bool preempted;
+	bool preempted, shared;
 
-	if (q->index == 0 || getrusage(RUSAGE_THREAD, &ru) < 0)
+	if (w->index == 0 || getrusage(RUSAGE_THREAD, &ru) < 0)
 		return;
-	preempted = (uint64_t)ru.ru_nivcsw != q->nivcsw;
-	q->nivcsw = (uint64_t)ru.ru_nivcsw;
+	preempted = (uint64_t)ru.ru_nivcsw != w->nivcsw;
+	w->nivcsw = (uint64_t)ru.ru_nivcsw;
 	/* A moving average in 1/256ths, each wait weighing 1/16: one stray
 	 * preemption (a kernel thread, a timer) does not flip it. */
-	q->preempted_avg = q->preempted_avg - q->preempted_avg / 16u + (preempted ? 16u : 0u);
-	if (vu_queue_cpu_shared(q))
-		ferry_count(&q->st.shared_cpu_waits, 1);
+	w->preempted_avg = w->preempted_avg - w->preempted_avg / 16u + (preempted ? 16u : 0u);
+	shared = w->preempted_avg > VU_SHARED_CPU_AVG;
+	for (unsigned i = 0; shared && i < w->nqueues; i++)
+		if (w->queues[i]->served)
+			ferry_count(&w->queues[i]->st.shared_cpu_waits, 1);
 }
 
 /* Half the CPUs we may run on, at least one: the rest are left to the

@@ -1,16 +1,14 @@
-/* vhost-user queue threads: batches of requests, publishing replies, deferred completions. */
+/* vhost-user queues: batches of requests, publishing replies, deferred completions, start and stop. */
 #include "transport/vhost_user_internal.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "common/clock.h"
 #include "common/iov.h"
 #include "common/log.h"
 #include "transport/vhost_user_wire.h"
@@ -55,7 +53,7 @@ RING_INLINE unsigned push_completions(struct vu_queue *q, bool packed)
 
 	pthread_mutex_lock(&q->done_lock);
 	l = q->done;
-	__atomic_store_n(&q->done, NULL, __ATOMIC_RELAXED); /* see queue_poll (vhost_user_poll.c) */
+	__atomic_store_n(&q->done, NULL, __ATOMIC_RELAXED); /* see queue_has_work (vhost_user_poll.c) */
 	pthread_mutex_unlock(&q->done_lock);
 	for (; l; l = next) {
 		struct virtq_elem elem;
@@ -232,20 +230,38 @@ publish:
 	return more;
 }
 
-static bool queue_run_batch(struct vu_queue *q)
+bool vu_queue_serve(struct vu_queue *q)
 {
-	return q->vq.packed ? run_batch(q, true) : run_batch(q, false);
+	bool more;
+
+	pthread_mutex_lock(&q->lock);
+	more = q->vq.packed ? run_batch(q, true) : run_batch(q, false);
+	pthread_mutex_unlock(&q->lock);
+	return more;
 }
 
-/* Asks the driver for kicks again before the thread sleeps; true if work
- * arrived meanwhile. Called with q->lock held. */
-static bool queue_arm(struct vu_queue *q)
+/* Asks the driver for kicks again before the worker sleeps; true if work
+ * arrived meanwhile. */
+bool vu_queue_arm(struct vu_queue *q)
 {
-	if (!q->enabled || q->vq.broken || !virtq_ready(&q->vq))
-		return false;
-	if (q->vq.packed)
-		return virtq_packed_enable_notify(&q->vq);
-	return virtq_enable_notify(&q->vq);
+	bool more = false;
+
+	pthread_mutex_lock(&q->lock);
+	if (q->enabled && !q->vq.broken && virtq_ready(&q->vq))
+		more = q->vq.packed ? virtq_packed_enable_notify(&q->vq)
+				    : virtq_enable_notify(&q->vq);
+	pthread_mutex_unlock(&q->lock);
+	return more;
+}
+
+void vu_queue_break(struct vu_queue *q, const char *why)
+{
+	pthread_mutex_lock(&q->lock);
+	virtq_mark_broken(&q->vq, why);
+	if (!q->err_signalled)
+		eventfd_signal(q->err_fd);
+	q->err_signalled = true;
+	pthread_mutex_unlock(&q->lock);
 }
 
 /*
@@ -297,7 +313,7 @@ static void queue_complete(struct ferry_chan *chan, void *token, const void *rep
 	l->data_len = data ? data_len : 0;
 	pthread_mutex_lock(&q->done_lock);
 	l->next = q->done;
-	/* Atomic: queue_poll (vhost_user_poll.c) peeks at it without the lock. */
+	/* Atomic: queue_has_work (vhost_user_poll.c) peeks at it without the lock. */
 	__atomic_store_n(&q->done, l, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&q->done_lock);
 	eventfd_signal(q->ctl_fd);
@@ -305,118 +321,62 @@ static void queue_complete(struct ferry_chan *chan, void *token, const void *rep
 
 /*
  * Reads the kick eventfd; false when the fd the frontend gave is not one.
- * An eventfd that poll() calls readable always yields its 8-byte counter
- * (or EAGAIN if another reader was first). A regular file or a pipe whose
- * writer left stays readable with nothing (or junk) to read, and the
- * thread would spin on it at 100% of a CPU: the queue is marked broken and
- * its thread stops instead.
+ * An eventfd that epoll calls readable always yields its 8-byte counter
+ * (or EAGAIN if another reader was first). A pipe whose writer left stays
+ * readable with nothing (or junk) to read, and the worker would spin on
+ * it at 100% of a CPU: the queue is marked broken and its worker lets it
+ * go instead.
  */
-static bool kick_drain(struct vu_queue *q)
+bool vu_queue_kick_drain(struct vu_queue *q)
 {
 	uint64_t v;
 	ssize_t r = read(q->kick_fd, &v, sizeof(v));
 
 	if (r == (ssize_t)sizeof(v) || (r < 0 && (errno == EAGAIN || errno == EINTR)))
 		return true;
-	pthread_mutex_lock(&q->lock);
-	virtq_mark_broken(&q->vq, "the kick fd is not an eventfd");
-	if (!q->err_signalled)
-		eventfd_signal(q->err_fd);
-	q->err_signalled = true;
-	pthread_mutex_unlock(&q->lock);
+	vu_queue_break(q, "the kick fd is not an eventfd");
 	log_err("queue %u: reading the kick fd gave %zd (%s); it is not an eventfd, the queue stops",
 		q->index, r, r < 0 ? strerror(errno) : "want 8 bytes");
 	return false;
 }
 
-static void *queue_thread(void *arg)
+/* On the worker's thread, as it takes the queue: each queue is a worker
+ * of the handler, with a context of its own. */
+bool vu_queue_begin(struct vu_queue *q)
 {
-	struct vu_queue *q = arg;
 	struct vu_dev *dev = q->dev;
-	bool more = true; /* requests may have arrived before we started */
-	uint64_t poll_ns = 0;
 
 	q->ctx = dev->handler->start(dev->opaque, q->index);
 	if (!q->ctx) {
-		pthread_mutex_lock(&q->lock);
-		virtq_mark_broken(&q->vq, "the handler did not start");
-		eventfd_signal(q->err_fd);
-		q->err_signalled = true;
-		pthread_mutex_unlock(&q->lock);
-		return NULL;
+		vu_queue_break(q, "the handler did not start");
+		return false;
 	}
-	for (;;) {
-		struct pollfd pfd[2] = {
-			{ .fd = q->kick_fd, .events = POLLIN },
-			{ .fd = q->ctl_fd, .events = POLLIN },
-		};
-		uint64_t slept_from = 0;
-		int n;
+	q->more = true; /* requests may have arrived before we started */
+	return true;
+}
 
-		if (!more) {
-			vu_queue_judge_cpu(q);
-			more = vu_queue_wait_by_polling(q, poll_ns);
-		}
-		if (!more) {
-			pthread_mutex_lock(&q->lock);
-			more = queue_arm(q);
-			pthread_mutex_unlock(&q->lock);
-		}
-		if (!more) {
-			ferry_count(&q->st.sleeps, 1);
-			if (dev->poll_max_ns && q->index > 0)
-				slept_from = ferry_monotonic_ns();
-		}
-		n = poll(pfd, 2, more ? 0 : -1);
-		if (slept_from)
-			poll_ns = vu_poll_budget_next(poll_ns,
-						      ferry_monotonic_ns() - slept_from + poll_ns,
-						      dev->poll_max_ns);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			log_err("queue %u: poll: %s", q->index, strerror(errno));
-			break;
-		}
-		/* Drain first, then look at the flag: vu_queue_stop_thread sets
-		 * the flag before it signals, so a stop whose signal this
-		 * drain swallows is seen below. Looking first lost a stop that
-		 * landed between the two, and the thread slept on while the
-		 * control thread waited for it (found by fuzz_vhost_user). */
-		if (pfd[1].revents & POLLIN)
-			eventfd_drain(q->ctl_fd);
-		if (__atomic_load_n(&q->stop_requested, __ATOMIC_ACQUIRE))
-			break;
-		/* Drained before the batch: a kick arriving during it is kept
-		 * and costs at most one empty pass. */
-		if (pfd[0].revents & POLLIN && !kick_drain(q))
-			break;
-		if (pfd[0].revents & (POLLERR | POLLNVAL)) {
-			log_err("queue %u: kick fd error, queue stops", q->index);
-			break;
-		}
-		pthread_mutex_lock(&q->lock);
-		more = queue_run_batch(q);
-		pthread_mutex_unlock(&q->lock);
-	}
+/* On the worker's thread, as it lets the queue go. */
+void vu_queue_end(struct vu_queue *q)
+{
+	struct vu_dev *dev = q->dev;
+
+	q->more = false;
+	if (!q->ctx)
+		return;
 	queue_finish_deferred(q);
 	dev->handler->stop(dev->opaque, q->index, q->ctx);
 	q->ctx = NULL;
-	return NULL;
 }
 
-/* Stops the queue's thread after its current batch; control thread only. */
+/* Stops the queue after its current batch; control thread only. */
 void vu_queue_stop_thread(struct vu_queue *q)
 {
 	if (!q->thread_running)
 		return;
-	__atomic_store_n(&q->stop_requested, true, __ATOMIC_RELEASE);
-	eventfd_signal(q->ctl_fd);
-	pthread_join(q->thread, NULL);
+	vu_worker_remove(q);
 	q->thread_running = false;
 	free(q->deferred);
 	q->deferred = NULL;
-	__atomic_store_n(&q->stop_requested, false, __ATOMIC_RELAXED);
 }
 
 /* Where the ring's own writes are marked while logging: a split ring's
@@ -477,12 +437,11 @@ int vu_queue_map_rings(struct vu_queue *q)
 	return 0;
 }
 
-/* Starts the queue thread once the ring is complete: addresses mapped and
- * a kick fd. Control thread only. */
+/* Hands the queue to its worker once the ring is complete: addresses
+ * mapped and a kick fd. Control thread only. */
 int vu_queue_maybe_start(struct vu_queue *q)
 {
 	struct vu_dev *dev = q->dev;
-	sigset_t all, old;
 	bool ready;
 	int ret;
 
@@ -513,15 +472,9 @@ int vu_queue_maybe_start(struct vu_queue *q)
 	q->deferred_outstanding = 0;
 	q->chan.complete = queue_complete;
 	eventfd_drain(q->ctl_fd);
-	__atomic_store_n(&q->stop_requested, false, __ATOMIC_RELAXED);
-	/* Queue threads inherit a full signal mask: signals go to the main
-	 * thread, whose handlers may call vu_dev_stop(). */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = -pthread_create(&q->thread, NULL, queue_thread, q);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ret = vu_worker_add(q);
 	if (ret < 0) {
-		log_err("queue %u: cannot start thread: %s", q->index, strerror(-ret));
+		log_err("queue %u: no thread to serve it: %s", q->index, strerror(-ret));
 		free(q->deferred);
 		q->deferred = NULL;
 		return ret;
