@@ -285,7 +285,7 @@ const struct opt_row opt_rows[] = {
 	{ .long_name = "poll-max-us", .kind = OPT_NUMBER, OPT_FIELD(poll_max_us),
 	  .max = 1000000,
 	  .help = { .metavar = "N", .text =
-		"longest a queue thread spins on its ring before\n"
+		"longest a queue worker spins on its rings before\n"
 		"sleeping (default 50; it adapts below that to\n"
 		"the guest's pace; 0 never spins)" } },
 	{ .long_name = "log-level", .c_name = "log_level", .kind = OPT_PARSE,

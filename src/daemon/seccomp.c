@@ -17,7 +17,7 @@
  * purpose: the filter is loaded after setup.
  */
 static const char *const allowed_syscalls[] = {
-	/* transport: vhost-user socket, guest memory, queue threads */
+	/* transport: vhost-user socket, guest memory, queue workers */
 	"accept4", "poll", "read", "write",
 	/* workers wait on their queues' kick fds (vhost_user_worker.c) */
 	"epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait",
@@ -121,7 +121,7 @@ static uint32_t libseccomp_action(enum seccomp_mode action)
 	case SECCOMP_KILL:
 	case SECCOMP_NONE:
 	default:
-		/* The whole process: a queue thread dying alone would leave
+		/* The whole process: a queue worker dying alone would leave
 		 * the guest waiting forever. */
 		return SCMP_ACT_KILL_PROCESS;
 	}
