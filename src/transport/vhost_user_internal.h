@@ -210,9 +210,14 @@ static inline void eventfd_drain(int fd)
  * vhost_user_poll.c. Inline: a batch asks after every request. */
 #define VU_SHARED_CPU_AVG 77u
 
+static inline bool vu_worker_cpu_shared(const struct vu_worker *w)
+{
+	return w->preempted_avg > VU_SHARED_CPU_AVG;
+}
+
 static inline bool vu_queue_cpu_shared(const struct vu_queue *q)
 {
-	return q->worker->preempted_avg > VU_SHARED_CPU_AVG;
+	return vu_worker_cpu_shared(q->worker);
 }
 
 /* ---- vhost_user_queue.c: a queue's batches; control-thread side ---- */

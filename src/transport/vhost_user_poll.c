@@ -105,7 +105,7 @@ bool vu_worker_wait_by_polling(struct vu_worker *w)
 	struct vu_dev *dev = w->dev;
 	bool work;
 
-	if (!w->poll_ns || w->index == 0 || w->preempted_avg > VU_SHARED_CPU_AVG ||
+	if (!w->poll_ns || w->index == 0 || vu_worker_cpu_shared(w) ||
 	    !poll_slot_take(dev))
 		return false;
 	work = worker_poll(w, w->poll_ns);
@@ -138,7 +138,7 @@ void vu_worker_judge_cpu(struct vu_worker *w)
 	/* A moving average in 1/256ths, each wait weighing 1/16: one stray
 	 * preemption (a kernel thread, a timer) does not flip it. */
 	w->preempted_avg = w->preempted_avg - w->preempted_avg / 16u + (preempted ? 16u : 0u);
-	shared = w->preempted_avg > VU_SHARED_CPU_AVG;
+	shared = vu_worker_cpu_shared(w);
 	for (unsigned i = 0; shared && i < w->nqueues; i++)
 		if (w->queues[i]->served)
 			ferry_count(&w->queues[i]->st.shared_cpu_waits, 1);

@@ -151,6 +151,15 @@ static int keep_packed_chain(struct vu_deferred *l, const struct virtq *vq)
  */
 #define VU_PUBLISH_BYTES (128u * 1024u)
 
+/* Tells the frontend, once, that the ring broke (its err fd). With q->lock
+ * held. */
+static void signal_broken(struct vu_queue *q)
+{
+	if (!q->err_signalled)
+		eventfd_signal(q->err_fd);
+	q->err_signalled = true;
+}
+
 /* Runs one batch with q->lock held. Returns true if more work may be
  * waiting, so the caller should come back without sleeping. */
 RING_INLINE bool run_batch(struct vu_queue *q, bool packed)
@@ -222,9 +231,7 @@ publish:
 	if (pushed > 0 && virtq_ready(vq) && !vq->broken)
 		publish(q, packed);
 	if (vq->broken) {
-		if (!q->err_signalled)
-			eventfd_signal(q->err_fd);
-		q->err_signalled = true;
+		signal_broken(q);
 		return false;
 	}
 	return more;
@@ -258,9 +265,7 @@ void vu_queue_break(struct vu_queue *q, const char *why)
 {
 	pthread_mutex_lock(&q->lock);
 	virtq_mark_broken(&q->vq, why);
-	if (!q->err_signalled)
-		eventfd_signal(q->err_fd);
-	q->err_signalled = true;
+	signal_broken(q);
 	pthread_mutex_unlock(&q->lock);
 }
 

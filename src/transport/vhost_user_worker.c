@@ -65,11 +65,21 @@ static bool queue_join(struct vu_worker *w, unsigned slot)
 	return true;
 }
 
-static void queue_leave(struct vu_worker *w, struct vu_queue *q)
+/* Worker thread, with w->lock held: ends a served queue. The lock is
+ * dropped meanwhile (ending waits for deferred requests); served stays
+ * true until the end, so the control thread's wait goes on. */
+static void queue_leave_locked(struct vu_worker *w, struct vu_queue *q, const char *broken_why)
 {
+	if (!q->served)
+		return;
+	pthread_mutex_unlock(&w->lock);
+	if (broken_why)
+		vu_queue_break(q, broken_why);
 	vu_queue_end(q);
 	unwatch(w, q->kick_fd);
 	unwatch(w, q->ctl_fd);
+	pthread_mutex_lock(&w->lock);
+	q->served = false;
 }
 
 /*
@@ -85,12 +95,7 @@ static void update_members(struct vu_worker *w)
 		struct vu_queue *q = w->queues[i];
 
 		if (q->stop_requested) {
-			if (q->served) {
-				pthread_mutex_unlock(&w->lock);
-				queue_leave(w, q);
-				pthread_mutex_lock(&w->lock);
-				q->served = false;
-			}
+			queue_leave_locked(w, q, NULL);
 			q->join_requested = false;
 			pthread_cond_broadcast(&w->changed);
 		} else if (q->join_requested && !q->served) {
@@ -179,14 +184,7 @@ static void worker_end(struct vu_worker *w, bool failed)
 	for (unsigned i = 0; i < w->nqueues; i++) {
 		struct vu_queue *q = w->queues[i];
 
-		if (q->served) {
-			pthread_mutex_unlock(&w->lock);
-			if (failed)
-				vu_queue_break(q, "its worker thread failed");
-			queue_leave(w, q);
-			pthread_mutex_lock(&w->lock);
-			q->served = false;
-		}
+		queue_leave_locked(w, q, failed ? "its worker thread failed" : NULL);
 		q->join_requested = false;
 	}
 	w->failed = failed;
