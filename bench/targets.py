@@ -16,8 +16,9 @@ figures are missing (a daemon left out, every round failed) is "not run", never 
 --matrix: the guest matrix's target, per cache mode and cell: BASE's median IOPS is not below any
 other daemon's of the same cache mode (9p's "auto" is whatever --9p-auto ran; other ferryfsd
 configs, e.g. ferryfsd beside ferryfsd+q2, are shown but are not rivals), and in the two-job
-cells (-multi) at least MULTI_RATIO times MULTI_AGAINST's (e.g. 1.3 virtiofsd-rs); written to
-matrix-targets.md."""
+cells (-multi, 4 jobs) at least MULTI_RATIO times MULTI_AGAINST's (e.g. 1.3 virtiofsd-rs); written to
+matrix-targets.md. If the run had the "host" daemon (fio on the host's share), its figure and BASE's
+fraction of it stand beside each cache mode's rows as the bound; it is never a rival."""
 import csv
 import os
 import sys
@@ -59,6 +60,10 @@ def fmt(x, metric):
 def matrix(out, base, multi_ratio, multi_against):
     med, names = Medians(), {}
     for r in csv.DictReader(open(os.path.join(out, "cells.csv"))):
+        if r["daemon"] == "host":  # the bound, beside every cache mode's table, never a rival
+            if r["status"] == "ok":
+                med.add(("host", "host", r["workload"]), r["iops"])
+            continue
         cache = "none" if r["cache"] == "none" else "auto"
         names.setdefault(cache, [])
         if r["daemon"] not in names[cache]:
@@ -71,13 +76,19 @@ def matrix(out, base, multi_ratio, multi_against):
         rivals = [d for d in others if not d.startswith("ferryfsd")]
         cells = sorted({k[2] for k in med.samples if k[0] == cache},
                        key=lambda c: (c.replace("-multi", ""), c.endswith("-multi")))
+        has_host = any(k[0] == "host" for k in med.samples)
+        shown = others + (["host"] if has_host else [])
         lines += [f"cache {cache}: IOPS, medians of the boots; {base} / the best other; "
-                  + (f"two-job cells also / {multi_against} >= {multi_ratio:g}" if multi_against else ""), "",
-                  "| cell | " + " | ".join([base] + others) + " | / best other | verdict |",
-                  "|---" * (len(others) + 4) + "|"]
+                  + (f"-multi cells (4 jobs) also / {multi_against} >= {multi_ratio:g}" if multi_against else "")
+                  + ("; host: the same fio on the host's share, no guest (the bound)" if has_host else ""), "",
+                  "| cell | " + " | ".join([base] + shown) + " | / best other |"
+                  + (" / host |" if has_host else "") + " verdict |",
+                  "|---" * (len(shown) + 4 + has_host) + "|"]
         for c in cells:
             mine = med.median((cache, base, c))
             figs = {d: med.median((cache, d, c)) for d in others}
+            if has_host:
+                figs["host"] = med.median(("host", "host", c))
             best = med.best(rivals, lambda d: (cache, d, c))
             ratio = mine / figs[best] if mine is not None and best and figs[best] else None
             ok = ratio is not None and ratio >= 1
@@ -90,7 +101,10 @@ def matrix(out, base, multi_ratio, multi_against):
             total += 1
             met += ok
             verdict = "not run" if ratio is None else ("met" if ok else "not met")
-            cells_txt = " | ".join(fmt(x, "ops/s") for x in [mine] + [figs[d] for d in others])
+            cells_txt = " | ".join(fmt(x, "ops/s") for x in [mine] + [figs[d] for d in shown])
+            if has_host:
+                h = figs["host"]
+                note += " | " + ("-" if mine is None or not h else f"{mine / h:.2f}")
             lines.append(f"| {c} | {cells_txt} | {note} | {verdict} |")
         lines.append("")
     lines.append(f"{met} of {total} cells met")
