@@ -71,12 +71,12 @@ def matrix(out, base, multi_ratio, multi_against):
         if r["status"] == "ok":
             med.add((cache, r["daemon"], r["workload"]), r["iops"])
     lines, met, total = [], 0, 0
+    has_host = any(k[0] == "host" for k in med.samples)
     for cache, daemons in names.items():
         others = [d for d in daemons if d != base]
         rivals = [d for d in others if not d.startswith("ferryfsd")]
         cells = sorted({k[2] for k in med.samples if k[0] == cache},
                        key=lambda c: (c.replace("-multi", ""), c.endswith("-multi")))
-        has_host = any(k[0] == "host" for k in med.samples)
         shown = others + (["host"] if has_host else [])
         lines += [f"cache {cache}: IOPS, medians of the boots; {base} / the best other; "
                   + (f"-multi cells (4 jobs) also / {multi_against} >= {multi_ratio:g}" if multi_against else "")
