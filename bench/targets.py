@@ -7,9 +7,9 @@
 A targets file has one target per line, blank lines and # comments aside:
     WORKLOAD  METRIC  TEST  AGAINST
 WORKLOAD is a bench/compare workload spec (read:bs=1M), METRIC one of ops/s, MiB/s, p50, p99, cpu
-(daemon CPU per op), TEST >=X or <=X on the ratio BASE / AGAINST, and AGAINST either "anchor" (the
-better by ops/s of the virtiofsd-* daemons that ran that workload: what a user could pick instead)
-or "host" (bench/compare's host column: the host's own calls, the bound). The table shows every
+(daemon CPU per op), cpu+load (daemon and load generator CPU per op), TEST >=X or <=X on the ratio
+BASE / AGAINST, and AGAINST either "anchor" (the better by ops/s of the virtiofsd-* daemons that
+ran that workload: what a user could pick instead) or "host" (bench/compare's host column: the host's own calls, the bound). The table shows every
 daemon's median beside the ratio, so a target's verdict can be checked by hand; a target whose
 figures are missing (a daemon left out, every round failed) is "not run", never "met".
 
@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from medians import Medians  # noqa: E402
 
 METRICS = {"ops/s": "ops_per_sec", "MiB/s": "mib_per_sec", "p50": "lat_p50_us",
-           "p99": "lat_p99_us", "cpu": "daemon_cpu_us_per_op"}
+           "p99": "lat_p99_us", "cpu": "daemon_cpu_us_per_op", "cpu+load": "both_cpu_us_per_op"}
 
 
 def read_targets(path):
@@ -134,14 +134,23 @@ def main():
     for r in csv.DictReader(open(os.path.join(out, "runs.csv"))):
         if r["daemon"] not in daemons:
             daemons.append(r["daemon"])
-        if r["status"] == "ok":
-            for key in METRICS.values():
-                med.add((r["workload"], r["daemon"], key), r[key])
+        if r["status"] != "ok":
+            continue
+        k = (r["workload"], r["daemon"])
+        for key in METRICS.values():
+            if key in r:
+                med.add(k + (key,), r[key])
+        # Runs of bench/compare before the load generator's CPU was recorded lack these.
+        load = float(r.get("load_cpu_us_per_op") or -1)
+        if load >= 0:
+            med.add(k + ("load_busy",), float(r["ops_per_sec"]) * load / 1e6)
+            if r["daemon"] not in ("host", "host-pread"):
+                med.add(k + ("both_cpu_us_per_op",), float(r["daemon_cpu_us_per_op"]) + load)
     anchors = [d for d in daemons if d.startswith("virtiofsd")]
     host = next((d for d in daemons if d in ("host", "host-pread")), None)
     shown = [base] + anchors + ([host] if host else [])
-    lines = ["| target | " + " | ".join(shown) + f" | {base} / it | verdict |",
-             "|---" * (len(shown) + 3) + "|"]
+    lines = ["| target | " + " | ".join(shown) + f" | {base} / it | verdict | load busy |",
+             "|---" * (len(shown) + 4) + "|"]
     met = 0
     for wl, metric, op, limit, against in targets:
         key = METRICS[metric]
@@ -160,11 +169,15 @@ def main():
             verdict = "not met"
         cells = [fmt(med.median((wl, d, key)), metric) for d in shown]
         name = f"{wl} {metric} {op} {limit:g}x {against if against == 'host' else 'the better anchor'}"
+        busy = med.median((wl, base, "load_busy"))
         lines.append(f"| {name} | " + " | ".join(cells) +
-                     f" | {'-' if ratio is None else f'{ratio:.2f}'} ({other or '-'}) | {verdict} |")
+                     f" | {'-' if ratio is None else f'{ratio:.2f}'} ({other or '-'}) | {verdict} |"
+                     f" {'-' if busy is None else f'{busy:.2f}'} |")
     lines.append("")
     lines.append(f"{met} of {len(targets)} targets met ({base} against the better virtiofsd per "
                  "workload, or the host's own calls; medians of the run's rounds)")
+    lines.append(f"load busy: the share of one CPU ferryfs-load itself used in {base}'s runs; near 1, "
+                 "the driver set the pace and no daemon could have gone faster on its CPU")
     text = "\n".join(lines)
     print(text)
     with open(os.path.join(out, "targets.md"), "w") as fh:
