@@ -61,6 +61,9 @@ struct vu_queue {
 	/* The worker thread that serves this queue; fixed at vu_dev_new. */
 	struct vu_worker *worker;
 	bool more;                /* worker thread only: run a batch before sleeping */
+	/* Worker thread only: how many requests the driver keeps in flight,
+	 * as the recent batches saw it (run_batch's publishing pace). */
+	unsigned driver_depth;
 
 	/*
 	 * Deferred requests, one slot per head (a head is in flight at most

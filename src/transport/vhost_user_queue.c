@@ -137,8 +137,23 @@ static int keep_packed_chain(struct vu_deferred *l, const struct virtq *vq)
  * took turns. Every request would wake the driver for each reply (a call
  * is the costliest syscall on the path, an IPI to the driver's CPU); every
  * 4 keeps both sides busy at queue depth 16 with a quarter of the calls.
+ * A driver that keeps fewer than 8 in flight gets them back every half of
+ * its depth instead (publish_pace): every 4 at depth 4 was the whole queue,
+ * so the two took turns again (32 KiB writes at depth 4: 1.25x, 4 KiB
+ * reads 1.28x; docs/benchmarks.md, Round 11).
  */
 #define VU_PUBLISH_REQUESTS 4u
+
+/* Replies per publish for a driver with depth requests in flight: half
+ * of them, between 1 and VU_PUBLISH_REQUESTS. */
+static inline unsigned publish_pace(unsigned depth)
+{
+	unsigned pace = depth / 2u;
+
+	if (pace < 1u)
+		return 1u;
+	return pace > VU_PUBLISH_REQUESTS ? VU_PUBLISH_REQUESTS : pace;
+}
 
 /*
  * Bytes of request and reply data handled after which a batch publishes
@@ -167,7 +182,7 @@ RING_INLINE bool run_batch(struct vu_queue *q, bool packed)
 	struct vu_dev *dev = q->dev;
 	struct virtq *vq = &q->vq;
 	struct virtq_elem elem;
-	unsigned done = 0, pushed;
+	unsigned done = 0, pushed, depth = q->driver_depth, batch_depth = 0;
 	uint64_t unpublished_bytes = 0;
 	bool more = false;
 
@@ -188,6 +203,12 @@ RING_INLINE bool run_batch(struct vu_queue *q, bool packed)
 		behind = ring_unpopped(vq, packed);
 		if (done == 0)
 			ferry_hist_add(&q->st.depth, behind + 1u);
+		/* In flight, as the driver sees it: waiting in the ring, this
+		 * one, replies not yet published, and deferred ones. */
+		if (behind + 1u + pushed + q->deferred_outstanding > batch_depth)
+			batch_depth = behind + 1u + pushed + q->deferred_outstanding;
+		if (batch_depth > depth)
+			depth = batch_depth;
 		/* Set before handle(): the completion may come from another
 		 * thread before handle() even returns. */
 		q->deferred[elem.head].head = elem.head;
@@ -208,7 +229,7 @@ RING_INLINE bool run_batch(struct vu_queue *q, bool packed)
 			ring_push(vq, &elem, len, packed);
 			pushed++;
 			unpublished_bytes += (uint64_t)elem.rd_len + len;
-			if ((pushed >= VU_PUBLISH_REQUESTS && !vu_queue_cpu_shared(q)) ||
+			if ((pushed >= publish_pace(depth) && !vu_queue_cpu_shared(q)) ||
 			    unpublished_bytes >= VU_PUBLISH_BYTES) {
 				publish(q, packed);
 				pushed = 0;
@@ -223,6 +244,11 @@ RING_INLINE bool run_batch(struct vu_queue *q, bool packed)
 		}
 	}
 	if (done > 0) {
+		/* The deepest this batch saw, or one less than before: a
+		 * driver that lowers its depth is followed within a few
+		 * batches, one batch that caught it mid-refill changes little. */
+		q->driver_depth = batch_depth > q->driver_depth ? batch_depth
+				  : q->driver_depth - (q->driver_depth > 0);
 		ferry_count(&q->st.requests, done);
 		ferry_count(&q->st.batches, 1);
 		ferry_hist_add(&q->st.batch_size, done);

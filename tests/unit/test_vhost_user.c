@@ -607,7 +607,8 @@ static void test_publish_mid_batch(void)
 	int memfd = memfd_create("ferry-guest", MFD_CLOEXEC);
 	int kick = eventfd(0, EFD_CLOEXEC), call = eventfd(0, EFD_CLOEXEC);
 
-	printf("-- a batch publishes after 128 KiB of request data, not only at its end\n");
+	printf("-- a batch publishes after 128 KiB of request data, and every half of the "
+	       "driver's depth, not only at its end\n");
 	watch_base = __atomic_load_n(&handled, __ATOMIC_SEQ_CST);
 	if (memfd < 0 || kick < 0 || call < 0 || ftruncate(memfd, MEM_SIZE) < 0 ||
 	    vu_dev_new(&dev, &cfg, &watching_ops, &cfg) < 0)
@@ -619,26 +620,31 @@ static void test_publish_mid_batch(void)
 	CHECK_MSG(queue1_prepare(s.fd, memfd, call),
 	          "queue 1 set up, no kick fd yet: requests wait until all are in the ring");
 
-	/* Head 0: a 128 KiB request (a WRITE's payload, say); heads 2 and 4:
-	 * small ones behind it, all popped in one batch. */
+	/* Head 0: a 128 KiB request (a WRITE's payload, say); heads 2, 4 and
+	 * 6: small ones behind it, all popped in one batch: the driver has 4
+	 * in flight, so small replies go out in twos. */
 	ring_request(&r, "big", BUF + 0x1000);
 	r.desc[0].addr = 0x40000;
 	r.desc[0].len = 128 * 1024;
 	memcpy(r.base + 0x40000, "big", 4);
 	ring_request(&r, "ping", BUF + 0x1100);
 	ring_request(&r, "ping", BUF + 0x1200);
+	ring_request(&r, "ping", BUF + 0x1300);
 	CHECK_MSG(vu_client_send(s.fd, VU_SET_VRING_KICK, 0, &(uint64_t){ 1 }, 8, &kick, 1) == 0 &&
 	          eventfd_write(kick, 1) == 0 && wait_readable(call, 2000) &&
-	          wait_count(&handled, watch_base + 3),
-	          "three requests handled");
+	          wait_count(&handled, watch_base + 4),
+	          "four requests handled");
 	/* The last reply is published after handle() counted it. */
-	for (int i = 0; i < 200 && __atomic_load_n(&r.used->idx, __ATOMIC_ACQUIRE) != 3; i++)
+	for (int i = 0; i < 200 && __atomic_load_n(&r.used->idx, __ATOMIC_ACQUIRE) != 4; i++)
 		usleep(10000);
-	CHECK_MSG(r.used->idx == 3, "three replies in the used ring");
+	CHECK_MSG(r.used->idx == 4, "four replies in the used ring");
 	CHECK_MSG(seen_used_idx[0] == 0 && seen_used_idx[1] == 1 && seen_used_idx[2] == 1,
 	          "the big request's reply was published before the next was handled, the "
-	          "small one's was not (used idx seen: %u %u %u)", seen_used_idx[0],
+	          "first small one's was not (used idx seen: %u %u %u)", seen_used_idx[0],
 	          seen_used_idx[1], seen_used_idx[2]);
+	CHECK_MSG(seen_used_idx[3] == 3,
+	          "at depth 4 the second small reply was published before the last request "
+	          "was handled, not at the end of the batch (used idx seen: %u)", seen_used_idx[3]);
 	single_queue_end(&s, dev, &r, memfd, kick, call);
 }
 
