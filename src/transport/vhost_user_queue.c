@@ -139,8 +139,8 @@ static int keep_packed_chain(struct vu_deferred *l, const struct virtq *vq)
  * 4 keeps both sides busy at queue depth 16 with a quarter of the calls.
  * A driver that keeps fewer than 8 in flight gets them back every half of
  * its depth instead (publish_pace): every 4 at depth 4 was the whole queue,
- * so the two took turns again (32 KiB writes at depth 4: 1.25x, 4 KiB
- * reads 1.28x; docs/benchmarks.md, Round 11).
+ * so the two took turns again (32 KiB writes at depth 4: 1.26x, 4 KiB
+ * reads 1.22x; docs/benchmarks.md, Round 11).
  */
 #define VU_PUBLISH_REQUESTS 4u
 
