@@ -9,9 +9,11 @@ A targets file has one target per line, blank lines and # comments aside:
 WORKLOAD is a bench/compare workload spec (read:bs=1M), METRIC one of ops/s, MiB/s, p50, p99, cpu
 (daemon CPU per op), cpu+load (daemon and load generator CPU per op), TEST >=X or <=X on the ratio
 BASE / AGAINST, and AGAINST either "anchor" (the better by ops/s of the virtiofsd-* daemons that
-ran that workload: what a user could pick instead) or "host" (bench/compare's host column: the host's own calls, the bound). The table shows every
-daemon's median beside the ratio, so a target's verdict can be checked by hand; a target whose
-figures are missing (a daemon left out, every round failed) is "not run", never "met".
+ran that workload: what a user could pick instead) or "host" (bench/compare's host column: the
+host's own calls, the bound). The table shows every daemon's median beside the ratio, so a
+target's verdict can be checked by hand; a target whose figures are missing (a daemon left out,
+every round failed) is "not run", never "met"; beside it, the ratio paired within each round and
+the load generator's busy share.
 
 --matrix: the guest matrix's target, per cache mode and cell: BASE's median IOPS is not below any
 other daemon's of the same cache mode (9p's "auto" is whatever --9p-auto ran; other ferryfsd
@@ -25,6 +27,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from medians import Medians  # noqa: E402
+from runs import HOST_COLUMNS, row_figures  # noqa: E402
 
 METRICS = {"ops/s": "ops_per_sec", "MiB/s": "mib_per_sec", "p50": "lat_p50_us",
            "p99": "lat_p99_us", "cpu": "daemon_cpu_us_per_op", "cpu+load": "both_cpu_us_per_op"}
@@ -130,25 +133,18 @@ def main():
         sys.exit(__doc__)
     out, targets = sys.argv[1], read_targets(sys.argv[2])
     base = sys.argv[3] if len(sys.argv) == 4 else "ferryfsd"
+    # by_round[(workload, daemon, figure)][round]: for the paired ratio.
     med, daemons, by_round = Medians(), [], {}
     for r in csv.DictReader(open(os.path.join(out, "runs.csv"))):
         if r["daemon"] not in daemons:
             daemons.append(r["daemon"])
         if r["status"] != "ok":
             continue
-        k = (r["workload"], r["daemon"])
-        for key in METRICS.values():
-            if key in r:
-                med.add(k + (key,), r[key])
-                by_round[k + (key, r["round"])] = float(r[key])
-        # Runs of bench/compare before the load generator's CPU was recorded lack these.
-        load = float(r.get("load_cpu_us_per_op") or -1)
-        if load >= 0:
-            med.add(k + ("load_busy",), float(r["ops_per_sec"]) * load / 1e6)
-            if r["daemon"] not in ("host", "host-pread"):
-                med.add(k + ("both_cpu_us_per_op",), float(r["daemon_cpu_us_per_op"]) + load)
+        for key, x in row_figures(r, list(METRICS.values())).items():
+            med.add((r["workload"], r["daemon"], key), x)
+            by_round.setdefault((r["workload"], r["daemon"], key), {})[r["round"]] = x
     anchors = [d for d in daemons if d.startswith("virtiofsd")]
-    host = next((d for d in daemons if d in ("host", "host-pread")), None)
+    host = next((d for d in daemons if d in HOST_COLUMNS), None)
     shown = [base] + anchors + ([host] if host else [])
     lines = ["| target | " + " | ".join(shown) + f" | {base} / it | verdict | paired | load busy |",
              "|---" * (len(shown) + 5) + "|"]
@@ -172,12 +168,13 @@ def main():
         name = f"{wl} {metric} {op} {limit:g}x {against if against == 'host' else 'the better anchor'}"
         # The same ratio taken within each round (the two ran seconds apart), then its median:
         # a machine that drifts between rounds moves both figures of a pair alike.
+        mine_by_round = by_round.get((wl, base, key), {})
+        theirs_by_round = by_round.get((wl, other, key), {})
         pairs = Medians()
-        for (w, d, k, rnd), x in by_round.items():
-            y = by_round.get((w, other, k, rnd))
-            if (w, d, k) == (wl, base, key) and y:
-                pairs.add("r", x / y)
-        paired = pairs.median("r")
+        for rnd, x in mine_by_round.items():
+            if theirs_by_round.get(rnd):
+                pairs.add("paired", x / theirs_by_round[rnd])
+        paired = pairs.median("paired")
         busy = med.median((wl, base, "load_busy"))
         lines.append(f"| {name} | " + " | ".join(cells) +
                      f" | {'-' if ratio is None else f'{ratio:.2f}'} ({other or '-'}) | {verdict} |"
