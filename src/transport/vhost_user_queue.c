@@ -194,7 +194,7 @@ RING_INLINE bool run_batch(struct vu_queue *q, bool packed)
 	else
 		virtq_disable_notify(vq);
 	for (;;) {
-		unsigned behind;
+		unsigned behind, in_flight;
 		uint32_t len;
 
 		if (ring_pop(vq, &elem, packed) <= 0)
@@ -205,8 +205,9 @@ RING_INLINE bool run_batch(struct vu_queue *q, bool packed)
 			ferry_hist_add(&q->st.depth, behind + 1u);
 		/* In flight, as the driver sees it: waiting in the ring, this
 		 * one, replies not yet published, and deferred ones. */
-		if (behind + 1u + pushed + q->deferred_outstanding > batch_depth)
-			batch_depth = behind + 1u + pushed + q->deferred_outstanding;
+		in_flight = behind + 1u + pushed + q->deferred_outstanding;
+		if (in_flight > batch_depth)
+			batch_depth = in_flight;
 		if (batch_depth > depth)
 			depth = batch_depth;
 		/* Set before handle(): the completion may come from another
