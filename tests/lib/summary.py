@@ -39,7 +39,8 @@ def unregistered(build):
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     tests = json.loads(subprocess.run(["meson", "introspect", "--tests", build], check=True,
                                       capture_output=True, text=True).stdout)
-    known = {os.path.realpath(t["cmd"][0]) for t in tests if t.get("cmd")}
+    # A shell test's command is tests/lib/run-test.sh with the script as its argument.
+    known = {os.path.realpath(c) for t in tests for c in t.get("cmd") or []}
     return [os.path.relpath(p, repo) for p in sorted(glob.glob(f"{repo}/tests/*/*-test.sh"))
             if os.access(p, os.X_OK) and os.path.realpath(p) not in known]
 
