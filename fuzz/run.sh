@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (build-fuzz: clang, ASan+UBSan) and runs each for a set time; a crash fails.
+# Builds the libFuzzer targets (build-fuzz: clang, ASan+UBSan) and runs each for a set time, one per CPU at once; a crash fails.
 # Usage: fuzz/run.sh [SECONDS] [TARGET...]   (targets: virtq virtq_packed fuse vhost_user migration_stream; default all)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -28,31 +28,56 @@ ninja -C "$build" "${bins[@]}" >/dev/null || {
 export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
-failed=0
-for t in "${targets[@]}"; do
-	bin=$build/fuzz/fuzz_$t
+# One target per CPU at a time (FUZZ_JOBS, default the CPUs this may use):
+# each still gets its SECONDS of a whole CPU, and make check waits half as
+# long on two.
+jobs=${FUZZ_JOBS:-$(nproc)}
+((jobs >= 1)) || jobs=1
+
+# fuzz_target T: runs target T; its exit status lands in $build/fuzz-T.rc.
+fuzz_target() {
+	local t=$1 bin=$build/fuzz/fuzz_$t rc
 	# Absolute: the FUSE target's backend changes the working directory
 	# (into /proc/self/fd), and libFuzzer re-reads the corpus directories
 	# by the paths it was given.
-	work=$build_abs/corpus/$t      # what this machine found; the seeds stay clean
-	crashes=$build_abs/crashes/$t
-	log=$build/fuzz-$t.log
-	[ -x "$bin" ] || { echo "fuzz: no target $t"; failed=1; continue; }
+	local work=$build_abs/corpus/$t      # what this machine found; the seeds stay clean
+	local crashes=$build_abs/crashes/$t
 	mkdir -p "$work" "$crashes"
-	# The FUSE target's scratch directories; a crash leaves them behind.
-	export TMPDIR=$PWD/$build/fuzz-tmp
+	# The FUSE target's scratch directories, one per target as they run
+	# side by side; a crash leaves them behind.
+	export TMPDIR=$build_abs/fuzz-tmp-$t
 	rm -rf "$TMPDIR"; mkdir -p "$TMPDIR"
-	echo "=== fuzz $t: ${seconds}s"
 	# -timeout: a request that blocks (a FIFO opened on the host) is a
 	# finding too.
 	"$bin" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 \
 		-print_final_stats=1 \
-		-artifact_prefix="$crashes/" "$work" "$PWD/fuzz/corpus/$t" >"$log" 2>&1
+		-artifact_prefix="$crashes/" "$work" "$PWD/fuzz/corpus/$t" >"$build/fuzz-$t.log" 2>&1
 	rc=$?
-	rm -rf "$TMPDIR"
-	grep -E 'DONE|stat::number_of_executed_units' "$log" | tr -s ' \t\n' ' '
-	echo
-	if [ $rc -ne 0 ]; then
+	[ $rc -ne 0 ] || rm -rf "$TMPDIR"
+	echo $rc >"$build/fuzz-$t.rc"
+}
+
+failed=0
+running=0
+for t in "${targets[@]}"; do
+	rm -f "$build/fuzz-$t.rc"
+	[ -x "$build/fuzz/fuzz_$t" ] || continue
+	echo "=== fuzz $t: ${seconds}s"
+	fuzz_target "$t" &
+	running=$((running + 1))
+	if ((running >= jobs)); then
+		wait -n
+		running=$((running - 1))
+	fi
+done
+wait
+for t in "${targets[@]}"; do
+	bin=$build/fuzz/fuzz_$t
+	log=$build/fuzz-$t.log
+	[ -x "$bin" ] || { echo "fuzz: no target $t"; failed=1; continue; }
+	rc=$(cat "$build/fuzz-$t.rc" 2>/dev/null || echo "no exit status")
+	echo "--- fuzz $t: $(grep -E 'DONE|stat::number_of_executed_units' "$log" | tr -s ' \t\n' ' ')"
+	if [ "$rc" != 0 ]; then
 		failed=1
 		tail -n 60 "$log"
 		echo "fuzz $t: FAILED (exit $rc); log $log"
@@ -60,5 +85,6 @@ for t in "${targets[@]}"; do
 			echo "fuzz $t: crashing input kept at $f (reproduce: $bin $f)"
 		done
 	fi
+	rm -f "$build/fuzz-$t.rc"
 done
 exit $failed
