@@ -41,14 +41,22 @@
 #define OWNER_SPIN_NS 200000
 
 /*
- * Whether the helper gets a CPU when it is needed, judged by the reads it
- * was asked to help with: one is "late" when the helper took none of its
- * chunks, or when the queue thread then waited for the helper's last
- * chunk longer than half the time the helper's chunks saved it (the
- * helper preempted in the middle of a chunk: the queue thread waits out
- * another tenant's time slice). In more than ~1 of 8 recent reads,
- * another tenant has the second CPU; large reads are then read alone for
- * the next BACKOFF_READS, and tried split again after.
+ * Whether splitting pays, judged by what the helper saved the reads it
+ * was asked to help with: the time its chunks would have taken the queue
+ * thread, less the queue thread's wait for its last one (the helper
+ * preempted in the middle of a chunk: the queue thread waits out whoever
+ * took its CPU), and a chunk's worth lost when it took none. When the
+ * average of the last ~16 reads is a loss, another tenant has the second
+ * CPU: large reads are then read alone for the next BACKOFF_READS, and
+ * tried split again after.
+ *
+ * It used to count a read "late" when the wait was over half of what the
+ * helper saved, and back off at more than 1 in 8 such reads. The driver
+ * itself (a guest's vCPU, or ferryfs-load) wakes for every reply and
+ * preempts one of the two copiers often enough that this backed off for
+ * two thirds of all 1 MiB READs at queue depth 16, though each split read
+ * still gained on average: 1.21x READs/s without that, and the same
+ * back-offs beside a CPU hog (docs/benchmarks.md, Round 12).
  */
 #define BACKOFF_READS 1024u
 
@@ -74,7 +82,8 @@ struct read_split {
 	atomic_uint done;               /* chunks of this read finished */
 	_Atomic uint64_t helped;        /* chunks the helper read, ever */
 	/* Owned by the read that holds busy. */
-	unsigned late_avg;              /* late reads, moving, in 1/256ths */
+	int64_t gain_avg;               /* ns the helper saved a read, moving */
+	unsigned judged;                /* reads in gain_avg since a back-off */
 	unsigned backoff;               /* large reads left to read alone */
 	uint64_t splits, backoffs;      /* for the log at the end */
 	/* The read: written before claim is published, read after a chunk
@@ -219,6 +228,21 @@ uint64_t read_split_helped(struct read_split *s)
 	return atomic_load_explicit(&s->helped, memory_order_relaxed);
 }
 
+int64_t read_split_gain(unsigned chunks, unsigned own, uint64_t per_chunk_ns, uint64_t waited_ns)
+{
+	int64_t alone = (int64_t)(chunks * per_chunk_ns), gain;
+
+	if (own >= chunks)      /* the helper took none: woken for nothing */
+		return -(int64_t)per_chunk_ns;
+	if (own == 0)           /* no measure of this thread's chunk time */
+		return 0;
+	gain = (int64_t)((chunks - own) * per_chunk_ns) - (int64_t)waited_ns;
+	/* One read counts at most as a loss of reading it alone: a helper
+	 * preempted once for a whole time slice is one bad read, not the
+	 * next 16 reads' worth. */
+	return gain < -alone ? -alone : gain;
+}
+
 static bool helper_ready(struct read_split *s)
 {
 	int state = atomic_load_explicit(&s->helper, memory_order_acquire);
@@ -264,7 +288,6 @@ ssize_t read_split_read(struct read_split *s, int fd, const struct iovec *iov,
 	uint64_t c, start, waited, per_chunk, until;
 	uint32_t gen;
 	unsigned n, own = 0;
-	bool late;
 	size_t chunk = CHUNK_MIN;
 	ssize_t ret;
 	int k;
@@ -308,11 +331,11 @@ ssize_t read_split_read(struct read_split *s, int fd, const struct iovec *iov,
 			sched_yield();
 	}
 	waited = now_ns() - waited;
-	late = own == n || waited > (uint64_t)(n - own) * per_chunk / 2;
-	s->late_avg = s->late_avg - s->late_avg / 16u + (late ? 16u : 0u);
-	if (s->late_avg > 256u / 8u) {
+	s->gain_avg += (read_split_gain(n, own, per_chunk, waited) - s->gain_avg) / 16;
+	if (++s->judged >= 16u && s->gain_avg < 0) {
 		s->backoff = BACKOFF_READS;
-		s->late_avg = 0;
+		s->gain_avg = 0;
+		s->judged = 0;
 		s->backoffs++;
 	}
 	s->splits++;

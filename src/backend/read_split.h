@@ -30,6 +30,13 @@ void read_split_free(struct read_split *s);
 ssize_t read_split_read(struct read_split *s, int fd, const struct iovec *iov,
 			unsigned cnt, size_t size, uint64_t off);
 
+/* What the helper saved one split read, in ns (negative: it cost): the
+ * time its chunks would have taken the caller (chunks - own of them, at
+ * per_chunk_ns each), less the caller's wait for its last one, at most one
+ * whole read's worth of loss. The back-off follows its average; exposed
+ * for the tests. */
+int64_t read_split_gain(unsigned chunks, unsigned own, uint64_t per_chunk_ns, uint64_t waited_ns);
+
 /* Tests: chunks the helper has read since the start. */
 uint64_t read_split_helped(struct read_split *s);
 

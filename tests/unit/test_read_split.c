@@ -190,6 +190,24 @@ static void test_helper_helps(struct read_split *s)
 	free(buf);
 }
 
+/* What the back-off averages: a wait shorter than the helper's chunks
+ * would have taken is a gain, a longer one a loss, bounded by one read. */
+static void test_gain(void)
+{
+	/* 8 chunks of 16 us, 4 each, a 10 us wait for the helper's last. */
+	CHECK_EQ(read_split_gain(8, 4, 16000, 10000), 54000);
+	/* Preempted for 40 us: 64 us saved, 40 lost, still a gain (the old
+	 * rule called this read late: more than half the saving). */
+	CHECK(read_split_gain(8, 4, 16000, 40000) > 0);
+	CHECK(read_split_gain(8, 4, 16000, 70000) < 0);
+	/* A 3 ms time slice counts as one read alone, 128 us. */
+	CHECK_EQ(read_split_gain(8, 4, 16000, 3000000), -128000);
+	/* The helper took none: a chunk lost to its wake-up. */
+	CHECK_EQ(read_split_gain(8, 8, 16000, 0), -16000);
+	/* It took all: no chunk time of the caller's to judge by. */
+	CHECK_EQ(read_split_gain(8, 0, 0, 90000), 0);
+}
+
 int main(void)
 {
 	char path[] = "/tmp/ferry-read-split-XXXXXX";
@@ -206,6 +224,7 @@ int main(void)
 	CHECK(pwrite(fd, data, FILE_SIZE, 0) == (ssize_t)FILE_SIZE);
 	free(data);
 
+	test_gain();
 	CHECK(read_split_new(&on, true) == 0);
 	CHECK(read_split_new(&off, false) == 0);
 	test_sizes(off, "alone");
