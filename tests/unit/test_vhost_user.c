@@ -607,8 +607,8 @@ static void test_publish_mid_batch(void)
 	int memfd = memfd_create("ferry-guest", MFD_CLOEXEC);
 	int kick = eventfd(0, EFD_CLOEXEC), call = eventfd(0, EFD_CLOEXEC);
 
-	printf("-- a batch publishes after 128 KiB of request data, and every half of the "
-	       "driver's depth, not only at its end\n");
+	printf("-- a batch publishes a large WRITE's reply at once at low depth, and every "
+	       "half of the driver's depth, not only at its end\n");
 	watch_base = __atomic_load_n(&handled, __ATOMIC_SEQ_CST);
 	if (memfd < 0 || kick < 0 || call < 0 || ftruncate(memfd, MEM_SIZE) < 0 ||
 	    vu_dev_new(&dev, &cfg, &watching_ops, &cfg) < 0)
@@ -620,12 +620,13 @@ static void test_publish_mid_batch(void)
 	CHECK_MSG(queue1_prepare(s.fd, memfd, call),
 	          "queue 1 set up, no kick fd yet: requests wait until all are in the ring");
 
-	/* Head 0: a 128 KiB request (a WRITE's payload, say); heads 2, 4 and
+	/* Head 0: a 64 KiB request (a WRITE's payload, say); heads 2, 4 and
 	 * 6: small ones behind it, all popped in one batch: the driver has 4
-	 * in flight, so small replies go out in twos. */
+	 * in flight, so the big one's reply goes out at once (below the 128
+	 * KiB that publishes at any depth) and small replies in twos. */
 	ring_request(&r, "big", BUF + 0x1000);
 	r.desc[0].addr = 0x40000;
-	r.desc[0].len = 128 * 1024;
+	r.desc[0].len = 64 * 1024;
 	memcpy(r.base + 0x40000, "big", 4);
 	ring_request(&r, "ping", BUF + 0x1100);
 	ring_request(&r, "ping", BUF + 0x1200);
