@@ -1,0 +1,225 @@
+/* read-dest: CPU per 1 MiB pread by where the data lands: the host loop's one private buffer, rotating queue slots, a shared memfd, and slots another CPU checks, as a driver does. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MIB (1u << 20)
+#define FILE_MIB 64u
+#define SLOTS 4u              /* bench/compare's 1 MiB reads keep 4 in flight */
+#define READS 3000u
+#define STRIDE 4096u          /* ferryfs-load's sparse poison and check: a word a page */
+
+/* The word ferryfs-load expects at offset off of the file (any fixed
+ * function does: only where it is written and read matters here). */
+static inline uint64_t pattern(uint64_t off)
+{
+	return off * 0x9e3779b97f4a7c15ull;
+}
+
+static double thread_cpu_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static void poison(uint8_t *b, uint64_t off)
+{
+	for (uint32_t i = 0; i < MIB; i += STRIDE) {
+		uint64_t w = ~pattern(off + i);
+
+		memcpy(b + i, &w, sizeof(w));
+	}
+}
+
+static int verify(const uint8_t *b, uint64_t off)
+{
+	for (uint32_t i = 0; i < MIB; i += STRIDE) {
+		uint64_t w;
+
+		memcpy(&w, b + i, sizeof(w));
+		if (w != pattern(off + i))
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+struct run {
+	int fd;
+	uint8_t *slots;           /* SLOTS MiB, or one MiB when slots == 1 */
+	unsigned nslots;
+	bool other_cpu;           /* a driver thread poisons and checks each slot */
+	_Atomic unsigned state[SLOTS];  /* 0: the driver's, 1: the copier's */
+	uint64_t slot_off[SLOTS];
+	double copy_us;           /* the copier's CPU inside pread, summed */
+	int err;
+};
+
+static int copy_one(struct run *r, unsigned i)
+{
+	uint8_t *b = r->slots + (size_t)(i % r->nslots) * MIB;
+	uint64_t off = (uint64_t)(i % FILE_MIB) * MIB;
+	double t0 = thread_cpu_us();
+	ssize_t n = pread(r->fd, b, MIB, (off_t)off);
+
+	r->copy_us += thread_cpu_us() - t0;
+	return n == (ssize_t)MIB ? 0 : -EIO;
+}
+
+static void pin(unsigned cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+/* The driver: hands each slot over poisoned, checks it when it comes back. */
+static void *driver(void *arg)
+{
+	struct run *r = arg;
+
+	pin(1);
+	for (unsigned i = 0; i < READS + SLOTS; i++) {
+		unsigned s = i % SLOTS;
+
+		while (atomic_load_explicit(&r->state[s], memory_order_acquire) != 0)
+			sched_yield();
+		if (i >= SLOTS && verify(r->slots + (size_t)s * MIB, r->slot_off[s]) && !r->err)
+			r->err = EBADMSG;
+		if (i >= READS)
+			continue;
+		r->slot_off[s] = (uint64_t)(i % FILE_MIB) * MIB;
+		poison(r->slots + (size_t)s * MIB, r->slot_off[s]);
+		atomic_store_explicit(&r->state[s], 1, memory_order_release);
+	}
+	return NULL;
+}
+
+/* CPU us per pread into the destination r describes. */
+static double run(struct run *r)
+{
+	pthread_t t;
+
+	r->copy_us = 0;
+	r->err = 0;
+	pin(0);
+	if (!r->other_cpu) {
+		for (unsigned i = 0; i < READS; i++) {
+			uint8_t *b = r->slots + (size_t)(i % r->nslots) * MIB;
+			uint64_t off = (uint64_t)(i % FILE_MIB) * MIB;
+
+			poison(b, off);
+			if (copy_one(r, i) || verify(b, off))
+				return -1;
+		}
+		return r->copy_us / READS;
+	}
+	for (unsigned s = 0; s < SLOTS; s++)
+		atomic_store(&r->state[s], 0);
+	if (pthread_create(&t, NULL, driver, r) != 0)
+		return -1;
+	for (unsigned i = 0; i < READS && !r->err; i++) {
+		unsigned s = i % SLOTS;
+
+		while (atomic_load_explicit(&r->state[s], memory_order_acquire) != 1)
+			sched_yield();
+		if (copy_one(r, i))
+			r->err = EIO;
+		atomic_store_explicit(&r->state[s], 0, memory_order_release);
+	}
+	pthread_join(t, NULL);
+	return r->err ? -1 : r->copy_us / READS;
+}
+
+int main(int argc, char **argv)
+{
+	char path[4096];
+	uint8_t *chunk, *priv, *shared;
+	int fd, mfd;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: read-dest DIR  (writes a 64 MiB file there, reads it, removes it;\n"
+			"       pins itself to CPUs 0 and 1)\n");
+		return 2;
+	}
+	snprintf(path, sizeof(path), "%s/read-dest.XXXXXX", argv[1]);
+	fd = mkstemp(path);
+	mfd = memfd_create("read-dest", 0);
+	chunk = aligned_alloc(4096, MIB);
+	priv = aligned_alloc(4096, (size_t)SLOTS * MIB);
+	if (fd < 0 || mfd < 0 || !chunk || !priv || ftruncate(mfd, (off_t)SLOTS * MIB)) {
+		fprintf(stderr, "read-dest: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	unlink(path);
+	shared = mmap(NULL, (size_t)SLOTS * MIB, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	if (shared == MAP_FAILED) {
+		fprintf(stderr, "read-dest: mmap: %s\n", strerror(errno));
+		return 1;
+	}
+	memset(priv, 0, (size_t)SLOTS * MIB);
+	memset(shared, 0, (size_t)SLOTS * MIB);
+	for (unsigned m = 0; m < FILE_MIB; m++) {
+		for (uint32_t i = 0; i < MIB; i += 8) {
+			uint64_t w = pattern((uint64_t)m * MIB + i);
+
+			memcpy(chunk + i, &w, sizeof(w));
+		}
+		if (pwrite(fd, chunk, MIB, (off_t)m * MIB) != (ssize_t)MIB) {
+			fprintf(stderr, "read-dest: write: %s\n", strerror(errno));
+			return 1;
+		}
+	}
+
+	struct {
+		const char *what;
+		struct run r;
+	} cases[] = {
+		{ "one private buffer, this CPU checks (ferryfs-load --host)",
+		  { .fd = fd, .slots = priv, .nslots = 1 } },
+		{ "4 private slots, this CPU checks",
+		  { .fd = fd, .slots = priv, .nslots = SLOTS } },
+		{ "4 slots of a shared memfd, this CPU checks",
+		  { .fd = fd, .slots = shared, .nslots = SLOTS } },
+		{ "4 slots of a shared memfd, the other CPU checks (a daemon's READ)",
+		  { .fd = fd, .slots = shared, .nslots = SLOTS, .other_cpu = true } },
+	};
+	enum { NCASES = sizeof(cases) / sizeof(cases[0]) };
+	double us[3][NCASES];
+
+	/* Rounds alternate the cases, so a change in the machine's load hits all. */
+	for (unsigned round = 0; round < 3; round++)
+		for (unsigned c = 0; c < NCASES; c++) {
+			us[round][c] = run(&cases[c].r);
+			if (us[round][c] < 0) {
+				fprintf(stderr, "read-dest: %s: failed\n", cases[c].what);
+				return 1;
+			}
+		}
+	printf("CPU per 1 MiB pread (us), 3 rounds of %u; the ratio is to the first row's median\n", READS);
+	double base = 0;
+	for (unsigned c = 0; c < NCASES; c++) {
+		double a = us[0][c], b = us[1][c], d = us[2][c];
+		double med = a > b ? (b > d ? b : (a > d ? d : a)) : (a > d ? a : (b > d ? d : b));
+
+		if (c == 0)
+			base = med;
+		printf("  %-68s %6.1f %6.1f %6.1f  median %6.1f  %.2fx\n", cases[c].what, a, b, d,
+		       med, med / base);
+	}
+	close(fd);
+	return 0;
+}
