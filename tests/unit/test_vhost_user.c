@@ -588,9 +588,15 @@ static uint32_t t_handle_watching(void *ctx, const struct ferry_req *req)
 {
 	int n = __atomic_load_n(&handled, __ATOMIC_ACQUIRE) - watch_base;
 
+	uint32_t len;
+
 	if (n >= 0 && n < 8)
 		seen_used_idx[n] = __atomic_load_n(&watched_used->idx, __ATOMIC_ACQUIRE);
-	return t_handle(ctx, req);
+	len = t_handle(ctx, req);
+	/* "bigread" answers like a READ: its reply fills the buffer given. */
+	if (len && !strcmp(last_request, "bigread"))
+		len = (uint32_t)req->wr[0].iov_len;
+	return len;
 }
 
 static const struct ferry_handler watching_ops = {
@@ -598,7 +604,10 @@ static const struct ferry_handler watching_ops = {
 	.handle = t_handle_watching,
 };
 
-static void test_publish_mid_batch(void)
+/* big_reply false: the first request carries 64 KiB (a WRITE), whose
+ * reply goes out at once at low depth; true: its reply carries 128 KiB (a
+ * READ), which goes out at once at any depth. */
+static void test_publish_mid_batch(bool big_reply)
 {
 	struct vu_fs_config cfg = { .tag = "myfs", .num_request_queues = 1 };
 	struct vu_dev *dev;
@@ -607,8 +616,8 @@ static void test_publish_mid_batch(void)
 	int memfd = memfd_create("ferry-guest", MFD_CLOEXEC);
 	int kick = eventfd(0, EFD_CLOEXEC), call = eventfd(0, EFD_CLOEXEC);
 
-	printf("-- a batch publishes a large WRITE's reply at once at low depth, and every "
-	       "half of the driver's depth, not only at its end\n");
+	printf("-- a batch publishes %s at once, and every half of the driver's depth, not "
+	       "only at its end\n", big_reply ? "a 128 KiB reply" : "a 64 KiB WRITE's reply at low depth");
 	watch_base = __atomic_load_n(&handled, __ATOMIC_SEQ_CST);
 	if (memfd < 0 || kick < 0 || call < 0 || ftruncate(memfd, MEM_SIZE) < 0 ||
 	    vu_dev_new(&dev, &cfg, &watching_ops, &cfg) < 0)
@@ -620,14 +629,19 @@ static void test_publish_mid_batch(void)
 	CHECK_MSG(queue1_prepare(s.fd, memfd, call),
 	          "queue 1 set up, no kick fd yet: requests wait until all are in the ring");
 
-	/* Head 0: a 64 KiB request (a WRITE's payload, say); heads 2, 4 and
-	 * 6: small ones behind it, all popped in one batch: the driver has 4
-	 * in flight, so the big one's reply goes out at once (below the 128
-	 * KiB that publishes at any depth) and small replies in twos. */
-	ring_request(&r, "big", BUF + 0x1000);
-	r.desc[0].addr = 0x40000;
-	r.desc[0].len = 64 * 1024;
-	memcpy(r.base + 0x40000, "big", 4);
+	/* Head 0: a 64 KiB request (a WRITE's payload, say), or a small one
+	 * whose reply is 128 KiB (a READ's data); heads 2, 4 and 6: small ones
+	 * behind it, all popped in one batch: the driver has 4 in flight, so
+	 * the big one's reply goes out at once and small replies in twos. */
+	if (big_reply) {
+		ring_request(&r, "bigread", 0x40000);
+		r.desc[1].len = 128 * 1024;
+	} else {
+		ring_request(&r, "big", BUF + 0x1000);
+		r.desc[0].addr = 0x40000;
+		r.desc[0].len = 64 * 1024;
+		memcpy(r.base + 0x40000, "big", 4);
+	}
 	ring_request(&r, "ping", BUF + 0x1100);
 	ring_request(&r, "ping", BUF + 0x1200);
 	ring_request(&r, "ping", BUF + 0x1300);
@@ -903,7 +917,8 @@ int main(void)
 	          fds_before, fds_after);
 	vu_dev_free(dev);
 	test_deferred();
-	test_publish_mid_batch();
+	test_publish_mid_batch(false);
+	test_publish_mid_batch(true);
 	fds_before = count_fds();
 	test_broken_queue_isolated();
 	test_stop_while_kicked();
