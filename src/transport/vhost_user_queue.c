@@ -178,6 +178,22 @@ static inline unsigned publish_pace(unsigned depth)
  */
 #define VU_PUBLISH_REQUEST_DATA (64u * 1024u)
 
+/* Whether a batch publishes now, after a reply to a request that carried
+ * request_bytes: pushed replies and unpublished_bytes of data are waiting,
+ * and the driver keeps depth in flight. */
+static inline bool publish_due(const struct vu_queue *q, unsigned depth, unsigned pushed,
+			       uint64_t unpublished_bytes, uint32_t request_bytes)
+{
+	unsigned pace = publish_pace(depth);
+
+	if (unpublished_bytes >= VU_PUBLISH_BYTES)
+		return true;
+	/* Below the full pace: the driver keeps fewer than 8 in flight. */
+	if (pace < VU_PUBLISH_REQUESTS && request_bytes >= VU_PUBLISH_REQUEST_DATA)
+		return true;
+	return pushed >= pace && !vu_queue_cpu_shared(q);
+}
+
 /* Tells the frontend, once, that the ring broke (its err fd). With q->lock
  * held. */
 static void signal_broken(struct vu_queue *q)
@@ -242,10 +258,7 @@ RING_INLINE bool run_batch(struct vu_queue *q, bool packed)
 			ring_push(vq, &elem, len, packed);
 			pushed++;
 			unpublished_bytes += (uint64_t)elem.rd_len + len;
-			if ((pushed >= publish_pace(depth) && !vu_queue_cpu_shared(q)) ||
-			    unpublished_bytes >= VU_PUBLISH_BYTES ||
-			    (depth < 2u * VU_PUBLISH_REQUESTS &&
-			     elem.rd_len >= VU_PUBLISH_REQUEST_DATA)) {
+			if (publish_due(q, depth, pushed, unpublished_bytes, elem.rd_len)) {
 				publish(q, packed);
 				pushed = 0;
 				unpublished_bytes = 0;
