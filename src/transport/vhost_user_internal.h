@@ -136,11 +136,12 @@ struct vu_worker {
 	/* Control thread only. */
 	pthread_t thread;
 	bool thread_running;
-	/* Worker thread only: see vu_worker_judge_cpu; the poll budget;
-	 * busy passes since the last look at the fds (worker_thread). */
+	/* Worker thread only. vu_worker_judge_cpu's: */
 	uint64_t nivcsw;
 	unsigned preempted_avg;
 	unsigned waits_unjudged;
+	/* The poll budget; busy passes since the last look at the fds
+	 * (worker_thread). */
 	uint64_t poll_ns;
 	unsigned passes_unlooked;
 };

@@ -116,6 +116,12 @@ bool vu_worker_wait_by_polling(struct vu_worker *w)
 	return work;
 }
 
+/* Waits judged by one getrusage: it is a system call, ~1.35 us on a PVM
+ * host (as much as a getattr's statx; build/syscall-cost), and a wait
+ * comes after every request at queue depth 1. The preemptions of those
+ * waits together count as that many preempted waits, at most one each. */
+#define JUDGE_WAITS 4u
+
 /*
  * Whether this thread shares its CPU with something runnable, judged by how
  * often it was preempted (involuntary context switches) between its recent
@@ -126,16 +132,10 @@ bool vu_worker_wait_by_polling(struct vu_worker *w)
  * driver and daemon on one CPU: 263-302K ops/s publishing every 4, 401-479K
  * at the end of the batch). Request workers only, before each wait.
  */
-
-/* Waits judged by one getrusage: it is a system call, ~1.4 us on a PVM
- * host (as much as a getattr's statx), and a wait comes after every
- * request at queue depth 1. The preemptions of those waits together count
- * as that many preempted waits, at most one each. */
-#define JUDGE_WAITS 4u
-
 void vu_worker_judge_cpu(struct vu_worker *w)
 {
 	struct rusage ru;
+	uint64_t switches;
 	unsigned preempted;
 	bool shared;
 
@@ -143,8 +143,8 @@ void vu_worker_judge_cpu(struct vu_worker *w)
 	    getrusage(RUSAGE_THREAD, &ru) < 0)
 		return;
 	w->waits_unjudged = 0;
-	preempted = (uint64_t)ru.ru_nivcsw - w->nivcsw < JUDGE_WAITS
-		    ? (unsigned)((uint64_t)ru.ru_nivcsw - w->nivcsw) : JUDGE_WAITS;
+	switches = (uint64_t)ru.ru_nivcsw - w->nivcsw;
+	preempted = switches < JUDGE_WAITS ? (unsigned)switches : JUDGE_WAITS;
 	w->nivcsw = (uint64_t)ru.ru_nivcsw;
 	/* A moving average in 1/256ths, each wait weighing 1/16: one stray
 	 * preemption (a kernel thread, a timer) does not flip it. */

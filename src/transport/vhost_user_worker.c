@@ -151,8 +151,8 @@ static void handle_event(struct vu_worker *w, const struct epoll_event *ev)
  * members_changed is read at the top of every pass. A system call costs
  * ~1.3 us on some hosts (a PVM guest: getppid 1.25-1.32 us, a getattr's
  * whole statx as much; build/syscall-cost); at queue depth 1 this was one
- * of the four calls per request. The look still comes every few passes, for an fd's error and so
- * that the eventfd counters are drained.
+ * of the four calls per request. The look still comes every few passes,
+ * for an fd's error and so that the eventfd counters are drained.
  */
 #define WORKER_PASSES_UNLOOKED 8u
 

@@ -587,7 +587,6 @@ static uint16_t seen_used_idx[8];
 static uint32_t t_handle_watching(void *ctx, const struct ferry_req *req)
 {
 	int n = __atomic_load_n(&handled, __ATOMIC_ACQUIRE) - watch_base;
-
 	uint32_t len;
 
 	if (n >= 0 && n < 8)
