@@ -1,6 +1,7 @@
-/* wake-cost: round trip and waiter CPU of a bare kick/call eventfd ping-pong, the floor under a QD1 request. */
+/* wake-cost: round trip and waiter CPU of a bare kick/call eventfd ping-pong, and what one call that wakes a sleeper costs its writer. */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +15,9 @@
 #include "cpu_time.h"
 
 #define ROUND_TRIPS 200000
+/* Calls timed by run_waker(); each waits WAKER_GAP_US first, so ~1.5 s. */
+#define WAKER_CALLS 20000
+#define WAKER_GAP_US 50.0
 
 enum wait_kind { WAIT_POLL, WAIT_EPOLL, WAIT_READ };
 
@@ -113,8 +117,98 @@ out:
 	return ret;
 }
 
+struct sleeper {
+	int fd;
+	unsigned woken;    /* wake-ups seen; written by the sleeper, read by the writer */
+	int err;
+};
+
+/* Blocks in read() on its eventfd, as a driver waiting for its call does,
+ * and counts each wake-up. */
+static void *sleeper(void *arg)
+{
+	struct sleeper *s = arg;
+	eventfd_t v;
+
+	for (int i = 0; i < WAKER_CALLS; i++) {
+		if (eventfd_read(s->fd, &v) < 0) {
+			s->err = errno;
+			break;
+		}
+		__atomic_store_n(&s->woken, i + 1u, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/* Puts the calling thread on CPU cpu, if the machine has it; a daemon and
+ * its driver run on different CPUs, and the wake-up that costs is the one
+ * that crosses to the other CPU. */
+static void pin_to(pthread_t t, int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu >= sysconf(_SC_NPROCESSORS_ONLN))
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	pthread_setaffinity_np(t, sizeof(set), &set);
+}
+
+/* The writer's side of a call: the time of one eventfd write whose reader
+ * is asleep on the other CPU (the write sends the wake-up), against one with
+ * nobody waiting. The writer spins WAKER_GAP_US between calls so the sleeper
+ * is surely back in read(), and stays on its CPU, as a busy daemon does. */
+static int run_waker(double *wake_us, double *idle_us)
+{
+	struct sleeper s = { .fd = eventfd(0, EFD_CLOEXEC) };
+	int lone = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	double sum_wake = 0, sum_idle = 0;
+	pthread_t thread;
+	int ret = 0;
+
+	if (s.fd < 0 || lone < 0) {
+		ret = -errno;
+		goto out;
+	}
+	ret = -pthread_create(&thread, NULL, sleeper, &s);
+	if (ret)
+		goto out;
+	pin_to(pthread_self(), 0);
+	pin_to(thread, 1);
+	for (unsigned i = 0; i < WAKER_CALLS && ret == 0; i++) {
+		double t0, t1;
+
+		while (__atomic_load_n(&s.woken, __ATOMIC_ACQUIRE) < i && !s.err)
+			;
+		for (t0 = now_us(); now_us() - t0 < WAKER_GAP_US;)
+			;
+		t0 = now_us();
+		if (eventfd_write(s.fd, 1) < 0)
+			ret = -errno;
+		t1 = now_us();
+		sum_wake += t1 - t0;
+		if (eventfd_write(lone, 1) < 0)
+			ret = -errno;
+		sum_idle += now_us() - t1;
+	}
+	if (ret)
+		eventfd_write(s.fd, WAKER_CALLS);    /* let the sleeper finish */
+	pthread_join(thread, NULL);
+	if (!ret && s.err)
+		ret = -s.err;
+	*wake_us = sum_wake / WAKER_CALLS;
+	*idle_us = sum_idle / WAKER_CALLS;
+out:
+	close_if_open(lone);
+	close_if_open(s.fd);
+	return ret;
+}
+
 int main(void)
 {
+	double wake = 0, idle = 0;
+	int waker_ret;
+
 	for (int pass = 0; pass < 2; pass++) {
 		for (enum wait_kind k = WAIT_POLL; k <= WAIT_READ; k++) {
 			double rt = 0, cpu = 0;
@@ -128,5 +222,12 @@ int main(void)
 			       wait_names[k], rt, cpu);
 		}
 	}
+	waker_ret = run_waker(&wake, &idle);
+	if (waker_ret) {
+		fprintf(stderr, "wake-cost: %s\n", strerror(-waker_ret));
+		return 1;
+	}
+	printf("one call, its writer's time: waking a reader asleep on the other CPU %5.2f us, "
+	       "nobody waiting %5.2f us\n", wake, idle);
 	return 0;
 }
