@@ -64,6 +64,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 			FUZZ_ASSERT(++pushed <= num, "popped %u chains from a ring of %u", pushed, num);
 			fuzz_check_elem(guest.mem, &elem, num);
+			/* As the queue thread does before handling each request:
+			 * it must read only inside the rings and guest memory. */
+			virtq_prefetch_ahead(&vq);
 			len = used_len_spec & 0x8000 ? elem.wr_len + 1 : used_len_spec;
 			virtq_push(&vq, &elem, len);
 			{

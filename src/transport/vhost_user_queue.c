@@ -244,6 +244,8 @@ RING_INLINE bool run_batch(struct vu_queue *q, bool packed)
 		elem.req.chan = &q->chan;
 		elem.req.token = &q->deferred[elem.head];
 		elem.req.queued_behind = behind;
+		if (!packed)
+			virtq_prefetch_ahead(vq);
 		len = dev->handler->handle(q->ctx, &elem.req);
 		if (len == FERRY_DEFERRED) {
 			q->deferred_outstanding++;

@@ -152,6 +152,7 @@ static int refresh_avail(struct virtq *vq)
 		return -EIO;
 	}
 	vq->shadow_avail_idx = idx;
+	vq->avail_window = pending;
 	return pending;
 }
 
@@ -328,6 +329,86 @@ int virtq_pop(struct virtq *vq, struct virtq_elem *elem)
 		return ret;
 	vq->last_avail_idx++;
 	return 1;
+}
+
+/* The descriptor in the ring's table for the chain at avail position pos,
+ * as the driver wrote it: read only to choose what to prefetch, never
+ * trusted (virtq_pop checks it again). */
+static struct vring_desc peek_desc(const struct virtq *vq, uint16_t pos)
+{
+	unsigned mask = vq->num - 1;
+	uint16_t head = le16toh(__atomic_load_n(&vq->avail->ring[pos & mask], __ATOMIC_RELAXED));
+	struct vring_desc d;
+
+	memcpy(&d, &vq->desc[head & mask], sizeof(d));
+	return d;
+}
+
+/* Prefetches where the chain at pos starts in guest memory, the FUSE
+ * in-header, and where its reply starts, the out-header, for writing:
+ * from its head descriptor, or from the first entries of its indirect
+ * table. */
+static void prefetch_buffers(const struct virtq *vq, uint16_t pos)
+{
+	struct vring_desc d = peek_desc(vq, pos), table[4];
+	unsigned n = 1;
+
+	if (le16toh(d.flags) & VRING_DESC_F_INDIRECT) {
+		const void *t = guest_mem_gpa_to_ptr(vq->mem, le64toh(d.addr), sizeof(table));
+
+		if (!t)
+			return;
+		/* One line: the in-header, the request's data or arguments,
+		 * the out-header. */
+		memcpy(table, t, sizeof(table));
+		n = 4;
+	} else {
+		table[0] = d;
+	}
+	__builtin_prefetch(guest_mem_gpa_to_ptr(vq->mem, le64toh(table[0].addr), 1));
+	for (unsigned i = 1; i < n; i++)
+		if (le16toh(table[i].flags) & VRING_DESC_F_WRITE) {
+			__builtin_prefetch(guest_mem_gpa_to_ptr(vq->mem, le64toh(table[i].addr), 1), 1);
+			break;
+		}
+}
+
+/* New chains one look at avail->idx must find before prefetching pays. */
+#define VIRTQ_PREFETCH_BACKLOG 4u
+
+void virtq_prefetch_ahead(const struct virtq *vq)
+{
+	unsigned pending = virtq_unpopped(vq), mask = vq->num - 1;
+	uint16_t next = vq->last_avail_idx;
+
+	/* Only while the driver is ahead: the last look at avail->idx found
+	 * a backlog. With fewer new each time, the daemon keeps up and the
+	 * driver is still writing near these lines; taking them from it
+	 * cost getattr at depth 16 1-2% of its requests per second. */
+	if (pending == 0 || vq->avail_window < VIRTQ_PREFETCH_BACKLOG || !vq->mem)
+		return;
+	/* The next chain: its in-header and out-header. Its table was
+	 * prefetched one request ago. */
+	prefetch_buffers(vq, next);
+	if (pending < 2)
+		return;
+	/* The one after: its indirect table. Its descriptor was prefetched
+	 * one request ago. */
+	{
+		struct vring_desc d = peek_desc(vq, (uint16_t)(next + 1));
+
+		if (le16toh(d.flags) & VRING_DESC_F_INDIRECT)
+			__builtin_prefetch(guest_mem_gpa_to_ptr(vq->mem, le64toh(d.addr), 1));
+	}
+	if (pending < 3)
+		return;
+	/* Two after: its descriptor. */
+	{
+		uint16_t head = le16toh(__atomic_load_n(&vq->avail->ring[(uint16_t)(next + 2) & mask],
+							__ATOMIC_RELAXED));
+
+		__builtin_prefetch(&vq->desc[head & mask]);
+	}
 }
 
 int virtq_rewalk(struct virtq *vq, uint16_t head, struct virtq_elem *elem)

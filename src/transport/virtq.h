@@ -41,6 +41,7 @@ struct virtq {
 
 	uint16_t last_avail_idx;        /* next avail entry we will pop */
 	uint16_t shadow_avail_idx;      /* avail->idx as last read */
+	uint16_t avail_window;          /* chains that read found new */
 	uint16_t used_idx;              /* next used entry we will write */
 	uint16_t signalled_used;        /* used_idx at the last notify decision */
 	bool signalled_used_valid;
@@ -126,6 +127,12 @@ bool virtq_ready(const struct virtq *vq);
  * queue is (or just became) broken. elem's iovecs stay valid until the
  * next pop. */
 int virtq_pop(struct virtq *vq, struct virtq_elem *elem);
+/* Split rings: asks the CPU to fetch, while the current request runs, the
+ * lines the next three chains will need (the next one's FUSE in-header,
+ * the one after's indirect table, the third's descriptor), which the
+ * driver last wrote on its own CPU. Reads guest data only to choose
+ * addresses; a wrong one costs a wasted prefetch. */
+void virtq_prefetch_ahead(const struct virtq *vq);
 /* Walks the chain at head again, for a request completed after later pops:
  * the descriptors still belong to the device, but everything is re-checked
  * against the current memory table. 0, or -EIO after marking the queue

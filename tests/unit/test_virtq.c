@@ -420,6 +420,120 @@ static void test_notify(void)
 	CHECK_MSG(virtq_should_notify(&t.vq), "no EVENT_IDX: without NO_INTERRUPT notify");
 }
 
+/* What popping the published chains gives, one after another, with
+ * virtq_prefetch_ahead() after each successful pop as the queue thread
+ * runs it, or without. */
+struct pop_trace {
+	int ret[8];
+	uint16_t head[8], last_avail_idx;
+	unsigned rd_cnt[8], wr_cnt[8], pops;
+	bool broken;
+};
+
+static struct pop_trace pop_all(bool prefetch)
+{
+	struct pop_trace tr = { 0 };
+	struct virtq_elem e;
+
+	for (tr.pops = 0; tr.pops < 8; tr.pops++) {
+		int ret = virtq_pop(&t.vq, &e);
+
+		tr.ret[tr.pops] = ret;
+		if (ret != 1)
+			break;
+		tr.head[tr.pops] = e.head;
+		tr.rd_cnt[tr.pops] = e.req.rd_cnt;
+		tr.wr_cnt[tr.pops] = e.req.wr_cnt;
+		if (prefetch)
+			virtq_prefetch_ahead(&t.vq);
+	}
+	tr.last_avail_idx = t.vq.last_avail_idx;
+	tr.broken = t.vq.broken;
+	return tr;
+}
+
+/* size bytes that end where 2 MiB of PROT_NONE begin: a read past them by
+ * any index a 16-bit ring entry can hold faults. */
+static void *guarded(size_t size)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint8_t *p = mmap(NULL, (size_t)page + (2u << 20), PROT_NONE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED || mprotect(p, (size_t)page, PROT_READ | PROT_WRITE) < 0) {
+		perror("test bug: guarded mapping");
+		exit(1);
+	}
+	return p + page - size;
+}
+
+/* Rings whose chains ahead point anywhere: the prefetch reads only inside
+ * the rings (they end at a guard: an unmasked index faults) and guest
+ * memory, and the pops see exactly what they see without it. */
+static void test_prefetch_ahead_hostile(void)
+{
+	struct vring_desc *ring_desc = guarded(8 * sizeof(struct vring_desc));
+	struct vring_avail *ring_avail = guarded(sizeof(struct vring_avail) + 9 * sizeof(uint16_t));
+
+	static const uint16_t orders[][6] = {
+		{ 0, 4, 1, 2, 0xffff, 3 },
+		{ 0, 0, 1, 2, 0xffff, 3 },
+		{ 0, 0, 0, 0xffff, 2, 4 },
+	};
+	struct vring_desc *table, *wild;
+
+	printf("-- prefetching ahead over hostile chains\n");
+	for (size_t o = 0; o < sizeof(orders) / sizeof(orders[0]); o++) {
+		struct pop_trace with, without;
+
+		for (int pass = 0; pass < 2; pass++) {
+			ring_setup(8, true, true);
+			memset(ring_desc, 0, 8 * sizeof(*ring_desc));
+			memset(ring_avail, 0, sizeof(*ring_avail) + 9 * sizeof(uint16_t));
+			t.desc = ring_desc;
+			t.avail = ring_avail;
+			if (virtq_set_rings(&t.vq, 8, t.desc, t.avail, t.used) < 0) {
+				fprintf(stderr, "test bug: virtq_set_rings\n");
+				exit(1);
+			}
+			virtq_set_base(&t.vq, 0);
+			virtq_start(&t.vq);
+			table = host(TABLE);
+			wild = host(TABLE + 0x100);
+			/* 0: a valid request, in-header then out-header. */
+			set_desc(table, 0, BUF, 48, VRING_DESC_F_NEXT, 1);
+			set_desc(table, 1, BUF + 0x100, 16, VRING_DESC_F_WRITE, 0);
+			set_desc(t.desc, 0, TABLE, 32, VRING_DESC_F_INDIRECT, 0);
+			/* 1: an indirect table in the unmapped gap. */
+			set_desc(t.desc, 1, GPA_GAP, 64, VRING_DESC_F_INDIRECT, 0);
+			/* 2: one whose last 16 bytes end guest memory. */
+			set_desc(t.desc, 2, GPA_C + REG_SIZE - 16, 16, VRING_DESC_F_INDIRECT, 0);
+			/* 3: a direct buffer at the top of the address space. */
+			set_desc(t.desc, 3, UINT64_MAX - 15, 16, VRING_DESC_F_WRITE, 0);
+			/* 4: a table whose entries point nowhere or wrap. */
+			set_desc(wild, 0, UINT64_MAX, 16, VRING_DESC_F_NEXT, 1);
+			set_desc(wild, 1, GPA_GAP + 8, 16, VRING_DESC_F_WRITE | VRING_DESC_F_NEXT, 2);
+			set_desc(wild, 2, UINT64_MAX - 1, 16, VRING_DESC_F_WRITE, 0);
+			set_desc(t.desc, 4, TABLE + 0x100, 48, VRING_DESC_F_INDIRECT, 0);
+			for (unsigned i = 0; i < 6; i++)
+				publish(orders[o][i]);
+			if (pass == 0)
+				with = pop_all(true);
+			else
+				without = pop_all(false);
+		}
+		CHECK_MSG(with.pops >= 1 && with.pops == without.pops &&
+			  memcmp(with.ret, without.ret, sizeof(with.ret)) == 0 &&
+			  memcmp(with.head, without.head, sizeof(with.head)) == 0 &&
+			  memcmp(with.rd_cnt, without.rd_cnt, sizeof(with.rd_cnt)) == 0 &&
+			  memcmp(with.wr_cnt, without.wr_cnt, sizeof(with.wr_cnt)) == 0 &&
+			  with.last_avail_idx == without.last_avail_idx &&
+			  with.broken && without.broken,
+			  "order %zu: %u pops, then broken, the same with and without prefetching",
+			  o, with.pops);
+	}
+}
+
 static void test_broken_stays_broken(void)
 {
 	struct virtq_elem e;
@@ -483,6 +597,7 @@ int main(void)
 	test_bad_chains();
 	test_4gib();
 	test_notify();
+	test_prefetch_ahead_hostile();
 	test_broken_stays_broken();
 	guest_mem_free(mem);
 	close(memfd);
