@@ -304,6 +304,12 @@ broken:
 	return virtq_walk_end(vq, &w, head, why, elem);
 }
 
+/* The head index the driver put at avail position pos, unchecked. */
+static uint16_t avail_head(const struct virtq *vq, uint16_t pos)
+{
+	return le16toh(__atomic_load_n(&vq->avail->ring[pos & (vq->num - 1)], __ATOMIC_RELAXED));
+}
+
 int virtq_pop(struct virtq *vq, struct virtq_elem *elem)
 {
 	uint16_t head;
@@ -318,8 +324,7 @@ int virtq_pop(struct virtq *vq, struct virtq_elem *elem)
 		if (ret <= 0)
 			return ret;
 	}
-	head = le16toh(__atomic_load_n(&vq->avail->ring[vq->last_avail_idx & (vq->num - 1)],
-				       __ATOMIC_RELAXED));
+	head = avail_head(vq, vq->last_avail_idx);
 	if (head >= vq->num) {
 		virtq_mark_broken(vq, "head descriptor index out of range");
 		return -EIO;
@@ -336,11 +341,9 @@ int virtq_pop(struct virtq *vq, struct virtq_elem *elem)
  * trusted (virtq_pop checks it again). */
 static struct vring_desc peek_desc(const struct virtq *vq, uint16_t pos)
 {
-	unsigned mask = vq->num - 1;
-	uint16_t head = le16toh(__atomic_load_n(&vq->avail->ring[pos & mask], __ATOMIC_RELAXED));
 	struct vring_desc d;
 
-	memcpy(&d, &vq->desc[head & mask], sizeof(d));
+	memcpy(&d, &vq->desc[avail_head(vq, pos) & (vq->num - 1)], sizeof(d));
 	return d;
 }
 
@@ -378,7 +381,7 @@ static void prefetch_buffers(const struct virtq *vq, uint16_t pos)
 
 void virtq_prefetch_ahead(const struct virtq *vq)
 {
-	unsigned pending = virtq_unpopped(vq), mask = vq->num - 1;
+	unsigned pending = virtq_unpopped(vq);
 	uint16_t next = vq->last_avail_idx;
 
 	/* Only while the driver is ahead: the last look at avail->idx found
@@ -403,12 +406,7 @@ void virtq_prefetch_ahead(const struct virtq *vq)
 	if (pending < 3)
 		return;
 	/* Two after: its descriptor. */
-	{
-		uint16_t head = le16toh(__atomic_load_n(&vq->avail->ring[(uint16_t)(next + 2) & mask],
-							__ATOMIC_RELAXED));
-
-		__builtin_prefetch(&vq->desc[head & mask]);
-	}
+	__builtin_prefetch(&vq->desc[avail_head(vq, (uint16_t)(next + 2)) & (vq->num - 1)]);
 }
 
 int virtq_rewalk(struct virtq *vq, uint16_t head, struct virtq_elem *elem)
