@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpu_pin.h"
+
 #define MIB (1u << 20)
 #define FILE_MIB 64u
 #define SLOTS 4u              /* bench/compare's 1 MiB reads keep 4 in flight */
@@ -77,21 +79,12 @@ static int copy_one(struct run *r, unsigned i)
 	return n == (ssize_t)MIB ? 0 : -EIO;
 }
 
-static void pin(unsigned cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
-
 /* The driver: hands each slot over poisoned, checks it when it comes back. */
 static void *driver(void *arg)
 {
 	struct run *r = arg;
 
-	pin(1);
+	pin_thread(pthread_self(), 1);
 	for (unsigned i = 0; i < READS + SLOTS; i++) {
 		unsigned s = i % SLOTS;
 
@@ -115,7 +108,7 @@ static double run(struct run *r)
 
 	r->copy_us = 0;
 	r->err = 0;
-	pin(0);
+	pin_thread(pthread_self(), 0);
 	if (!r->other_cpu) {
 		for (unsigned i = 0; i < READS; i++) {
 			uint8_t *b = r->slots + (size_t)(i % r->nslots) * MIB;

@@ -1,7 +1,6 @@
 /* wake-cost: round trip and waiter CPU of a bare kick/call eventfd ping-pong, and what one call that wakes a sleeper costs its writer. */
 #include <errno.h>
 #include <poll.h>
-#include <sched.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpu_pin.h"
 #include "cpu_time.h"
 
 #define ROUND_TRIPS 200000
@@ -140,20 +140,6 @@ static void *sleeper(void *arg)
 	return NULL;
 }
 
-/* Puts the calling thread on CPU cpu, if the machine has it; a daemon and
- * its driver run on different CPUs, and the wake-up that costs is the one
- * that crosses to the other CPU. */
-static void pin_to(pthread_t t, int cpu)
-{
-	cpu_set_t set;
-
-	if (cpu >= sysconf(_SC_NPROCESSORS_ONLN))
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	pthread_setaffinity_np(t, sizeof(set), &set);
-}
-
 /* The writer's side of a call: the time of one eventfd write whose reader
  * is asleep on the other CPU (the write sends the wake-up), against one with
  * nobody waiting. The writer spins WAKER_GAP_US between calls so the sleeper
@@ -173,8 +159,10 @@ static int run_waker(double *wake_us, double *idle_us)
 	ret = -pthread_create(&thread, NULL, sleeper, &s);
 	if (ret)
 		goto out;
-	pin_to(pthread_self(), 0);
-	pin_to(thread, 1);
+	/* A daemon and its driver run on different CPUs, and the wake-up
+	 * that costs is the one that crosses to the other CPU. */
+	pin_thread(pthread_self(), 0);
+	pin_thread(thread, 1);
 	for (unsigned i = 0; i < WAKER_CALLS && ret == 0; i++) {
 		double t0, t1;
 
