@@ -49,16 +49,19 @@ static void *host(uint64_t gpa)
 	return vqf_host(mem, gpa);
 }
 
-/* Fresh queue of num entries over zeroed rings in region A. */
-static void ring_setup(unsigned num, bool event_idx, bool indirect)
+/* Fresh queue of num entries over zeroed rings: region A zeroed, the used
+ * ring in it, the descriptor table and avail ring at desc and avail
+ * (zeroed by the caller if outside A). */
+static void ring_setup_at(unsigned num, bool event_idx, bool indirect,
+			  struct vring_desc *desc, struct vring_avail *avail)
 {
 	memset(host(GPA_A), 0, REG_SIZE);
 	virtq_init(&t.vq, 7);
 	virtq_set_mem(&t.vq, mem);
 	virtq_set_features(&t.vq, event_idx, indirect);
 	t.num = num;
-	t.desc = host(RING_DESC);
-	t.avail = host(RING_AVAIL);
+	t.desc = desc;
+	t.avail = avail;
 	t.used = host(RING_USED);
 	t.avail_idx = 0;
 	if (virtq_set_rings(&t.vq, num, t.desc, t.avail, t.used) < 0) {
@@ -67,6 +70,12 @@ static void ring_setup(unsigned num, bool event_idx, bool indirect)
 	}
 	virtq_set_base(&t.vq, 0);
 	virtq_start(&t.vq);
+}
+
+/* Fresh queue of num entries over zeroed rings in region A. */
+static void ring_setup(unsigned num, bool event_idx, bool indirect)
+{
+	ring_setup_at(num, event_idx, indirect, host(RING_DESC), host(RING_AVAIL));
 }
 
 static void set_desc(struct vring_desc *table, unsigned i, uint64_t addr, uint32_t len,
@@ -487,17 +496,9 @@ static void test_prefetch_ahead_hostile(void)
 		struct pop_trace with, without;
 
 		for (int pass = 0; pass < 2; pass++) {
-			ring_setup(8, true, true);
 			memset(ring_desc, 0, 8 * sizeof(*ring_desc));
 			memset(ring_avail, 0, sizeof(*ring_avail) + 9 * sizeof(uint16_t));
-			t.desc = ring_desc;
-			t.avail = ring_avail;
-			if (virtq_set_rings(&t.vq, 8, t.desc, t.avail, t.used) < 0) {
-				fprintf(stderr, "test bug: virtq_set_rings\n");
-				exit(1);
-			}
-			virtq_set_base(&t.vq, 0);
-			virtq_start(&t.vq);
+			ring_setup_at(8, true, true, ring_desc, ring_avail);
 			table = host(TABLE);
 			wild = host(TABLE + 0x100);
 			/* 0: a valid request, in-header then out-header. */
