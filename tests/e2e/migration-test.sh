@@ -115,21 +115,27 @@ round() {
 }
 round_wait() {
     if ! wait_file "$mig/result.$k" 60; then
-        local why="no report in 60 s; console: $(tr -d '\r' <"$tmp/console-$cur.log" | tail -2 | tr '\n' ' ')"
-        # Seen with the Rust virtiofsd 1.13: after a failed migration the resumed source never
-        # serves the request the guest had queued when the device stopped (avail idx = used
-        # idx + 1 on the request queue). Whether a request is queued then is a race (the guest
-        # polls for go.K every 250 ms), so it shows after any refused move, d, e, f, g or m: CI
-        # met it in g once. A gap of the reference, not a pass; the guest is stuck, so the run
-        # ends here.
-        if [[ $mig_daemon == virtiofsd-rs && -n $resumed ]]; then
-            row "round $k (VM $cur)" "$why; stalled after: $resumed" "GAP (the source does not serve the request queued at the stop)"
+        local why ring
+        why="no report in 60 s; console: $(tr -d '\r' <"$tmp/console-$cur.log" | tail -2 | tr '\n' ' ')"
+        ring=$(request_ring "$cur")
+        why+="; request queue: $ring"
+        # Seen with the Rust virtiofsd 1.13: after a migration the VM that serves (the resumed
+        # source after a refused move, or the destination after one that completed: CI met it
+        # once each, in g) never answers the request the guest had queued when the device
+        # stopped. Whether a request is queued then is a race (the guest polls for go.K every
+        # 250 ms). The ring shows it: the driver's avail idx ahead of the used idx, and neither
+        # moving. A gap of the reference, not a pass; any other stall, and any stall of ferryfsd,
+        # fails, and so does a stall with no migration tried since the last round. The guest is
+        # stuck, so the run ends here.
+        if [[ $mig_daemon == virtiofsd-rs && $ring == waiting* && -e $tmp/migrated-since-round ]]; then
+            row "round $k (VM $cur)" "$why; stalled after: ${resumed:-the move to VM $cur}" "GAP (the daemon does not serve the request queued at the stop)"
         else
             row "round $k (VM $cur)" "$why" FAIL
         fi
         end_run
     fi
     resumed=""
+    rm -f "$tmp/migrated-since-round"
     local bad
     bad=$(grep -c '^CHECK .* FAIL' "$mig/result.$k")
     if ((bad)); then
