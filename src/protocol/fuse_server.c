@@ -351,6 +351,20 @@ void fuse_session_reset(struct fuse_session *se)
 /* --------------------------------------------------------- request path */
 
 /*
+ * The op is over. Only session_end waits on busy, and it needs the op's
+ * effects to be visible once it sees false: a release store is enough (a
+ * plain mov on x86, where the default sequentially consistent store is an
+ * xchg, a full barrier after every request). The Dekker pair below is the
+ * store of true and the load of the state after it; this store is not part
+ * of it, and the next request's store of true, sequenced after this one,
+ * is what DESTROY's load must see.
+ */
+static void worker_idle(struct fuse_worker *w)
+{
+	atomic_store_explicit(&w->busy, false, memory_order_release);
+}
+
+/*
  * Admits a request to a READY session. busy is set before the state is
  * re-read (both sequentially consistent), so DESTROY either sees us busy or
  * we see it destroying: the Dekker pattern, without a shared counter.
@@ -363,7 +377,7 @@ static int req_admit(struct fuse_req *req)
 		return -EIO;
 	atomic_store(&w->busy, true);
 	if (atomic_load(&req->se->state) != SESSION_READY) {
-		atomic_store(&w->busy, false);
+		worker_idle(w);
 		return -EIO;
 	}
 	return 0;
@@ -518,7 +532,7 @@ uint32_t fuse_worker_process(struct fuse_worker *w, const struct ferry_req *treq
 		if (rc != FERRY_DEFERRED)
 			log_err("fuse: unique %llu %s: deferred but returned %d",
 				(unsigned long long)req.in.unique, desc->name, rc);
-		atomic_store(&w->busy, false);
+		worker_idle(w);
 		/* Counted now; the wait for the lock is not service time. */
 		stats_record(w, desc, req.in.opcode, 0, start_ns);
 		return FERRY_DEFERRED;
@@ -527,7 +541,7 @@ uint32_t fuse_worker_process(struct fuse_worker *w, const struct ferry_req *treq
 		log_debug("fuse: unique %llu %s: %s", (unsigned long long)req.in.unique,
 			  desc ? desc->name : "unknown opcode", strerror(-rc));
 
-	atomic_store(&w->busy, false);
+	worker_idle(w);
 	len = no_reply ? 0 : req_reply(&req, rc);
 	stats_record(w, desc, req.in.opcode, rc, start_ns);
 	return len;
