@@ -9,11 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cpu_pin.h"
+#include "cpu_time.h"
+#include "probe_files.h"
 
 #define MIB (1u << 20)
 #define FILE_MIB 64u
@@ -26,14 +26,6 @@
 static inline uint64_t pattern(uint64_t off)
 {
 	return off * 0x9e3779b97f4a7c15ull;
-}
-
-static double thread_cpu_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
 static void poison(uint8_t *b, uint64_t off)
@@ -72,10 +64,10 @@ static int copy_one(struct run *r, unsigned i)
 {
 	uint8_t *b = r->slots + (size_t)(i % r->nslots) * MIB;
 	uint64_t off = (uint64_t)(i % FILE_MIB) * MIB;
-	double t0 = thread_cpu_us();
+	double t0 = thread_clock_us();
 	ssize_t n = pread(r->fd, b, MIB, (off_t)off);
 
-	r->copy_us += thread_cpu_us() - t0;
+	r->copy_us += thread_clock_us() - t0;
 	return n == (ssize_t)MIB ? 0 : -EIO;
 }
 
@@ -139,32 +131,27 @@ static double run(struct run *r)
 
 int main(int argc, char **argv)
 {
-	char path[4096];
 	uint8_t *chunk, *priv, *shared;
-	int fd, mfd;
+	const char *what;
+	int fd, ret;
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: read-dest DIR  (writes a 64 MiB file there, reads it, removes it;\n"
 			"       pins itself to CPUs 0 and 1)\n");
 		return 2;
 	}
-	snprintf(path, sizeof(path), "%s/read-dest.XXXXXX", argv[1]);
-	fd = mkstemp(path);
-	mfd = memfd_create("read-dest", 0);
-	chunk = aligned_alloc(4096, MIB);
-	priv = aligned_alloc(4096, (size_t)SLOTS * MIB);
-	if (fd < 0 || mfd < 0 || !chunk || !priv || ftruncate(mfd, (off_t)SLOTS * MIB)) {
-		fprintf(stderr, "read-dest: %s: %s\n", path, strerror(errno));
+	ret = probe_files_open(argv[1], "read-dest", (size_t)SLOTS * MIB, &fd, &shared, &what);
+	if (ret < 0) {
+		fprintf(stderr, "read-dest: %s: %s\n", what, strerror(-ret));
 		return 1;
 	}
-	unlink(path);
-	shared = mmap(NULL, (size_t)SLOTS * MIB, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
-	if (shared == MAP_FAILED) {
-		fprintf(stderr, "read-dest: mmap: %s\n", strerror(errno));
+	chunk = aligned_alloc(4096, MIB);
+	priv = aligned_alloc(4096, (size_t)SLOTS * MIB);
+	if (!chunk || !priv) {
+		fprintf(stderr, "read-dest: buffers: %s\n", strerror(errno));
 		return 1;
 	}
 	memset(priv, 0, (size_t)SLOTS * MIB);
-	memset(shared, 0, (size_t)SLOTS * MIB);
 	for (unsigned m = 0; m < FILE_MIB; m++) {
 		for (uint32_t i = 0; i < MIB; i += 8) {
 			uint64_t w = pattern((uint64_t)m * MIB + i);
@@ -191,28 +178,22 @@ int main(int argc, char **argv)
 		  { .fd = fd, .slots = shared, .nslots = SLOTS, .other_cpu = true } },
 	};
 	enum { NCASES = sizeof(cases) / sizeof(cases[0]) };
-	double us[3][NCASES];
+	double us[NCASES][3];
 
 	/* Rounds alternate the cases, so a change in the machine's load hits all. */
 	for (unsigned round = 0; round < 3; round++)
 		for (unsigned c = 0; c < NCASES; c++) {
-			us[round][c] = run(&cases[c].r);
-			if (us[round][c] < 0) {
+			us[c][round] = run(&cases[c].r);
+			if (us[c][round] < 0) {
 				fprintf(stderr, "read-dest: %s: failed\n", cases[c].what);
 				return 1;
 			}
 		}
 	printf("CPU per 1 MiB pread (us), 3 rounds of %u; the ratio is to the first row's median\n", READS);
-	double base = 0;
-	for (unsigned c = 0; c < NCASES; c++) {
-		double a = us[0][c], b = us[1][c], d = us[2][c];
-		double med = a > b ? (b > d ? b : (a > d ? d : a)) : (a > d ? a : (b > d ? d : b));
-
-		if (c == 0)
-			base = med;
-		printf("  %-68s %6.1f %6.1f %6.1f  median %6.1f  %.2fx\n", cases[c].what, a, b, d,
-		       med, med / base);
-	}
+	double base = median3(us[0]);
+	for (unsigned c = 0; c < NCASES; c++)
+		printf("  %-68s %6.1f %6.1f %6.1f  median %6.1f  %.2fx\n", cases[c].what, us[c][0],
+		       us[c][1], us[c][2], median3(us[c]), median3(us[c]) / base);
 	close(fd);
 	return 0;
 }

@@ -9,16 +9,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cpu_pin.h"
+#include "cpu_time.h"
+#include "probe_files.h"
 
 #define MIB (1u << 20)
 #define FILE_MIB 64u
 #define SLOTS_MAX 16u
 #define ROUNDS 3u
+_Static_assert(ROUNDS == 3, "median3 takes three rounds");
 
 /* ferryfs-load's WRITE data: every word a function of its file offset
  * (fc_pattern_fill), so filling a block writes all of its lines. */
@@ -33,14 +34,6 @@ static void fill(uint8_t *b, uint64_t off, uint32_t len)
 
 	for (uint32_t i = 0; i < len / 8; i++)
 		w[i] = pattern(off + 8ull * i);
-}
-
-static double thread_cpu_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
 struct run {
@@ -65,10 +58,10 @@ static int write_one(struct run *r, unsigned i)
 {
 	uint8_t *b = r->slots + (size_t)(i % r->nslots) * r->size;
 	uint64_t off = r->other_cpu ? r->slot_off[i % r->nslots] : block_off(r, i);
-	double t0 = thread_cpu_us();
+	double t0 = thread_clock_us();
 	ssize_t n = pwrite(r->fd, b, r->size, (off_t)off);
 
-	r->write_us += thread_cpu_us() - t0;
+	r->write_us += thread_clock_us() - t0;
 	return n == (ssize_t)r->size ? 0 : -EIO;
 }
 
@@ -100,10 +93,10 @@ static double run(struct run *r)
 	pin_thread(pthread_self(), 0);
 	if (!r->other_cpu) {
 		for (unsigned i = 0; i < r->writes; i++) {
-			double t0 = thread_cpu_us();
+			double t0 = thread_clock_us();
 
 			fill(r->slots + (size_t)(i % r->nslots) * r->size, block_off(r, i), r->size);
-			r->fill_us += thread_cpu_us() - t0;
+			r->fill_us += thread_clock_us() - t0;
 			if (write_one(r, i))
 				return -1;
 		}
@@ -145,41 +138,29 @@ static int check_file(int fd, uint8_t *buf)
 	return 0;
 }
 
-static double median3(const double *v)
-{
-	double a = v[0], b = v[1], c = v[2];
-
-	return a > b ? (b > c ? b : (a > c ? c : a)) : (a > c ? a : (b > c ? c : b));
-}
-
 int main(int argc, char **argv)
 {
-	char path[4096];
 	uint8_t *priv, *shared, *check;
-	int fd, mfd;
+	const char *what;
+	int fd, ret;
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: write-src DIR  (writes a 64 MiB file there, checks it, removes it;\n"
 			"       pins itself to CPUs 0 and 1)\n");
 		return 2;
 	}
-	snprintf(path, sizeof(path), "%s/write-src.XXXXXX", argv[1]);
-	fd = mkstemp(path);
-	mfd = memfd_create("write-src", 0);
-	priv = aligned_alloc(4096, (size_t)SLOTS_MAX * MIB);
-	check = aligned_alloc(4096, MIB);
-	if (fd < 0 || mfd < 0 || !priv || !check || ftruncate(mfd, (off_t)SLOTS_MAX * MIB)) {
-		fprintf(stderr, "write-src: %s: %s\n", path, strerror(errno));
+	ret = probe_files_open(argv[1], "write-src", (size_t)SLOTS_MAX * MIB, &fd, &shared, &what);
+	if (ret < 0) {
+		fprintf(stderr, "write-src: %s: %s\n", what, strerror(-ret));
 		return 1;
 	}
-	unlink(path);
-	shared = mmap(NULL, (size_t)SLOTS_MAX * MIB, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
-	if (shared == MAP_FAILED || ftruncate(fd, (off_t)FILE_MIB * MIB)) {
-		fprintf(stderr, "write-src: mmap or ftruncate: %s\n", strerror(errno));
+	priv = aligned_alloc(4096, (size_t)SLOTS_MAX * MIB);
+	check = aligned_alloc(4096, MIB);
+	if (!priv || !check || ftruncate(fd, (off_t)FILE_MIB * MIB)) {
+		fprintf(stderr, "write-src: buffers or ftruncate: %s\n", strerror(errno));
 		return 1;
 	}
 	memset(priv, 0, (size_t)SLOTS_MAX * MIB);
-	memset(shared, 0, (size_t)SLOTS_MAX * MIB);
 
 	/* bench/compare's write:bs=1M keeps 16 in flight, write:bs=64K,qd=4 four. */
 	static const struct { uint32_t size; unsigned depth, writes; } sizes[] = {

@@ -1,0 +1,57 @@
+/* The host probes' files: an unlinked data file in the directory under test, queue slots in a shared memfd, and the median of three rounds. */
+#ifndef FERRY_BENCH_PROBE_FILES_H
+#define FERRY_BENCH_PROBE_FILES_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* Makes DIR/NAME.XXXXXX, unlinked at once (so a killed probe leaves
+ * nothing), and slot_bytes of a memfd mapped shared and zeroed: memory of
+ * the kind a guest's is. 0, or -errno with what failed in *what. */
+static inline int probe_files_open(const char *dir, const char *name, size_t slot_bytes,
+				   int *fd, uint8_t **shared, const char **what)
+{
+	char path[4096];
+	int mfd;
+
+	snprintf(path, sizeof(path), "%s/%s.XXXXXX", dir, name);
+	*what = dir;
+	*fd = mkstemp(path);
+	if (*fd < 0)
+		return -errno;
+	unlink(path);
+	*what = "memfd";
+	mfd = memfd_create(name, 0);
+	if (mfd < 0 || ftruncate(mfd, (off_t)slot_bytes) < 0)
+		goto fail;
+	*shared = mmap(NULL, slot_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	if (*shared == MAP_FAILED)
+		goto fail;
+	close(mfd);
+	memset(*shared, 0, slot_bytes);
+	return 0;
+
+fail:
+	{
+		int err = -errno;
+
+		if (mfd >= 0)
+			close(mfd);
+		close(*fd);
+		return err;
+	}
+}
+
+static inline double median3(const double v[3])
+{
+	double a = v[0], b = v[1], c = v[2];
+
+	return a > b ? (b > c ? b : (a > c ? c : a)) : (a > c ? a : (b > c ? c : b));
+}
+
+#endif
