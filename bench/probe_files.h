@@ -1,4 +1,4 @@
-/* The host probes' files: an unlinked data file in the directory under test, queue slots in a shared memfd, and the median of three rounds. */
+/* The host probes' files: an unlinked data file in the directory under test, queue slots in a shared memfd, the data pattern, and the median of three rounds. */
 #ifndef FERRY_BENCH_PROBE_FILES_H
 #define FERRY_BENCH_PROBE_FILES_H
 
@@ -44,6 +44,24 @@ fail:
 			close(mfd);
 		close(*fd);
 		return err;
+	}
+}
+
+/* The word ferryfs-load puts at offset off of a file (fc_pattern): only
+ * where it is written and read matters to the probes, not its values. */
+static inline uint64_t probe_pattern(uint64_t off)
+{
+	return off * 0x9e3779b97f4a7c15ull;
+}
+
+/* Fills len bytes at b with the pattern of the file's bytes from off, every
+ * word, as ferryfs-load's WRITEs and its fill phase do. */
+static inline void probe_fill(uint8_t *b, uint64_t off, uint32_t len)
+{
+	for (uint32_t i = 0; i < len / 8; i++) {
+		uint64_t w = probe_pattern(off + 8ull * i);
+
+		memcpy(b + 8ull * i, &w, sizeof(w));
 	}
 }
 

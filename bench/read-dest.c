@@ -21,17 +21,10 @@
 #define READS 3000u
 #define STRIDE 4096u          /* ferryfs-load's sparse poison and check: a word a page */
 
-/* The word ferryfs-load expects at offset off of the file (any fixed
- * function does: only where it is written and read matters here). */
-static inline uint64_t pattern(uint64_t off)
-{
-	return off * 0x9e3779b97f4a7c15ull;
-}
-
 static void poison(uint8_t *b, uint64_t off)
 {
 	for (uint32_t i = 0; i < MIB; i += STRIDE) {
-		uint64_t w = ~pattern(off + i);
+		uint64_t w = ~probe_pattern(off + i);
 
 		memcpy(b + i, &w, sizeof(w));
 	}
@@ -43,7 +36,7 @@ static int verify(const uint8_t *b, uint64_t off)
 		uint64_t w;
 
 		memcpy(&w, b + i, sizeof(w));
-		if (w != pattern(off + i))
+		if (w != probe_pattern(off + i))
 			return -EBADMSG;
 	}
 	return 0;
@@ -153,11 +146,7 @@ int main(int argc, char **argv)
 	}
 	memset(priv, 0, (size_t)SLOTS * MIB);
 	for (unsigned m = 0; m < FILE_MIB; m++) {
-		for (uint32_t i = 0; i < MIB; i += 8) {
-			uint64_t w = pattern((uint64_t)m * MIB + i);
-
-			memcpy(chunk + i, &w, sizeof(w));
-		}
+		probe_fill(chunk, (uint64_t)m * MIB, MIB);
 		if (pwrite(fd, chunk, MIB, (off_t)m * MIB) != (ssize_t)MIB) {
 			fprintf(stderr, "read-dest: write: %s\n", strerror(errno));
 			return 1;

@@ -21,21 +21,6 @@
 #define ROUNDS 3u
 _Static_assert(ROUNDS == 3, "median3 takes three rounds");
 
-/* ferryfs-load's WRITE data: every word a function of its file offset
- * (fc_pattern_fill), so filling a block writes all of its lines. */
-static inline uint64_t pattern(uint64_t off)
-{
-	return off * 0x9e3779b97f4a7c15ull;
-}
-
-static void fill(uint8_t *b, uint64_t off, uint32_t len)
-{
-	uint64_t *w = (uint64_t *)b;
-
-	for (uint32_t i = 0; i < len / 8; i++)
-		w[i] = pattern(off + 8ull * i);
-}
-
 struct run {
 	int fd;
 	uint32_t size;            /* bytes per write */
@@ -77,7 +62,7 @@ static void *driver(void *arg)
 		while (atomic_load_explicit(&r->state[s], memory_order_acquire) != 0)
 			sched_yield();
 		r->slot_off[s] = block_off(r, i);
-		fill(r->slots + (size_t)s * r->size, r->slot_off[s], r->size);
+		probe_fill(r->slots + (size_t)s * r->size, r->slot_off[s], r->size);
 		atomic_store_explicit(&r->state[s], 1, memory_order_release);
 	}
 	return NULL;
@@ -95,7 +80,7 @@ static double run(struct run *r)
 		for (unsigned i = 0; i < r->writes; i++) {
 			double t0 = thread_clock_us();
 
-			fill(r->slots + (size_t)(i % r->nslots) * r->size, block_off(r, i), r->size);
+			probe_fill(r->slots + (size_t)(i % r->nslots) * r->size, block_off(r, i), r->size);
 			r->fill_us += thread_clock_us() - t0;
 			if (write_one(r, i))
 				return -1;
@@ -131,7 +116,7 @@ static int check_file(int fd, uint8_t *buf)
 			uint64_t w;
 
 			memcpy(&w, buf + i, sizeof(w));
-			if (w != pattern((uint64_t)m * MIB + i))
+			if (w != probe_pattern((uint64_t)m * MIB + i))
 				return -EBADMSG;
 		}
 	}
