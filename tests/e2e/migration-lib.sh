@@ -13,6 +13,7 @@
 py=python3
 [[ -x /usr/bin/python3 ]] && py=/usr/bin/python3
 helper=("$py" "$repo/tests/e2e/migration-helper.py")
+source "$repo/tests/lib/vring.sh"
 declare -A dpid qpid
 mig_exec=()
 mig_mem=256M
@@ -131,35 +132,8 @@ migrate() {
     echo "timeout($st)"
 }
 
-# ring_idx N RING: the idx of the avail or used ring at guest address RING, its second 16-bit field.
-ring_idx() { hmp "$1" xp /1hx $(($2 + 2)) | awk '{ print $2 }'; }
-
-# request_ring N: what VM N's request queue (vhost queue 1; 0 is the high-priority one) shows,
-# from its avail and used indices in guest memory (HMP xp at the addresses `info
-# virtio-vhost-queue-status` gives), read twice 1 s apart: "waiting: avail A, used U for 1 s"
-# when the driver has queued requests the daemon has not answered and nothing moved, "idle: ..."
-# when every request is answered, "moving" otherwise, "unknown" when the monitor does not answer.
-# Never `info virtio-queue-status` on this device: in QEMU 10 it stopped the guest's requests to a
-# vhost-user-fs device in both tries here.
-request_ring() {
-    local n=$1 path st a u a1 u1 a2 u2
-    path=$(hmp "$n" info virtio | awk '/virtio-user-fs/ { print $1; exit }')
-    [[ -n $path ]] && st=$(hmp "$n" info virtio-vhost-queue-status "$path" 1)
-    a=$(awk '$1 == "avail_phys:" { print $2 }' <<<"${st:-}")
-    u=$(awk '$1 == "used_phys:" { print $2 }' <<<"${st:-}")
-    [[ $a == 0x* && $u == 0x* ]] || { echo unknown; return 0; }
-    a1=$(ring_idx "$n" "$a") u1=$(ring_idx "$n" "$u")
-    sleep 1
-    a2=$(ring_idx "$n" "$a") u2=$(ring_idx "$n" "$u")
-    [[ $a1 == 0x* && $u1 == 0x* ]] || { echo unknown; return 0; }
-    if [[ $a1 != "$a2" || $u1 != "$u2" ]]; then
-        echo moving
-    elif [[ $a1 == "$u1" ]]; then
-        echo "idle: avail $a1, used $u1 for 1 s"
-    else
-        echo "waiting: avail $a1, used $u1 for 1 s"
-    fi
-}
+# request_ring N: what VM N's request queue shows (vring_state, tests/lib/vring.sh).
+request_ring() { vring_state "$tmp/q$1.mon"; }
 
 # wait_file PATH SECS: true once PATH exists.
 wait_file() {

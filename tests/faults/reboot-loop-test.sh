@@ -32,9 +32,32 @@ start_guest loop reboot-loop "$boots" --allow-reboot --timeout $((boots * 120)) 
 # A reboot under TCG has been seen to stall in the firmware (the console's last line SeaBIOS's or
 # iPXE's, no kernel started) for over 300 s, twice in many runs, on 6.1 guests. The daemon plays
 # no part before the guest's kernel runs, so such a stall is met with one system_reset (to the
-# daemon, one more reboot); a stall anywhere else fails the test as before.
+# daemon, one more reboot). Once on a 6.12 guest the kernel started (its mode switch clears the
+# firmware's screen) and mounted, but the console never showed the init's first line, written
+# before the mount (a tty write waits for the serial port's interrupt, so the guest took none), and
+# ferryfsd had answered the INIT it got. That stall is the guest's only when the request queue,
+# read from guest memory, shows every request answered (vring_state "idle"); it is met with a
+# system_reset too, and with one more device reset expected when the stalled boot had queued
+# requests. A stall anywhere else fails the test as before, with the queue's state.
+source "$repo/tests/lib/vring.sh"
+stall_resets=0
+# init_silent FILE: true when the console shows nothing after the last boot's "Booting from ROM"
+# line but the kernel's screen clear: the init's first echo never came out.
+init_silent() {
+    python3 - "$1" <<'PY'
+import sys
+t = open(sys.argv[1], "rb").read()
+rom = t.rfind(b"Booting from ROM")
+eol = t.find(b"\n", rom) if rom >= 0 else -1
+sys.exit(0 if eol >= 0 and t.find(b"\n", eol + 1) < 0 else 1)
+PY
+}
+system_reset() {
+    python3 -c 'import socket,sys,time; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(0.5); s.sendall(b"system_reset\n"); time.sleep(0.5)' \
+        "$tmp/monitor-loop.sock"
+}
 wait_boot() { # N
-    local f="$tmp/console-loop.log" t last
+    local f="$tmp/console-loop.log" t last ring
     for ((t = 0; t < 1500; t++)); do
         tr -d '\r' <"$f" 2>/dev/null | grep -aqE "REBOOT-LOOP boot=$1 (ready|FAIL)" && return 0
         sleep 0.1
@@ -42,8 +65,14 @@ wait_boot() { # N
     last="$(tr -d '\r' <"$f" 2>/dev/null | grep -a . | tail -1)"
     if [[ "$last" =~ iPXE|SeaBIOS|Booting\ from ]]; then
         say "boot $1: the firmware stalled ('$last'): system_reset"
-        python3 -c 'import socket,sys,time; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(0.5); s.sendall(b"system_reset\n"); time.sleep(0.5)' \
-            "$tmp/monitor-loop.sock" || fail "boot $1: no monitor to reset the stalled firmware"
+        system_reset || fail "boot $1: no monitor to reset the stalled firmware"
+    elif init_silent "$f"; then
+        ring=$(vring_state "$tmp/monitor-loop.sock")
+        [[ $ring == idle:* ]] ||
+            fail "boot $1: no console output from the guest's init in 150 s; request queue: $ring"
+        say "boot $1: the kernel ran but its init wrote nothing to the console in 150 s, and the request queue shows every request answered ($ring): the guest stalled, system_reset"
+        [[ $ring == "idle: avail 0x0000,"* ]] || stall_resets=$((stall_resets + 1))
+        system_reset || fail "boot $1: no monitor to reset the stalled guest"
     fi
     wait_console loop "REBOOT-LOOP boot=$1 (ready|FAIL)" 300
 }
@@ -72,7 +101,8 @@ mounts=$(tr -d '\r' <"$tmp/console-loop.log" | grep -ac 'FERRYFS-GUEST-MOUNTED')
 diff <(seq -f 'boot %g' 1 "$boots") "$view/journal" >/dev/null || fail "journal on the host differs"
 for i in $(seq 1 50); do [[ "$(cat "$view/tree/f$i")" == "$i" ]] || fail "tree/f$i changed"; done
 resets=$(grep -c 'device reset (rings restart' "$tmp/daemon.log" || true)
-((resets == boots - 1)) || fail "$resets device resets logged, want $((boots - 1))"
+((resets == boots - 1 + stall_resets)) ||
+    fail "$resets device resets logged, want $((boots - 1 + stall_resets))"
 
 first=2
 ((boots >= 2)) || first=1
