@@ -155,7 +155,7 @@ int seccomp_filter_build(enum seccomp_mode action, bool host_fuse, scmp_filter_c
 	 * relay over an unnamed AF_UNIX pair (vhost_user_migration.c), which
 	 * reaches nothing outside the process. No other family. */
 	ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socketpair), 1,
-			       SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+			       SCMP_A0(SCMP_CMP_EQ, AF_UNIX, 0));
 	if (ret < 0)
 		goto err;
 	/* glibc's syslog() reconnects after an error; failing that quietly
