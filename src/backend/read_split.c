@@ -14,6 +14,7 @@
 
 #include "backend/file_io.h"
 #include "common/log.h"
+#include "common/signal_handoff.h"
 
 /*
  * A 1 MiB READ from the page cache is ~100-200 us of copying in the
@@ -162,6 +163,7 @@ static void *helper_thread(void *arg)
 	while (!atomic_load_explicit(&s->stop, memory_order_acquire)) {
 		uint64_t until = now_ns() + HELPER_SPIN_NS;
 		uint32_t seq;
+		bool handoff;
 		int k;
 
 		while ((k = chunk_claim(s, false, 0)) >= 0) {
@@ -169,10 +171,18 @@ static void *helper_thread(void *arg)
 			atomic_fetch_add_explicit(&s->helped, 1, memory_order_relaxed);
 			until = now_ns() + HELPER_SPIN_NS;
 		}
+		/* Spinning, it has the time to write a queue thread's call
+		 * to its driver (signal_handoff.h). */
+		handoff = signal_handoff_open();
 		while (!work_pending(s) && now_ns() < until &&
-		       !atomic_load_explicit(&s->stop, memory_order_relaxed))
+		       !atomic_load_explicit(&s->stop, memory_order_relaxed)) {
+			if (handoff)
+				signal_handoff_serve();
 			for (unsigned i = 0; i < 64; i++)
 				cpu_relax();
+		}
+		if (handoff)
+			signal_handoff_close();
 		if (work_pending(s))
 			continue;
 		/* sleeping is set before seq is read, and a read is published

@@ -1,17 +1,21 @@
-/* Large READs split between the caller and the helper thread bring back what one pread would, at EOF, on errors and from two callers at once. */
+/* Large READs split between the caller and the helper thread bring back what one pread would, at EOF, on errors and from two callers at once; the spinning helper writes signals handed to it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "backend/read_split.h"
+#include "common/signal_handoff.h"
 #include "../common/check.h"
 
 #define FILE_SIZE ((9u << 20) + 12345u)
@@ -190,6 +194,59 @@ static void test_helper_helps(struct read_split *s)
 	free(buf);
 }
 
+/* After its chunks (or a wake-up) the helper spins for the next read, and
+ * meanwhile writes a signal handed to it (signal_handoff.h): a queue
+ * thread's call to its driver. A second thread keeps handing one over
+ * while this one reads; a back-off (a loaded machine) only delays it. */
+struct handoff_try {
+	int efd;
+	atomic_bool handed, give_up;
+};
+
+static void *hand_over(void *arg)
+{
+	struct handoff_try *h = arg;
+
+	while (!atomic_load(&h->give_up))
+		if (signal_handoff_post(h->efd)) {
+			atomic_store(&h->handed, true);
+			break;
+		}
+	return NULL;
+}
+
+static void test_helper_writes_handoff(struct read_split *s)
+{
+	uint8_t *buf = malloc(8u << 20);
+	struct iovec one = { buf, 8u << 20 };
+	struct handoff_try h = { .efd = eventfd(0, EFD_CLOEXEC) };
+	struct pollfd pfd = { .fd = h.efd, .events = POLLIN };
+	double end = now_s() + 20;
+	unsigned reads = 0;
+	uint64_t v = 0;
+	pthread_t t;
+
+	if (h.efd < 0 || pthread_create(&t, NULL, hand_over, &h) != 0) {
+		CHECK_MSG(0, "eventfd and a thread to hand a signal over");
+		free(buf);
+		return;
+	}
+	while (!atomic_load(&h.handed) && now_s() < end) {
+		CHECK(read_split_read(s, fd, &one, 1, 8u << 20, 0) == (8 << 20));
+		reads++;
+	}
+	atomic_store(&h.give_up, true);
+	pthread_join(t, NULL);
+	CHECK_MSG(atomic_load(&h.handed), "the spinning helper took a signal to write (%u reads)", reads);
+	if (atomic_load(&h.handed)) {
+		CHECK_MSG(poll(&pfd, 1, 5000) == 1 && read(h.efd, &v, sizeof(v)) == sizeof(v) && v == 1,
+			  "and wrote it: the eventfd counted %llu", (unsigned long long)v);
+		signal_handoff_forget(h.efd);
+	}
+	close(h.efd);
+	free(buf);
+}
+
 /* What the back-off averages: a wait shorter than the helper's chunks
  * would have taken is a gain, a longer one a loss, bounded by one read. */
 static void test_gain(void)
@@ -234,9 +291,10 @@ int main(void)
 	test_errors(on, "split");
 	test_two_callers(on, "split");
 	CHECK(read_split_helped(off) == 0);
-	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) >= 2)
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) >= 2) {
 		test_helper_helps(on);
-	else
+		test_helper_writes_handoff(on);
+	} else
 		printf("skip  the helper on one CPU: splitting is off there\n");
 	read_split_free(on);
 	read_split_free(off);
