@@ -3,8 +3,8 @@
 
 #include <sched.h>
 #include <stdatomic.h>
-#include <stdint.h>
-#include <unistd.h>
+
+#include "common/eventfd_signal.h"
 
 /*
  * One word: NOBODY when no thread spins for it, IDLE while one does with
@@ -16,16 +16,6 @@
 #define HANDOFF_IDLE (-2)
 
 static _Atomic int handoff_word = HANDOFF_NOBODY;
-
-static void write_signal(int fd)
-{
-	uint64_t one = 1;
-	ssize_t r = write(fd, &one, sizeof(one));
-
-	/* Fails only when the counter is about to overflow, and then its
-	 * reader is already due to wake. */
-	(void)r;
-}
 
 bool signal_handoff_open(void)
 {
@@ -40,7 +30,7 @@ void signal_handoff_serve(void)
 
 	if (fd < 0)
 		return;
-	write_signal(fd);
+	eventfd_signal(fd);
 	atomic_store_explicit(&handoff_word, HANDOFF_IDLE, memory_order_release);
 }
 

@@ -11,7 +11,6 @@
 #include <linux/virtio_fs.h>
 
 #include "common/log.h"
-#include "common/signal_handoff.h"
 #include "transport/guest_mem.h"
 #include "transport/vhost_user_internal.h"
 #include "transport/vhost_user_msg.h"
@@ -67,8 +66,7 @@ static void dev_reset(struct vu_dev *dev)
 
 		vu_queue_stop_thread(q);
 		close_fd(&q->kick_fd);
-		signal_handoff_forget(q->call_fd);
-		close_fd(&q->call_fd);
+		close_call_fd(&q->call_fd);
 		close_fd(&q->err_fd);
 		q->enabled = false;
 		q->err_signalled = false;

@@ -8,7 +8,6 @@
 #include <linux/virtio_ring.h>
 
 #include "common/log.h"
-#include "common/signal_handoff.h"
 #include "transport/guest_mem.h"
 #include "transport/vhost_user_msg.h"
 #include "transport/vhost_user_wire.h"
@@ -438,8 +437,7 @@ static int h_get_vring_base(struct vu_dev *dev, struct vu_msg *m, struct vu_repl
 	 * request is also pushed and last_avail_idx is exact. */
 	vu_queue_stop_thread(q);
 	close_fd(&q->kick_fd);
-	signal_handoff_forget(q->call_fd);
-	close_fd(&q->call_fd);
+	close_call_fd(&q->call_fd);
 	q->stop_pos_valid = true;
 	r->p.state.index = q->index;
 	r->p.state.num = q->vq.packed ? virtq_packed_get_base(&q->vq) : q->vq.last_avail_idx;
@@ -511,10 +509,10 @@ static void swap_queue_fd(struct vu_queue *q, int *slot, int fd)
 	if (slot == &q->call_fd && q->driver_notified)
 		eventfd_signal(fd);
 	pthread_mutex_unlock(&q->lock);
-	/* A call handed to another thread before the swap is written to
-	 * the old fd before it closes (signal_handoff.h). */
-	signal_handoff_forget(old);
-	close_fd(&old);
+	if (slot == &q->call_fd)
+		close_call_fd(&old);
+	else
+		close_fd(&old);
 }
 
 /* SET_VRING_CALL and SET_VRING_ERR: the fds a queue signals. Swapped on a

@@ -17,6 +17,8 @@
 #include <unistd.h>
 #include <linux/virtio_fs.h>
 
+#include "common/eventfd_signal.h"
+#include "common/signal_handoff.h"
 #include "common/stats.h"
 #include "transport/dirty_log.h"
 #include "transport/guest_mem.h"
@@ -182,8 +184,8 @@ struct vu_dev {
 	unsigned nworkers;
 };
 
-/* Fd helpers for both threads; inline, as eventfd_signal is on every
- * reply's path. */
+/* Fd helpers for both threads (eventfd_signal and eventfd_drain come from
+ * common/eventfd_signal.h). */
 static inline void close_fd(int *fd)
 {
 	if (*fd >= 0)
@@ -191,25 +193,14 @@ static inline void close_fd(int *fd)
 	*fd = -1;
 }
 
-static inline void eventfd_signal(int fd)
+/* Closes a queue's call fd once a call handed to a spinning thread for it
+ * is written (signal_handoff.h): that thread never writes to a closed or
+ * reused fd. The queue thread must be stopped, or the fd swapped out
+ * under the queue's lock, so that no new call is handed over for it. */
+static inline void close_call_fd(int *fd)
 {
-	uint64_t one = 1;
-	ssize_t r;
-
-	if (fd < 0)
-		return;
-	/* Can only fail if the counter is about to overflow, and then the
-	 * reader is already due to wake up. */
-	r = write(fd, &one, sizeof(one));
-	(void)r;
-}
-
-static inline void eventfd_drain(int fd)
-{
-	uint64_t v;
-	ssize_t r = read(fd, &v, sizeof(v));
-
-	(void)r;
+	signal_handoff_forget(*fd);
+	close_fd(fd);
 }
 
 /* preempted_avg (in 1/256ths) above which a queue thread's CPU counts as

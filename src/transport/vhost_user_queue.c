@@ -11,7 +11,6 @@
 
 #include "common/iov.h"
 #include "common/log.h"
-#include "common/signal_handoff.h"
 #include "transport/vhost_user_wire.h"
 
 /*

@@ -1,6 +1,7 @@
 /* Large READs split between the caller and the helper thread bring back what one pread would, at EOF, on errors and from two callers at once; the spinning helper writes signals handed to it. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -8,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/uio.h>
 #include <time.h>
