@@ -101,7 +101,8 @@ wait_gone() {
     ! kill -0 "$1" 2>/dev/null
 }
 
-hmp() { local n=$1; shift; timeout 30 "${helper[@]}" hmp "$tmp/q$n.mon" "$@"; }
+# hmp N COMMAND...: one HMP command on VM N's monitor (vring_hmp, tests/lib/vring.sh).
+hmp() { local n=$1; shift; vring_hmp "$tmp/q$n.mon" "$@"; }
 
 # vm_status N: QEMU N's run state (running, paused, postmigrate, inmigrate, ...).
 vm_status() { hmp "$1" info status | sed -n 's/^VM status: \([a-z-]*\).*/\1/p' | head -1; }

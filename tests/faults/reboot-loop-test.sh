@@ -52,10 +52,7 @@ eol = t.find(b"\n", rom) if rom >= 0 else -1
 sys.exit(0 if eol >= 0 and t.find(b"\n", eol + 1) < 0 else 1)
 PY
 }
-system_reset() {
-    python3 -c 'import socket,sys,time; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(0.5); s.sendall(b"system_reset\n"); time.sleep(0.5)' \
-        "$tmp/monitor-loop.sock"
-}
+system_reset() { vring_hmp "$tmp/monitor-loop.sock" system_reset >/dev/null; }
 wait_boot() { # N
     local f="$tmp/console-loop.log" t last ring
     for ((t = 0; t < 1500; t++)); do

@@ -1,5 +1,5 @@
 # Sourced by the guest tests: what a QEMU guest's virtio-fs request queue shows, read from guest memory through its HMP monitor. Nothing runs at source time.
-# Builds on common.sh ($repo).
+# Builds on common.sh ($repo). vring_hmp is any HMP command; the migration and reboot-loop tests send theirs through it.
 
 # vring_hmp SOCKET COMMAND...: one HMP command on the monitor listening at SOCKET, its output.
 # Debian's python3 when there: a version manager's shim on PATH can add 100 ms to every call.
