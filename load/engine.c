@@ -24,20 +24,6 @@ static void report(struct run *r, const struct lq *q, const struct fc_slot *s,
 		fprintf(stderr, "ferryfs-load: further wrong replies not shown\n");
 }
 
-static int submit(struct lq *q, struct fc_slot *s)
-{
-	int ret;
-
-	fc_finish(s);
-	ret = vu_queue_add(q->vq, s->index, s->seg, s->nseg);
-	if (ret)
-		return ret;
-	s->busy = true;
-	q->inflight++;
-	q->pend[q->npend++] = s->index;
-	return 0;
-}
-
 static int kick(struct lq *q)
 {
 	uint64_t t;
@@ -52,6 +38,28 @@ static int kick(struct lq *q)
 		q->slots[q->pend[i]].fc.t_submit = t;
 	q->npend = 0;
 	return vu_queue_kick(q->vq);
+}
+
+static int submit(struct lq *q, struct fc_slot *s)
+{
+	int ret;
+
+	fc_finish(s);
+	ret = vu_queue_add(q->vq, s->index, s->seg, s->nseg);
+	if (ret)
+		return ret;
+	s->busy = true;
+	q->inflight++;
+	q->pend[q->npend++] = s->index;
+	/* As Linux's virtio-fs driver: each request is made available, and the
+	 * device notified if it asked, as it is queued (virtqueue_add writes
+	 * the avail index, then kick_prepare). --publish-batch holds them to
+	 * the end of the round, after every completed slot is refilled: a
+	 * device then idles while the driver fills, and a polling device
+	 * gains most from its own early replies (docs/benchmarks.md, Round 17). */
+	if (!q->publish_batch)
+		return kick(q);
+	return 0;
 }
 
 static int advance(struct run *r, struct lq *q, struct ld_slot *s)
@@ -266,6 +274,10 @@ int load_engine(struct run *r, const char *phase, load_next_fn *next, load_done_
 			int got;
 
 			while ((got = vu_queue_get_used(q->vq, &idx, &len)) == 1) {
+				/* A request published as it is queued may be answered
+				 * within this round: its latency needs the time now. */
+				if (!q->publish_batch)
+					now = load_now_ns();
 				ret = complete(r, q, idx, len, now);
 				if (ret)
 					goto out;

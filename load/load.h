@@ -29,6 +29,7 @@ struct load_cfg {
 	int event_idx;           /* 1 on, 0 off, -1 if offered */
 	bool packed;             /* --packed: VIRTIO_F_RING_PACKED rings */
 	bool poll;
+	bool publish_batch;      /* --publish-batch */
 	uint32_t dir_entries;
 	bool keep_lookups;       /* --keep-lookups: the workload's FORGETs at its end */
 	uint64_t seed;

@@ -55,6 +55,11 @@ static void usage(FILE *f)
 "  --packed             packed virtqueues (VIRTIO_F_RING_PACKED); fails if the\n"
 "                       backend does not offer them\n"
 "  --poll               spin on the used rings instead of waiting for calls\n"
+"  --publish-batch      make requests available and notify the backend once per\n"
+"                       round, after refilling every completed slot (as\n"
+"                       ferryfs-load did up to docs/benchmarks.md's Round 16);\n"
+"                       default: each request as it is queued, as Linux's\n"
+"                       virtio driver does\n"
 "  --seed N             random offsets' seed (default 1)\n"
 "  --json               last line of output is one JSON object\n"
 "  --migrate-to PATH2   no workload: play both frontends of a live migration,\n"
@@ -114,7 +119,7 @@ static int parse_secs(const char *s, double *out)
 
 enum { O_SOCKET = 256, O_HOST, O_WORKLOAD, O_BS, O_QD, O_QUEUES, O_SECONDS, O_WARMUP,
        O_IDLE, O_COLD, O_FSIZE, O_DIRENT, O_PID, O_EIDX, O_POLL, O_PACKED, O_SEED, O_JSON, O_HELP,
-       O_MIGRATE, O_INODES, O_KEEP, O_WATCH };
+       O_MIGRATE, O_INODES, O_KEEP, O_WATCH, O_PUBLISH_BATCH };
 
 static int parse_args(int argc, char **argv, struct load_cfg *c)
 {
@@ -135,6 +140,7 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 		{ "daemon-pid", required_argument, NULL, O_PID },
 		{ "event-idx", required_argument, NULL, O_EIDX },
 		{ "poll", no_argument, NULL, O_POLL },
+		{ "publish-batch", no_argument, NULL, O_PUBLISH_BATCH },
 		{ "packed", no_argument, NULL, O_PACKED },
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "json", no_argument, NULL, O_JSON },
@@ -173,6 +179,7 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 				bad = -EINVAL;
 			break;
 		case O_POLL: c->poll = true; break;
+		case O_PUBLISH_BATCH: c->publish_batch = true; break;
 		case O_PACKED: c->packed = true; break;
 		case O_SEED: { uint64_t s; bad |= parse_size(optarg, &s); c->seed = s; break; }
 		case O_JSON: c->json = true; break;
@@ -322,7 +329,7 @@ int main(int argc, char **argv)
 	if (c.json)
 		printf("{\"workload\":\"%s\",\"block_size\":%u,\"queue_depth\":%u,\"queues\":%u,"
 		       "\"seconds\":%.3f,\"warmup\":%.3f,\"file_size\":%llu,\"event_idx\":%s,"
-		       "\"packed\":%s,\"poll\":%s,\"elapsed_s\":%.6f,\"ops\":%" PRIu64 ",\"cycles\":%" PRIu64
+		       "\"packed\":%s,\"poll\":%s,\"publish_batch\":%s,\"elapsed_s\":%.6f,\"ops\":%" PRIu64 ",\"cycles\":%" PRIu64
 		       ",\"entries\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"ops_per_sec\":%.1f,"
 		       "\"mib_per_sec\":%.3f,\"lat_p50_us\":%.2f,\"lat_p99_us\":%.2f,"
 		       "\"lat_p999_us\":%.2f,\"lat_mean_us\":%.2f,\"lat_max_us\":%.2f,"
@@ -331,7 +338,8 @@ int main(int argc, char **argv)
 		       "\"idle_daemon_cpu_pct\":%.2f,\"watch_cpu_pct\":%.2f,\"errors\":%" PRIu64 ",\"quirk_destroy_empty\":%" PRIu64 ",\"aborted\":%s}\n",
 		       c.workload, c.block_size, c.queue_depth, c.queues, c.seconds, c.warmup,
 		       (unsigned long long)c.file_size, res.event_idx ? "true" : "false",
-		       res.packed ? "true" : "false", c.poll ? "true" : "false", el, res.ops, res.cycles, res.entries, res.bytes,
+		       res.packed ? "true" : "false", c.poll ? "true" : "false",
+		       c.publish_batch ? "true" : "false", el, res.ops, res.cycles, res.entries, res.bytes,
 		       ops_s, mib_s, res.lat_p50_us, res.lat_p99_us, res.lat_p999_us,
 		       res.lat_mean_us, res.lat_max_us, cpu_op, self_op, res.kicks, res.calls,
 		       res.proto_minor, idle_pct, watch_pct, res.errors, res.quirk_destroy_empty, ret ? "true" : "false");

@@ -19,13 +19,19 @@ cleanup_cmds+=('[[ -z $pid ]] || kill "$pid" 2>/dev/null')
 # takes the deferred path, whose replies re-walk a copy of the chain.
 # read-1m reads 1 MiB blocks, which the queue thread shares with the read
 # helper thread (src/backend/read_split.c), under the seccomp filter too.
+# A -batch run makes requests available once per round (--publish-batch)
+# instead of each as it is queued, as Linux's driver does (the default).
 for run in read randread write randwrite getattr lookup create-unlink readdirplus mixed \
-    write-fsync mixed:4 create-unlink:2 randread-cold mixed-packed:2 randread-cold-packed read-1m; do
-    wl=${run%%:*} queues=1 extra=() dextra=() packed=false bs=4096 fsize=4m
+    write-fsync mixed:4 create-unlink:2 randread-cold mixed-packed:2 randread-cold-packed read-1m \
+    write-batch mixed-packed-batch:2; do
+    wl=${run%%:*} queues=1 extra=() dextra=() packed=false bs=4096 fsize=4m batch=false
+    if [[ $wl == *-batch ]]; then
+        wl=${wl%-batch} batch=true extra=(--publish-batch)
+    fi
     [[ $wl == read-1m ]] && wl=read bs=1048576 fsize=16m
     [[ $run == *:* ]] && queues=${run#*:}
     if [[ $wl == *-packed ]]; then
-        wl=${wl%-packed} packed=true extra=(--packed)
+        wl=${wl%-packed} packed=true extra+=(--packed)
     fi
     share=$tmp/share-$run sock=$tmp/$run.sock
     if [[ $wl == randread-cold ]]; then
@@ -54,6 +60,15 @@ for run in read randread write randwrite getattr lookup create-unlink readdirplu
         check "request queues used == $queues (got $nq)" test "$nq" = "$queues"
         pk=$(jq -r .packed <<<"$json")
         check "packed rings == $packed (got $pk)" test "$pk" = "$packed"
+        pb=$(jq -r .publish_batch <<<"$json")
+        check "publish_batch == $batch (got $pb)" test "$pb" = "$batch"
+        # Latency runs from a request's publication to its reply: one answered
+        # within the round that published it must not come out negative (an
+        # unsigned wrap lands on the latency ceiling, 2^32 ns = 4.29 s; no
+        # request of a 1 s run takes that long).
+        p50=$(jq -r .lat_p50_us <<<"$json") lmax=$(jq -r .lat_max_us <<<"$json")
+        check "latency p50 > 0 and max < 4 s (got $p50 us, $lmax us)" \
+            awk -v a="$p50" -v b="$lmax" 'BEGIN { exit !(a > 0 && b < 4000000) }'
         case $wl in
         read|randread|write|randwrite|mixed)
             bytes=$(jq -r .bytes <<<"$json")
