@@ -40,7 +40,7 @@ static int kick(struct lq *q)
 	return vu_queue_kick(q->vq);
 }
 
-static int submit(struct lq *q, struct fc_slot *s)
+static int submit(struct run *r, struct lq *q, struct fc_slot *s)
 {
 	int ret;
 
@@ -57,7 +57,7 @@ static int submit(struct lq *q, struct fc_slot *s)
 	 * the end of the round, after every completed slot is refilled: a
 	 * device then idles while the driver fills, and a polling device
 	 * gains most from its own early replies (docs/benchmarks.md, Round 17). */
-	if (!q->publish_batch)
+	if (!r->cfg->publish_batch)
 		return kick(q);
 	return 0;
 }
@@ -74,7 +74,7 @@ static int advance(struct run *r, struct lq *q, struct ld_slot *s)
 		return 0;
 	if (ret)
 		return ret;
-	return submit(q, &s->fc);
+	return submit(r, q, &s->fc);
 }
 
 static int complete(struct run *r, struct lq *q, uint16_t idx, uint32_t len,
@@ -164,7 +164,7 @@ static int forget_flush(struct run *r, bool force, bool hold)
 		}
 		if (ret)
 			break;
-		ret = submit(h, s);
+		ret = submit(r, h, s);
 		if (ret)
 			break;
 		r->nforget -= n;
@@ -276,7 +276,7 @@ int load_engine(struct run *r, const char *phase, load_next_fn *next, load_done_
 			while ((got = vu_queue_get_used(q->vq, &idx, &len)) == 1) {
 				/* A request published as it is queued may be answered
 				 * within this round: its latency needs the time now. */
-				if (!q->publish_batch)
+				if (!r->cfg->publish_batch)
 					now = load_now_ns();
 				ret = complete(r, q, idx, len, now);
 				if (ret)
@@ -338,7 +338,7 @@ int load_sync_call(struct run *r, struct fc_slot *s)
 	uint32_t len;
 	int ret, got;
 
-	ret = submit(q, s);
+	ret = submit(r, q, s);
 	if (!ret)
 		ret = kick(q);
 	if (ret)

@@ -58,7 +58,6 @@ struct lq {
 	unsigned npend;
 	unsigned inflight;
 	bool hiprio;
-	bool publish_batch;      /* --publish-batch: kicks only once per round */
 };
 
 /* Builds the slot's next request: 0 built, -ENODATA nothing more for this

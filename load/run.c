@@ -144,7 +144,6 @@ int load_alloc_queues(struct run *r)
 
 		q->vq = &r->dev.queues[i];
 		q->hiprio = i == 0;
-		q->publish_batch = c->publish_batch;
 		q->slots = calloc(nslots[i], sizeof(*q->slots));
 		q->pend = calloc(nslots[i], sizeof(*q->pend));
 		if (!q->slots || !q->pend) {
