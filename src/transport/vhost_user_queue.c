@@ -181,26 +181,11 @@ static inline unsigned publish_pace(unsigned depth)
  */
 #define VU_PUBLISH_REQUEST_DATA (64u * 1024u)
 
-/*
- * Requests still waiting in the ring above which a due publish that would
- * wake a sleeping driver is held back. The driver sleeps with all its
- * requests in flight; each call is an IPI to its CPU, ~5 us of the
- * writer's time here (bench/daemon-profile lookup), and wakes it for what
- * is published by the time it runs. Woken when 4 are left, it refills
- * while we answer those: LOOKUP at depth 16 took 0.07-0.12 calls per op
- * against 0.10-0.16, 1.065x ops/s paired, randread 1.069x, write 1.053x;
- * waking it at 2 or 6 left did no better (docs/benchmarks.md, Round 18).
- * A driver that is awake still gets every pace of replies at once.
- */
-#define VU_WAKE_LEFT 4u
-
 /* Whether a batch publishes now, after a reply to a request that carried
  * request_bytes: pushed replies and unpublished_bytes of data are waiting,
- * behind requests are still in the ring, and the driver keeps depth in
- * flight. Holding back is always safe: the batch publishes at its end. */
+ * and the driver keeps depth in flight. */
 static inline bool publish_due(const struct vu_queue *q, unsigned depth, unsigned pushed,
-			       uint64_t unpublished_bytes, uint32_t request_bytes,
-			       unsigned behind, bool packed)
+			       uint64_t unpublished_bytes, uint32_t request_bytes)
 {
 	unsigned pace = publish_pace(depth);
 
@@ -209,12 +194,7 @@ static inline bool publish_due(const struct vu_queue *q, unsigned depth, unsigne
 	/* Below the full pace: the driver keeps fewer than 8 in flight. */
 	if (pace < VU_PUBLISH_REQUESTS && request_bytes >= VU_PUBLISH_REQUEST_DATA)
 		return true;
-	if (pushed < pace || vu_queue_cpu_shared(q))
-		return false;
-	/* Split rings only: packed ones were not measured with it. */
-	if (!packed && behind > VU_WAKE_LEFT && virtq_would_notify(&q->vq))
-		return false;
-	return true;
+	return pushed >= pace && !vu_queue_cpu_shared(q);
 }
 
 /* Tells the frontend, once, that the ring broke (its err fd). With q->lock
@@ -283,7 +263,7 @@ RING_INLINE bool run_batch(struct vu_queue *q, bool packed)
 			ring_push(vq, &elem, len, packed);
 			pushed++;
 			unpublished_bytes += (uint64_t)elem.rd_len + len;
-			if (publish_due(q, depth, pushed, unpublished_bytes, elem.rd_len, behind, packed)) {
+			if (publish_due(q, depth, pushed, unpublished_bytes, elem.rd_len)) {
 				publish(q, packed);
 				pushed = 0;
 				unpublished_bytes = 0;
