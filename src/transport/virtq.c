@@ -476,6 +476,21 @@ bool virtq_should_notify(struct virtq *vq)
 	return virtq_need_event(event, new_idx, old_idx);
 }
 
+bool virtq_would_notify(const struct virtq *vq)
+{
+	uint16_t event;
+
+	/* A hint, read without the barrier: a stale answer only moves the
+	 * publish, and virtq_should_notify still decides the call. */
+	if (!vq->event_idx)
+		return !(le16toh(__atomic_load_n(&vq->avail->flags, __ATOMIC_RELAXED)) &
+			 VRING_AVAIL_F_NO_INTERRUPT);
+	if (!vq->signalled_used_valid)
+		return true;
+	event = le16toh(__atomic_load_n(&vq->avail->ring[vq->num], __ATOMIC_RELAXED));
+	return virtq_need_event(event, vq->used_idx, vq->signalled_used);
+}
+
 bool virtq_avail_pending(struct virtq *vq)
 {
 	if (vq->broken || !virtq_ready(vq))

@@ -146,6 +146,8 @@ void virtq_flush(struct virtq *vq);
 /* After a flush: does the driver want an interrupt for what was published?
  * EVENT_IDX: used_event crossed; otherwise: no VRING_AVAIL_F_NO_INTERRUPT. */
 bool virtq_should_notify(struct virtq *vq);
+/* Whether publishing the pushed entries now would notify the driver. */
+bool virtq_would_notify(const struct virtq *vq);
 /* While we are busy popping, kicks are useless. */
 void virtq_disable_notify(struct virtq *vq);
 /* Asks for kicks again, then re-reads avail: returns true if buffers

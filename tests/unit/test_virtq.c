@@ -399,13 +399,17 @@ static void test_notify(void)
 	CHECK_MSG(virtq_pop(&t.vq, &e) == 1, "pop");
 	virtq_push(&t.vq, &e, 0);
 	virtq_flush(&t.vq);
+	CHECK_MSG(virtq_would_notify(&t.vq) && virtq_would_notify(&t.vq),
+	          "EVENT_IDX: the hint foresees the notify, and asking twice changes nothing");
 	CHECK_MSG(virtq_should_notify(&t.vq), "EVENT_IDX: used 1->2 crosses used_event 1: notify");
+	CHECK_MSG(!virtq_would_notify(&t.vq), "EVENT_IDX: nothing new since the notify: the hint says none");
 
 	*used_event = 5;
 	publish(0);
 	CHECK_MSG(virtq_pop(&t.vq, &e) == 1, "pop");
 	virtq_push(&t.vq, &e, 0);
 	virtq_flush(&t.vq);
+	CHECK_MSG(!virtq_would_notify(&t.vq), "EVENT_IDX: the hint foresees no notify short of used_event");
 	CHECK_MSG(!virtq_should_notify(&t.vq), "EVENT_IDX: used 2->3 short of used_event 5: no notify");
 
 	publish(0);
@@ -424,9 +428,11 @@ static void test_notify(void)
 	virtq_push(&t.vq, &e, 0);
 	virtq_flush(&t.vq);
 	t.avail->flags = VRING_AVAIL_F_NO_INTERRUPT;
-	CHECK_MSG(!virtq_should_notify(&t.vq), "no EVENT_IDX: NO_INTERRUPT suppresses notify");
+	CHECK_MSG(!virtq_would_notify(&t.vq) && !virtq_should_notify(&t.vq),
+	          "no EVENT_IDX: NO_INTERRUPT suppresses notify, and the hint says so");
 	t.avail->flags = 0;
-	CHECK_MSG(virtq_should_notify(&t.vq), "no EVENT_IDX: without NO_INTERRUPT notify");
+	CHECK_MSG(virtq_would_notify(&t.vq) && virtq_should_notify(&t.vq),
+	          "no EVENT_IDX: without NO_INTERRUPT notify, and the hint says so");
 }
 
 /* What popping the published chains gives, one after another, with
