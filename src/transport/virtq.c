@@ -448,10 +448,27 @@ void virtq_flush(struct virtq *vq)
 		virtq_log_ring(vq, offsetof(struct vring_used, idx), sizeof(vq->used->idx));
 }
 
+bool virtq_would_notify(const struct virtq *vq)
+{
+	uint16_t event;
+
+	/* Without the barrier this is a hint: a stale answer only moves the
+	 * publish, and virtq_should_notify, which calls it after the barrier,
+	 * still decides the call. */
+	if (!vq->event_idx)
+		return !(le16toh(__atomic_load_n(&vq->avail->flags, __ATOMIC_RELAXED)) &
+			 VRING_AVAIL_F_NO_INTERRUPT);
+	/* First decision since start: we do not know what the driver last
+	 * saw, so notify rather than risk a lost interrupt. */
+	if (!vq->signalled_used_valid)
+		return true;
+	event = le16toh(__atomic_load_n(&vq->avail->ring[vq->num], __ATOMIC_RELAXED));
+	return virtq_need_event(event, vq->used_idx, vq->signalled_used);
+}
+
 bool virtq_should_notify(struct virtq *vq)
 {
-	uint16_t old_idx, new_idx, event;
-	bool valid;
+	bool notify;
 
 	/* Full barrier: our used->idx store must be globally visible before
 	 * we read the driver's suppression state (store->load ordering,
@@ -460,35 +477,12 @@ bool virtq_should_notify(struct virtq *vq)
 	 * without it both sides can miss each other and the driver waits
 	 * forever for an interrupt. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (!vq->event_idx)
-		return !(le16toh(__atomic_load_n(&vq->avail->flags, __ATOMIC_RELAXED)) &
-			 VRING_AVAIL_F_NO_INTERRUPT);
-	old_idx = vq->signalled_used;
-	valid = vq->signalled_used_valid;
-	new_idx = vq->used_idx;
-	vq->signalled_used = new_idx;
-	vq->signalled_used_valid = true;
-	/* First decision since start: we do not know what the driver last
-	 * saw, so notify rather than risk a lost interrupt. */
-	if (!valid)
-		return true;
-	event = le16toh(__atomic_load_n(&vq->avail->ring[vq->num], __ATOMIC_RELAXED));
-	return virtq_need_event(event, new_idx, old_idx);
-}
-
-bool virtq_would_notify(const struct virtq *vq)
-{
-	uint16_t event;
-
-	/* A hint, read without the barrier: a stale answer only moves the
-	 * publish, and virtq_should_notify still decides the call. */
-	if (!vq->event_idx)
-		return !(le16toh(__atomic_load_n(&vq->avail->flags, __ATOMIC_RELAXED)) &
-			 VRING_AVAIL_F_NO_INTERRUPT);
-	if (!vq->signalled_used_valid)
-		return true;
-	event = le16toh(__atomic_load_n(&vq->avail->ring[vq->num], __ATOMIC_RELAXED));
-	return virtq_need_event(event, vq->used_idx, vq->signalled_used);
+	notify = virtq_would_notify(vq);
+	if (vq->event_idx) {
+		vq->signalled_used = vq->used_idx;
+		vq->signalled_used_valid = true;
+	}
+	return notify;
 }
 
 bool virtq_avail_pending(struct virtq *vq)
