@@ -16,3 +16,13 @@ spec_options() {
         esac
     done
 }
+
+# spec_split SPEC SHARE DISK_SHARE: sets spec_opts to SPEC's ferryfs-load options and spec_share to
+# DISK_SHARE if SPEC has "disk", else SHARE. The spec must have passed spec_options already.
+spec_split() {
+    local opt
+    spec_opts=() spec_share=$2
+    while read -r opt; do
+        if [[ $opt == disk ]]; then spec_share=$3; else spec_opts+=("$opt"); fi
+    done < <(spec_options "$1")
+}
