@@ -183,25 +183,26 @@ static inline unsigned publish_pace(unsigned depth)
 
 /*
  * Requests still waiting in the ring above which a due publish that would
- * wake a sleeping driver is held back, while the replies waiting carry no
- * data (LOOKUP, GETATTR: under VU_HOLD_BYTES each way). The driver sleeps
- * with all its requests in flight; each call is an IPI to its CPU, ~5 us
- * of the writer's time here (bench/daemon-profile lookup). Woken when 4
- * are left it takes more replies at once and refills while we answer
- * those: LOOKUP at depth 16 1.098x ops/s paired, GETATTR 1.078x (held
- * replies of any kind took LOOKUP from 0.15 to 0.10 calls per op).
- * Replies with data are never held: a guest's readahead waits for
- * the first of its READs, and held ones cost sequential reads with
- * cache=auto a fifth in the guest matrix (docs/benchmarks.md, Round 18).
+ * wake a sleeping driver is held back, while the requests and replies
+ * waiting carry at most one page of data each (LOOKUP, GETATTR, 4 KiB
+ * READs and WRITEs: under VU_HOLD_BYTES each way). The driver sleeps with
+ * all its requests in flight; each call is an IPI to its CPU, ~5 us of the
+ * writer's time here (bench/daemon-profile lookup). Woken when 4 are left
+ * it takes more replies at once and refills while we answer those: LOOKUP
+ * at depth 16 1.098x ops/s paired, GETATTR 1.078x (Round 18); 4 KiB
+ * randread 1.064x, write 1.158x, randwrite 1.143x (Round 20). Larger
+ * replies are never held: a guest's readahead waits for the first of its
+ * READs, and holding those cost sequential reads with cache=auto a fifth
+ * in the guest matrix (docs/benchmarks.md, Round 18).
  */
 #define VU_WAKE_LEFT 4u
-#define VU_HOLD_BYTES 4096u
+#define VU_HOLD_BYTES (4096u + 256u) /* a page and the FUSE headers around it */
 
 /* Whether a batch publishes now, after a reply to a request that carried
  * request_bytes: pushed replies, unpublished_bytes of data (headers
  * included) and, among them, a reply or request of VU_HOLD_BYTES or more
- * (data_waiting) are waiting, behind requests are still in the ring, and
- * the driver keeps depth in flight. Holding back is always safe: the
+ * (data_waiting: more than a page) are waiting, behind requests are still
+ * in the ring, and the driver keeps depth in flight. Holding back is always safe: the
  * batch publishes at its end. */
 static inline bool publish_due(const struct vu_queue *q, unsigned depth, unsigned pushed,
 			       uint64_t unpublished_bytes, uint32_t request_bytes,
