@@ -1,5 +1,5 @@
 # bench/targets.py: judges a bench/compare run's medians against a targets file; one markdown row per target.
-"""Usage: python3 bench/targets.py OUT TARGETS [BASE]   (OUT: a bench/compare --out directory)
+"""Usage: python3 bench/targets.py OUT TARGETS [BASE] [--profile DIR]   (OUT: a bench/compare --out directory)
        python3 bench/targets.py --workloads TARGETS   (the workload specs TARGETS names, in order)
        python3 bench/targets.py --matrix OUT BASE [MULTI_RATIO MULTI_AGAINST]
                                 (OUT: a bench/guest-matrix --out directory)
@@ -15,6 +15,14 @@ target's verdict can be checked by hand; a target whose figures are missing (a d
 every round failed) is "not run", never "met"; beside it, the ratio paired within each round and
 the load generator's busy share.
 
+--profile DIR (a bench/daemon-profile --out directory): a throughput target that is not met is
+"bounded" when no daemon doing BASE's work could meet it on one thread: the budget per request
+(1 / (X x AGAINST's ops/s)) is at most the floor, the host's own loop of the same system calls (the
+run's host column, else the profile's) plus BASE's calls per request in the run (its .out files) x
+the profile's CPU per call; or when the budget is at most the driver's own CPU per request in
+BASE's rounds (ferryfs-load is one thread: no daemon answers faster than it asks). The figures stand
+beside the verdict, so it can be checked by hand.
+
 --matrix: the guest matrix's target, per cache mode and cell: BASE's median IOPS is not below any
 other daemon's of the same cache mode (9p's "auto" is whatever --9p-auto ran; other ferryfsd
 configs, e.g. ferryfsd beside ferryfsd+q2, are shown but are not rivals), and in the two-job
@@ -22,7 +30,10 @@ cells (-multi, 4 jobs) at least MULTI_RATIO times MULTI_AGAINST's (e.g. 1.3 virt
 matrix-targets.md. If the run had the "host" daemon (fio on the host's share), its figure and BASE's
 fraction of it stand beside each cache mode's rows as the bound; it is never a rival."""
 import csv
+import glob
+import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -58,6 +69,58 @@ def fmt(x, metric):
     if metric in ("ops/s", "MiB/s"):
         return f"{x / 1000:.1f}k" if x >= 10000 else f"{x:.0f}"
     return f"{x:.1f} us" if metric in ("p50", "p99") else f"{x:.2f} us"
+
+
+def read_profile(path):
+    """{workload: {"host": us/op, "per_call": us}} from a bench/daemon-profile summary.txt."""
+    prof, cur = {}, None
+    for line in open(os.path.join(path, "summary.txt")):
+        m = re.match(r"== (\S+): .*daemon CPU [\d.]+ us/op, .*the host's own loop: ([\d.]+) us/op", line)
+        if m:
+            cur = prof[m.group(1)] = {"host": float(m.group(2)), "per_call": None}
+            continue
+        m = re.search(r"the call: .*\(([\d.]+) us per call\)", line)
+        if m and cur is not None:
+            cur["per_call"] = float(m.group(1))
+    if not prof:
+        sys.exit(f"bench/targets.py: {path}/summary.txt has no bench/daemon-profile workload")
+    return prof
+
+
+def calls_per_request(out, workload, daemon):
+    """The median over the run's rounds of daemon's calls per request, from ferryfs-load's JSON."""
+    tag = re.sub(r"[:=,]", "_", workload)
+    per = Medians()
+    for path in glob.glob(os.path.join(out, f"r*-{tag}-{daemon}.out")):
+        try:
+            last = open(path).read().strip().splitlines()[-1]
+            j = json.loads(last)
+            if j.get("ops"):
+                per.add("calls", j["calls"] / j["ops"])
+        except (OSError, IndexError, ValueError, KeyError):
+            continue
+    return per.median("calls")
+
+
+def floor_note(prof, out, wl, base, host_cpu, driver_cpu, limit, theirs_ops):
+    """(bounded, text): whether the target's budget per request is below BASE's floor (the host's
+    loop plus BASE's calls) or below the driver's own CPU per request (ferryfs-load, one thread)."""
+    if not theirs_ops:
+        return False, "-"
+    budget = 1e6 / (limit * theirs_ops)
+    parts, worst = [], 0.0
+    p = prof.get(wl)
+    calls = calls_per_request(out, wl, base) if p else None
+    if p and calls is not None and p["per_call"] is not None:
+        host = host_cpu if host_cpu is not None else p["host"]
+        floor = host + calls * p["per_call"]
+        worst = max(worst, floor / budget)
+        parts.append(f"{host:.2f} + {calls:.3f} x {p['per_call']:.1f} = {floor:.2f} us / {budget:.2f} us"
+                     f" = {floor / budget:.2f}")
+    if driver_cpu is not None:
+        worst = max(worst, driver_cpu / budget)
+        parts.append(f"driver {driver_cpu:.2f} us / {budget:.2f} us = {driver_cpu / budget:.2f}")
+    return worst >= 1, "; ".join(parts) or "-"
 
 
 def matrix(out, base, multi_ratio, multi_against):
@@ -129,10 +192,17 @@ def main():
                 seen.append(t[0])
         print(" ".join(seen))
         return
-    if len(sys.argv) not in (3, 4):
+    args, prof = sys.argv[1:], None
+    if "--profile" in args:
+        i = args.index("--profile")
+        if i + 1 >= len(args):
+            sys.exit(__doc__)
+        prof = read_profile(args[i + 1])
+        del args[i:i + 2]
+    if len(args) not in (2, 3):
         sys.exit(__doc__)
-    out, targets = sys.argv[1], read_targets(sys.argv[2])
-    base = sys.argv[3] if len(sys.argv) == 4 else "ferryfsd"
+    out, targets = args[0], read_targets(args[1])
+    base = args[2] if len(args) == 3 else "ferryfsd"
     # by_round[(workload, daemon, figure)][round]: for the paired ratio.
     med, daemons, by_round = Medians(), [], {}
     for r in csv.DictReader(open(os.path.join(out, "runs.csv"))):
@@ -146,9 +216,10 @@ def main():
     anchors = [d for d in daemons if d.startswith("virtiofsd")]
     host = next((d for d in daemons if d in HOST_COLUMNS), None)
     shown = [base] + anchors + ([host] if host else [])
-    lines = ["| target | " + " | ".join(shown) + f" | {base} / it | verdict | paired | load busy |",
-             "|---" * (len(shown) + 5) + "|"]
-    met = 0
+    lines = ["| target | " + " | ".join(shown) + f" | {base} / it | verdict | paired | load busy |"
+             + (" floor / budget per request |" if prof else ""),
+             "|---" * (len(shown) + 5 + bool(prof)) + "|"]
+    met = bounded = 0
     for wl, metric, op, limit, against in targets:
         key = METRICS[metric]
         if against == "anchor":
@@ -164,6 +235,15 @@ def main():
             verdict, met = "met", met + 1
         else:
             verdict = "not met"
+        floor_txt = "-"
+        if prof and metric in ("ops/s", "MiB/s") and op == ">=" and ratio is not None:
+            theirs_ops = med.median((wl, other, "ops_per_sec"))
+            host_cpu = med.median((wl, host, "daemon_cpu_us_per_op")) if host else None
+            driver_cpu = med.median((wl, base, "load_cpu_us_per_op"))
+            is_bounded, floor_txt = floor_note(prof, out, wl, base, host_cpu, driver_cpu, limit,
+                                               theirs_ops)
+            if verdict == "not met" and is_bounded:
+                verdict, bounded = "bounded", bounded + 1
         cells = [fmt(med.median((wl, d, key)), metric) for d in shown]
         name = f"{wl} {metric} {op} {limit:g}x {against if against == 'host' else 'the better anchor'}"
         # The same ratio taken within each round (the two ran seconds apart), then its median:
@@ -178,10 +258,18 @@ def main():
         busy = med.median((wl, base, "load_busy"))
         lines.append(f"| {name} | " + " | ".join(cells) +
                      f" | {'-' if ratio is None else f'{ratio:.2f}'} ({other or '-'}) | {verdict} |"
-                     f" {'-' if paired is None else f'{paired:.2f}'} | {'-' if busy is None else f'{busy:.2f}'} |")
+                     f" {'-' if paired is None else f'{paired:.2f}'} | {'-' if busy is None else f'{busy:.2f}'} |"
+                     + (f" {floor_txt} |" if prof else ""))
     lines.append("")
     lines.append(f"{met} of {len(targets)} targets met ({base} against the better virtiofsd per "
-                 "workload, or the host's own calls; medians of the run's rounds)")
+                 "workload, or the host's own calls; medians of the run's rounds)"
+                 + (f", {bounded} bounded" if prof else ""))
+    if prof:
+        lines.append("floor / budget: the host's own loop (this run's host column, else the profile's) plus "
+                     f"{base}'s calls per request x the profile's CPU per call, against 1 / (the target's "
+                     "ratio x the figure it is against); driver: ferryfs-load's own CPU per request in "
+                     f"{base}'s rounds against the same budget; at 1 or more, no one-thread daemon that "
+                     "makes those calls, or no daemon behind that driver, meets the target (bounded)")
     lines.append("paired: the median of the ratio taken within each round, which a machine that drifts "
                  "between rounds moves less; the verdict stays on the ratio of medians")
     lines.append(f"load busy: the share of one CPU ferryfs-load itself used in {base}'s runs; near 1, "
