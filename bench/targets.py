@@ -74,7 +74,11 @@ def fmt(x, metric):
 def read_profile(path):
     """{workload: {"host": us/op, "per_call": us}} from a bench/daemon-profile summary.txt."""
     prof, cur = {}, None
-    for line in open(os.path.join(path, "summary.txt")):
+    try:
+        lines = open(os.path.join(path, "summary.txt")).readlines()
+    except OSError as e:
+        sys.exit(f"bench/targets.py: --profile {path}: {e.strerror}: summary.txt (a bench/daemon-profile --out directory)")
+    for line in lines:
         m = re.match(r"== (\S+): .*daemon CPU [\d.]+ us/op, .*the host's own loop: ([\d.]+) us/op", line)
         if m:
             cur = prof[m.group(1)] = {"host": float(m.group(2)), "per_call": None}

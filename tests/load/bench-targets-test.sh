@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# make check: bench/targets.py's verdicts (met, bounded by the floor or the driver, not met) on a run whose figures the test wrote.
+# Exit 0 pass, 1 fail, 77 skip. Usage: bench-targets-test.sh
+# The run directory is bench/compare's layout (runs.csv, r<round>-<tag>-<daemon>.out) and the
+# profile bench/daemon-profile's summary.txt, with figures chosen so that each verdict sits on one
+# side of its limit by a known margin; what the table must say follows from the rule in
+# bench/targets.py's usage, worked out by hand below.
+set -uo pipefail
+source "$(dirname "$0")/../lib/common.sh"
+need_cmd python3
+make_tmp
+targets_py=$repo/bench/targets.py
+run=$tmp/run prof=$tmp/profile
+mkdir -p "$run" "$prof"
+
+# row ROUND WORKLOAD DAEMON OPS DAEMON_CPU LOAD_CPU
+row() {
+    printf '%s,"%s",%s,ok,%s,%s,10,20,30,%s,%s,0,0,-1,0,1\n' "$1" "$2" "$3" "$4" \
+        "$(awk -v o="$4" 'BEGIN { printf "%.3f", o * 4096 / 1048576 }')" "$5" "$6"
+}
+# out ROUND WORKLOAD OPS CALLS: ferryfsd's ferryfs-load JSON, whose last line counts the calls.
+out() {
+    local tag=${2//[:=,]/_}
+    { echo "progress line"; printf '{"ops": %s, "calls": %s}\n' "$3" "$4"; } >"$run/r$1-$tag-ferryfsd.out"
+}
+{
+    echo "round,workload,daemon,status,ops_per_sec,mib_per_sec,lat_p50_us,lat_p99_us,lat_p999_us,daemon_cpu_us_per_op,load_cpu_us_per_op,errors,entries_per_sec,watch_cpu_pct,t_start,t_end"
+    for r in 1 2 3; do
+        # getattr: 400k against 300k is 1.33, short of 2.2; budget 1 / (2.2 x 300k) = 1.515 us,
+        # floor 1.40 (host column) + 0.05 calls x 5.0 us = 1.65 us: bounded, 1.09 (driver 1.2 us, 0.79).
+        row $r getattr ferryfsd 400000 2.5 1.2; row $r getattr virtiofsd-0 300000 3.3 2.1
+        row $r getattr virtiofsd-rs 250000 4.0 2.2; row $r getattr host 700000 1.40 1.40
+        out $r getattr 1200000 60000
+        # randread: 250k against 150k is 1.67, short of 2.0; budget 3.33 us, floor 2.0 + 0.15 x
+        # 4.0 = 2.6 us (0.78), driver 2.5 us (0.75): not met.
+        row $r randread ferryfsd 250000 3.5 2.5; row $r randread virtiofsd-0 150000 6 2.6
+        row $r randread virtiofsd-rs 140000 6.5 2.7; row $r randread host 500000 2.0 2.0
+        out $r randread 750000 112500
+        # write:bs=64K,qd=4: 60k against 63k is 0.95, short of 1.25; not profiled; budget
+        # 1 / (1.25 x 63k) = 12.70 us, driver 14.0 us: bounded by the driver, 1.10.
+        row $r "write:bs=64K,qd=4" ferryfsd 60000 15 14.0; row $r "write:bs=64K,qd=4" virtiofsd-0 50000 19 13
+        row $r "write:bs=64K,qd=4" virtiofsd-rs 63000 13 13.5; row $r "write:bs=64K,qd=4" host 70000 14 14
+        out $r "write:bs=64K,qd=4" 180000 36000
+        # lookup: 300k against 130k is 2.31: met.
+        row $r lookup ferryfsd 300000 3.2 2.2; row $r lookup virtiofsd-0 130000 7 2.3
+        row $r lookup virtiofsd-rs 120000 8 2.3; row $r lookup host 500000 1.9 1.9
+        out $r lookup 900000 90000
+    done
+} >"$run/runs.csv"
+cat >"$run/targets" <<'EOF'
+# the test's targets
+getattr            ops/s  >=2.2   anchor
+randread           ops/s  >=2.0   anchor
+write:bs=64K,qd=4  ops/s  >=1.25  anchor
+lookup             ops/s  >=2.2   anchor
+EOF
+cat >"$prof/summary.txt" <<'EOF'
+# bench/daemon-profile (written by the test)
+== getattr: 398849 ops/s, daemon CPU 2.41 us/op, 0.05 calls per op; the host's own loop: 1.346 us/op
+  the op's system call                            55.5%   1.34 us/op
+  the call: eventfd write, waking the driver      11.9%   0.29 us/op (5.0 us per call)
+== randread: 234549 ops/s, daemon CPU 4.16 us/op, 0.24 calls per op; the host's own loop: 2.232 us/op
+  the call: eventfd write, waking the driver      27.0%   1.12 us/op (4.0 us per call)
+EOF
+
+verdict() { # verdict TABLE TARGET_PREFIX: the verdict column of that target's row
+    awk -F' [|] ' -v t="$2" 'index($1, "| " t) == 1 { print $7 }' "$1"
+}
+floor_of() { grep -F "| $2 " "$1" | grep -o '[^|]*/ [0-9.]* us = [0-9.]*[^|]*' | head -1; }
+
+python3 "$targets_py" "$run" "$run/targets" --profile "$prof" >"$tmp/with.md" 2>"$tmp/with.err"
+check "targets.py --profile ran" test $? -eq 0
+cat "$tmp/with.md"
+check "getattr: bounded by the floor (1.40 + 0.05 x 5.0 = 1.65 us against 1.52 us)" \
+    test "$(verdict "$tmp/with.md" "getattr ")" = bounded
+check "getattr's floor and budget are shown" \
+    grep -qF "1.40 + 0.050 x 5.0 = 1.65 us / 1.52 us = 1.09; driver 1.20 us / 1.52 us = 0.79" "$tmp/with.md"
+check "randread: not met (floor 0.78, driver 0.75 of the budget)" \
+    test "$(verdict "$tmp/with.md" "randread ")" = "not met"
+check "randread's floor and driver are shown" \
+    grep -qF "2.00 + 0.150 x 4.0 = 2.60 us / 3.33 us = 0.78; driver 2.50 us / 3.33 us = 0.75" "$tmp/with.md"
+check "64 KiB writes, not profiled: bounded by the driver (14.0 us against 12.70 us)" \
+    test "$(verdict "$tmp/with.md" "write:bs=64K,qd=4 ")" = bounded
+check "lookup: met" test "$(verdict "$tmp/with.md" "lookup ")" = met
+check "the count says 1 met, 2 bounded" grep -q "^1 of 4 targets met .*, 2 bounded$" "$tmp/with.md"
+check "the same table is in targets.md" cmp -s "$tmp/with.md" "$run/targets.md"
+
+python3 "$targets_py" "$run" "$run/targets" >"$tmp/without.md" 2>&1
+check "without --profile nothing is bounded" \
+    test "$(grep -c '| bounded |' "$tmp/without.md")" -eq 0
+check "without --profile getattr is not met" \
+    test "$(verdict "$tmp/without.md" "getattr ")" = "not met"
+
+# Bad input: a clear error, and the run's targets.md of before is kept.
+cp "$run/targets.md" "$tmp/kept.md"
+mkdir -p "$tmp/empty"
+python3 "$targets_py" "$run" "$run/targets" --profile "$tmp/empty" >"$tmp/bad1" 2>&1
+check "a profile directory without summary.txt fails" test $? -ne 0
+check "... saying which file" grep -q "summary.txt" "$tmp/bad1"
+echo "# nothing profiled" >"$tmp/empty/summary.txt"
+python3 "$targets_py" "$run" "$run/targets" --profile "$tmp/empty" >"$tmp/bad2" 2>&1
+check "a summary.txt with no workload fails" test $? -ne 0
+check "... saying so" grep -q "has no bench/daemon-profile workload" "$tmp/bad2"
+python3 "$targets_py" "$run" "$run/targets" --profile >"$tmp/bad3" 2>&1
+check "--profile without a directory fails with the usage" \
+    bash -c 'test $0 -ne 0 && grep -q "Usage:" "$1"' "$?" "$tmp/bad3"
+check "targets.md of the good run is untouched by the bad ones" cmp -s "$tmp/kept.md" "$run/targets.md"
+finish
