@@ -19,7 +19,8 @@ the load generator's busy share.
 "bounded" when no daemon doing BASE's work could meet it on one thread: the budget per request
 (1 / (X x AGAINST's ops/s)) is at most the floor, the host's own loop of the same system calls (the
 run's host column, else the profile's) plus BASE's calls per request in the run (its .out files) x
-the profile's CPU per call; or when the budget is at most the driver's own CPU per request in
+the profile's CPU per call, for workloads whose host loop does no more than the daemon's calls (not
+write, randwrite, write-fsync, mixed: that loop fills each block it writes, the driver's work); or when the budget is at most the driver's own CPU per request in
 BASE's rounds (ferryfs-load is one thread: no daemon answers faster than it asks). The figures stand
 beside the verdict, so it can be checked by hand.
 
@@ -106,6 +107,13 @@ def calls_per_request(out, workload, daemon):
     return per.median("calls")
 
 
+def host_fills(workload):
+    """Whether ferryfs-load's host loop for workload fills the blocks it writes (load/host_steps.c):
+    its CPU per op then holds work that in a daemon's run is the driver's, and is no floor."""
+    name = workload.split(":", 1)[0]
+    return name in ("write", "randwrite", "write-fsync", "mixed")
+
+
 def floor_note(prof, out, wl, base, host_cpu, driver_cpu, limit, theirs_ops):
     """(bounded, text): whether the target's budget per request is below BASE's floor (the host's
     loop plus BASE's calls) or below the driver's own CPU per request (ferryfs-load, one thread)."""
@@ -115,7 +123,9 @@ def floor_note(prof, out, wl, base, host_cpu, driver_cpu, limit, theirs_ops):
     parts, worst = [], 0.0
     p = prof.get(wl)
     calls = calls_per_request(out, wl, base) if p else None
-    if p and calls is not None and p["per_call"] is not None:
+    if p and host_fills(wl):
+        parts.append("no floor: the host loop fills each block it writes, the driver's work in a daemon's run")
+    elif p and calls is not None and p["per_call"] is not None:
         host = host_cpu if host_cpu is not None else p["host"]
         floor = host + calls * p["per_call"]
         worst = max(worst, floor / budget)
