@@ -280,7 +280,8 @@ def main():
                  + (f", {bounded} bounded" if prof else ""))
     if prof:
         lines.append("floor / budget: the host's own loop (this run's host column, else the profile's) plus "
-                     f"{base}'s calls per request x the profile's CPU per call, against 1 / (the target's "
+                     f"{base}'s calls per request x the profile's CPU per call (no floor where that loop "
+                     "fills the blocks it writes: write, randwrite, write-fsync, mixed), against 1 / (the target's "
                      "ratio x the figure it is against); driver: ferryfs-load's own CPU per request in "
                      f"{base}'s rounds against the same budget; at 1 or more, no one-thread daemon that "
                      "makes those calls, or no daemon behind that driver, meets the target (bounded)")
