@@ -26,6 +26,7 @@ struct host_run {
 	uint64_t rng;
 	bool measuring;         /* read: sparse data check, as ferryfs-load's measured READs */
 	bool fsync_next;        /* write-fsync: the WRITE went, the FSYNC is next */
+	uint64_t fills;         /* blocks filled before their pwrite, measured interval */
 	struct {                /* readdirplus: the listing under way */
 		int fd;         /* -1: the next step opens the directory */
 		uint32_t count; /* our names seen in this listing */

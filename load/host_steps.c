@@ -69,6 +69,7 @@ static int write_block(struct host_run *h, struct host_count *c, uint64_t blk)
 	uint64_t off = blk * bs;
 
 	fc_pattern_fill(h->buf, off, bs);
+	h->fills += h->measuring;
 	return block_done(h, c, pwrite(h->fd, h->buf, bs, (off_t)off), "pwrite");
 }
 

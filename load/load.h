@@ -50,6 +50,9 @@ struct load_result {
 	double idle_daemon_cpu_us; /* during --idle; < 0 when unknown or none */
 	double load_cpu_us;
 	double watch_cpu_us;       /* --watch-pid's, measured interval; < 0 when unknown or none */
+	/* --host: the part of load_cpu_us its loop spent filling the blocks it
+	 * wrote, which in a daemon's run is the driver's work; < 0 otherwise. */
+	double fill_cpu_us;
 	uint64_t kicks, calls;
 	uint32_t proto_minor, max_write, max_pages;
 	bool event_idx, indirect, packed;

@@ -27,7 +27,9 @@ static void usage(FILE *f)
 "                       at a time: the bound for a daemon serving DIR\n"
 "                       (--queue-depth and --queues do not apply; an op is a\n"
 "                       call that stands for one FUSE request; cpu per op is\n"
-"                       this process's). --host-pread DIR is the same\n"
+"                       this process's, and the part of it spent filling the\n"
+"                       blocks it writes, a driver's work, is also given\n"
+"                       apart). --host-pread DIR is the same\n"
 "  --workload W         read randread write randwrite getattr lookup\n"
 "                       create-unlink readdirplus mixed write-fsync\n"
 "  --block-size BYTES   I/O size, 4k..1m, multiple of 512 (default 4k)\n"
@@ -270,7 +272,7 @@ int main(int argc, char **argv)
 		.event_idx = -1, .inodes = 1000,
 	};
 	struct load_result res;
-	double el, ops_s, mib_s, cpu_op, self_op, idle_pct, watch_pct;
+	double el, ops_s, mib_s, cpu_op, self_op, fill_op, idle_pct, watch_pct;
 	int ret;
 
 	if (parse_args(argc, argv, &c)) {
@@ -291,6 +293,7 @@ int main(int argc, char **argv)
 	mib_s = (double)res.bytes / el / (1 << 20);
 	cpu_op = res.daemon_cpu_us >= 0 && res.ops ? res.daemon_cpu_us / (double)res.ops : -1;
 	self_op = res.ops ? res.load_cpu_us / (double)res.ops : -1;
+	fill_op = res.fill_cpu_us >= 0 && res.ops ? res.fill_cpu_us / (double)res.ops : -1;
 
 	printf("workload %s: block size %u, queue depth %u x %u queue(s), %.1f s (warmup %.1f s), file %llu bytes\n",
 	       c.workload, c.block_size, c.queue_depth, c.queues, c.seconds, c.warmup,
@@ -315,6 +318,9 @@ int main(int argc, char **argv)
 		printf("daemon cpu: unknown (no --daemon-pid)\n");
 	printf("load cpu: %.2f us/op; kicks %" PRIu64 ", calls %" PRIu64 "\n", self_op,
 	       res.kicks, res.calls);
+	if (fill_op >= 0)
+		printf("of which filling the blocks written: %.2f us/op (a driver's work in a daemon's run)\n",
+		       fill_op);
 	watch_pct = res.watch_cpu_us >= 0 ? res.watch_cpu_us / el / 1e4 : -1;
 	if (watch_pct >= 0)
 		printf("watched pid %d: %.1f%% of one cpu\n", (int)c.watch_pid, watch_pct);
@@ -333,7 +339,7 @@ int main(int argc, char **argv)
 		       ",\"entries\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"ops_per_sec\":%.1f,"
 		       "\"mib_per_sec\":%.3f,\"lat_p50_us\":%.2f,\"lat_p99_us\":%.2f,"
 		       "\"lat_p999_us\":%.2f,\"lat_mean_us\":%.2f,\"lat_max_us\":%.2f,"
-		       "\"daemon_cpu_us_per_op\":%.3f,\"load_cpu_us_per_op\":%.3f,"
+		       "\"daemon_cpu_us_per_op\":%.3f,\"load_cpu_us_per_op\":%.3f,\"fill_us_per_op\":%.3f,"
 		       "\"kicks\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"fuse_minor\":%u,"
 		       "\"idle_daemon_cpu_pct\":%.2f,\"watch_cpu_pct\":%.2f,\"errors\":%" PRIu64 ",\"quirk_destroy_empty\":%" PRIu64 ",\"aborted\":%s}\n",
 		       c.workload, c.block_size, c.queue_depth, c.queues, c.seconds, c.warmup,
@@ -341,7 +347,7 @@ int main(int argc, char **argv)
 		       res.packed ? "true" : "false", c.poll ? "true" : "false",
 		       c.publish_batch ? "true" : "false", el, res.ops, res.cycles, res.entries, res.bytes,
 		       ops_s, mib_s, res.lat_p50_us, res.lat_p99_us, res.lat_p999_us,
-		       res.lat_mean_us, res.lat_max_us, cpu_op, self_op, res.kicks, res.calls,
+		       res.lat_mean_us, res.lat_max_us, cpu_op, self_op, fill_op, res.kicks, res.calls,
 		       res.proto_minor, idle_pct, watch_pct, res.errors, res.quirk_destroy_empty, ret ? "true" : "false");
 	if (res.errors)
 		return 1;

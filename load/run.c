@@ -257,6 +257,7 @@ int load_run(const struct load_cfg *cfg, struct load_result *res)
 	int ret;
 
 	memset(res, 0, sizeof(*res));
+	res->fill_cpu_us = -1; /* the driver's fill is in load_cpu_us: --host only */
 	res->idle_daemon_cpu_us = -1;
 	r.dev.sock = -1;
 	r.dev.memfd = -1;
