@@ -19,8 +19,9 @@ the load generator's busy share.
 "bounded" when no daemon doing BASE's work could meet it on one thread: the budget per request
 (1 / (X x AGAINST's ops/s)) is at most the floor, the host's own loop of the same system calls (the
 run's host column, else the profile's) plus BASE's calls per request in the run (its .out files) x
-the profile's CPU per call, for workloads whose host loop does no more than the daemon's calls (not
-write, randwrite, write-fsync, mixed: that loop fills each block it writes, the driver's work); or when the budget is at most the driver's own CPU per request in
+the profile's CPU per call. The host loops of write, randwrite, write-fsync and mixed fill each block
+they write, the driver's work in a daemon's run: their floor takes off the fill ferryfs-load reports
+(fill_us_per_op in the host column's .out files), and there is none where it did not report it; or when the budget is at most the driver's own CPU per request in
 BASE's rounds (ferryfs-load is one thread: no daemon answers faster than it asks). The figures stand
 beside the verdict, so it can be checked by hand.
 
@@ -92,19 +93,31 @@ def read_profile(path):
     return prof
 
 
-def calls_per_request(out, workload, daemon):
-    """The median over the run's rounds of daemon's calls per request, from ferryfs-load's JSON."""
+def out_median(out, workload, daemon, figure):
+    """The median over the run's rounds of figure(JSON) from daemon's ferryfs-load JSON lines
+    (r<round>-<tag>-<daemon>.out), or None when no round has it."""
     tag = re.sub(r"[:=,]", "_", workload)
     per = Medians()
     for path in glob.glob(os.path.join(out, f"r*-{tag}-{daemon}.out")):
         try:
-            last = open(path).read().strip().splitlines()[-1]
-            j = json.loads(last)
-            if j.get("ops"):
-                per.add("calls", j["calls"] / j["ops"])
-        except (OSError, IndexError, ValueError, KeyError):
+            x = figure(json.loads(open(path).read().strip().splitlines()[-1]))
+        except (OSError, IndexError, ValueError, KeyError, ZeroDivisionError):
             continue
-    return per.median("calls")
+        if x is not None:
+            per.add("x", x)
+    return per.median("x")
+
+
+def calls_per_request(out, workload, daemon):
+    """The median over the run's rounds of daemon's calls per request."""
+    return out_median(out, workload, daemon, lambda j: j["calls"] / j["ops"])
+
+
+def host_fill(out, workload, host):
+    """The host loop's CPU per op spent filling blocks (ferryfs-load's fill_us_per_op), or None
+    where the run's ferryfs-load did not report it."""
+    return out_median(out, workload, host,
+                      lambda j: j["fill_us_per_op"] if j.get("fill_us_per_op", -1) >= 0 else None)
 
 
 def host_fills(workload):
@@ -114,7 +127,7 @@ def host_fills(workload):
     return name in ("write", "randwrite", "write-fsync", "mixed")
 
 
-def floor_note(prof, out, wl, base, host_cpu, driver_cpu, limit, theirs_ops):
+def floor_note(prof, out, wl, base, host, host_cpu, driver_cpu, limit, theirs_ops):
     """(bounded, text): whether the target's budget per request is below BASE's floor (the host's
     loop plus BASE's calls) or below the driver's own CPU per request (ferryfs-load, one thread)."""
     if not theirs_ops:
@@ -123,14 +136,17 @@ def floor_note(prof, out, wl, base, host_cpu, driver_cpu, limit, theirs_ops):
     parts, worst = [], 0.0
     p = prof.get(wl)
     calls = calls_per_request(out, wl, base) if p else None
-    if p and host_fills(wl):
+    fill = host_fill(out, wl, host) if p and host and host_cpu is not None and host_fills(wl) else None
+    if p and host_fills(wl) and fill is None:
         parts.append("no floor: the host loop fills each block it writes, the driver's work in a daemon's run")
     elif p and calls is not None and p["per_call"] is not None:
-        host = host_cpu if host_cpu is not None else p["host"]
-        floor = host + calls * p["per_call"]
+        loop = host_cpu if host_cpu is not None else p["host"]
+        minus = f" - {fill:.2f} fill" if fill is not None else ""
+        loop -= fill or 0
+        floor = loop + calls * p["per_call"]
         worst = max(worst, floor / budget)
-        parts.append(f"{host:.2f} + {calls:.3f} x {p['per_call']:.1f} = {floor:.2f} us / {budget:.2f} us"
-                     f" = {floor / budget:.2f}")
+        parts.append(f"{loop + (fill or 0):.2f}{minus} + {calls:.3f} x {p['per_call']:.1f} = {floor:.2f} us"
+                     f" / {budget:.2f} us = {floor / budget:.2f}")
     if driver_cpu is not None:
         worst = max(worst, driver_cpu / budget)
         parts.append(f"driver {driver_cpu:.2f} us / {budget:.2f} us = {driver_cpu / budget:.2f}")
@@ -254,7 +270,7 @@ def main():
             theirs_ops = med.median((wl, other, "ops_per_sec"))
             host_cpu = med.median((wl, host, "daemon_cpu_us_per_op")) if host else None
             driver_cpu = med.median((wl, base, "load_cpu_us_per_op"))
-            is_bounded, floor_txt = floor_note(prof, out, wl, base, host_cpu, driver_cpu, limit,
+            is_bounded, floor_txt = floor_note(prof, out, wl, base, host, host_cpu, driver_cpu, limit,
                                                theirs_ops)
             if verdict == "not met" and is_bounded:
                 verdict, bounded = "bounded", bounded + 1
@@ -280,8 +296,8 @@ def main():
                  + (f", {bounded} bounded" if prof else ""))
     if prof:
         lines.append("floor / budget: the host's own loop (this run's host column, else the profile's) plus "
-                     f"{base}'s calls per request x the profile's CPU per call (no floor where that loop "
-                     "fills the blocks it writes: write, randwrite, write-fsync, mixed), against 1 / (the target's "
+                     f"{base}'s calls per request x the profile's CPU per call (less the blocks' fill where "
+                     "that loop writes; no floor where the run did not report the fill), against 1 / (the target's "
                      "ratio x the figure it is against); driver: ferryfs-load's own CPU per request in "
                      f"{base}'s rounds against the same budget; at 1 or more, no one-thread daemon that "
                      "makes those calls, or no daemon behind that driver, meets the target (bounded)")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make check: bench/targets.py's verdicts (met, bounded by the floor or the driver, not met) on a run whose figures the test wrote.
+# make check: bench/targets.py's verdicts (met, bounded by the floor or the driver, not met; a writing host loop's fill) on a run whose figures the test wrote.
 # Exit 0 pass, 1 fail, 77 skip. Usage: bench-targets-test.sh
 # The run directory is bench/compare's layout (runs.csv, r<round>-<tag>-<daemon>.out) and the
 # profile bench/daemon-profile's summary.txt, with figures chosen so that each verdict sits on one
@@ -22,6 +22,11 @@ row() {
 out() {
     local tag=${2//[:=,]/_}
     { echo "progress line"; printf '{"ops": %s, "calls": %s}\n' "$3" "$4"; } >"$run/r$1-$tag-ferryfsd.out"
+}
+# host_out ROUND WORKLOAD FILL: the host loop's JSON, with the CPU per op its fill took.
+host_out() {
+    local tag=${2//[:=,]/_}
+    printf '{"ops": 900000, "calls": 0, "fill_us_per_op": %s}\n' "$3" >"$run/r$1-$tag-host.out"
 }
 {
     echo "round,workload,daemon,status,ops_per_sec,mib_per_sec,lat_p50_us,lat_p99_us,lat_p999_us,daemon_cpu_us_per_op,load_cpu_us_per_op,errors,entries_per_sec,watch_cpu_pct,t_start,t_end"
@@ -47,6 +52,11 @@ out() {
         row $r write ferryfsd 300000 3.3 2.0; row $r write virtiofsd-0 200000 5 2.1
         row $r write virtiofsd-rs 180000 5.5 2.1; row $r write host 290000 3.5 3.5
         out $r write 900000 90000
+        # randwrite: as write, but its host loop reported its fill (0.30 us): floor 3.50 - 0.30
+        # + 0.02 calls x 5.0 = 3.30 us against 3.125 us: bounded, 1.06.
+        row $r randwrite ferryfsd 300000 3.3 2.0; row $r randwrite virtiofsd-0 200000 5 2.1
+        row $r randwrite virtiofsd-rs 180000 5.5 2.1; row $r randwrite host 290000 3.5 3.5
+        out $r randwrite 900000 18000; host_out $r randwrite 0.30
         # lookup: 300k against 130k is 2.31: met.
         row $r lookup ferryfsd 300000 3.2 2.2; row $r lookup virtiofsd-0 130000 7 2.3
         row $r lookup virtiofsd-rs 120000 8 2.3; row $r lookup host 500000 1.9 1.9
@@ -59,6 +69,7 @@ getattr            ops/s  >=2.2   anchor
 randread           ops/s  >=2.0   anchor
 write:bs=64K,qd=4  ops/s  >=1.25  anchor
 write              ops/s  >=1.6   anchor
+randwrite          ops/s  >=1.6   anchor
 lookup             ops/s  >=2.2   anchor
 EOF
 cat >"$prof/summary.txt" <<'EOF'
@@ -68,6 +79,8 @@ cat >"$prof/summary.txt" <<'EOF'
   the call: eventfd write, waking the driver      11.9%   0.29 us/op (5.0 us per call)
 == write: 296655 ops/s, daemon CPU 3.29 us/op, 0.09 calls per op; the host's own loop: 2.247 us/op
   the call: eventfd write, waking the driver      13.7%   0.45 us/op (5.0 us per call)
+== randwrite: 211560 ops/s, daemon CPU 4.60 us/op, 0.15 calls per op; the host's own loop: 2.576 us/op
+  the call: eventfd write, waking the driver      26.8%   1.23 us/op (5.0 us per call)
 == randread: 234549 ops/s, daemon CPU 4.16 us/op, 0.24 calls per op; the host's own loop: 2.232 us/op
   the call: eventfd write, waking the driver      27.0%   1.12 us/op (4.0 us per call)
 EOF
@@ -94,8 +107,12 @@ check "write: its host loop fills the blocks, so no floor; not met" \
     test "$(verdict "$tmp/with.md" "write ")" = "not met"
 check "write's row says why it has no floor" \
     grep -qF "no floor: the host loop fills each block it writes, the driver's work in a daemon's run; driver 2.00 us / 3.12 us = 0.64" "$tmp/with.md"
+check "randwrite: its host loop's reported fill comes off; bounded" \
+    test "$(verdict "$tmp/with.md" "randwrite ")" = bounded
+check "randwrite's floor shows the fill taken off" \
+    grep -qF "3.50 - 0.30 fill + 0.020 x 5.0 = 3.30 us / 3.12 us = 1.06" "$tmp/with.md"
 check "lookup: met" test "$(verdict "$tmp/with.md" "lookup ")" = met
-check "the count says 1 met, 2 bounded" grep -q "^1 of 5 targets met .*, 2 bounded$" "$tmp/with.md"
+check "the count says 1 met, 3 bounded" grep -q "^1 of 6 targets met .*, 3 bounded$" "$tmp/with.md"
 check "the same table is in targets.md" cmp -s "$tmp/with.md" "$run/targets.md"
 
 python3 "$targets_py" "$run" "$run/targets" >"$tmp/without.md" 2>&1
