@@ -19,11 +19,12 @@ the load generator's busy share.
 "bounded" when no daemon doing BASE's work could meet it on one thread: the budget per request
 (1 / (X x AGAINST's ops/s)) is at most the floor, the host's own loop of the same system calls (the
 run's host column, else the profile's) plus BASE's calls per request in the run (its .out files) x
-the profile's CPU per call. The host loops of write, randwrite, write-fsync and mixed fill each block
-they write, the driver's work in a daemon's run: their floor takes off the fill ferryfs-load reports
-(fill_us_per_op in the host column's .out files), and there is none where it did not report it; or when the budget is at most the driver's own CPU per request in
-BASE's rounds (ferryfs-load is one thread: no daemon answers faster than it asks). The figures stand
-beside the verdict, so it can be checked by hand.
+the profile's CPU per call; or when the budget is at most the driver's own CPU per request in BASE's
+rounds (ferryfs-load is one thread: no daemon answers faster than it asks). The host loops of write,
+randwrite, write-fsync and mixed fill each block they write, the driver's work in a daemon's run:
+their floor takes off the fill ferryfs-load reports (fill_us_per_op in the host column's .out
+files), and they have none where it was not reported. The figures stand beside the verdict, so it
+can be checked by hand.
 
 --matrix: the guest matrix's target, per cache mode and cell: BASE's median IOPS is not below any
 other daemon's of the same cache mode (9p's "auto" is whatever --9p-auto ran; other ferryfsd
@@ -141,11 +142,10 @@ def floor_note(prof, out, wl, base, host, host_cpu, driver_cpu, limit, theirs_op
         parts.append("no floor: the host loop fills each block it writes, the driver's work in a daemon's run")
     elif p and calls is not None and p["per_call"] is not None:
         loop = host_cpu if host_cpu is not None else p["host"]
-        minus = f" - {fill:.2f} fill" if fill is not None else ""
-        loop -= fill or 0
-        floor = loop + calls * p["per_call"]
+        floor = loop - (fill or 0) + calls * p["per_call"]
         worst = max(worst, floor / budget)
-        parts.append(f"{loop + (fill or 0):.2f}{minus} + {calls:.3f} x {p['per_call']:.1f} = {floor:.2f} us"
+        minus = f" - {fill:.2f} fill" if fill is not None else ""
+        parts.append(f"{loop:.2f}{minus} + {calls:.3f} x {p['per_call']:.1f} = {floor:.2f} us"
                      f" / {budget:.2f} us = {floor / budget:.2f}")
     if driver_cpu is not None:
         worst = max(worst, driver_cpu / budget)

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "host.h"
@@ -119,14 +118,6 @@ static void remove_all(struct host_run *h, const char *wname)
 	free(h->buf);
 }
 
-static double thread_cpu_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
 /*
  * CPU per fill of one block, timed after the run on the same buffer and
  * offsets as the loop's: the loop's own CPU holds h->fills of them, work a
@@ -139,13 +130,13 @@ static double thread_cpu_us(void)
 static double fill_cpu_us_each(struct host_run *h)
 {
 	uint32_t bs = h->cfg->block_size;
-	double t0 = thread_cpu_us(), t;
+	double t0 = load_self_cpu_us(), t; /* as the loop's: one thread */
 	uint64_t n = 0;
 
 	do {
 		for (unsigned i = 0; i < 16; i++, n++)
 			fc_pattern_fill(h->buf, (n % h->nblocks) * bs, bs);
-		t = thread_cpu_us() - t0;
+		t = load_self_cpu_us() - t0;
 	} while (t < FILL_TIMING_US);
 	return t / (double)n;
 }

@@ -202,8 +202,8 @@ static inline unsigned publish_pace(unsigned depth)
  * request_bytes: pushed replies, unpublished_bytes of data (headers
  * included) and, among them, a reply or request of VU_HOLD_BYTES or more
  * (data_waiting: more than a page) are waiting, behind requests are still
- * in the ring, and the driver keeps depth in flight. Holding back is always safe: the
- * batch publishes at its end. */
+ * in the ring, and the driver keeps depth in flight. Holding back is always
+ * safe: the batch publishes at its end. */
 static inline bool publish_due(const struct vu_queue *q, unsigned depth, unsigned pushed,
 			       uint64_t unpublished_bytes, uint32_t request_bytes,
 			       unsigned behind, bool data_waiting, bool packed)

@@ -88,7 +88,6 @@ EOF
 verdict() { # verdict TABLE TARGET_PREFIX: the verdict column of that target's row
     awk -F' [|] ' -v t="$2" 'index($1, "| " t) == 1 { print $7 }' "$1"
 }
-floor_of() { grep -F "| $2 " "$1" | grep -o '[^|]*/ [0-9.]* us = [0-9.]*[^|]*' | head -1; }
 
 python3 "$targets_py" "$run" "$run/targets" --profile "$prof" >"$tmp/with.md" 2>"$tmp/with.err"
 check "targets.py --profile ran" test $? -eq 0
