@@ -88,6 +88,14 @@ struct ferry_handler {
 	 * reply's length written into req->wr (0: no reply), or
 	 * FERRY_DEFERRED: the reply comes through req->chan. */
 	uint32_t (*handle)(void *ctx, const struct ferry_req *req);
+	/* Optional: handles reqs[0] and as many after it as it serves
+	 * together with it (at least 1, at most n), in order, as handle()
+	 * would one by one; returns how many, their reply lengths (or
+	 * FERRY_DEFERRED) in lens. All n stay valid until it returns, so it
+	 * may serve several with one system call. The transport offers the
+	 * rest again, after it has sent these replies. */
+	unsigned (*handle_run)(void *ctx, const struct ferry_req *const *reqs, unsigned n,
+			       uint32_t *lens);
 	/* On the worker's thread when it stops with requests deferred: each
 	 * must then complete soon (the transport counts them and waits for
 	 * the last before stop). May be NULL if handle() never defers. */

@@ -35,6 +35,12 @@ static uint32_t worker_handle(void *ctx, const struct ferry_req *req)
 	return fuse_worker_process(ctx, req);
 }
 
+static unsigned worker_handle_run(void *ctx, const struct ferry_req *const *reqs, unsigned n,
+				  uint32_t *lens)
+{
+	return fuse_worker_process_run(ctx, reqs, n, lens);
+}
+
 static void worker_cancel(void *ctx)
 {
 	fuse_worker_cancel_deferred(ctx);
@@ -52,6 +58,7 @@ static void client_reset(void *opaque)
 /* What both handlers share. */
 #define SESSION_WORKERS \
 	.start = worker_start, .stop = worker_stop, .handle = worker_handle, \
+	.handle_run = worker_handle_run, \
 	.cancel = worker_cancel, .reset = client_reset
 
 const struct ferry_handler daemon_handler = { SESSION_WORKERS };

@@ -428,6 +428,12 @@ int fuse_do_write(struct fuse_req *req)
 			  in->size, req->payload_len, req->se->conn.max_write);
 		return -EINVAL;
 	}
+	if (req->w->run.open) {
+		int held = fuse_write_run_hold(req, in, offset);
+
+		if (held != 0)
+			return held < 0 ? held : 0;
+	}
 	n_iov = iov_slice(req->w->iov, FERRY_MAX_IOV, req->treq->rd, req->treq->rd_cnt, offset, in->size);
 	if (n_iov < 0)
 		return n_iov;

@@ -117,6 +117,40 @@ struct fuse_session {
 	struct fuse_stats retired_stats;
 };
 
+/*
+ * Adjacent WRITEs of one file held while fuse_worker_process_run serves a
+ * run of requests, so that they reach the file in one system call
+ * (fuse_write_run.c). A run stays short: its replies wait for it, and a
+ * guest's readahead or writeback waits on the first of them.
+ */
+#define FUSE_RUN_MAX 16
+#define FUSE_RUN_BYTES (256u * 1024u)
+#define FUSE_RUN_IOV 256
+
+struct fuse_run_member {
+	const struct ferry_req *treq;  /* the transport's, valid for the run */
+	size_t wr_len;
+	uint64_t unique;
+	uint64_t start_ns;             /* for its latency in the stats */
+	struct fuse_req_ctx ctx;
+	struct fuse_write_in in;       /* our copy */
+	unsigned iov_first, iov_cnt;   /* its payload in run.iov */
+	unsigned index;                /* its slot in run.lens */
+};
+
+struct fuse_write_run {
+	bool open;                     /* inside fuse_worker_process_run */
+	uint32_t *lens;                /* the run's reply lengths */
+	unsigned index;                /* of the request being processed */
+	unsigned count;                /* members held */
+	uint64_t nodeid;
+	uint64_t next_offset;          /* where the next member must start */
+	size_t total;
+	unsigned iov_cnt;
+	struct fuse_run_member m[FUSE_RUN_MAX];
+	struct iovec iov[FUSE_RUN_IOV];
+};
+
 struct fuse_worker {
 	struct fuse_session *se;
 	struct fuse_worker *next;
@@ -126,6 +160,7 @@ struct fuse_worker {
 	char *arg_buf;                /* FERRY_ARG_BUF_SIZE */
 	char *out_buf;                /* FERRY_OUT_BUF_SIZE */
 	struct iovec iov[FERRY_MAX_IOV];
+	struct fuse_write_run run;
 	/* Written by this worker's thread alone; a cache line of its own so
 	 * the stats reader's loads do not share a line with hot fields. */
 	struct fuse_stats stats __attribute__((aligned(64)));
@@ -169,6 +204,8 @@ struct fuse_req {
 	size_t reply_in_place;
 	union fuse_reply_args out;
 	bool deferred;                /* the op took it with fuse_deferred_begin */
+	bool held;                    /* a WRITE its run answers (fuse_write_run.c) */
+	uint64_t start_ns;            /* when it was taken, for the stats */
 };
 
 struct fuse_op_desc {
@@ -204,6 +241,27 @@ int fuse_do_init(struct fuse_req *req);
 /* Every INIT flag this session offers (what a client may agree to). */
 uint64_t fuse_init_offered_flags(const struct fuse_session *se);
 int fuse_do_destroy(struct fuse_req *req);
+
+/* ---- fuse_server.c: the request path the other files share ---- */
+
+/* The one place an op's result becomes a FUSE reply; returns its length. */
+uint32_t fuse_req_reply(struct fuse_req *req, int rc);
+/* Counts a finished request and its latency in the worker's stats. */
+void fuse_stats_record(struct fuse_worker *w, uint32_t opcode, int rc, uint64_t start_ns);
+/* The worker's requests are over, held WRITEs included (DESTROY waits). */
+void fuse_worker_idle(struct fuse_worker *w);
+
+/* ---- fuse_write_run.c: adjacent WRITEs of a run in one system call ---- */
+
+/* From fuse_do_write inside a run: holds the WRITE (req->held) if it
+ * continues the held ones or starts a run, writing those held before
+ * first when it does not continue them. 1: held; 0: not holdable, the
+ * caller writes it alone (the held ones are written by then); -errno:
+ * the request is invalid. payload_off: where its data start in rd. */
+int fuse_write_run_hold(struct fuse_req *req, const struct fuse_write_in *in,
+			size_t payload_off);
+/* Writes what is held, answers each member, and lets the worker idle. */
+void fuse_write_run_flush(struct fuse_worker *w);
 
 /* ---- fuse_deferred.c: requests an op answers after handle() returned ---- */
 

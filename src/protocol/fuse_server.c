@@ -130,6 +130,11 @@ static void stats_record(struct fuse_worker *w, const struct fuse_op_desc *desc,
 	ferry_hist_add(&st->latency_us, (ferry_monotonic_ns() - start_ns) / 1000u);
 }
 
+void fuse_stats_record(struct fuse_worker *w, uint32_t opcode, int rc, uint64_t start_ns)
+{
+	stats_record(w, fuse_op_lookup(opcode), opcode, rc, start_ns);
+}
+
 void fuse_worker_free(struct fuse_worker *w)
 {
 	struct fuse_session *se;
@@ -359,8 +364,11 @@ void fuse_session_reset(struct fuse_session *se)
  * of it, and the next request's store of true, sequenced after this one,
  * is what DESTROY's load must see.
  */
-static void worker_idle(struct fuse_worker *w)
+void fuse_worker_idle(struct fuse_worker *w)
 {
+	/* A held WRITE is still to be done: its run's flush idles. */
+	if (w->run.count)
+		return;
 	atomic_store_explicit(&w->busy, false, memory_order_release);
 }
 
@@ -377,7 +385,7 @@ static int req_admit(struct fuse_req *req)
 		return -EIO;
 	atomic_store(&w->busy, true);
 	if (atomic_load(&req->se->state) != SESSION_READY) {
-		worker_idle(w);
+		fuse_worker_idle(w);
 		return -EIO;
 	}
 	return 0;
@@ -456,8 +464,7 @@ static int req_prepare(struct fuse_req *req, const struct fuse_op_desc *desc,
 	return 0;
 }
 
-/* The one place an op's result becomes a FUSE reply. */
-static uint32_t req_reply(struct fuse_req *req, int rc)
+uint32_t fuse_req_reply(struct fuse_req *req, int rc)
 {
 	struct fuse_out_header out = { .unique = req->in.unique };
 	size_t len = sizeof(out);
@@ -500,6 +507,7 @@ uint32_t fuse_worker_process(struct fuse_worker *w, const struct ferry_req *treq
 	req.w = w;
 	req.se = w->se;
 	req.treq = treq;
+	req.start_ns = start_ns;
 	req.wr_len = iov_length(treq->wr, treq->wr_cnt);
 	rd_len = iov_length(treq->rd, treq->rd_cnt);
 
@@ -508,6 +516,9 @@ uint32_t fuse_worker_process(struct fuse_worker *w, const struct ferry_req *treq
 		return 0;
 	}
 	iov_copy_from(&req.in, treq->rd, treq->rd_cnt, 0, sizeof(req.in));
+	/* WRITEs held in a run go to the file before anything else runs. */
+	if (w->run.count && req.in.opcode != FUSE_WRITE)
+		fuse_write_run_flush(w);
 	req.ctx.unique = req.in.unique;
 	req.ctx.uid = req.in.uid;
 	req.ctx.gid = req.in.gid;
@@ -532,17 +543,19 @@ uint32_t fuse_worker_process(struct fuse_worker *w, const struct ferry_req *treq
 		if (rc != FERRY_DEFERRED)
 			log_err("fuse: unique %llu %s: deferred but returned %d",
 				(unsigned long long)req.in.unique, desc->name, rc);
-		worker_idle(w);
+		fuse_worker_idle(w);
 		/* Counted now; the wait for the lock is not service time. */
 		stats_record(w, desc, req.in.opcode, 0, start_ns);
 		return FERRY_DEFERRED;
 	}
+	if (req.held)
+		return 0;   /* the run's flush answers it */
 	if (rc < 0 && ferry_log_level >= LOG_LVL_DEBUG)
 		log_debug("fuse: unique %llu %s: %s", (unsigned long long)req.in.unique,
 			  desc ? desc->name : "unknown opcode", strerror(-rc));
 
-	worker_idle(w);
-	len = no_reply ? 0 : req_reply(&req, rc);
+	fuse_worker_idle(w);
+	len = no_reply ? 0 : fuse_req_reply(&req, rc);
 	stats_record(w, desc, req.in.opcode, rc, start_ns);
 	return len;
 }

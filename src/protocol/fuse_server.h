@@ -77,6 +77,16 @@ void fuse_worker_free(struct fuse_worker *w);
  * ENOLCK or do their work inline.
  */
 uint32_t fuse_worker_process(struct fuse_worker *w, const struct ferry_req *req);
+/*
+ * The handle_run() of a ferry_handler: processes reqs[0] and the WRITEs
+ * after it that continue it (the same open file, the next bytes), as
+ * fuse_worker_process would one by one, but with one system call for all
+ * of them. Returns how many it processed (1 when reqs[0] is anything
+ * else), their reply lengths (or FERRY_DEFERRED) in lens. Every request's
+ * buffers must stay valid until this returns.
+ */
+unsigned fuse_worker_process_run(struct fuse_worker *w, const struct ferry_req *const *reqs,
+				 unsigned n, uint32_t *lens);
 /* The worker stops: its deferred requests are cancelled (they complete
  * soon, with EINTR, through their channel). */
 void fuse_worker_cancel_deferred(struct fuse_worker *w);

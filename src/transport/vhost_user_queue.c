@@ -198,6 +198,24 @@ static inline unsigned publish_pace(unsigned depth)
 #define VU_WAKE_LEFT 4u
 #define VU_HOLD_BYTES (4096u + 256u) /* a page and the FUSE headers around it */
 
+/*
+ * A request that carries data in, at most a page of it (a 4 KiB WRITE),
+ * and has requests behind it, is handed to the handler with those behind
+ * it that carry such data too, up to VU_RUN_MAX: the handler then writes
+ * adjacent ranges of one file with one system call, ~1 us each saved on a
+ * machine whose system calls are dear (docs/benchmarks.md, Round 21).
+ * Only requests already in the ring join, and only small ones, so a reply
+ * waits for at most a few page writes; larger WRITEs and everything else
+ * go one at a time, their replies published as before.
+ */
+#define VU_RUN_MIN_BYTES 1024u
+#define VU_RUN_MAX 16u
+
+static inline bool joins_run(const struct virtq_elem *e)
+{
+	return e->rd_len >= VU_RUN_MIN_BYTES && e->rd_len < VU_HOLD_BYTES;
+}
+
 /* Whether a batch publishes now, after a reply to a request that carried
  * request_bytes: pushed replies, unpublished_bytes of data (headers
  * included) and, among them, a reply or request of VU_HOLD_BYTES or more
@@ -232,16 +250,49 @@ static void signal_broken(struct vu_queue *q)
 	q->err_signalled = true;
 }
 
+/* Per request as it is popped: the depth the driver keeps, and where a
+ * deferred reply goes. Returns how many requests are still in the ring. */
+RING_INLINE unsigned take_request(struct vu_queue *q, struct virtq_elem *e, unsigned done,
+				  unsigned pushed, unsigned *batch_depth, unsigned *depth,
+				  bool packed)
+{
+	struct virtq *vq = &q->vq;
+	/* Once: on a packed ring it is a look at the next descriptor. */
+	unsigned behind = ring_unpopped(vq, packed);
+	/* In flight, as the driver sees it: waiting in the ring, this one,
+	 * replies not yet published, and deferred ones. */
+	unsigned in_flight = behind + 1u + pushed + q->deferred_outstanding;
+
+	if (done == 0)
+		ferry_hist_add(&q->st.depth, behind + 1u);
+	if (in_flight > *batch_depth)
+		*batch_depth = in_flight;
+	if (*batch_depth > *depth)
+		*depth = *batch_depth;
+	/* Set before handle(): the completion may come from another thread
+	 * before handle() even returns. */
+	q->deferred[e->head].head = e->head;
+	e->req.chan = &q->chan;
+	e->req.token = &q->deferred[e->head];
+	e->req.queued_behind = behind;
+	return behind;
+}
+
 /* Runs one batch with q->lock held. Returns true if more work may be
  * waiting, so the caller should come back without sleeping. */
 RING_INLINE bool run_batch(struct vu_queue *q, bool packed)
 {
 	struct vu_dev *dev = q->dev;
 	struct virtq *vq = &q->vq;
-	struct virtq_elem elem;
+	struct virtq_elem run[VU_RUN_MAX];
+	const struct ferry_req *reqs[VU_RUN_MAX];
+	uint32_t lens[VU_RUN_MAX];
+	unsigned behind[VU_RUN_MAX];
 	unsigned done = 0, pushed, depth = q->driver_depth, batch_depth = 0;
 	uint64_t unpublished_bytes = 0;
 	bool more = false, data_waiting = false;
+	/* Split rings only: a packed ring keeps one popped chain. */
+	bool runs = !packed && dev->handler->handle_run;
 
 	pushed = push_completions(q, packed);
 	if (!q->enabled || vq->broken || !virtq_ready(vq))
@@ -250,62 +301,73 @@ RING_INLINE bool run_batch(struct vu_queue *q, bool packed)
 		virtq_packed_disable_notify(vq);
 	else
 		virtq_disable_notify(vq);
-	for (;;) {
-		unsigned behind, in_flight;
-		uint32_t len;
+	while (done < vq->num) {
+		unsigned n = 1;
 
-		if (ring_pop(vq, &elem, packed) <= 0)
+		if (ring_pop(vq, &run[0], packed) <= 0)
 			break;
-		/* Once: on a packed ring it is a look at the next descriptor. */
-		behind = ring_unpopped(vq, packed);
-		if (done == 0)
-			ferry_hist_add(&q->st.depth, behind + 1u);
-		/* In flight, as the driver sees it: waiting in the ring, this
-		 * one, replies not yet published, and deferred ones. */
-		in_flight = behind + 1u + pushed + q->deferred_outstanding;
-		if (in_flight > batch_depth)
-			batch_depth = in_flight;
-		if (batch_depth > depth)
-			depth = batch_depth;
-		/* Set before handle(): the completion may come from another
-		 * thread before handle() even returns. */
-		q->deferred[elem.head].head = elem.head;
-		elem.req.chan = &q->chan;
-		elem.req.token = &q->deferred[elem.head];
-		elem.req.queued_behind = behind;
+		behind[0] = take_request(q, &run[0], done, pushed, &batch_depth, &depth, packed);
+		if (runs && behind[0] > 0 && joins_run(&run[0])) {
+			/* Bounded like the batch: done + n stays within num. */
+			while (n < VU_RUN_MAX && done + n < vq->num && joins_run(&run[n - 1]) &&
+			       behind[n - 1] > 0 && virtq_pop_more(vq, &run[n]) > 0) {
+				behind[n] = take_request(q, &run[n], done + n, pushed, &batch_depth,
+							 &depth, packed);
+				n++;
+			}
+		}
 		if (!packed)
 			virtq_prefetch_ahead(vq);
-		len = dev->handler->handle(q->ctx, &elem.req);
-		if (len == FERRY_DEFERRED) {
-			q->deferred_outstanding++;
-			/* Only this thread re-walks, after this: a completion
-			 * already on the done list waits for it. Without the
-			 * copy the re-walk fails and the reply is dropped. */
-			if (packed && keep_packed_chain(&q->deferred[elem.head], vq) < 0) {
-				virtq_mark_broken(vq, "out of memory for a deferred request's chain");
-				break;
+		for (unsigned i = 0; i < n; i++)
+			reqs[i] = &run[i].req;
+		for (unsigned i = 0, served = 0; i < n; i++) {
+			struct virtq_elem *e = &run[i];
+
+			/* Served one at a time or several together; the
+			 * replies of each go out before the next is served. */
+			if (served == 0 && n == 1) {
+				lens[i] = dev->handler->handle(q->ctx, reqs[i]);
+				served = 1;
+			} else if (served == 0) {
+				served = dev->handler->handle_run(q->ctx, reqs + i, n - i, lens + i);
 			}
-		} else {
-			ring_push(vq, &elem, len, packed);
+			served--;
+
+			if (lens[i] == FERRY_DEFERRED) {
+				q->deferred_outstanding++;
+				/* Only this thread re-walks, after this: a
+				 * completion already on the done list waits for
+				 * it. Without the copy the re-walk fails and the
+				 * reply is dropped. */
+				if (packed && keep_packed_chain(&q->deferred[e->head], vq) < 0) {
+					virtq_mark_broken(vq, "out of memory for a deferred request's chain");
+					break;
+				}
+				continue;
+			}
+			ring_push(vq, e, lens[i], packed);
 			pushed++;
-			unpublished_bytes += (uint64_t)elem.rd_len + len;
-			if (elem.rd_len >= VU_HOLD_BYTES || len >= VU_HOLD_BYTES)
+			unpublished_bytes += (uint64_t)e->rd_len + lens[i];
+			if (e->rd_len >= VU_HOLD_BYTES || lens[i] >= VU_HOLD_BYTES)
 				data_waiting = true;
-			if (publish_due(q, depth, pushed, unpublished_bytes, elem.rd_len, behind,
-					data_waiting, packed)) {
+			/* Waiting behind it: those in the ring when it was
+			 * popped, and those popped after it. */
+			if (publish_due(q, depth, pushed, unpublished_bytes, e->rd_len,
+					behind[i] + (n - 1 - i), data_waiting, packed)) {
 				publish(q, packed);
 				pushed = 0;
 				unpublished_bytes = 0;
 				data_waiting = false;
 			}
 		}
-		/* Bounded batches keep the control thread's wait for this
-		 * lock short even if the driver keeps the ring full. */
-		if (++done == vq->num) {
-			more = true;
+		done += n;
+		if (vq->broken)
 			break;
-		}
 	}
+	/* Bounded batches keep the control thread's wait for this lock short
+	 * even if the driver keeps the ring full. */
+	if (done == vq->num && vq->num > 0)
+		more = true;
 	if (done > 0) {
 		/* The deepest this batch saw, or one less than before: a
 		 * driver that lowers its depth is followed within a few

@@ -205,7 +205,8 @@ const char *virtq_walk_buf(struct virtq *vq, struct virtq_walk *w, uint64_t addr
 	w->total += len;
 	if (w->total > UINT32_MAX)
 		return "chain length over 4 GiB";
-	ret = guest_mem_gpa_to_iov(vq->mem, addr, len, vq->iov, VIRTQ_MAX_SEGS, &w->cnt);
+	ret = guest_mem_gpa_to_iov(vq->mem, addr, len, vq->iov + vq->iov_base, VIRTQ_MAX_SEGS,
+				   &w->cnt);
 	if (ret == -E2BIG)
 		return "chain needs more than 1024 segments";
 	if (ret < 0)
@@ -225,9 +226,10 @@ int virtq_walk_end(struct virtq *vq, const struct virtq_walk *w, uint16_t head,
 	elem->head = head;
 	elem->wr_len = (uint32_t)w->wr_total;
 	elem->rd_len = (uint32_t)(w->total - w->wr_total);
-	elem->req.rd = vq->iov;
+	elem->req.rd = vq->iov + vq->iov_base;
 	elem->req.rd_cnt = w->rd_cnt;
-	elem->req.wr = vq->iov + w->rd_cnt;
+	elem->req.wr = vq->iov + vq->iov_base + w->rd_cnt;
+	vq->iov_end = vq->iov_base + w->cnt;
 	elem->req.wr_cnt = w->cnt - w->rd_cnt;
 	return 0;
 }
@@ -310,7 +312,8 @@ static uint16_t avail_head(const struct virtq *vq, uint16_t pos)
 	return le16toh(__atomic_load_n(&vq->avail->ring[pos & (vq->num - 1)], __ATOMIC_RELAXED));
 }
 
-int virtq_pop(struct virtq *vq, struct virtq_elem *elem)
+/* Pops the next chain with its iovecs at vq->iov_base. */
+static int pop_chain(struct virtq *vq, struct virtq_elem *elem)
 {
 	uint16_t head;
 	int ret;
@@ -334,6 +337,20 @@ int virtq_pop(struct virtq *vq, struct virtq_elem *elem)
 		return ret;
 	vq->last_avail_idx++;
 	return 1;
+}
+
+int virtq_pop(struct virtq *vq, struct virtq_elem *elem)
+{
+	vq->iov_base = 0;
+	return pop_chain(vq, elem);
+}
+
+int virtq_pop_more(struct virtq *vq, struct virtq_elem *elem)
+{
+	if (vq->iov_end > VIRTQ_MAX_SEGS)
+		return 0;
+	vq->iov_base = vq->iov_end;
+	return pop_chain(vq, elem);
 }
 
 /* The descriptor in the ring's table for the chain at avail position pos,
@@ -415,6 +432,7 @@ int virtq_rewalk(struct virtq *vq, uint16_t head, struct virtq_elem *elem)
 		return -EIO;
 	if (!virtq_ready(vq) || head >= vq->num)
 		return -EIO;
+	vq->iov_base = 0;
 	return walk_chain(vq, head, elem);
 }
 

@@ -80,16 +80,22 @@ struct virtq {
 	uint16_t pk_pending_pos;
 	uint16_t pk_pending_flags;
 	unsigned pk_chain_len;          /* entries of pk_chain */
+	/* Where the chain being walked puts its iovecs in iov, and where
+	 * the last popped chain's end: virtq_pop_more appends there. */
+	unsigned iov_base;
+	unsigned iov_end;
 
 	/*
-	 * The large arrays (~113 KiB) come last: virtq_init clears only what
+	 * The large arrays (~129 KiB) come last: virtq_init clears only what
 	 * is above them, so a queue the driver never starts (ferryfsd offers
 	 * 16 request queues) keeps them unpopulated. Each is written before
 	 * it is read: iov and pk_chain by the pop that fills them,
 	 * indirect_copy by the copy, pk_inflight by virtq_packed_set_base,
 	 * which virtq_set_packed calls before a packed ring can be used.
 	 */
-	struct iovec iov[VIRTQ_MAX_SEGS];
+	/* Twice the longest chain: virtq_pop_more appends a chain while
+	 * the chains before it fill at most the first half. */
+	struct iovec iov[2 * VIRTQ_MAX_SEGS];
 	/* Indirect tables that straddle two regions are copied here. */
 	struct vring_desc indirect_copy[VIRTQ_MAX_SEGS];
 	/* The last popped chain, as read once from the ring: a deferred
@@ -125,8 +131,12 @@ bool virtq_ready(const struct virtq *vq);
 
 /* Pops one chain: 1 with *elem filled, 0 if the ring is empty, -EIO if the
  * queue is (or just became) broken. elem's iovecs stay valid until the
- * next pop. */
+ * next virtq_pop or virtq_rewalk. */
 int virtq_pop(struct virtq *vq, struct virtq_elem *elem);
+/* As virtq_pop, but the chains popped since the last virtq_pop keep their
+ * iovecs, so a run of requests can be served together. Also 0 when
+ * those chains leave no room for a chain of VIRTQ_MAX_SEGS segments. */
+int virtq_pop_more(struct virtq *vq, struct virtq_elem *elem);
 /* Split rings: asks the CPU to fetch, while the current request runs, the
  * lines the next three chains will need (the next one's FUSE in-header,
  * the one after's indirect table, the third's descriptor), which the

@@ -143,6 +143,7 @@ static int walk_chain(struct virtq *vq, const struct vring_packed_desc *chain,
 	const char *why = NULL;
 	uint16_t id = 0;
 
+	vq->iov_base = 0;   /* one chain at a time: no virtq_pop_more here */
 	for (unsigned i = 0; i < n && !why; i++) {
 		uint16_t flags = le16toh(chain[i].flags);
 		uint64_t addr = le64toh(chain[i].addr);

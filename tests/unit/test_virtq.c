@@ -245,6 +245,78 @@ static void test_normal_chain(void)
 	}
 }
 
+/* A chain at head of n one-byte readable segments (an indirect table in
+ * region B) and one writable one. */
+static void publish_long_chain(uint16_t head, unsigned n)
+{
+	struct vring_desc *table = host(GPA_B);
+
+	for (unsigned i = 0; i < n; i++)
+		set_desc(table, i, BUF + (i % 0x100), 1, VRING_DESC_F_NEXT, (uint16_t)(i + 1));
+	set_desc(table, n, BUF + 0x100, 16, VRING_DESC_F_WRITE, 0);
+	set_desc(t.desc, head, GPA_B, (n + 1) * 16, VRING_DESC_F_INDIRECT, 0);
+	publish(head);
+}
+
+/* virtq_pop_more: a run's chains keep their iovecs until the next
+ * virtq_pop, and one more is taken only while the longest chain fits. */
+static void test_pop_more(void)
+{
+	struct virtq_elem a, b, c;
+	int ret;
+
+	printf("-- runs of chains\n");
+	ring_setup(8, false, true);
+	set_desc(t.desc, 0, BUF, 64, VRING_DESC_F_NEXT, 1);
+	set_desc(t.desc, 1, BUF + 64, 36, VRING_DESC_F_NEXT, 2);
+	set_desc(t.desc, 2, BUF + 0x100, 200, VRING_DESC_F_WRITE, 0);
+	set_desc(t.desc, 3, BUF + 0x200, 40, VRING_DESC_F_NEXT, 4);
+	set_desc(t.desc, 4, BUF + 0x300, 24, VRING_DESC_F_WRITE, 0);
+	publish(0);
+	publish(3);
+	CHECK_MSG(virtq_pop(&t.vq, &a) == 1 && virtq_pop_more(&t.vq, &b) == 1, "two pops");
+	CHECK_MSG(a.head == 0 && a.req.rd_cnt == 2 && a.req.wr_cnt == 1 &&
+	          a.req.rd[0].iov_base == host(BUF) && a.req.rd[1].iov_len == 36 &&
+	          a.req.wr[0].iov_base == host(BUF + 0x100) && a.req.wr[0].iov_len == 200,
+	          "the first chain's iovecs survive the second pop");
+	CHECK_MSG(b.head == 3 && b.req.rd_cnt == 1 && b.req.wr_cnt == 1 &&
+	          b.req.rd[0].iov_base == host(BUF + 0x200) && b.req.wr[0].iov_len == 24 &&
+	          b.req.rd != a.req.rd && b.req.rd >= a.req.wr + a.req.wr_cnt,
+	          "the second chain's iovecs come after them");
+	CHECK_MSG(virtq_pop_more(&t.vq, &c) == 0, "an empty ring: 0");
+
+	/* A chain of 1000 segments, then one of 30: 1032 iovecs, past the
+	 * first half, so the third waits for the next virtq_pop. */
+	ring_setup(8, false, true);
+	publish_long_chain(0, 1000);
+	CHECK_MSG(virtq_pop(&t.vq, &a) == 1 && a.req.rd_cnt == 1000, "a chain of 1000 segments");
+	publish_long_chain(5, 30);
+	ret = virtq_pop_more(&t.vq, &b);
+	CHECK_MSG(ret == 1 && b.head == 5 && b.req.rd_cnt == 30 && b.req.rd == a.req.rd + 1001,
+	          "the next chain is appended (%d)", ret);
+	set_desc(t.desc, 3, BUF, 8, VRING_DESC_F_NEXT, 4);
+	set_desc(t.desc, 4, BUF + 0x100, 8, VRING_DESC_F_WRITE, 0);
+	publish(3);
+	CHECK_MSG(virtq_pop_more(&t.vq, &c) == 0 && !t.vq.broken,
+	          "no room for a longest chain: 0, the queue not broken");
+	CHECK_MSG(virtq_pop(&t.vq, &c) == 1 && c.head == 3 && c.req.rd == t.vq.iov,
+	          "the chain left is the next virtq_pop's, at the start");
+
+	/* Below the half, a longest chain still fits after the others. */
+	ring_setup(8, false, true);
+	publish_long_chain(0, 1000);
+	CHECK_MSG(virtq_pop(&t.vq, &a) == 1, "1000 segments");
+	set_desc(t.desc, 1, BUF, 8, VRING_DESC_F_NEXT, 2);
+	set_desc(t.desc, 2, BUF + 0x100, 8, VRING_DESC_F_WRITE, 0);
+	publish(1);
+	CHECK_MSG(virtq_pop_more(&t.vq, &b) == 1, "then 2 more iovecs: 1003");
+	publish_long_chain(3, 1023);
+	ret = virtq_pop_more(&t.vq, &c);
+	CHECK_MSG(ret == 1 && c.req.rd_cnt == 1023 && c.req.wr_cnt == 1 &&
+	          c.req.rd == a.req.rd + 1003 && !t.vq.broken,
+	          "a chain of 1024 segments after them, whole (%d)", ret);
+}
+
 /* A malformed chain on a fresh ring of 8, published at head: descriptors
  * in the ring and in the indirect table at TABLE, and the reason the queue
  * must give for breaking. */
@@ -601,6 +673,7 @@ int main(void)
 	test_guest_mem_validation();
 	test_translation();
 	test_normal_chain();
+	test_pop_more();
 	test_bad_chains();
 	test_4gib();
 	test_notify();
