@@ -104,8 +104,9 @@ static void report_json(const struct stats_snapshot *s, FILE *out)
 		fputs("}}", out);
 		first = false;
 	}
-	fprintf(out, "],\"requests\":%llu,\"errors\":%llu", (unsigned long long)s->requests,
-		(unsigned long long)s->errors);
+	fprintf(out, "],\"requests\":%llu,\"errors\":%llu,\"write_runs\":%llu,\"run_writes\":%llu",
+		(unsigned long long)s->requests, (unsigned long long)s->errors,
+		(unsigned long long)s->fuse.write_runs, (unsigned long long)s->fuse.run_writes);
 	if (s->nqueues) {
 		bool first_q = true;
 
@@ -165,6 +166,10 @@ static void report_table(const struct stats_snapshot *s, FILE *out)
 	}
 	fprintf(out, "%-16s %12llu %10llu\n", "total", (unsigned long long)s->requests,
 		(unsigned long long)s->errors);
+	if (s->fuse.write_runs)
+		fprintf(out, "write runs: %llu system calls wrote %llu adjacent WRITEs\n",
+			(unsigned long long)s->fuse.write_runs,
+			(unsigned long long)s->fuse.run_writes);
 	for (unsigned i = 0; i < s->nqueues; i++) {
 		const struct vu_queue_stats *q = &s->queues[i];
 

@@ -94,6 +94,8 @@ static void stats_accumulate(struct fuse_stats *dst, const struct fuse_stats *sr
 		dst->op[i].errors += ferry_count_read(&src->op[i].errors);
 		ferry_hist_accumulate(&dst->op[i].latency_us, &src->op[i].latency_us);
 	}
+	dst->write_runs += ferry_count_read(&src->write_runs);
+	dst->run_writes += ferry_count_read(&src->run_writes);
 }
 
 void fuse_session_stats(struct fuse_session *se, struct fuse_stats *out)

@@ -103,6 +103,8 @@ struct fuse_op_stats {
 
 struct fuse_stats {
 	struct fuse_op_stats op[FUSE_STATS_SLOTS];
+	uint64_t write_runs;             /* system calls that wrote 2 or more WRITEs */
+	uint64_t run_writes;             /* the WRITEs those calls wrote */
 };
 
 /* Sums the counters of every worker of the session, live or freed. Reads

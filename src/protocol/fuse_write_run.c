@@ -132,6 +132,10 @@ void fuse_write_run_flush(struct fuse_worker *w)
 			  run->iov_cnt);
 	if (done > (ssize_t)run->total)
 		done = -EIO;
+	if (run->count > 1) {
+		ferry_count(&w->stats.write_runs, 1);
+		ferry_count(&w->stats.run_writes, run->count);
+	}
 	left = done > 0 ? (size_t)done : 0;
 	for (unsigned i = 0; i < run->count; i++) {
 		const struct fuse_run_member *m = &run->m[i];

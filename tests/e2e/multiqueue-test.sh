@@ -3,7 +3,8 @@
 #
 # One boot, one device per daemon (tags q1, q2, q4: ferryfsd --cache=never with 1, 2 and 4 request
 # queues; rs1: the Rust virtiofsd with 1 queue, a reference column). On each share the guest runs,
-# four jobs at a time: fio randwrite with crc32c verify (if the guest has fio), dd of tmpfs files
+# four jobs at a time: fio randwrite with crc32c verify and fio direct sequential writes 16 deep
+# with crc32c verify (if the guest has fio; ferryfsd writes those as runs), dd of tmpfs files
 # then cat back through md5sum, create+rename(+unlink every other) in one directory, and appends of
 # whole lines to one file. Oracles: the guest's tmpfs (the same directory workload run there, the
 # md5 of the source files) and the host's view of each share afterwards. A second boot asks the Rust
@@ -178,6 +179,14 @@ for t in $tags; do
         rc=$?
         check $t-fio $rc "$(grep -i -m1 -E 'verify|err' /tmp/fio.$t)"
         [ $rc = 0 ] || tail -5 /tmp/fio.$t
+        # Direct sequential writes 16 deep: adjacent WRITEs wait on the
+        # rings together, which ferryfsd writes as runs (one pwritev).
+        fio --name=seq --directory=/$t/fio --numjobs=$jobs --size=2M --bs=4k --rw=write \
+            --ioengine=libaio --iodepth=16 --direct=1 --verify=crc32c --verify_fatal=1 \
+            --group_reporting >/tmp/fio-seq.$t 2>&1
+        rc=$?
+        check $t-fio-seq-direct $rc "$(grep -i -m1 -E 'verify|err' /tmp/fio-seq.$t)"
+        [ $rc = 0 ] || tail -5 /tmp/fio-seq.$t
     fi
     mkdir /$t/dd
     for j in $js; do dd if=/tmp/src.$j of=/$t/dd/f.$j bs=4096 2>/dev/null & done
@@ -254,6 +263,7 @@ for t in "${tags[@]}"; do
     gfail="$(grep -a -E "^CHECK $t-[^ ]+ FAIL" <<<"$console" || true)"
     gpass="$(grep -a -cE "^CHECK $t-[^ ]+ PASS" <<<"$console" || true)"
     fio_r="$(grep -a "^CHECK $t-fio " <<<"$console" | awk '{print $3}' || true)"
+    fio_seq="$(grep -a "^CHECK $t-fio-seq-direct " <<<"$console" | awk '{print $3}' || true)"
     # Host-side checks of the data the guest left.
     hbad=""
     if [[ -f "$main/out/src.md5" ]]; then
@@ -292,7 +302,7 @@ for t in "${tags[@]}"; do
             check "$t-rename_count" "$((renames == jobs * dir_iters))" "RENAME $renames, guest issued $((jobs * dir_iters))"
             check "$t-unlink_count" "$((unlinks == jobs * dir_iters / 2))" "UNLINK $unlinks, guest issued $((jobs * dir_iters / 2))"
             ((renames == jobs * dir_iters && unlinks == jobs * dir_iters / 2)) || { ok=0; r+=" RENAME=$renames UNLINK=$unlinks"; }
-            active="$active ($perq)"
+            active="$active ($perq) runs $(jq -r '.write_runs' "$tmp/$t.json")"
         else
             ok=0
         fi
@@ -300,7 +310,7 @@ for t in "${tags[@]}"; do
         # The reference column is reported, not judged.
         [[ -z "$gfail" && -z "$hbad" ]] || { ok=0; r+=" ${gfail:+guest:$(head -1 <<<"$gfail" | cut -c1-60)}${hbad:+ host:$hbad}"; }
     fi
-    row[$t]="$(printf '%-13s %-7s %-10s %-4s %-26s %s' "${daemon[$t]}" "$n" "${vqs:-?}" "${fio_r:--}" "$active" \
+    row[$t]="$(printf '%-13s %-7s %-10s %-9s %-26s %s' "${daemon[$t]}" "$n" "${vqs:-?}" "${fio_r:--}/${fio_seq:--}" "$active" \
         "$( ((ok)) && echo ok || echo "FAILED:$r")")"
 done
 
@@ -346,7 +356,7 @@ if ((reference)); then
 fi
 
 echo
-printf '%-5s %-13s %-7s %-10s %-4s %-26s %s\n' tag daemon queues guest-vqs fio "busy-queues (queue:reqs)" result
+printf '%-5s %-13s %-7s %-10s %-9s %-26s %s\n' tag daemon queues guest-vqs fio/seq "busy-queues (queue:reqs)" result
 for t in "${tags[@]}"; do printf '%-5s %s\n' "$t" "${row[$t]}"; done
 printf '%-5s %-13s %-7s %s\n' rs2 virtiofsd-rs 2 "$rs2"
 echo

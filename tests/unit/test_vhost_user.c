@@ -662,6 +662,102 @@ static void test_publish_mid_batch(bool big_reply)
 	single_queue_end(&s, dev, &r, memfd, kick, call);
 }
 
+/* What handle_run was offered, call by call: how many, and the first
+ * one's text; it serves two at a time. */
+static struct {
+	unsigned calls, offered[8], singles;
+	char first[8][16];
+} runs_seen;
+
+static unsigned t_handle_run(void *ctx, const struct ferry_req *const *reqs, unsigned n,
+			     uint32_t *lens)
+{
+	unsigned c = runs_seen.calls++, serve = n < 2 ? n : 2;
+
+	if (c < 8) {
+		runs_seen.offered[c] = n;
+		snprintf(runs_seen.first[c], sizeof(runs_seen.first[c]), "%.*s",
+			 (int)(reqs[0]->rd[0].iov_len < 15 ? reqs[0]->rd[0].iov_len : 15),
+			 (const char *)reqs[0]->rd[0].iov_base);
+	}
+	for (unsigned i = 0; i < serve; i++)
+		lens[i] = t_handle(ctx, reqs[i]);
+	return serve;
+}
+
+static uint32_t t_handle_single(void *ctx, const struct ferry_req *req)
+{
+	runs_seen.singles++;
+	return t_handle(ctx, req);
+}
+
+static const struct ferry_handler run_ops = {
+	.start = t_queue_start, .stop = t_queue_stop,
+	.handle = t_handle_single, .handle_run = t_handle_run,
+};
+
+/* A request whose readable part is 2 KiB (a small WRITE): text, then
+ * zeros, at data_gpa. */
+static void ring_data_request(struct ring *r, const char *text, uint64_t data_gpa,
+			      uint64_t wr_gpa)
+{
+	uint16_t head = (uint16_t)((r->avail_idx * 2) % 8);
+
+	ring_request(r, text, wr_gpa);
+	memset(r->base + data_gpa, 0, 2048);
+	strcpy((char *)r->base + data_gpa, text);
+	r->desc[head].addr = data_gpa;
+	r->desc[head].len = 2048;
+}
+
+/* Requests that carry data in, with others behind them, are offered to
+ * handle_run together with those behind; what it does not serve is
+ * offered again; a request with nothing behind it goes to handle. */
+static void test_runs(void)
+{
+	struct vu_fs_config cfg = { .tag = "myfs", .num_request_queues = 1 };
+	struct vu_dev *dev;
+	struct session s;
+	struct ring r = { 0 };
+	int memfd = memfd_create("ferry-guest", MFD_CLOEXEC);
+	int kick = eventfd(0, EFD_CLOEXEC), call = eventfd(0, EFD_CLOEXEC);
+	unsigned base = __atomic_load_n(&handled, __ATOMIC_SEQ_CST);
+	bool ids = true;
+
+	printf("-- runs: requests with data and those behind them go to handle_run together\n");
+	memset(&runs_seen, 0, sizeof(runs_seen));
+	if (memfd < 0 || kick < 0 || call < 0 || ftruncate(memfd, MEM_SIZE) < 0 ||
+	    vu_dev_new(&dev, &cfg, &run_ops, &cfg) < 0)
+		exit(1);
+	ring_map(&r, memfd);
+	session_start(&s, dev);
+	CHECK_MSG(queue1_prepare(s.fd, memfd, call),
+	          "queue 1 set up, no kick fd yet: requests wait until all are in the ring");
+	ring_data_request(&r, "dataA", 0x40000, BUF + 0x1000);
+	ring_data_request(&r, "dataB", 0x41000, BUF + 0x1100);
+	ring_request(&r, "ping", BUF + 0x1200);
+	ring_data_request(&r, "dataC", 0x42000, BUF + 0x1300);
+	CHECK_MSG(vu_client_send(s.fd, VU_SET_VRING_KICK, 0, &(uint64_t){ 1 }, 8, &kick, 1) == 0 &&
+	          eventfd_write(kick, 1) == 0 && wait_readable(call, 2000) &&
+	          wait_count(&handled, base + 4),
+	          "four requests handled");
+	for (int i = 0; i < 200 && __atomic_load_n(&r.used->idx, __ATOMIC_ACQUIRE) != 4; i++)
+		usleep(10000);
+	for (unsigned i = 0; i < 4; i++)
+		ids = ids && r.used->ring[i].id == i * 2 && r.used->ring[i].len == 5;
+	CHECK_MSG(r.used->idx == 4 && ids, "four replies, in ring order, each with its length");
+	CHECK_MSG(runs_seen.calls == 2 && runs_seen.offered[0] == 3 &&
+	          !strcmp(runs_seen.first[0], "dataA") && runs_seen.offered[1] == 1 &&
+	          !strcmp(runs_seen.first[1], "ping"),
+	          "handle_run offered dataA with the two behind it (the run stops after the "
+	          "first without data), then what it left (%u calls: %u from %s, %u from %s)",
+	          runs_seen.calls, runs_seen.offered[0], runs_seen.first[0],
+	          runs_seen.offered[1], runs_seen.first[1]);
+	CHECK_MSG(runs_seen.singles == 1, "the last, with nothing behind it, went to handle (%u)",
+	          runs_seen.singles);
+	single_queue_end(&s, dev, &r, memfd, kick, call);
+}
+
 /* Sets queue q up on rings at off (gpa == offset into the memfd) and
  * enables it; true when every step was acked. */
 static bool queue_setup(int fd, uint32_t q, uint64_t off, int kick, int call, int err)
@@ -918,6 +1014,7 @@ int main(void)
 	test_deferred();
 	test_publish_mid_batch(false);
 	test_publish_mid_batch(true);
+	test_runs();
 	fds_before = count_fds();
 	test_broken_queue_isolated();
 	test_stop_while_kicked();

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# make check: adjacent WRITEs waiting on a split ring reach the file in runs (one system call each), and read back whole; a packed ring or a depth of 1 writes them one at a time.
+# Exit 0 pass, 1 fail, 77 skip. Usage: write-runs-test.sh [BUILD_DIR]   (default: build/ of this checkout)
+# Checks counters and data, never speed. ferryfs-load fills its data file with
+# sequential WRITEs 16 deep before every I/O workload, and its READs check each
+# block's pattern, which names the block's offset: a run that put bytes in the
+# wrong place or lost some fails the randread below.
+set -uo pipefail
+source "$(dirname "$0")/../lib/common.sh"
+build=${1:-$build}
+daemon=$build/ferryfsd load=$build/ferryfs-load
+need_cmd jq
+need_exec "$daemon" "$load"
+make_tmp
+pid=
+cleanup_cmds+=('[[ -z $pid ]] || kill "$pid" 2>/dev/null; wait 2>/dev/null')
+
+start_named_daemon() { # start_named_daemon NAME
+    local name=$1
+    sock=$tmp/$name.sock stats=$tmp/$name.stats share=$tmp/share-$name
+    mkdir -p "$share"
+    "$daemon" --socket-path="$sock" --shared-dir="$share" --cache never \
+        --stats-socket="$stats" --sandbox=none --seccomp=none >"$tmp/$name.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 100); do [[ -S $sock && -S $stats ]] && break; sleep 0.05; done
+}
+
+stop_daemon() {
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
+}
+
+# run_load WHAT LOAD_ARGS...: one ferryfs-load run; the daemon's stats are
+# read while the load idles with its rings still set up (--idle).
+run_load() {
+    local what=$1 lp rc; shift
+    timeout 60 "$load" --socket "$sock" --seconds 1 --warmup 0.2 --idle 2 --queues 1 \
+        --daemon-pid "$pid" --json "$@" >"$tmp/load.out" 2>"$tmp/load.err" &
+    lp=$!
+    sleep 2.5
+    "$daemon" --stats="$stats" --json >"$tmp/stats.json" 2>"$tmp/stats.err"
+    wait "$lp"; rc=$?
+    check "$what: ferryfs-load exit status 0 (got $rc)" test "$rc" -eq 0
+    check "$what: no wrong replies or data" \
+        test "$(tail -n 1 "$tmp/load.out" | jq -r .errors)" = 0
+    [[ $rc == 0 ]] || tail -3 "$tmp/load.err"
+}
+
+stat_of() { jq -r "$1" "$tmp/stats.json"; }
+writes() { stat_of '[.ops[] | select(.op == "WRITE") | .count] | add // 0'; }
+
+echo "split ring, 16 deep: sequential WRITEs go in runs"
+start_named_daemon split
+run_load "write" --workload write --queue-depth 16
+runs=$(stat_of .write_runs) members=$(stat_of .run_writes) total=$(writes)
+echo "  $runs runs wrote $members of $total WRITEs"
+check "some runs (got $runs)" test "$runs" -gt 0
+check "each run at least 2 WRITEs, at most 16 ($members in $runs)" \
+    test "$members" -ge $((2 * runs)) -a "$members" -le $((16 * runs))
+check "no more WRITEs in runs than WRITEs ($members of $total)" test "$members" -le "$total"
+stop_daemon
+
+echo "split ring: the fill's runs read back block by block"
+start_named_daemon readback
+run_load "randread after the fill" --workload randread --queue-depth 16 --file-size 8m
+check "the fill went in runs (got $(stat_of .write_runs))" test "$(stat_of .write_runs)" -gt 0
+stop_daemon
+
+echo "packed ring: one request at a time"
+start_named_daemon packed
+run_load "packed write" --workload write --queue-depth 16 --packed
+check "no runs on a packed ring (got $(stat_of .write_runs))" test "$(stat_of .write_runs)" -eq 0
+check "its WRITEs served (got $(writes))" test "$(writes)" -gt 0
+stop_daemon
+
+echo "depth 1: nothing waits behind a WRITE"
+start_named_daemon depth1
+run_load "write at depth 1" --workload write --queue-depth 1
+check "no runs at depth 1 (got $(stat_of .write_runs))" test "$(stat_of .write_runs)" -eq 0
+check "its WRITEs served (got $(writes))" test "$(writes)" -gt 0
+stop_daemon
+
+finish
