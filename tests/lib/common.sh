@@ -106,5 +106,21 @@ start_daemon() {
     die "ferryfsd did not create $sock"
 }
 
+# start_stats_daemon NAME [ferryfsd args...]: a ferryfsd of its own for a
+# load test (ferryfs-load is its frontend): socket $tmp/NAME.sock, stats
+# socket $tmp/NAME.stats, share $tmp/share-NAME, --cache never, no sandbox
+# or seccomp, output in $tmp/NAME.log. Sets sock, stats, share and pid, and
+# waits up to 5 s for both sockets. The test's exit kills the last one.
+start_stats_daemon() {
+    local name=$1; shift
+    [[ -v pid ]] || cleanup_cmds+=('[[ -z $pid ]] || kill "$pid" 2>/dev/null; wait 2>/dev/null')
+    sock=$tmp/$name.sock stats=$tmp/$name.stats share=$tmp/share-$name
+    mkdir -p "$share"
+    "$ferryfsd" --socket-path="$sock" --shared-dir="$share" --cache never \
+        --stats-socket="$stats" --sandbox=none --seccomp=none "$@" >"$tmp/$name.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 100); do [[ -S $sock && -S $stats ]] && break; sleep 0.05; done
+}
+
 # FERRYFS_DAEMON_USER=auto: ferryfsd as a throwaway ordinary user.
 source "$lib_dir/unpriv.sh"

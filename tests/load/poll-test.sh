@@ -6,24 +6,13 @@
 set -uo pipefail
 source "$(dirname "$0")/../lib/common.sh"
 build=${1:-$build}
-daemon=$build/ferryfsd load=$build/ferryfs-load
+ferryfsd=$build/ferryfsd load=$build/ferryfs-load
 need_cmd jq
-need_exec "$daemon" "$load"
+need_exec "$ferryfsd" "$load"
 make_tmp
-pid=
-cleanup_cmds+=('[[ -z $pid ]] || kill "$pid" 2>/dev/null; wait 2>/dev/null')
 
 jq_ok() { jq -e "$@" >/dev/null; }
 
-start_named_daemon() { # start_named_daemon NAME EXTRA_OPTS...
-    local name=$1; shift
-    sock=$tmp/$name.sock stats=$tmp/$name.stats share=$tmp/share-$name
-    mkdir -p "$share"
-    "$daemon" --socket-path="$sock" --shared-dir="$share" --cache never \
-        --stats-socket="$stats" --sandbox=none --seccomp=none "$@" >"$tmp/$name.log" 2>&1 &
-    pid=$!
-    for _ in $(seq 100); do [[ -S $sock && -S $stats ]] && break; sleep 0.05; done
-}
 
 # --idle keeps the rings set up with nothing in flight after the load, and
 # the stats are read then, while the frontend is still connected.
@@ -33,14 +22,14 @@ run_load() { # run_load QUEUES
         >"$tmp/load.out" 2>"$tmp/load.err" &
     local lp=$! rc
     sleep 2.5
-    "$daemon" --stats="$stats" --json >"$tmp/stats.json" 2>"$tmp/stats.err"
+    "$ferryfsd" --stats="$stats" --json >"$tmp/stats.json" 2>"$tmp/stats.err"
     wait "$lp"; rc=$?
     check "ferryfs-load exit status 0 (got $rc)" test "$rc" -eq 0
     check "no wrong replies" test "$(tail -n 1 "$tmp/load.out" | jq -r .errors)" = 0
 }
 
 echo "default polling, 2 request queues: served, then the idle daemon sleeps"
-start_named_daemon default
+start_stats_daemon default
 run_load 2
 check "stats report each request queue's waits" jq_ok \
     '[.queues[] | select(.index >= 1) | (.poll_hits | type) == "number" and .sleeps >= 1 and
@@ -52,7 +41,7 @@ check "idle daemon uses < 10% of a CPU (got ${idle}%)" test "$idle" -ge 0 -a "$i
 kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
 
 echo "--poll-max-us=0: queue threads never spin"
-start_named_daemon nopoll --poll-max-us=0
+start_stats_daemon nopoll --poll-max-us=0
 run_load 1
 check "no wait ended by polling" jq_ok \
     '[.queues[] | select(.index >= 1) | .poll_hits == 0 and .sleeps >= 1] | length == 1 and all' \
@@ -61,7 +50,7 @@ kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
 
 echo "bad values are refused before anything starts"
 for bad in -1 abc 1000001 ""; do
-    out=$("$daemon" --socket-path="$tmp/bad.sock" --shared-dir="$tmp" --poll-max-us="$bad" 2>&1)
+    out=$("$ferryfsd" --socket-path="$tmp/bad.sock" --shared-dir="$tmp" --poll-max-us="$bad" 2>&1)
     rc=$?
     check "--poll-max-us='$bad' exits 1 with a message (rc $rc)" \
         bash -c '[[ $1 -ne 0 && $2 == *poll-max-us* ]]' _ "$rc" "$out"

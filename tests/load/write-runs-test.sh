@@ -8,22 +8,11 @@
 set -uo pipefail
 source "$(dirname "$0")/../lib/common.sh"
 build=${1:-$build}
-daemon=$build/ferryfsd load=$build/ferryfs-load
+ferryfsd=$build/ferryfsd load=$build/ferryfs-load
 need_cmd jq
-need_exec "$daemon" "$load"
+need_exec "$ferryfsd" "$load"
 make_tmp
-pid=
-cleanup_cmds+=('[[ -z $pid ]] || kill "$pid" 2>/dev/null; wait 2>/dev/null')
 
-start_named_daemon() { # start_named_daemon NAME
-    local name=$1
-    sock=$tmp/$name.sock stats=$tmp/$name.stats share=$tmp/share-$name
-    mkdir -p "$share"
-    "$daemon" --socket-path="$sock" --shared-dir="$share" --cache never \
-        --stats-socket="$stats" --sandbox=none --seccomp=none >"$tmp/$name.log" 2>&1 &
-    pid=$!
-    for _ in $(seq 100); do [[ -S $sock && -S $stats ]] && break; sleep 0.05; done
-}
 
 stop_daemon() {
     kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
@@ -37,7 +26,7 @@ run_load() {
         --daemon-pid "$pid" --json "$@" >"$tmp/load.out" 2>"$tmp/load.err" &
     lp=$!
     sleep 2.5
-    "$daemon" --stats="$stats" --json >"$tmp/stats.json" 2>"$tmp/stats.err"
+    "$ferryfsd" --stats="$stats" --json >"$tmp/stats.json" 2>"$tmp/stats.err"
     wait "$lp"; rc=$?
     check "$what: ferryfs-load exit status 0 (got $rc)" test "$rc" -eq 0
     check "$what: no wrong replies or data" \
@@ -49,7 +38,7 @@ stat_of() { jq -r "$1" "$tmp/stats.json"; }
 writes() { stat_of '[.ops[] | select(.op == "WRITE") | .count] | add // 0'; }
 
 echo "split ring, 16 deep: sequential WRITEs go in runs"
-start_named_daemon split
+start_stats_daemon split
 run_load "write" --workload write --queue-depth 16
 runs=$(stat_of .write_runs) members=$(stat_of .run_writes) total=$(writes)
 echo "  $runs runs wrote $members of $total WRITEs"
@@ -60,20 +49,20 @@ check "no more WRITEs in runs than WRITEs ($members of $total)" test "$members" 
 stop_daemon
 
 echo "split ring: the fill's runs read back block by block"
-start_named_daemon readback
+start_stats_daemon readback
 run_load "randread after the fill" --workload randread --queue-depth 16 --file-size 8m
 check "the fill went in runs (got $(stat_of .write_runs))" test "$(stat_of .write_runs)" -gt 0
 stop_daemon
 
 echo "packed ring: one request at a time"
-start_named_daemon packed
+start_stats_daemon packed
 run_load "packed write" --workload write --queue-depth 16 --packed
 check "no runs on a packed ring (got $(stat_of .write_runs))" test "$(stat_of .write_runs)" -eq 0
 check "its WRITEs served (got $(writes))" test "$(writes)" -gt 0
 stop_daemon
 
 echo "depth 1: nothing waits behind a WRITE"
-start_named_daemon depth1
+start_stats_daemon depth1
 run_load "write at depth 1" --workload write --queue-depth 1
 check "no runs at depth 1 (got $(stat_of .write_runs))" test "$(stat_of .write_runs)" -eq 0
 check "its WRITEs served (got $(writes))" test "$(writes)" -gt 0

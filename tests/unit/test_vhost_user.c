@@ -508,6 +508,25 @@ static bool queue1_prepare(int fd, int memfd, int call)
 	       vu_client_send(fd, VU_SET_VRING_CALL, 0, &(uint64_t){ 1 }, 8, &call, 1) == 0;
 }
 
+/* Starts a test of one queue: a device with handler h, guest memory
+ * mapped as r, a session, and queue 1 set up without its kick fd, so
+ * requests wait in the ring until the test sends it. */
+static void single_queue_begin(const struct ferry_handler *h, struct vu_fs_config *cfg,
+			       struct vu_dev **dev, struct session *s, struct ring *r,
+			       int *memfd, int *kick, int *call)
+{
+	*memfd = memfd_create("ferry-guest", MFD_CLOEXEC);
+	*kick = eventfd(0, EFD_CLOEXEC);
+	*call = eventfd(0, EFD_CLOEXEC);
+	if (*memfd < 0 || *kick < 0 || *call < 0 || ftruncate(*memfd, MEM_SIZE) < 0 ||
+	    vu_dev_new(dev, cfg, h, cfg) < 0)
+		exit(1);
+	ring_map(r, *memfd);
+	session_start(s, *dev);
+	CHECK_MSG(queue1_prepare(s->fd, *memfd, *call),
+	          "queue 1 set up, no kick fd yet: requests wait until all are in the ring");
+}
+
 /* Ends a test that used ring_map and one queue: the frontend leaves in
  * order and everything is released. */
 static void single_queue_end(struct session *s, struct vu_dev *dev, struct ring *r,
@@ -612,21 +631,13 @@ static void test_publish_mid_batch(bool big_reply)
 	struct vu_dev *dev;
 	struct session s;
 	struct ring r = { 0 };
-	int memfd = memfd_create("ferry-guest", MFD_CLOEXEC);
-	int kick = eventfd(0, EFD_CLOEXEC), call = eventfd(0, EFD_CLOEXEC);
+	int memfd, kick, call;
 
 	printf("-- a batch publishes %s at once, and every half of the driver's depth, not "
 	       "only at its end\n", big_reply ? "a 128 KiB reply" : "a 64 KiB WRITE's reply at low depth");
 	watch_base = __atomic_load_n(&handled, __ATOMIC_SEQ_CST);
-	if (memfd < 0 || kick < 0 || call < 0 || ftruncate(memfd, MEM_SIZE) < 0 ||
-	    vu_dev_new(&dev, &cfg, &watching_ops, &cfg) < 0)
-		exit(1);
-	ring_map(&r, memfd);
+	single_queue_begin(&watching_ops, &cfg, &dev, &s, &r, &memfd, &kick, &call);
 	watched_used = r.used;
-
-	session_start(&s, dev);
-	CHECK_MSG(queue1_prepare(s.fd, memfd, call),
-	          "queue 1 set up, no kick fd yet: requests wait until all are in the ring");
 
 	/* Head 0: a 64 KiB request (a WRITE's payload, say), or a small one
 	 * whose reply is 128 KiB (a READ's data); heads 2, 4 and 6: small ones
@@ -719,20 +730,13 @@ static void test_runs(void)
 	struct vu_dev *dev;
 	struct session s;
 	struct ring r = { 0 };
-	int memfd = memfd_create("ferry-guest", MFD_CLOEXEC);
-	int kick = eventfd(0, EFD_CLOEXEC), call = eventfd(0, EFD_CLOEXEC);
+	int memfd, kick, call;
 	unsigned base = __atomic_load_n(&handled, __ATOMIC_SEQ_CST);
 	bool ids = true;
 
 	printf("-- runs: requests with data and those behind them go to handle_run together\n");
 	memset(&runs_seen, 0, sizeof(runs_seen));
-	if (memfd < 0 || kick < 0 || call < 0 || ftruncate(memfd, MEM_SIZE) < 0 ||
-	    vu_dev_new(&dev, &cfg, &run_ops, &cfg) < 0)
-		exit(1);
-	ring_map(&r, memfd);
-	session_start(&s, dev);
-	CHECK_MSG(queue1_prepare(s.fd, memfd, call),
-	          "queue 1 set up, no kick fd yet: requests wait until all are in the ring");
+	single_queue_begin(&run_ops, &cfg, &dev, &s, &r, &memfd, &kick, &call);
 	ring_data_request(&r, "dataA", 0x40000, BUF + 0x1000);
 	ring_data_request(&r, "dataB", 0x41000, BUF + 0x1100);
 	ring_request(&r, "ping", BUF + 0x1200);
