@@ -428,7 +428,7 @@ int fuse_do_write(struct fuse_req *req)
 			  in->size, req->payload_len, req->se->conn.max_write);
 		return -EINVAL;
 	}
-	if (req->w->run.open) {
+	if (req->w->run.lens) {
 		int held = fuse_write_run_hold(req, in, offset);
 
 		if (held != 0)

@@ -125,7 +125,6 @@ struct fuse_session {
  */
 #define FUSE_RUN_MAX 16
 #define FUSE_RUN_BYTES (256u * 1024u)
-#define FUSE_RUN_IOV 256
 
 struct fuse_run_member {
 	const struct ferry_req *treq;  /* the transport's, valid for the run */
@@ -134,21 +133,24 @@ struct fuse_run_member {
 	uint64_t start_ns;             /* for its latency in the stats */
 	struct fuse_req_ctx ctx;
 	struct fuse_write_in in;       /* our copy */
-	unsigned iov_first, iov_cnt;   /* its payload in run.iov */
+	unsigned iov_first, iov_cnt;   /* its payload in the worker's iov */
 	unsigned index;                /* its slot in run.lens */
 };
 
+/*
+ * The held WRITEs' payloads are sliced into the worker's iov, which no
+ * other request uses meanwhile: every op but WRITE writes the run out
+ * before it runs, and a WRITE that is not held finds the run written.
+ */
 struct fuse_write_run {
-	bool open;                     /* inside fuse_worker_process_run */
-	uint32_t *lens;                /* the run's reply lengths */
+	uint32_t *lens;                /* the run's reply lengths; NULL outside one */
 	unsigned index;                /* of the request being processed */
 	unsigned count;                /* members held */
 	uint64_t nodeid;
 	uint64_t next_offset;          /* where the next member must start */
 	size_t total;
-	unsigned iov_cnt;
+	unsigned iov_cnt;              /* of the worker's iov, in use */
 	struct fuse_run_member m[FUSE_RUN_MAX];
-	struct iovec iov[FUSE_RUN_IOV];
 };
 
 struct fuse_worker {

@@ -51,15 +51,15 @@ int fuse_write_run_hold(struct fuse_req *req, const struct fuse_write_in *in,
 	}
 	if (!continues_run(run, &req->in, in))
 		fuse_write_run_flush(w);
-	n_iov = iov_slice(run->iov + run->iov_cnt, FUSE_RUN_IOV - run->iov_cnt,
+	n_iov = iov_slice(w->iov + run->iov_cnt, FERRY_MAX_IOV - run->iov_cnt,
 			  req->treq->rd, req->treq->rd_cnt, payload_off, in->size);
 	if (n_iov == -E2BIG && run->count > 0) {
 		fuse_write_run_flush(w);
-		n_iov = iov_slice(run->iov, FUSE_RUN_IOV, req->treq->rd, req->treq->rd_cnt,
+		n_iov = iov_slice(w->iov, FERRY_MAX_IOV, req->treq->rd, req->treq->rd_cnt,
 				  payload_off, in->size);
 	}
 	if (n_iov == -E2BIG)
-		return 0;   /* more segments than a run holds: written alone */
+		return 0;   /* more segments than the worker's iov holds: alone it fails the same way */
 	if (n_iov < 0)
 		return n_iov;
 
@@ -128,7 +128,7 @@ void fuse_write_run_flush(struct fuse_worker *w)
 		return;
 	whole = run->m[0].in;
 	whole.size = (uint32_t)run->total;
-	done = ops->write(w->se->fs, &run->m[0].ctx, run->nodeid, &whole, run->iov,
+	done = ops->write(w->se->fs, &run->m[0].ctx, run->nodeid, &whole, w->iov,
 			  run->iov_cnt);
 	if (done > (ssize_t)run->total)
 		done = -EIO;
@@ -148,7 +148,7 @@ void fuse_write_run_flush(struct fuse_worker *w)
 			written = done;   /* 0 or -errno: nothing was written */
 		} else {
 			written = ops->write(w->se->fs, &m->ctx, run->nodeid, &m->in,
-					     run->iov + m->iov_first, m->iov_cnt);
+					     w->iov + m->iov_first, m->iov_cnt);
 		}
 		answer(w, m, written);
 	}
@@ -180,7 +180,6 @@ unsigned fuse_worker_process_run(struct fuse_worker *w, const struct ferry_req *
 	struct fuse_write_run *run = &w->run;
 	unsigned i = 0;
 
-	run->open = true;
 	run->lens = lens;
 	do {
 		run->index = i;
@@ -188,7 +187,6 @@ unsigned fuse_worker_process_run(struct fuse_worker *w, const struct ferry_req *
 		i++;
 	} while (run->count > 0 && i < n && next_continues(w, reqs[i]));
 	fuse_write_run_flush(w);
-	run->open = false;
 	run->lens = NULL;
 	return i;
 }
