@@ -175,6 +175,18 @@ static int forget_flush(struct run *r, bool force, bool hold)
 	return ret;
 }
 
+/* Kicks sent and calls seen so far, all queues together. */
+static void count_signals(const struct run *r, uint64_t *kicks, uint64_t *calls)
+{
+	*kicks = *calls = 0;
+	for (unsigned i = 0; i < r->nq; i++) {
+		if (!r->q[i].vq)
+			continue;
+		*kicks += r->q[i].vq->kicks;
+		*calls += r->q[i].vq->calls_seen;
+	}
+}
+
 static void measure_start(struct run *r, uint64_t now)
 {
 	r->measuring = true;
@@ -184,6 +196,7 @@ static void measure_start(struct run *r, uint64_t now)
 	r->cpu0_us = (uint64_t)load_proc_cpu_us(r->cfg->daemon_pid);
 	r->watch0_us = load_proc_cpu_us(r->cfg->watch_pid);
 	r->self0_us = load_self_cpu_us();
+	count_signals(r, &r->kicks0, &r->calls0);
 }
 
 static void measure_stop(struct run *r, uint64_t now)
@@ -194,6 +207,7 @@ static void measure_stop(struct run *r, uint64_t now)
 	r->cpu1_us = (uint64_t)load_proc_cpu_us(r->cfg->daemon_pid);
 	r->watch1_us = load_proc_cpu_us(r->cfg->watch_pid);
 	r->self1_us = load_self_cpu_us();
+	count_signals(r, &r->kicks1, &r->calls1);
 }
 
 /* Sleeps until some queue with requests in flight is called, or timeout. */

@@ -88,6 +88,9 @@ struct run {
 	uint64_t cpu0_us, cpu1_us;
 	int64_t watch0_us, watch1_us;
 	double self0_us, self1_us;
+	/* Kicks sent and calls seen on all queues when measuring started and
+	 * stopped: the setup's and the warm-up's are not the workload's. */
+	uint64_t kicks0, kicks1, calls0, calls1;
 	uint64_t ops, bytes, entries, cycles, errors;
 	uint64_t quirk_destroy_empty;   /* DESTROY answered with no bytes */
 	struct load_lat lat;
