@@ -259,7 +259,9 @@ void fuse_worker_idle(struct fuse_worker *w);
  * continues the held ones or starts a run, writing those held before
  * first when it does not continue them. 1: held; 0: not holdable, the
  * caller writes it alone (the held ones are written by then); -errno:
- * the request is invalid. payload_off: where its data start in rd. */
+ * the request is invalid, as it would be alone (-E2BIG: more payload
+ * segments than the worker's iov holds). payload_off: where its data
+ * start in rd. */
 int fuse_write_run_hold(struct fuse_req *req, const struct fuse_write_in *in,
 			size_t payload_off);
 /* Writes what is held, answers each member, and lets the worker idle. */

@@ -58,8 +58,8 @@ int fuse_write_run_hold(struct fuse_req *req, const struct fuse_write_in *in,
 		n_iov = iov_slice(w->iov, FERRY_MAX_IOV, req->treq->rd, req->treq->rd_cnt,
 				  payload_off, in->size);
 	}
-	if (n_iov == -E2BIG)
-		return 0;   /* more segments than the worker's iov holds: alone it fails the same way */
+	/* -E2BIG here: more segments than the worker's iov holds, the error
+	 * the WRITE would get alone. */
 	if (n_iov < 0)
 		return n_iov;
 
