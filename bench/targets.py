@@ -19,7 +19,8 @@ the load generator's busy share.
 "bounded" when no daemon doing BASE's work could meet it on one thread: the budget per request
 (1 / (X x AGAINST's ops/s)) is at most the floor, the host's own loop of the same system calls (the
 run's host column, else the profile's) plus BASE's calls per request in the run (its .out files) x
-the profile's CPU per call; or when the budget is at most the driver's own CPU per request in BASE's
+the profile's CPU per call, plus what the ring costs any backend per request (the profile's
+bench/ring-cost run: for a 4 KiB READ what its ring adds to a pread, else the ring alone); or when the budget is at most the driver's own CPU per request in BASE's
 rounds (ferryfs-load is one thread: no daemon answers faster than it asks). The host loops of write,
 randwrite, write-fsync and mixed fill each block they write, the driver's work in a daemon's run:
 their floor takes off the fill ferryfs-load reports (fill_us_per_op in the host column's .out
@@ -74,6 +75,9 @@ def fmt(x, metric):
     return f"{x:.1f} us" if metric in ("p50", "p99") else f"{x:.2f} us"
 
 
+RING = "(ring-cost)"  # read_profile's key for bench/ring-cost's figures, never a workload name
+
+
 def read_profile(path):
     """{workload: {"host": us/op, "per_call": us}} from a bench/daemon-profile summary.txt."""
     prof, cur = {}, None
@@ -82,6 +86,16 @@ def read_profile(path):
     except OSError as e:
         sys.exit(f"bench/targets.py: --profile {path}: {e.strerror}: summary.txt (a bench/daemon-profile --out directory)")
     for line in lines:
+        # bench/ring-cost's figures: what a backend pays per request for the ring alone, and per
+        # 4 KiB READ over the host's pread loop (its pread into the slots' buffers included).
+        m = re.match(r"the ring with the pread: +([\d.]+) us per READ over the host loop", line)
+        if m:
+            prof.setdefault(RING, {})["read"] = float(m.group(1))
+            continue
+        m = re.match(r"the ring alone: +([\d.]+) us per request", line)
+        if m:
+            prof.setdefault(RING, {})["alone"] = float(m.group(1))
+            continue
         m = re.match(r"== (\S+): .*daemon CPU [\d.]+ us/op, .*the host's own loop: ([\d.]+) us/op", line)
         if m:
             cur = prof[m.group(1)] = {"host": float(m.group(2)), "per_call": None}
@@ -89,9 +103,23 @@ def read_profile(path):
         m = re.search(r"the call: .*\(([\d.]+) us per call\)", line)
         if m and cur is not None:
             cur["per_call"] = float(m.group(1))
-    if not prof:
+    if not set(prof) - {RING}:
         sys.exit(f"bench/targets.py: {path}/summary.txt has no bench/daemon-profile workload")
     return prof
+
+
+def ring_term(prof, workload):
+    """(us, label): the ring's share of a floor per request, from the profile's bench/ring-cost run:
+    for a 4 KiB READ what the ring adds to a pread (the probe's own request), else the ring alone
+    (no system call, no data: the least any request pays); (0, None) without a ring-cost run."""
+    ring = prof.get(RING, {})
+    name, _, opts = workload.partition(":")
+    bs = dict(o.split("=", 1) for o in opts.split(",") if "=" in o).get("bs", "4K")
+    if name in ("read", "randread") and bs in ("4K", "4k", "4096") and "read" in ring:
+        return ring["read"], "ring+pread"
+    if "alone" in ring:
+        return ring["alone"], "ring"
+    return 0.0, None
 
 
 def out_median(out, workload, daemon, figure):
@@ -142,10 +170,12 @@ def floor_note(prof, out, wl, base, host, host_cpu, driver_cpu, limit, theirs_op
         parts.append("no floor: the host loop fills each block it writes, the driver's work in a daemon's run")
     elif p and calls is not None and p["per_call"] is not None:
         loop = host_cpu if host_cpu is not None else p["host"]
-        floor = loop - (fill or 0) + calls * p["per_call"]
+        ring, ring_label = ring_term(prof, wl)
+        floor = loop - (fill or 0) + calls * p["per_call"] + ring
         worst = max(worst, floor / budget)
         minus = f" - {fill:.2f} fill" if fill is not None else ""
-        parts.append(f"{loop:.2f}{minus} + {calls:.3f} x {p['per_call']:.1f} = {floor:.2f} us"
+        plus = f" + {ring:.2f} {ring_label}" if ring_label else ""
+        parts.append(f"{loop:.2f}{minus} + {calls:.3f} x {p['per_call']:.1f}{plus} = {floor:.2f} us"
                      f" / {budget:.2f} us = {floor / budget:.2f}")
     if driver_cpu is not None:
         worst = max(worst, driver_cpu / budget)
@@ -297,7 +327,9 @@ def main():
     if prof:
         lines.append("floor / budget: the host's own loop (this run's host column, else the profile's) plus "
                      f"{base}'s calls per request x the profile's CPU per call (less the blocks' fill where "
-                     "that loop writes; no floor where the run did not report the fill), against 1 / (the target's "
+                     "that loop writes; no floor where the run did not report the fill), plus what the ring "
+                     "costs any backend per request where the profile ran bench/ring-cost (ring+pread for a "
+                     "4 KiB READ, the ring alone otherwise), against 1 / (the target's "
                      "ratio x the figure it is against); driver: ferryfs-load's own CPU per request in "
                      f"{base}'s rounds against the same budget; at 1 or more, no one-thread daemon that "
                      "makes those calls, or no daemon behind that driver, meets the target (bounded)")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make check: bench/targets.py's verdicts (met, bounded by the floor or the driver, not met; a writing host loop's fill) on a run whose figures the test wrote.
+# make check: bench/targets.py's verdicts (met, bounded by the floor or the driver, not met; a writing host loop's fill; the ring's cost) on a run whose figures the test wrote.
 # Exit 0 pass, 1 fail, 77 skip. Usage: bench-targets-test.sh
 # The run directory is bench/compare's layout (runs.csv, r<round>-<tag>-<daemon>.out) and the
 # profile bench/daemon-profile's summary.txt, with figures chosen so that each verdict sits on one
@@ -113,6 +113,27 @@ check "randwrite's floor shows the fill taken off" \
 check "lookup: met" test "$(verdict "$tmp/with.md" "lookup ")" = met
 check "the count says 1 met, 3 bounded" grep -q "^1 of 6 targets met .*, 3 bounded$" "$tmp/with.md"
 check "the same table is in targets.md" cmp -s "$tmp/with.md" "$run/targets.md"
+
+# The same profile with bench/ring-cost's figures, as bench/daemon-profile appends them: a 4 KiB
+# READ's floor adds what the ring adds to a pread (0.80 us: randread 3.40 us against 3.33 us,
+# bounded, 1.02), every other floor the ring alone (0.16 us: getattr 1.81 us, 1.19).
+ring=$tmp/profile-ring
+mkdir -p "$ring"
+{
+    cat "$prof/summary.txt"
+    echo "== ring-cost (build/ring-cost DIR 16 3)"
+    echo "host pread loop:            2.100 us per 4 KiB read (/dev/shm/x)"
+    echo "the ring with the pread:    0.800 us per READ over the host loop (1.38x its time; at best 0.72x its reads/s)"
+    echo "the ring alone:             0.160 us per request (no system call, no data buffer)"
+} >"$ring/summary.txt"
+python3 "$targets_py" "$run" "$run/targets" --profile "$ring" >"$tmp/ring.md" 2>&1
+check "targets.py --profile with ring-cost figures ran" test $? -eq 0
+check "randread's floor adds the ring with the pread; bounded" \
+    bash -c 'grep -qF "2.00 + 0.150 x 4.0 + 0.80 ring+pread = 3.40 us / 3.33 us = 1.02" "$0" &&
+             test "$1" = bounded' "$tmp/ring.md" "$(verdict "$tmp/ring.md" "randread ")"
+check "getattr's floor adds the ring alone" \
+    grep -qF "1.40 + 0.050 x 5.0 + 0.16 ring = 1.81 us / 1.52 us = 1.19" "$tmp/ring.md"
+check "with the ring: 1 met, 4 bounded" grep -q "^1 of 6 targets met .*, 4 bounded$" "$tmp/ring.md"
 
 python3 "$targets_py" "$run" "$run/targets" >"$tmp/without.md" 2>&1
 check "without --profile nothing is bounded" \
