@@ -121,11 +121,11 @@ static void report_json(const struct stats_snapshot *s, FILE *out)
 				continue;
 			fprintf(out, "%s{\"index\":%u,\"requests\":%llu,\"batches\":%llu,"
 				"\"poll_hits\":%llu,\"sleeps\":%llu,\"shared_cpu_waits\":%llu,"
-				"\"batch_size\":",
+				"\"calls\":%llu,\"batch_size\":",
 				first_q ? "" : ",", q->index,
 				(unsigned long long)q->requests, (unsigned long long)q->batches,
 				(unsigned long long)q->poll_hits, (unsigned long long)q->sleeps,
-				(unsigned long long)q->shared_cpu_waits);
+				(unsigned long long)q->shared_cpu_waits, (unsigned long long)q->calls);
 			json_hist(out, &q->batch_size);
 			fputs(",\"depth\":", out);
 			json_hist(out, &q->depth);
@@ -179,7 +179,7 @@ static void report_table(const struct stats_snapshot *s, FILE *out)
 		}
 		fprintf(out, "queue %u: %llu requests in %llu batches; batch size p50 %llu "
 			"max %llu; depth p50 %llu max %llu; waits %llu polled, %llu slept, "
-			"%llu on a shared CPU\n",
+			"%llu on a shared CPU; %llu calls\n",
 			q->index,
 			(unsigned long long)q->requests, (unsigned long long)q->batches,
 			(unsigned long long)ferry_hist_quantile_floor(&q->batch_size, 0.5),
@@ -187,7 +187,7 @@ static void report_table(const struct stats_snapshot *s, FILE *out)
 			(unsigned long long)ferry_hist_quantile_floor(&q->depth, 0.5),
 			(unsigned long long)ferry_hist_quantile_floor(&q->depth, 1.0),
 			(unsigned long long)q->poll_hits, (unsigned long long)q->sleeps,
-			(unsigned long long)q->shared_cpu_waits);
+			(unsigned long long)q->shared_cpu_waits, (unsigned long long)q->calls);
 	}
 	if (idle)
 		fprintf(out, "%u other queue(s) idle\n", idle);

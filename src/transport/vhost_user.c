@@ -192,6 +192,7 @@ unsigned vu_dev_stats_snapshot(const struct vu_dev *dev, struct vu_queue_stats *
 		out[i].poll_hits = ferry_count_read(&q->st.poll_hits);
 		out[i].sleeps = ferry_count_read(&q->st.sleeps);
 		out[i].shared_cpu_waits = ferry_count_read(&q->st.shared_cpu_waits);
+		out[i].calls = ferry_count_read(&q->st.calls);
 		ferry_hist_accumulate(&out[i].batch_size, &q->st.batch_size);
 		ferry_hist_accumulate(&out[i].depth, &q->st.depth);
 	}

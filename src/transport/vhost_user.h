@@ -57,6 +57,7 @@ struct vu_queue_stats {
 	uint64_t poll_hits;             /* waits that polling ended */
 	uint64_t sleeps;                /* waits that slept on the kick fd */
 	uint64_t shared_cpu_waits;      /* waits while its CPU was judged shared */
+	uint64_t calls;                 /* signals of its call fd (interrupts to the driver) */
 };
 /* Fills out[0..max) with the queues' counters, read racily while the
  * queues run; returns the number of queues the device has. */

@@ -506,8 +506,10 @@ static void swap_queue_fd(struct vu_queue *q, int *slot, int fd)
 	pthread_mutex_lock(&q->lock);
 	old = *slot;
 	*slot = fd;
-	if (slot == &q->call_fd && q->driver_notified)
+	if (slot == &q->call_fd && q->driver_notified) {
 		eventfd_signal(fd);
+		ferry_count(&q->st.calls, 1);
+	}
 	pthread_mutex_unlock(&q->lock);
 	if (slot == &q->call_fd)
 		close_call_fd(&old);

@@ -103,8 +103,9 @@ struct vu_queue {
 	bool log_ring;
 	uint64_t log_addr;
 
-	/* Written by the queue thread alone, read racily by stats readers;
-	 * on lines of their own so those reads do not touch the hot fields. */
+	/* Written by the queue thread alone (calls: by whoever holds the
+	 * lock), read racily by stats readers; on lines of their own so
+	 * those reads do not touch the hot fields. */
 	struct {
 		uint64_t requests;
 		uint64_t batches;
@@ -113,6 +114,7 @@ struct vu_queue {
 		uint64_t poll_hits;
 		uint64_t sleeps;
 		uint64_t shared_cpu_waits;
+		uint64_t calls;
 	} __attribute__((aligned(64))) st;
 };
 

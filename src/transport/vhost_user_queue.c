@@ -105,6 +105,7 @@ RING_INLINE void publish(struct vu_queue *q, bool packed)
 			return;
 	}
 	q->driver_notified = true;
+	ferry_count(&q->st.calls, 1);
 	/* A thread that spins idle writes it, if there is one: a call that
 	 * wakes the driver's CPU costs its writer up to ~12 us. */
 	if (!signal_handoff_post(q->call_fd))

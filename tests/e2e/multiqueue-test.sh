@@ -248,6 +248,16 @@ touch "$main/mq-done"
 grc=0
 wait "$guest_pid" || grc=$?
 check guest_finished "$((grc == 0))" "run-guest exit $grc"
+if ((!ready)); then
+    # For a run that stalled where nobody can look afterwards (CI): the guest's last words and
+    # the main share's daemon's exit statistics, whose calls say whether its replies were
+    # signalled (it exits once QEMU has gone).
+    for ((i = 0; i < 50; i++)); do kill -0 "$main_pid" 2>/dev/null || break; sleep 0.1; done
+    say "stalled: the console's last lines"
+    tr -d '\r' <"$tmp/console.log" | tail -n 15 | sed 's/^/  console: /'
+    say "stalled: the main share's ferryfsd log"
+    tail -n 15 "$tmp/main.log" | sed 's/^/  main: /'
+fi
 console="$(tr -d '\r' <"$tmp/console.log")"
 # A reply for a request the driver does not know, or a reply twice, shows up in the guest's log.
 bad_kernel="$(grep -a -E 'WARNING:|BUG:|Oops|virtio_fs.*(error|fail|unknown)|fuse:.*(unknown|bad)' <<<"$console" | head -3 || true)"
