@@ -1,17 +1,18 @@
 /* ring-cost: what the least a virtio backend does per 4 KiB READ costs when its driver runs on the other CPU. */
 #include <errno.h>
-#include <fcntl.h>
+#include <linux/fuse.h>
+#include <linux/virtio_ring.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cpu_pin.h"
+#include "probe_files.h"
 
 /*
  * Two threads on two CPUs share a split virtqueue laid out as ferryfs-load
@@ -39,57 +40,25 @@
 #define RING_NUM 128
 #define SEGS_PER_SLOT 8
 #define MAX_DEPTH (RING_NUM / SEGS_PER_SLOT)
-#define CTRL_SIZE 4096
-#define CTRL_REPLY 2048
+#define PAGE 4096
+#define CTRL_REPLY 2048 /* the reply header's place in a slot's control page */
 #define BLOCK 4096
 #define FILE_BLOCKS 16384 /* 64 MiB, as bench/compare's file */
+/* The shared memory: the descriptor table, the avail and used rings, then
+ * a control page and a data page per slot. */
+#define SHARED_BYTES ((3 + 2 * MAX_DEPTH) * PAGE)
 
-struct desc {
-	uint64_t addr; /* a pointer here: one address space */
-	uint32_t len;
-	uint16_t flags;
-	uint16_t next;
-};
-
-#define F_NEXT 1
-#define F_WRITE 2
-
-struct avail {
-	uint16_t flags, idx;
-	uint16_t ring[RING_NUM];
-};
-
-struct used_elem {
-	uint32_t id, len;
-};
-
-struct used {
-	uint16_t flags, idx;
-	struct used_elem ring[RING_NUM];
-};
-
-/* fuse_in_header + fuse_read_in, and fuse_out_header, by size and place. */
+/* A READ as the driver lays it out at the start of its control page: two
+ * readable descriptors, the header and the arguments. */
 struct req {
-	uint32_t len, opcode;
-	uint64_t unique, nodeid;
-	uint32_t uid, gid, pid;
-	uint16_t total_extlen, padding;
-	uint64_t fh, offset;
-	uint32_t size, read_flags;
-	uint64_t lock_owner;
-	uint32_t flags, padding2;
-};
-
-struct reply {
-	uint32_t len;
-	int32_t error;
-	uint64_t unique;
+	struct fuse_in_header in;
+	struct fuse_read_in read;
 };
 
 struct ring {
-	struct desc *desc;
-	struct avail *avail;
-	struct used *used;
+	struct vring_desc *desc; /* addr holds a pointer: one address space */
+	struct vring_avail *avail;
+	struct vring_used *used;
 	uint8_t *ctrl[MAX_DEPTH];
 	uint8_t *data[MAX_DEPTH];
 	unsigned depth;
@@ -108,17 +77,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void *page(size_t size)
-{
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED) {
-		perror("ring-cost: mmap");
-		exit(2);
-	}
-	return p;
-}
-
 static uint64_t rand_offset(uint64_t *seed)
 {
 	*seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
@@ -129,21 +87,22 @@ static uint64_t rand_offset(uint64_t *seed)
 static void queue_read(struct ring *r, unsigned s, uint16_t *avail_idx, uint64_t unique,
 		       uint64_t *seed)
 {
-	struct desc *d = &r->desc[s * SEGS_PER_SLOT];
+	struct vring_desc *d = &r->desc[s * SEGS_PER_SLOT];
 	struct req *q = (struct req *)r->ctrl[s];
+	uint16_t first = (uint16_t)(s * SEGS_PER_SLOT);
 
 	memset(q, 0, sizeof(*q));
-	q->len = sizeof(*q);
-	q->opcode = 15; /* FUSE_READ */
-	q->unique = unique;
-	q->nodeid = 2;
-	q->offset = rand_offset(seed);
-	q->size = BLOCK;
-	d[0] = (struct desc){ (uintptr_t)q, 40, F_NEXT, (uint16_t)(s * SEGS_PER_SLOT + 1) };
-	d[1] = (struct desc){ (uintptr_t)q + 40, 40, F_NEXT, (uint16_t)(s * SEGS_PER_SLOT + 2) };
-	d[2] = (struct desc){ (uintptr_t)(r->ctrl[s] + CTRL_REPLY), sizeof(struct reply),
-			      F_NEXT | F_WRITE, (uint16_t)(s * SEGS_PER_SLOT + 3) };
-	d[3] = (struct desc){ (uintptr_t)r->data[s], BLOCK, F_WRITE, 0 };
+	q->in.len = sizeof(*q);
+	q->in.opcode = FUSE_READ;
+	q->in.unique = unique;
+	q->in.nodeid = 2;
+	q->read.offset = rand_offset(seed);
+	q->read.size = BLOCK;
+	d[0] = (struct vring_desc){ (uintptr_t)&q->in, sizeof(q->in), VRING_DESC_F_NEXT, first + 1 };
+	d[1] = (struct vring_desc){ (uintptr_t)&q->read, sizeof(q->read), VRING_DESC_F_NEXT, first + 2 };
+	d[2] = (struct vring_desc){ (uintptr_t)(r->ctrl[s] + CTRL_REPLY), sizeof(struct fuse_out_header),
+				    VRING_DESC_F_NEXT | VRING_DESC_F_WRITE, first + 3 };
+	d[3] = (struct vring_desc){ (uintptr_t)r->data[s], BLOCK, VRING_DESC_F_WRITE, 0 };
 	r->avail->ring[*avail_idx % RING_NUM] = (uint16_t)(s * SEGS_PER_SLOT);
 	(*avail_idx)++;
 	__atomic_store_n(&r->avail->idx, *avail_idx, __ATOMIC_RELEASE);
@@ -161,13 +120,19 @@ static void *driver(void *arg)
 		uint16_t used_idx = __atomic_load_n(&r->used->idx, __ATOMIC_ACQUIRE);
 
 		while (last_used != used_idx) {
-			struct used_elem e = r->used->ring[last_used % RING_NUM];
+			struct vring_used_elem e = r->used->ring[last_used % RING_NUM];
 			unsigned s = e.id / SEGS_PER_SLOT;
-			const struct reply *rep = (const struct reply *)(r->ctrl[s] + CTRL_REPLY);
 
 			/* The reply header is what a driver checks, as ferryfs-load does. */
-			if (s >= r->depth || rep->error != 0 || rep->unique != ((struct req *)r->ctrl[s])->unique)
+			if (s >= r->depth) {
 				r->bad_replies++;
+			} else {
+				const struct fuse_out_header *out =
+					(const struct fuse_out_header *)(r->ctrl[s] + CTRL_REPLY);
+
+				if (out->error != 0 || out->unique != ((struct req *)r->ctrl[s])->in.unique)
+					r->bad_replies++;
+			}
 			last_used++;
 			queue_read(r, s, &avail_idx, unique++, &seed);
 		}
@@ -179,8 +144,8 @@ static void *driver(void *arg)
 static int serve(struct ring *r, uint16_t head, uint32_t *len)
 {
 	struct req q;
-	struct reply *rep;
-	struct desc d[4];
+	struct fuse_out_header *out;
+	struct vring_desc d[4];
 	ssize_t n;
 
 	if (head >= RING_NUM)
@@ -189,18 +154,20 @@ static int serve(struct ring *r, uint16_t head, uint32_t *len)
 		d[i] = r->desc[at];
 		at = d[i].next % RING_NUM;
 	}
-	if (d[0].len + d[1].len != sizeof(q) || !(d[2].flags & F_WRITE) || d[3].len != BLOCK)
+	if (d[0].len != sizeof(q.in) || d[1].len != sizeof(q.read) ||
+	    !(d[2].flags & VRING_DESC_F_WRITE) || d[3].len != BLOCK)
 		return -1;
-	memcpy(&q, (void *)(uintptr_t)d[0].addr, 40);
-	memcpy((char *)&q + 40, (void *)(uintptr_t)d[1].addr, 40);
-	if (q.opcode != 15)
+	memcpy(&q.in, (void *)(uintptr_t)d[0].addr, sizeof(q.in));
+	memcpy(&q.read, (void *)(uintptr_t)d[1].addr, sizeof(q.read));
+	if (q.in.opcode != FUSE_READ)
 		return -1;
-	n = r->io ? pread(r->fd, (void *)(uintptr_t)d[3].addr, q.size, (off_t)q.offset) : (ssize_t)q.size;
-	rep = (struct reply *)(uintptr_t)d[2].addr;
-	rep->len = (uint32_t)(sizeof(*rep) + (n > 0 ? n : 0));
-	rep->error = n < 0 ? -errno : 0;
-	rep->unique = q.unique;
-	*len = rep->len;
+	n = r->io ? pread(r->fd, (void *)(uintptr_t)d[3].addr, q.read.size, (off_t)q.read.offset)
+		  : (ssize_t)q.read.size;
+	out = (struct fuse_out_header *)(uintptr_t)d[2].addr;
+	out->len = (uint32_t)(sizeof(*out) + (n > 0 ? n : 0));
+	out->error = n < 0 ? -errno : 0;
+	out->unique = q.in.unique;
+	*len = out->len;
 	return 0;
 }
 
@@ -223,7 +190,7 @@ static void *server(void *arg)
 
 			if (serve(r, head, &len) < 0)
 				r->bad_chains++;
-			r->used->ring[used_idx % RING_NUM] = (struct used_elem){ head, len };
+			r->used->ring[used_idx % RING_NUM] = (struct vring_used_elem){ head, len };
 			used_idx++;
 			last_avail++;
 			r->served++;
@@ -265,9 +232,7 @@ static int run_ring(struct ring *r, bool io, double seconds)
 {
 	pthread_t drv, srv;
 
-	memset(r->desc, 0, RING_NUM * sizeof(struct desc));
-	memset(r->avail, 0, sizeof(*r->avail));
-	memset(r->used, 0, sizeof(*r->used));
+	memset(r->desc, 0, 3 * PAGE); /* the table and both rings */
 	r->io = io;
 	r->stop = false;
 	r->served = r->batches = r->empty_ns = r->busy_ns = r->bad_chains = r->bad_replies = 0;
@@ -287,22 +252,17 @@ static int run_ring(struct ring *r, bool io, double seconds)
 	return r->served == 0 || r->bad_chains || r->bad_replies ? -1 : 0;
 }
 
-static int fill_file(const char *path)
+/* The file the READs read, laid out in full: 0 or -errno. */
+static int fill_file(int fd)
 {
 	static uint8_t block[BLOCK];
-	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 
-	if (fd < 0)
-		return -1;
-	unlink(path);
 	for (unsigned i = 0; i < FILE_BLOCKS; i++) {
-		memset(block, (int)i, sizeof(block));
-		if (pwrite(fd, block, BLOCK, (off_t)i * BLOCK) != BLOCK) {
-			close(fd);
-			return -1;
-		}
+		probe_fill(block, (uint64_t)i * BLOCK, BLOCK);
+		if (pwrite(fd, block, BLOCK, (off_t)i * BLOCK) != BLOCK)
+			return errno ? -errno : -EIO;
 	}
-	return fd;
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -310,26 +270,30 @@ int main(int argc, char **argv)
 	const char *dir = argc > 1 ? argv[1] : "/dev/shm";
 	unsigned depth = argc > 2 ? (unsigned)atoi(argv[2]) : 16;
 	double seconds = argc > 3 ? atof(argv[3]) : 3;
-	char path[4096];
 	struct ring r = { .depth = depth };
+	const char *what;
+	uint8_t *shared;
 	double host_ns, clock_ns;
+	int ret;
 
 	if (argc > 4 || depth < 1 || depth > MAX_DEPTH || seconds <= 0) {
 		fprintf(stderr, "usage: ring-cost [DIR [DEPTH(1-%d) [SECONDS]]]\n", MAX_DEPTH);
 		return 2;
 	}
-	snprintf(path, sizeof(path), "%s/ring-cost.%d", dir, (int)getpid());
-	r.fd = fill_file(path);
-	if (r.fd < 0) {
-		fprintf(stderr, "ring-cost: cannot write a 64 MiB file in %s: %s\n", dir, strerror(errno));
+	/* Rings and slots in a shared memfd, memory of the kind a guest's is. */
+	ret = probe_files_open(dir, "ring-cost", SHARED_BYTES, &r.fd, &shared, &what);
+	if (ret == 0 && (ret = fill_file(r.fd)) < 0)
+		what = dir;
+	if (ret < 0) {
+		fprintf(stderr, "ring-cost: %s: %s (it writes a 64 MiB file in DIR)\n", what, strerror(-ret));
 		return 2;
 	}
-	r.desc = page(RING_NUM * sizeof(struct desc));
-	r.avail = page(4096);
-	r.used = page(4096);
+	r.desc = (struct vring_desc *)shared;
+	r.avail = (struct vring_avail *)(shared + PAGE);
+	r.used = (struct vring_used *)(shared + 2 * PAGE);
 	for (unsigned s = 0; s < depth; s++) {
-		r.ctrl[s] = page(CTRL_SIZE);
-		r.data[s] = page(BLOCK);
+		r.ctrl[s] = shared + (3 + 2 * s) * PAGE;
+		r.data[s] = shared + (4 + 2 * s) * PAGE;
 	}
 	/* The server on CPU 0, where the host loop runs too. */
 	pin_thread(pthread_self(), 0);
