@@ -171,13 +171,39 @@ const char *fc_opname(uint32_t opcode)
 	}
 }
 
+/* 128 sectors' template words; each sector's first word is left to the fill,
+ * which copies up to 64 KiB at a time, as cheaply as one memcpy. */
+#define PATTERN_TEMPLATE (128 * FC_PATTERN_SECTOR)
+static uint64_t pattern_template[PATTERN_TEMPLATE / 8];
+
+__attribute__((constructor)) static void pattern_template_init(void)
+{
+	for (uint32_t i = 0; i < PATTERN_TEMPLATE / 8; i++)
+		pattern_template[i] = fc_pattern(8ull * i);
+}
+
 void fc_pattern_fill(void *buf, uint64_t off, uint32_t len)
 {
-	uint64_t *w = buf;
-	uint32_t i;
+	uint8_t *p = buf;
 
-	for (i = 0; i < len / 8; i++)
-		w[i] = fc_pattern(off + 8ull * i);
+	len &= ~7u;
+	while (len) {
+		uint32_t in_sector = (uint32_t)(off & (FC_PATTERN_SECTOR - 1));
+		uint32_t n = PATTERN_TEMPLATE - in_sector;
+		uint32_t first = in_sector ? FC_PATTERN_SECTOR - in_sector : 0;
+
+		if (n > len)
+			n = len;
+		memcpy(p, (const uint8_t *)pattern_template + in_sector, n);
+		for (; first < n; first += FC_PATTERN_SECTOR) {
+			uint64_t word = fc_pattern(off + first);
+
+			memcpy(p + first, &word, sizeof(word));
+		}
+		p += n;
+		off += n;
+		len -= n;
+	}
 }
 
 int fc_pattern_check(const void *buf, uint64_t off, uint32_t len, uint64_t *bad)
