@@ -622,28 +622,43 @@ static const struct ferry_handler watching_ops = {
 	.handle = t_handle_watching,
 };
 
-/* big_reply false: the first request carries 64 KiB (a WRITE), whose
- * reply goes out at once at low depth; true: its reply carries 128 KiB (a
- * READ), which goes out at once at any depth. */
-static void test_publish_mid_batch(bool big_reply)
+enum mid_batch_case {
+	BIG_WRITE_DRIVER_AWAKE, /* a 64 KiB WRITE, the driver polling (no interrupt wanted) */
+	BIG_WRITE_DRIVER_ASLEEP, /* the same, the driver waiting for an interrupt */
+	BIG_READ,               /* a reply of 128 KiB (a READ's data), the driver waiting */
+};
+
+/*
+ * Head 0: a 64 KiB request (a WRITE's payload), or a small one whose reply
+ * is 128 KiB (a READ's data); heads 2, 4 and 6: small ones behind it, all
+ * popped in one batch: the driver has 4 in flight. A big reply goes out at
+ * once; so does a big WRITE's to a driver that polls, while one that
+ * sleeps is woken with one request left (a call per WRITE saved); small
+ * replies go in twos.
+ */
+static void test_publish_mid_batch(enum mid_batch_case c)
 {
+	static const char *const what[] = {
+		[BIG_WRITE_DRIVER_AWAKE] = "a 64 KiB WRITE's reply at low depth at once to a polling driver",
+		[BIG_WRITE_DRIVER_ASLEEP] = "a 64 KiB WRITE's reply to a sleeping driver with one request left",
+		[BIG_READ] = "a 128 KiB reply at once",
+	};
 	struct vu_fs_config cfg = { .tag = "myfs", .num_request_queues = 1 };
 	struct vu_dev *dev;
 	struct session s;
 	struct ring r = { 0 };
 	int memfd, kick, call;
+	bool held = c == BIG_WRITE_DRIVER_ASLEEP;
 
-	printf("-- a batch publishes %s at once, and every half of the driver's depth, not "
-	       "only at its end\n", big_reply ? "a 128 KiB reply" : "a 64 KiB WRITE's reply at low depth");
+	printf("-- a batch publishes %s, and every half of the driver's depth, not only at "
+	       "its end\n", what[c]);
 	watch_base = __atomic_load_n(&handled, __ATOMIC_SEQ_CST);
 	single_queue_begin(&watching_ops, &cfg, &dev, &s, &r, &memfd, &kick, &call);
 	watched_used = r.used;
+	if (c == BIG_WRITE_DRIVER_AWAKE)
+		r.avail->flags = VRING_AVAIL_F_NO_INTERRUPT;
 
-	/* Head 0: a 64 KiB request (a WRITE's payload, say), or a small one
-	 * whose reply is 128 KiB (a READ's data); heads 2, 4 and 6: small ones
-	 * behind it, all popped in one batch: the driver has 4 in flight, so
-	 * the big one's reply goes out at once and small replies in twos. */
-	if (big_reply) {
+	if (c == BIG_READ) {
 		ring_request(&r, "bigread", 0x40000);
 		r.desc[1].len = 128 * 1024;
 	} else {
@@ -655,21 +670,31 @@ static void test_publish_mid_batch(bool big_reply)
 	ring_request(&r, "ping", BUF + 0x1100);
 	ring_request(&r, "ping", BUF + 0x1200);
 	ring_request(&r, "ping", BUF + 0x1300);
+	/* A polling driver gets no call: it only sees the used index move. */
 	CHECK_MSG(vu_client_send(s.fd, VU_SET_VRING_KICK, 0, &(uint64_t){ 1 }, 8, &kick, 1) == 0 &&
-	          eventfd_write(kick, 1) == 0 && wait_readable(call, 2000) &&
+	          eventfd_write(kick, 1) == 0 &&
+	          (c == BIG_WRITE_DRIVER_AWAKE || wait_readable(call, 2000)) &&
 	          wait_count(&handled, watch_base + 4),
 	          "four requests handled");
 	/* The last reply is published after handle() counted it. */
 	for (int i = 0; i < 200 && __atomic_load_n(&r.used->idx, __ATOMIC_ACQUIRE) != 4; i++)
 		usleep(10000);
 	CHECK_MSG(r.used->idx == 4, "four replies in the used ring");
-	CHECK_MSG(seen_used_idx[0] == 0 && seen_used_idx[1] == 1 && seen_used_idx[2] == 1,
-	          "the big request's reply was published before the next was handled, the "
-	          "first small one's was not (used idx seen: %u %u %u)", seen_used_idx[0],
-	          seen_used_idx[1], seen_used_idx[2]);
+	if (held)
+		CHECK_MSG(seen_used_idx[0] == 0 && seen_used_idx[1] == 0 && seen_used_idx[2] == 0,
+		          "the big WRITE's reply was held while more than one request was left "
+		          "(used idx seen: %u %u %u)", seen_used_idx[0], seen_used_idx[1],
+		          seen_used_idx[2]);
+	else
+		CHECK_MSG(seen_used_idx[0] == 0 && seen_used_idx[1] == 1 && seen_used_idx[2] == 1,
+		          "the big request's reply was published before the next was handled, the "
+		          "first small one's was not (used idx seen: %u %u %u)", seen_used_idx[0],
+		          seen_used_idx[1], seen_used_idx[2]);
 	CHECK_MSG(seen_used_idx[3] == 3,
-	          "at depth 4 the second small reply was published before the last request "
-	          "was handled, not at the end of the batch (used idx seen: %u)", seen_used_idx[3]);
+	          "at depth 4 %s published before the last request was handled, not at the "
+	          "end of the batch (used idx seen: %u)",
+	          held ? "the first three replies were" : "the second small reply was",
+	          seen_used_idx[3]);
 	single_queue_end(&s, dev, &r, memfd, kick, call);
 }
 
@@ -1016,8 +1041,9 @@ int main(void)
 	          fds_before, fds_after);
 	vu_dev_free(dev);
 	test_deferred();
-	test_publish_mid_batch(false);
-	test_publish_mid_batch(true);
+	test_publish_mid_batch(BIG_WRITE_DRIVER_AWAKE);
+	test_publish_mid_batch(BIG_WRITE_DRIVER_ASLEEP);
+	test_publish_mid_batch(BIG_READ);
 	test_runs();
 	fds_before = count_fds();
 	test_broken_queue_isolated();
