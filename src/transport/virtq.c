@@ -512,6 +512,15 @@ bool virtq_avail_pending(struct virtq *vq)
 	return refresh_avail(vq) != 0;
 }
 
+unsigned virtq_unpopped_now(struct virtq *vq)
+{
+	if (vq->broken || !virtq_ready(vq))
+		return 0;
+	if (refresh_avail(vq) < 0)
+		return 0;
+	return virtq_unpopped(vq);
+}
+
 static uint16_t *avail_event_ptr(struct virtq *vq)
 {
 	/* used->ring[num], right after the used ring; 4-byte aligned. */

@@ -175,6 +175,9 @@ static inline unsigned virtq_unpopped(const struct virtq *vq)
 {
 	return (uint16_t)(vq->shadow_avail_idx - vq->last_avail_idx);
 }
+/* The same after a fresh look at avail->idx (a line the driver writes:
+ * one transfer between CPUs); 0 on a ring that broke or is not ready. */
+unsigned virtq_unpopped_now(struct virtq *vq);
 
 /* ---- What both ring kinds share (virtq.c): ring placement, the descriptor walk ---- */
 
