@@ -260,7 +260,11 @@ static inline bool publish_due(struct vu_queue *q, unsigned depth, unsigned push
 	    virtq_would_notify(&q->vq)) {
 		unsigned left = write_wake_left(depth);
 
-		return behind <= left && virtq_unpopped_now(&q->vq) + popped_behind <= left;
+		if (behind > left)
+			return false;
+		behind = virtq_unpopped_now(&q->vq) + popped_behind;
+		/* A ring that broke on that look publishes nothing more. */
+		return !q->vq.broken && behind <= left;
 	}
 	if (unpublished_bytes >= VU_PUBLISH_BYTES)
 		return true;

@@ -698,6 +698,58 @@ static void test_publish_mid_batch(enum mid_batch_case c)
 	single_queue_end(&s, dev, &r, memfd, kick, call);
 }
 
+/* While it handles "big", the driver moves avail->idx past the ring. */
+static struct vring_avail *moved_avail;
+
+static uint32_t t_handle_moving(void *ctx, const struct ferry_req *req)
+{
+	uint32_t len = t_handle(ctx, req);
+
+	if (!strcmp(last_request, "big"))
+		__atomic_store_n(&moved_avail->idx, (uint16_t)(moved_avail->idx + 100),
+				 __ATOMIC_RELEASE);
+	return len;
+}
+
+static const struct ferry_handler moving_ops = {
+	.start = t_queue_start, .stop = t_queue_stop,
+	.handle = t_handle_moving,
+};
+
+/* The second look at the ring before waking a sleeping driver for a large
+ * WRITE is a read of guest data like any other: a driver that moved
+ * avail->idx by more than the ring meanwhile breaks the queue there, and
+ * nothing more is published on it. */
+static void test_publish_look_breaks(void)
+{
+	struct vu_fs_config cfg = { .tag = "myfs", .num_request_queues = 1 };
+	struct vu_dev *dev;
+	struct session s;
+	struct ring r = { 0 };
+	int memfd, kick, call, err = eventfd(0, EFD_CLOEXEC);
+	int base = __atomic_load_n(&handled, __ATOMIC_SEQ_CST);
+
+	printf("-- a large WRITE's second look at the ring checks avail->idx\n");
+	single_queue_begin(&moving_ops, &cfg, &dev, &s, &r, &memfd, &kick, &call);
+	moved_avail = r.avail;
+	ring_request(&r, "big", BUF + 0x1000);
+	r.desc[0].addr = 0x40000;
+	r.desc[0].len = 64 * 1024;
+	memcpy(r.base + 0x40000, "big", 4);
+	ring_request(&r, "ping", BUF + 0x1100);
+	CHECK_MSG(err >= 0 && vu_client_send(s.fd, VU_SET_VRING_ERR, 0, &(uint64_t){ 1 }, 8, &err, 1) == 0 &&
+	          vu_client_send(s.fd, VU_SET_VRING_KICK, 0, &(uint64_t){ 1 }, 8, &kick, 1) == 0 &&
+	          eventfd_write(kick, 1) == 0 && wait_readable(err, 2000),
+	          "avail->idx moved by 100 on an 8-entry ring while the WRITE was written: "
+	          "queue broken, err fd signalled");
+	CHECK_MSG(__atomic_load_n(&handled, __ATOMIC_SEQ_CST) == base + 1 && r.used->idx == 0,
+	          "the WRITE was handled, the request behind it was not, and nothing was published "
+	          "(%d handled, used idx %u)", __atomic_load_n(&handled, __ATOMIC_SEQ_CST) - base,
+	          r.used->idx);
+	single_queue_end(&s, dev, &r, memfd, kick, call);
+	close(err);
+}
+
 /* What handle_run was offered, call by call: how many, and the first
  * one's text; it serves two at a time. */
 static struct {
@@ -1044,6 +1096,7 @@ int main(void)
 	test_publish_mid_batch(BIG_WRITE_DRIVER_AWAKE);
 	test_publish_mid_batch(BIG_WRITE_DRIVER_ASLEEP);
 	test_publish_mid_batch(BIG_READ);
+	test_publish_look_breaks();
 	test_runs();
 	fds_before = count_fds();
 	test_broken_queue_isolated();
