@@ -242,10 +242,10 @@ static inline unsigned write_wake_left(unsigned depth)
  * request_bytes: pushed replies, unpublished_bytes of data (headers
  * included) and, among them, a reply or request of VU_HOLD_BYTES or more
  * (data_waiting: more than a page; reply_data_waiting: such a reply, a
- * READ's) are waiting, behind requests are still
- * in the ring (popped_behind of them popped with this one, in a run), and
- * the driver keeps depth in flight. Holding back is always safe: the batch
- * publishes at its end. */
+ * READ's) are waiting, behind requests are still in the ring
+ * (popped_behind of them popped with this one, in a run), and the driver
+ * keeps depth in flight. Holding back is always safe: the batch publishes
+ * at its end. */
 static inline bool publish_due(struct vu_queue *q, unsigned depth, unsigned pushed,
 			       uint64_t unpublished_bytes, uint32_t request_bytes,
 			       unsigned behind, unsigned popped_behind, bool data_waiting,

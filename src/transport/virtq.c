@@ -514,11 +514,13 @@ bool virtq_avail_pending(struct virtq *vq)
 
 unsigned virtq_unpopped_now(struct virtq *vq)
 {
+	int pending;
+
 	if (vq->broken || !virtq_ready(vq))
 		return 0;
-	if (refresh_avail(vq) < 0)
-		return 0;
-	return virtq_unpopped(vq);
+	/* What refresh_avail counts is what is not popped. */
+	pending = refresh_avail(vq);
+	return pending < 0 ? 0 : (unsigned)pending;
 }
 
 static uint16_t *avail_event_ptr(struct virtq *vq)
