@@ -1,4 +1,4 @@
-/* wake-cost: round trip and waiter CPU of a bare kick/call eventfd ping-pong, and what one call that wakes a sleeper costs its writer. */
+/* wake-cost: round trip and waiter CPU of a bare kick/call eventfd ping-pong, and what one call that wakes a sleeper costs its writer and how soon the sleeper runs. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <stdlib.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -121,37 +122,56 @@ struct sleeper {
 	int fd;
 	unsigned woken;    /* wake-ups seen; written by the sleeper, read by the writer */
 	int err;
+	double *woke_at;   /* [WAKER_CALLS]: when the sleeper ran again after each call */
 };
 
-/* Blocks in read() on its eventfd, as a driver waiting for its call does,
+/* Sleeps in poll() on its eventfd and then reads it, as a driver waiting
+ * for its call does (ferryfs-load's wait_calls), notes when it ran again,
  * and counts each wake-up. */
 static void *sleeper(void *arg)
 {
 	struct sleeper *s = arg;
+	struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
 	eventfd_t v;
 
 	for (int i = 0; i < WAKER_CALLS; i++) {
-		if (eventfd_read(s->fd, &v) < 0) {
-			s->err = errno;
+		if (poll(&pfd, 1, -1) < 1 || eventfd_read(s->fd, &v) < 0) {
+			s->err = errno ? errno : EIO;
 			break;
 		}
+		s->woke_at[i] = now_us();
 		__atomic_store_n(&s->woken, i + 1u, __ATOMIC_RELEASE);
 	}
 	return NULL;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
 /* The writer's side of a call: the time of one eventfd write whose reader
  * is asleep on the other CPU (the write sends the wake-up), against one with
- * nobody waiting. The writer spins WAKER_GAP_US between calls so the sleeper
- * is surely back in read(), and stays on its CPU, as a busy daemon does. */
-static int run_waker(double *wake_us, double *idle_us)
+ * nobody waiting; and the latency of the wake-up, from the write's start to
+ * the sleeper running again, the least a reply to a sleeping driver takes
+ * beyond its work. The writer spins WAKER_GAP_US between calls so the
+ * sleeper is surely back asleep, and stays on its CPU, as a busy daemon does. */
+static int run_waker(double *wake_us, double *idle_us, double *latency_p50_us)
 {
-	struct sleeper s = { .fd = eventfd(0, EFD_CLOEXEC) };
+	struct sleeper s = { .fd = eventfd(0, EFD_CLOEXEC),
+			     .woke_at = calloc(WAKER_CALLS, sizeof(double)) };
+	double *wrote_at = calloc(WAKER_CALLS, sizeof(double));
 	int lone = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	double sum_wake = 0, sum_idle = 0;
 	pthread_t thread;
 	int ret = 0;
 
+	if (!s.woke_at || !wrote_at) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	if (s.fd < 0 || lone < 0) {
 		ret = -errno;
 		goto out;
@@ -170,7 +190,7 @@ static int run_waker(double *wake_us, double *idle_us)
 			;
 		for (t0 = now_us(); now_us() - t0 < WAKER_GAP_US;)
 			;
-		t0 = now_us();
+		t0 = wrote_at[i] = now_us();
 		if (eventfd_write(s.fd, 1) < 0)
 			ret = -errno;
 		t1 = now_us();
@@ -186,7 +206,17 @@ static int run_waker(double *wake_us, double *idle_us)
 		ret = -s.err;
 	*wake_us = sum_wake / WAKER_CALLS;
 	*idle_us = sum_idle / WAKER_CALLS;
+	if (!ret) {
+		/* Reuse woke_at for the latencies; both clocks are CLOCK_MONOTONIC,
+		 * one clock for every CPU. */
+		for (unsigned i = 0; i < WAKER_CALLS; i++)
+			s.woke_at[i] -= wrote_at[i];
+		qsort(s.woke_at, WAKER_CALLS, sizeof(double), cmp_double);
+		*latency_p50_us = s.woke_at[WAKER_CALLS / 2];
+	}
 out:
+	free(wrote_at);
+	free(s.woke_at);
 	close_if_open(lone);
 	close_if_open(s.fd);
 	return ret;
@@ -194,7 +224,7 @@ out:
 
 int main(void)
 {
-	double wake = 0, idle = 0;
+	double wake = 0, idle = 0, latency = 0;
 	int waker_ret;
 
 	for (int pass = 0; pass < 2; pass++) {
@@ -210,12 +240,14 @@ int main(void)
 			       wait_names[k], rt, cpu);
 		}
 	}
-	waker_ret = run_waker(&wake, &idle);
+	waker_ret = run_waker(&wake, &idle, &latency);
 	if (waker_ret) {
 		fprintf(stderr, "wake-cost: %s\n", strerror(-waker_ret));
 		return 1;
 	}
 	printf("one call, its writer's time: waking a reader asleep on the other CPU %5.2f us, "
 	       "nobody waiting %5.2f us\n", wake, idle);
+	printf("one call, its wake-up: the reader asleep on the other CPU runs %5.2f us (p50) "
+	       "after the write starts\n", latency);
 	return 0;
 }

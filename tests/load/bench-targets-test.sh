@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make check: bench/targets.py's verdicts (met, bounded by the floor or the driver, not met; a writing host loop's fill; the ring's cost) on a run whose figures the test wrote.
+# make check: bench/targets.py's verdicts (met, bounded by the floor or the driver, not met; a writing host loop's fill; the ring's cost; a call's cost and wake-up at depth 1) on a run whose figures the test wrote.
 # Exit 0 pass, 1 fail, 77 skip. Usage: bench-targets-test.sh
 # The run directory is bench/compare's layout (runs.csv, r<round>-<tag>-<daemon>.out) and the
 # profile bench/daemon-profile's summary.txt, with figures chosen so that each verdict sits on one
@@ -13,10 +13,10 @@ targets_py=$repo/bench/targets.py
 run=$tmp/run prof=$tmp/profile
 mkdir -p "$run" "$prof"
 
-# row ROUND WORKLOAD DAEMON OPS DAEMON_CPU LOAD_CPU
+# row ROUND WORKLOAD DAEMON OPS DAEMON_CPU LOAD_CPU [P50]
 row() {
-    printf '%s,"%s",%s,ok,%s,%s,10,20,30,%s,%s,0,0,-1,0,1\n' "$1" "$2" "$3" "$4" \
-        "$(awk -v o="$4" 'BEGIN { printf "%.3f", o * 4096 / 1048576 }')" "$5" "$6"
+    printf '%s,"%s",%s,ok,%s,%s,%s,20,30,%s,%s,0,0,-1,0,1\n' "$1" "$2" "$3" "$4" \
+        "$(awk -v o="$4" 'BEGIN { printf "%.3f", o * 4096 / 1048576 }')" "${7:-10}" "$5" "$6"
 }
 # out ROUND WORKLOAD OPS CALLS: ferryfsd's ferryfs-load JSON, whose last line counts the calls.
 out() {
@@ -61,6 +61,11 @@ host_out() {
         row $r lookup ferryfsd 300000 3.2 2.2; row $r lookup virtiofsd-0 130000 7 2.3
         row $r lookup virtiofsd-rs 120000 8 2.3; row $r lookup host 500000 1.9 1.9
         out $r lookup 900000 90000
+        # randread:qd=1: p50 18 against the C virtiofsd's 30 us is 0.60 (target 0.3, budget 9.0
+        # us); CPU 20 against 18 us is 1.11 (target 0.75, budget 13.5 us); a call per request.
+        row $r randread:qd=1 ferryfsd 50000 20 8 18; row $r randread:qd=1 virtiofsd-0 30000 18 12 30
+        row $r randread:qd=1 virtiofsd-rs 28000 19 12 33; row $r randread:qd=1 host 500000 2.0 2.0 2.0
+        out $r randread:qd=1 150000 150000
     done
 } >"$run/runs.csv"
 cat >"$run/targets" <<'EOF'
@@ -71,6 +76,8 @@ write:bs=64K,qd=4  ops/s  >=1.25  anchor
 write              ops/s  >=1.6   anchor
 randwrite          ops/s  >=1.6   anchor
 lookup             ops/s  >=2.2   anchor
+randread:qd=1      p50    <=0.3   anchor
+randread:qd=1      cpu    <=0.75  anchor
 EOF
 cat >"$prof/summary.txt" <<'EOF'
 # bench/daemon-profile (written by the test)
@@ -111,7 +118,10 @@ check "randwrite: its host loop's reported fill comes off; bounded" \
 check "randwrite's floor shows the fill taken off" \
     grep -qF "3.50 - 0.30 fill + 0.020 x 5.0 = 3.30 us / 3.12 us = 1.06" "$tmp/with.md"
 check "lookup: met" test "$(verdict "$tmp/with.md" "lookup ")" = met
-check "the count says 1 met, 3 bounded" grep -q "^1 of 6 targets met .*, 3 bounded$" "$tmp/with.md"
+check "depth 1 without build/wake-cost's figures: p50 and CPU not met, no floor" \
+    bash -c 'test "$0" = "not met" && test "$1" = "not met"' \
+    "$(verdict "$tmp/with.md" "randread:qd=1 p50")" "$(verdict "$tmp/with.md" "randread:qd=1 cpu")"
+check "the count says 1 met, 3 bounded" grep -q "^1 of 8 targets met .*, 3 bounded$" "$tmp/with.md"
 check "the same table is in targets.md" cmp -s "$tmp/with.md" "$run/targets.md"
 
 # The same profile with bench/ring-cost's figures, as bench/daemon-profile appends them: a 4 KiB
@@ -125,6 +135,10 @@ mkdir -p "$ring"
     echo "host pread loop:            2.100 us per 4 KiB read (/dev/shm/x)"
     echo "the ring with the pread:    0.800 us per READ over the host loop (1.38x its time; at best 0.72x its reads/s)"
     echo "the ring alone:             0.160 us per request (no system call, no data buffer)"
+    echo "== wake-cost (build/wake-cost)"
+    echo "blocking read            round trip   8.59 us, waiter cpu  3.88 us"
+    echo "one call, its writer's time: waking a reader asleep on the other CPU 12.00 us, nobody waiting  1.56 us"
+    echo "one call, its wake-up: the reader asleep on the other CPU runs 13.00 us (p50) after the write starts"
 } >"$ring/summary.txt"
 python3 "$targets_py" "$run" "$run/targets" --profile "$ring" >"$tmp/ring.md" 2>&1
 check "targets.py --profile with ring-cost figures ran" test $? -eq 0
@@ -133,7 +147,33 @@ check "randread's floor adds the ring with the pread; bounded" \
              test "$1" = bounded' "$tmp/ring.md" "$(verdict "$tmp/ring.md" "randread ")"
 check "getattr's floor adds the ring alone" \
     grep -qF "1.40 + 0.050 x 5.0 + 0.16 ring = 1.81 us / 1.52 us = 1.19" "$tmp/ring.md"
-check "with the ring: 1 met, 4 bounded" grep -q "^1 of 6 targets met .*, 4 bounded$" "$tmp/ring.md"
+# Depth 1 with build/wake-cost's figures: every request had a call (1.0 per request), so the CPU
+# floor is the host's 2.0 us + 1 x 12.0 us (the writer's cost, randread:qd=1 not profiled) + the
+# ring with the pread 0.80 = 14.80 us against 13.5 (bounded, 1.10), and the p50 floor the host's
+# 2.0 us + the 13.0 us wake-up + 0.80 = 15.80 us against 9.0 (bounded, 1.76).
+check "depth 1 CPU: a call's cost to its writer bounds it" \
+    bash -c 'grep -qF "2.00 + 1.000 x 12.0 + 0.80 ring+pread = 14.80 us / 13.50 us = 1.10" "$0" &&
+             test "$1" = bounded' "$tmp/ring.md" "$(verdict "$tmp/ring.md" "randread:qd=1 cpu")"
+check "depth 1 p50: the driver's wake-up after the call bounds it" \
+    bash -c 'grep -qF "2.00 + 13.00 wake-up + 0.80 ring+pread = 15.80 us / 9.00 us = 1.76" "$0" &&
+             test "$1" = bounded' "$tmp/ring.md" "$(verdict "$tmp/ring.md" "randread:qd=1 p50")"
+check "with the ring and the wake-up: 1 met, 6 bounded" grep -q "^1 of 8 targets met .*, 6 bounded$" "$tmp/ring.md"
+
+# A profile of randread:qd=1 itself gives the call's cost inside ferryfsd (9.0 us), taken before
+# build/wake-cost's: 2.0 + 9.0 + 0.80 = 11.80 us against 13.5, 0.87, not met; its p50 stays bounded.
+q1=$tmp/profile-q1
+mkdir -p "$q1"
+{
+    cat "$ring/summary.txt"
+    echo "== randread:qd=1: 50000 ops/s, daemon CPU 20.00 us/op, 1.00 calls per op; the host's own loop: 2.0 us/op"
+    echo "  the call: eventfd write, waking the driver      45.0%   9.00 us/op (9.0 us per call)"
+} >"$q1/summary.txt"
+python3 "$targets_py" "$run" "$run/targets" --profile "$q1" >"$tmp/q1.md" 2>&1
+check "depth 1 CPU: the workload's own profiled call cost comes first; not met" \
+    bash -c 'grep -qF "2.00 + 1.000 x 9.0 + 0.80 ring+pread = 11.80 us / 13.50 us = 0.87" "$0" &&
+             test "$1" = "not met"' "$tmp/q1.md" "$(verdict "$tmp/q1.md" "randread:qd=1 cpu")"
+check "... and its p50 is still bounded by the wake-up" \
+    test "$(verdict "$tmp/q1.md" "randread:qd=1 p50")" = bounded
 
 python3 "$targets_py" "$run" "$run/targets" >"$tmp/without.md" 2>&1
 check "without --profile nothing is bounded" \
