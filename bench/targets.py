@@ -84,6 +84,27 @@ def fmt(x, metric):
 RING = "(ring-cost)"  # read_profile's key for bench/ring-cost's figures, never a workload name
 WAKE = "(wake-cost)"  # and for build/wake-cost's figures on a call that wakes a sleeping reader
 
+# The probes' lines bench/daemon-profile appends to summary.txt: (key, figure, pattern).
+PROBE_LINES = (
+    # bench/ring-cost: what a backend pays per request for the ring alone, and per 4 KiB READ over
+    # the host's pread loop (its pread into the slots' buffers included).
+    (RING, "read", r"the ring with the pread: +([\d.]+) us per READ over the host loop"),
+    (RING, "alone", r"the ring alone: +([\d.]+) us per request"),
+    # build/wake-cost: what a call that wakes a reader asleep on the other CPU costs its writer, and
+    # how long after the write that reader runs (p50).
+    (WAKE, "writer", r"one call, its writer's time: waking a reader asleep on the other CPU +([\d.]+) us"),
+    (WAKE, "latency", r"one call, its wake-up: .* runs +([\d.]+) us \(p50\)"),
+)
+
+
+def probe_figure(line):
+    """(key, figure, value) when line is one of PROBE_LINES, else None."""
+    for key, figure, pattern in PROBE_LINES:
+        m = re.match(pattern, line)
+        if m:
+            return key, figure, float(m.group(1))
+    return None
+
 
 def read_profile(path):
     """{workload: {"host": us/op, "per_call": us}} from a bench/daemon-profile summary.txt."""
@@ -93,25 +114,10 @@ def read_profile(path):
     except OSError as e:
         sys.exit(f"bench/targets.py: --profile {path}: {e.strerror}: summary.txt (a bench/daemon-profile --out directory)")
     for line in lines:
-        # bench/ring-cost's figures: what a backend pays per request for the ring alone, and per
-        # 4 KiB READ over the host's pread loop (its pread into the slots' buffers included).
-        m = re.match(r"the ring with the pread: +([\d.]+) us per READ over the host loop", line)
-        if m:
-            prof.setdefault(RING, {})["read"] = float(m.group(1))
-            continue
-        m = re.match(r"the ring alone: +([\d.]+) us per request", line)
-        if m:
-            prof.setdefault(RING, {})["alone"] = float(m.group(1))
-            continue
-        # build/wake-cost's figures: what a call that wakes a reader asleep on the other CPU costs
-        # its writer, and how long after the write that reader runs (p50).
-        m = re.match(r"one call, its writer's time: waking a reader asleep on the other CPU +([\d.]+) us", line)
-        if m:
-            prof.setdefault(WAKE, {})["writer"] = float(m.group(1))
-            continue
-        m = re.match(r"one call, its wake-up: .* runs +([\d.]+) us \(p50\)", line)
-        if m:
-            prof.setdefault(WAKE, {})["latency"] = float(m.group(1))
+        probe = probe_figure(line)
+        if probe:
+            key, figure, value = probe
+            prof.setdefault(key, {})[figure] = value
             continue
         m = re.match(r"== (\S+): .*daemon CPU [\d.]+ us/op, .*the host's own loop: ([\d.]+) us/op", line)
         if m:
