@@ -214,15 +214,13 @@ def wait_floor_note(prof, out, wl, metric, base, host_fig, limit, theirs):
     writer (the profile's per call for wl, else build/wake-cost's); p50, the host loop's p50
     (host_fig) plus, when at least half the requests were answered with a call, build/wake-cost's
     p50 from the call's write to the driver running. Both add the ring (ring_term)."""
-    if not theirs or host_fig is None:
+    calls = calls_per_request(out, wl, base)
+    if not theirs or host_fig is None or calls is None:
         return False, "-"
     budget = limit * theirs
-    calls = calls_per_request(out, wl, base)
     wake = prof.get(WAKE, {})
     ring, ring_label = ring_term(prof, wl)
     plus = f" + {ring:.2f} {ring_label}" if ring_label else ""
-    if calls is None:
-        return False, "-"
     if metric == "cpu":
         per_call = (prof.get(wl) or {}).get("per_call") or wake.get("writer")
         if per_call is None:
@@ -350,20 +348,18 @@ def main():
             verdict, met = "met", met + 1
         else:
             verdict = "not met"
-        floor_txt = "-"
+        is_bounded, floor_txt = False, "-"
         if prof and metric in ("ops/s", "MiB/s") and op == ">=" and ratio is not None:
             theirs_ops = med.median((wl, other, "ops_per_sec"))
             host_cpu = med.median((wl, host, "daemon_cpu_us_per_op")) if host else None
             driver_cpu = med.median((wl, base, "load_cpu_us_per_op"))
             is_bounded, floor_txt = floor_note(prof, out, wl, base, host, host_cpu, driver_cpu, limit,
                                                theirs_ops)
-            if verdict == "not met" and is_bounded:
-                verdict, bounded = "bounded", bounded + 1
         elif prof and metric in ("p50", "cpu") and op == "<=" and ratio is not None and host:
             is_bounded, floor_txt = wait_floor_note(prof, out, wl, metric, base,
                                                     med.median((wl, host, key)), limit, theirs)
-            if verdict == "not met" and is_bounded:
-                verdict, bounded = "bounded", bounded + 1
+        if verdict == "not met" and is_bounded:
+            verdict, bounded = "bounded", bounded + 1
         cells = [fmt(med.median((wl, d, key)), metric) for d in shown]
         name = f"{wl} {metric} {op} {limit:g}x {against if against == 'host' else 'the better anchor'}"
         # The same ratio taken within each round (the two ran seconds apart), then its median:

@@ -4,10 +4,10 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <stdlib.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
