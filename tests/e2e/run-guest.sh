@@ -136,12 +136,9 @@ if ((daemon_died)); then
     exit 4
 fi
 
-# QEMU 10.0's TCG has been seen to abort at boot on its own assertion
-# ("iotlb_to_section: Assertion `section_index < d->map.sections_nb' failed",
-# once so far, in one CI run, before the guest's kernel ran). That is
-# QEMU's bug and not the daemon's: say so plainly, apart from the exits that
-# blame the guest or the daemon.
-qemu_abort="$(tr -d '\r' <"$logf" | grep -a -m1 '^qemu-system-[a-z0-9_]*: .*Assertion .* failed' || true)"
+# QEMU's own abort (stack_qemu_abort) is QEMU's bug and not the daemon's: say
+# so plainly, apart from the exits that blame the guest or the daemon.
+qemu_abort="$(stack_qemu_abort "$logf" || true)"
 if [[ -n "$qemu_abort" ]]; then
     echo "run-guest.sh: QEMU aborted on its own assertion (a QEMU bug, not the daemon's): $qemu_abort" >&2
     [[ -z "${FERRYFS_QEMU_ABORTS:-}" ]] || echo "$qemu_abort" >>"$FERRYFS_QEMU_ABORTS"

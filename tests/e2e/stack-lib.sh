@@ -15,6 +15,8 @@
 #                           counts only when S is the selected stack)
 #   stack_qemu S ARGS...    runs S's qemu-system-x86_64 with ARGS (S "" = the selected stack)
 #   stack_qemu_argv [S]     sets the array stack_qemu_cmd to S's QEMU program and leading options
+#   stack_qemu_abort LOG    prints the line of QEMU's own assertion in console log LOG (a QEMU bug:
+#                           QEMU 10.0's TCG has aborted at boot) and succeeds; fails if there is none
 #   stack_prepare [S]       makes S usable: fetches the current stack's packages (scripts/stack.sh);
 #                           returns 77 with a message naming what is missing, 0 when ready
 #   stack_rust_reference    true when the Rust virtiofsd is the reference column: the current stack
@@ -79,6 +81,17 @@ stack_qemu() {
     stack_qemu_argv "${1:-}" || return $?
     shift
     "${stack_qemu_cmd[@]}" "$@"
+}
+
+# QEMU 10.0's TCG has aborted at boot on its own assertion ("iotlb_to_section:
+# Assertion `section_index < d->map.sections_nb' failed"), twice so far in CI
+# runs, before the guest's kernel ran. The line may start mid-line: the second
+# time it came right after the firmware's screen-clearing escapes, which end
+# with no newline.
+stack_qemu_abort() {
+    local line
+    line="$(tr -d '\r' <"$1" 2>/dev/null | grep -aoE -m1 'qemu-system-[a-z0-9_]+: .*Assertion .* failed\.?')" &&
+        [[ -n "$line" ]] && printf '%s\n' "$line"
 }
 
 stack_prepare() {

@@ -57,11 +57,17 @@ start_guest() {
     guest_pids+=($!)
 }
 
-# wait_console TAG REGEX SECS: waits for a console line; fails the test on timeout.
+# wait_console TAG REGEX SECS: waits for a console line; fails the test on timeout, or at
+# once when QEMU aborted on its own assertion (recorded in $FERRYFS_QEMU_ABORTS, so
+# tests/lib/run-test.sh runs the test again, as run-guest.sh would once QEMU is gone).
 wait_console() {
-    local f="$tmp/console-$1.log" t=0
+    local f="$tmp/console-$1.log" t=0 abort
     while ((t < $3 * 10)); do
         [[ -f "$f" ]] && tr -d '\r' <"$f" | grep -aqE "$2" && return 0
+        if ((t % 10 == 9)) && abort="$(stack_qemu_abort "$f")"; then
+            [[ -z "${FERRYFS_QEMU_ABORTS:-}" ]] || echo "$abort" >>"$FERRYFS_QEMU_ABORTS"
+            die "guest $1: QEMU aborted on its own assertion (a QEMU bug, not the daemon's): $abort"
+        fi
         sleep 0.1
         t=$((t + 1))
     done

@@ -5,10 +5,11 @@
 # Exit: the test's own (0 pass, 1 fail, 77 skip), from its second run when there was one.
 #
 # QEMU 10.0's TCG has aborted at boot on its own assertion (iotlb_to_section),
-# once in a CI run, before the guest's kernel ran: the test then fails for a
-# reason that says nothing about ferryfsd. run-guest.sh appends such an abort
-# to $FERRYFS_QEMU_ABORTS; a test that failed with one there gets one more
-# run, and says so. A failure without one, a skip, and a second failure are
+# twice in CI runs, before the guest's kernel ran: the test then fails for a
+# reason that says nothing about ferryfsd. run-guest.sh, and wait_console
+# while a test waits on a guest's console, append such an abort to
+# $FERRYFS_QEMU_ABORTS; a test that failed with one there gets one more run,
+# and says so. A failure without one, a skip, and a second failure are
 # the test's verdict as they stand.
 set -uo pipefail
 
