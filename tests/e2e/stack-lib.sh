@@ -89,9 +89,7 @@ stack_qemu() {
 # time it came right after the firmware's screen-clearing escapes, which end
 # with no newline.
 stack_qemu_abort() {
-    local line
-    line="$(tr -d '\r' <"$1" 2>/dev/null | grep -aoE -m1 'qemu-system-[a-z0-9_]+: .*Assertion .* failed\.?')" &&
-        [[ -n "$line" ]] && printf '%s\n' "$line"
+    tr -d '\r' <"$1" 2>/dev/null | grep -aoE -m1 'qemu-system-[a-z0-9_]+: .*Assertion .* failed\.?'
 }
 
 stack_prepare() {

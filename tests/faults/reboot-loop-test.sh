@@ -57,8 +57,11 @@ wait_boot() { # N
     local f="$tmp/console-loop.log" t last ring
     for ((t = 0; t < 1500; t++)); do
         tr -d '\r' <"$f" 2>/dev/null | grep -aqE "REBOOT-LOOP boot=$1 (ready|FAIL)" && return 0
-        # QEMU's own abort: wait_console below says so at once.
-        ((t % 10 == 9)) && stack_qemu_abort "$f" >/dev/null && break
+        # QEMU's own abort: no stall to reset; wait_console says so at once and records it.
+        if ((t % 10 == 9)) && stack_qemu_abort "$f" >/dev/null; then
+            wait_console loop "REBOOT-LOOP boot=$1 (ready|FAIL)" 300
+            return
+        fi
         sleep 0.1
     done
     last="$(tr -d '\r' <"$f" 2>/dev/null | grep -a . | tail -1)"
