@@ -138,11 +138,11 @@ int main(void)
 	int logfd;
 
 	if (geteuid() != 0) {
-		fprintf(stderr, "needs root (mounts in a mount namespace of its own): skipped\n");
+		printf("SKIP  needs root (mounts in a mount namespace of its own)\n");
 		return TEST_SKIP;
 	}
 	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-		fprintf(stderr, "no private mount namespace (%s): skipped\n", strerror(errno));
+		printf("SKIP  no private mount namespace (%s)\n", strerror(errno));
 		return TEST_SKIP;
 	}
 	if (!mkdtemp(scratch)) {
@@ -181,5 +181,5 @@ int main(void)
 	umount2(path, MNT_DETACH);
 	snprintf(path, sizeof(path), "%s/proc", scratch);
 	umount2(path, MNT_DETACH);
-	return scratch_finish(scratch, failures);
+	return scratch_finish(scratch, check_result());
 }

@@ -377,7 +377,7 @@ static void child_wait(pid_t pid, const char *skip)
 
 	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
-		printf("SKIP  %s\n", skip);
+		SKIP_CASE("%s", skip);
 	else
 		CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's checks");
 }
@@ -796,7 +796,7 @@ static bool handle_of(const char *path, struct mig_file_handle *fh, const char *
 
 	fhb.fh.handle_bytes = MAX_HANDLE_SZ;
 	if (name_to_handle_at(AT_FDCWD, path, &fhb.fh, &mount_id, 0) != 0) {
-		printf("SKIP  %s: no file handle: %s\n", what, strerror(errno));
+		SKIP_CASE("%s: no file handle: %s", what, strerror(errno));
 		return false;
 	}
 	fh->handle_type = fhb.fh.handle_type;
@@ -1118,7 +1118,7 @@ static void test_fuse_other_mount(void)
 		}
 	}
 	if (!ferryfsd || access(ferryfsd, X_OK)) {
-		printf("SKIP  FUSE share: no ferryfsd built\n");
+		SKIP_CASE("FUSE share: no ferryfsd built");
 		return;
 	}
 	host_mkdir("fusesrc");
@@ -1143,7 +1143,7 @@ static void test_fuse_other_mount(void)
 	for (int i = 0; i < 100 && pid > 0 && !is_fuse(mnt); i++)
 		usleep(50000);
 	if (pid < 0 || !is_fuse(mnt)) {
-		printf("SKIP  FUSE share: ferryfsd --mount did not mount %s\n", mnt);
+		SKIP_CASE("FUSE share: ferryfsd --mount did not mount %s", mnt);
 	} else {
 		share = mnt;
 		snprintf(path, sizeof(path), "%s/f", mnt);
@@ -1175,7 +1175,7 @@ int main(void)
 	bool handles = geteuid() == 0;
 
 	if (!handles)
-		printf("SKIP  file-handles mode: not root\n");
+		SKIP_CASE("file-handles mode: needs root (CAP_DAC_READ_SEARCH)");
 	test_round_trip(MIG_MODE_FIND_PATHS);
 	if (handles)
 		test_round_trip(MIG_MODE_FILE_HANDLES);
@@ -1204,5 +1204,5 @@ int main(void)
 	if (handles)
 		test_every_byte(MIG_MODE_FILE_HANDLES);
 	rmdir(outside);
-	return scratch_finish(scratch, failures);
+	return scratch_finish(scratch, check_result());
 }

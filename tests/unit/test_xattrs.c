@@ -333,7 +333,7 @@ static void test_session(void)
 		          "host sets user.guest.security.fromhost");
 		host_security = lsetxattr(path, "security.hostonly", "h", 1, 0) == 0;
 		if (!host_security)
-			printf("skip  host cannot set security.hostonly (%s)\n", strerror(errno));
+			SKIP_CASE("host cannot set security.hostonly (%s)", strerror(errno));
 	}
 	{
 		struct fuse_getxattr_in gi = { .size = 0 };
@@ -550,7 +550,7 @@ int main(void)
 	test_parser();
 
 	if (geteuid() != 0) {
-		printf("skip  the session part needs root (host security.*, ids)\n");
+		SKIP_CASE("the session part needs root (host security.*, ids)");
 		return check_result();
 	}
 	if (!mkdtemp(scratch)) {
@@ -569,5 +569,5 @@ int main(void)
 	test_acl_without_setxattr_ext();
 	check_acl_refused_as_host("7.31, the host judges sgid", FUSE_COMPAT_SETXATTR_IN_SIZE);
 	pt_session_close(&ses);
-	return scratch_finish(scratch, failures);
+	return scratch_finish(scratch, check_result());
 }
