@@ -412,15 +412,17 @@ static void test_4gib(void)
 {
 	struct guest_mem *big;
 	struct guest_mem *saved_mem = mem;
-	int bigfd;
+	int bigfd, ret;
 
 	printf("-- chain length over 4 GiB\n");
-	if (vqf_guest_new(&bigfd, &big, 5ull << 30) < 0) {
-		printf("skip  no sparse 5 GiB memfd\n");
+	ret = vqf_guest_new(&bigfd, &big, 5ull << 30);
+	if (ret < 0) {
+		SKIP_CASE("chain over 4 GiB: no sparse 5 GiB memfd (%s)", strerror(-ret));
 		return;
 	}
-	if (vqf_add_region(big, bigfd, GPA_A, 5ull << 30, UVA_BASE, 0) < 0) {
-		printf("skip  cannot map 5 GiB\n");
+	ret = vqf_add_region(big, bigfd, GPA_A, 5ull << 30, UVA_BASE, 0);
+	if (ret < 0) {
+		SKIP_CASE("chain over 4 GiB: cannot map 5 GiB (%s; a ulimit -v?)", strerror(-ret));
 		goto out;
 	}
 	mem = big;
@@ -659,9 +661,12 @@ static void test_broken_stays_broken(void)
 
 int main(void)
 {
+	int ret;
+
 	ferry_log_init(LOG_LVL_WARN, false);
-	if (vqf_guest_new(&memfd, &mem, 3 * REG_SIZE) < 0) {
-		perror("memfd");
+	ret = vqf_guest_new(&memfd, &mem, 3 * REG_SIZE);
+	if (ret < 0) {
+		printf("SKIP  no memfd for guest memory (%s)\n", strerror(-ret));
 		return TEST_SKIP;
 	}
 	if (vqf_add_region(mem, memfd, GPA_B, REG_SIZE, UVA_BASE + 0x100000, REG_SIZE) < 0 ||

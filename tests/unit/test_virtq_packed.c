@@ -423,9 +423,12 @@ static void test_notify(void)
 
 int main(void)
 {
+	int ret;
+
 	ferry_log_init(LOG_LVL_WARN, false);
-	if (vqf_guest_new(&memfd, &mem, 2 * REG_SIZE) < 0) {
-		perror("memfd");
+	ret = vqf_guest_new(&memfd, &mem, 2 * REG_SIZE);
+	if (ret < 0) {
+		printf("SKIP  no memfd for guest memory (%s)\n", strerror(-ret));
 		return TEST_SKIP;
 	}
 	if (vqf_add_region(mem, memfd, GPA_A, REG_SIZE, UVA_BASE, 0) < 0 ||
