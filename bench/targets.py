@@ -1,4 +1,4 @@
-# bench/targets.py: judges a bench/compare run's medians against a targets file; one markdown row per target.
+# bench/targets.py: judges a bench/compare run against a targets file, round by round; one markdown row per target.
 """Usage: python3 bench/targets.py OUT TARGETS [BASE] [--profile DIR]   (OUT: a bench/compare --out directory)
        python3 bench/targets.py --workloads TARGETS   (the workload specs TARGETS names, in order)
        python3 bench/targets.py --matrix OUT BASE [MULTI_RATIO MULTI_AGAINST]
@@ -8,30 +8,46 @@ A targets file has one target per line, blank lines and # comments aside:
     WORKLOAD  METRIC  TEST  AGAINST
 WORKLOAD is a bench/compare workload spec (read:bs=1M), METRIC one of ops/s, MiB/s, p50, p99, cpu
 (daemon CPU per op), cpu+load (daemon and load generator CPU per op), TEST >=X or <=X on the ratio
-BASE / AGAINST, and AGAINST either "anchor" (the better by ops/s of the virtiofsd-* daemons that
-ran that workload: what a user could pick instead) or "host" (bench/compare's host column: the
-host's own calls, the bound). The table shows every daemon's median beside the ratio, so a
-target's verdict can be checked by hand; a target whose figures are missing (a daemon left out,
-every round failed) is "not run", never "met"; beside it, the ratio paired within each round and
-the load generator's busy share.
+BASE / AGAINST, and AGAINST either "anchor" (the better by median ops/s of the virtiofsd-* daemons
+that ran that workload: what a user could pick instead) or "host" (bench/compare's host column: the
+host's own calls, the bound).
 
---profile DIR (a bench/daemon-profile --out directory): a throughput target that is not met is
-"bounded" when no daemon doing BASE's work could meet it on one thread: the budget per request
-(1 / (X x AGAINST's ops/s)) is at most the floor, the host's own loop of the same system calls (the
-run's host column, else the profile's) plus BASE's calls per request in the run (its .out files) x
-the profile's CPU per call, plus what the ring costs any backend per request (the profile's
-bench/ring-cost run: for a 4 KiB READ what its ring adds to a pread, else the ring alone); or when the budget is at most the driver's own CPU per request in BASE's
-rounds (ferryfs-load is one thread: no daemon answers faster than it asks). The host loops of write,
-randwrite, write-fsync and mixed fill each block they write, the driver's work in a daemon's run:
-their floor takes off the fill ferryfs-load reports (fill_us_per_op in the host column's .out
-files), and they have none where it was not reported. A p50 or cpu target (<= X the anchor's) that
-is not met is "bounded" when X x the anchor's figure is at most what any daemon pays to answer a
-driver that sleeps for its replies: for cpu the host column's CPU per op plus BASE's calls per
-request x what a call costs its writer (the profile's per call for that workload, else
-build/wake-cost's), for p50 the host column's p50 plus, where half the requests or more were
-answered with a call, the driver's wake-up after it (build/wake-cost's p50, which
-bench/daemon-profile appends); both plus the ring. The figures stand beside the verdict, so it
-can be checked by hand.
+A target is judged on BASE / AGAINST taken within each round (the two ran seconds apart, so a
+machine that drifts between rounds moves both alike), over every round of the run:
+  met      the geometric mean of the rounds' ratios less a margin is at least X (for <=X: plus the
+           margin, at most X). The margin is the rounds' whole spread (the largest ratio over the
+           least) or, when wider, a one-sided 95% Student-t bound on that mean: a lucky round widens
+           the spread by as much as it lifts the mean, so it cannot make "met". One round alone
+           (no spread to measure), or a round where BASE failed and AGAINST ran, is never "met".
+  bounded  (with --profile) not met, and in every round a floor measured without BASE is at least
+           the target's budget: no daemon could meet it here (below).
+  not met  otherwise; "not run" when no round has both figures.
+The table shows every daemon's median (check by hand), the paired ratios' mean and range, and the
+bound the verdict is judged on.
+
+--profile DIR (a bench/daemon-profile --out directory) adds a floor / budget column. Nothing BASE's
+own run measured enters a floor (its CPU, its calls per request, its driver's CPU in its rounds): a
+slower BASE makes those larger, and would call its own shortfall a bound. A floor is the sum of
+  the host loop: the host column's figure in that round (ferryfs-load --host, the workload's system
+      calls on one thread; else, for throughput, the profile's host loop), less, for write,
+      randwrite, write-fsync and mixed, the fill of the blocks it writes, which in a daemon's run
+      is the driver's work (fill_us_per_op in the host column's .out; no floor where the run did
+      not report it, nor from the profile, which never does);
+  the ring: the profile's build/ring-cost, what the ring adds to a pread for a 4 KiB READ, else the
+      ring alone (no system call, no data: the least any request pays);
+  at queue depth 1, a call per request where the driver forces it on any daemon: the host column's
+      ferryfs-load had one queue and no --poll (and BASE has no +qN), and the host loop's p50 plus
+      the ring is longer than a kick costs the driver when nobody waits (build/wake-cost), so any
+      reply comes after the driver has looked and gone to sleep: the call's cost to its writer
+      (cpu) or the driver's wake-up after it (p50), both build/wake-cost's.
+Throughput (ops/s, MiB/s, >=X): the budget per request is 1 / (X x AGAINST's ops/s in the round);
+bounded when the floor (host loop, less the fill, plus the ring: a one-thread daemon's CPU per
+request) or the driver's fill alone (ferryfs-load is one thread: no daemon answers faster than it
+asks) is at least the budget in every round. p50 and cpu (<=X): the budget is X x AGAINST's figure
+in the round; the floor the host loop's p50 or CPU per op, plus the ring and the forced call.
+A floor that some daemon of the run paid less than in that round (CPU per request, p50, or for the
+driver's fill its CPU per request) is no floor there: the probes behind it did not hold as the
+machine ran. This can only take "bounded" away, so BASE's figures are witnesses too.
 
 --matrix: the guest matrix's target, per cache mode and cell: BASE's median IOPS is not below any
 other daemon's of the same cache mode (9p's "auto" is whatever --9p-auto ran; other ferryfsd
@@ -40,10 +56,11 @@ cells (-multi, 4 jobs) at least MULTI_RATIO times MULTI_AGAINST's (e.g. 1.3 virt
 matrix-targets.md. If the run had the "host" daemon (fio on the host's share), its figure and BASE's
 fraction of it stand beside each cache mode's rows as the bound; it is never a rival."""
 import csv
-import glob
 import json
+import math
 import os
 import re
+import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -90,42 +107,42 @@ PROBE_LINES = (
     # the host's pread loop (its pread into the slots' buffers included).
     (RING, "read", r"the ring with the pread: +([\d.]+) us per READ over the host loop"),
     (RING, "alone", r"the ring alone: +([\d.]+) us per request"),
-    # build/wake-cost: what a call that wakes a reader asleep on the other CPU costs its writer, and
-    # how long after the write that reader runs (p50).
+    # build/wake-cost: what a call that wakes a reader asleep on the other CPU costs its writer, what
+    # it costs when nobody waits (a kick to a backend that spins), and how long after the write that
+    # reader runs (p50).
     (WAKE, "writer", r"one call, its writer's time: waking a reader asleep on the other CPU +([\d.]+) us"),
+    (WAKE, "idle", r"one call, its writer's time: .*nobody waiting +([\d.]+) us"),
     (WAKE, "latency", r"one call, its wake-up: .* runs +([\d.]+) us \(p50\)"),
 )
 
 
-def probe_figure(line):
-    """(key, figure, value) when line is one of PROBE_LINES, else None."""
+def probe_figures(line):
+    """[(key, figure, value)] of the PROBE_LINES that line matches (one line may hold two)."""
+    found = []
     for key, figure, pattern in PROBE_LINES:
         m = re.match(pattern, line)
         if m:
-            return key, figure, float(m.group(1))
-    return None
+            found.append((key, figure, float(m.group(1))))
+    return found
 
 
 def read_profile(path):
-    """{workload: {"host": us/op, "per_call": us}} from a bench/daemon-profile summary.txt."""
-    prof, cur = {}, None
+    """{workload: {"host": us/op}, RING: {...}, WAKE: {...}} from a bench/daemon-profile summary.txt:
+    of each workload only the host's own loop (ferryfs-load --host), never ferryfsd's figures."""
+    prof = {}
     try:
         lines = open(os.path.join(path, "summary.txt")).readlines()
     except OSError as e:
         sys.exit(f"bench/targets.py: --profile {path}: {e.strerror}: summary.txt (a bench/daemon-profile --out directory)")
     for line in lines:
-        probe = probe_figure(line)
-        if probe:
-            key, figure, value = probe
+        probes = probe_figures(line)
+        for key, figure, value in probes:
             prof.setdefault(key, {})[figure] = value
+        if probes:
             continue
-        m = re.match(r"== (\S+): .*daemon CPU [\d.]+ us/op, .*the host's own loop: ([\d.]+) us/op", line)
+        m = re.match(r"== (\S+): .*the host's own loop: ([\d.]+) us/op", line)
         if m:
-            cur = prof[m.group(1)] = {"host": float(m.group(2)), "per_call": None}
-            continue
-        m = re.search(r"the call: .*\(([\d.]+) us per call\)", line)
-        if m and cur is not None:
-            cur["per_call"] = float(m.group(1))
+            prof[m.group(1)] = {"host": float(m.group(2))}
     if not set(prof) - {RING, WAKE}:
         sys.exit(f"bench/targets.py: {path}/summary.txt has no bench/daemon-profile workload")
     return prof
@@ -145,31 +162,60 @@ def ring_term(prof, workload):
     return 0.0, None
 
 
-def out_median(out, workload, daemon, figure):
-    """The median over the run's rounds of figure(JSON) from daemon's ferryfs-load JSON lines
-    (r<round>-<tag>-<daemon>.out), or None when no round has it."""
-    tag = re.sub(r"[:=,]", "_", workload)
-    per = Medians()
-    for path in glob.glob(os.path.join(out, f"r*-{tag}-{daemon}.out")):
-        try:
-            x = figure(json.loads(open(path).read().strip().splitlines()[-1]))
-        except (OSError, IndexError, ValueError, KeyError, ZeroDivisionError):
+# One-sided 95% quantiles of Student's t by degrees of freedom; a df between two keys takes the
+# smaller key's, the wider bound.
+T95 = ((1, 6.314), (2, 2.920), (3, 2.353), (4, 2.132), (5, 2.015), (6, 1.943), (7, 1.895),
+       (8, 1.860), (9, 1.833), (10, 1.812), (12, 1.782), (15, 1.753), (20, 1.725), (30, 1.697),
+       (60, 1.671), (120, 1.658))
+
+
+def t95(df):
+    return [t for d, t in T95 if d <= df][-1]
+
+
+def paired(mine, theirs):
+    """(ratios, failed): BASE / AGAINST in each round where AGAINST has a figure, in round order,
+    and how many of those rounds BASE has none for (its run failed: such a round counts against it,
+    never drops out)."""
+    ratios, failed = [], 0
+    for rnd in sorted(theirs, key=lambda r: (len(r), r)):
+        if theirs[rnd] <= 0:
             continue
-        if x is not None:
-            per.add("x", x)
-    return per.median("x")
+        if mine.get(rnd, 0) > 0:
+            ratios.append(mine[rnd] / theirs[rnd])
+        else:
+            failed += 1
+    return ratios, failed
 
 
-def calls_per_request(out, workload, daemon):
-    """The median over the run's rounds of daemon's calls per request."""
-    return out_median(out, workload, daemon, lambda j: j["calls"] / j["ops"])
+def judge(ratios, op):
+    """(mean, bound): the geometric mean of the rounds' ratios, and that mean less (>=) or plus (<=)
+    the margin, the larger in log terms of the ratios' whole range and a one-sided 95% t bound on
+    the mean. The range holds every round, so a round far from the others widens the margin by at
+    least as much as it moves the mean; the t bound is the wider with few rounds, whose range can be
+    narrow by chance. bound is None for a single ratio, whose spread is unknown."""
+    logs = [math.log(r) for r in ratios]
+    mean = sum(logs) / len(logs)
+    if len(logs) < 2:
+        return math.exp(mean), None
+    margin = max(max(logs) - min(logs), t95(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs)))
+    return math.exp(mean), math.exp(mean - margin if op == ">=" else mean + margin)
 
 
-def host_fill(out, workload, host):
+def host_json(out, workload, host, rnd):
+    """The host column's ferryfs-load JSON line in round rnd (r<round>-<tag>-<host>.out), or None."""
+    tag = re.sub(r"[:=,]", "_", workload)
+    try:
+        return json.loads(open(os.path.join(out, f"r{rnd}-{tag}-{host}.out")).read().strip().splitlines()[-1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def json_fill(j):
     """The host loop's CPU per op spent filling blocks (ferryfs-load's fill_us_per_op), or None
     where the run's ferryfs-load did not report it."""
-    return out_median(out, workload, host,
-                      lambda j: j["fill_us_per_op"] if j.get("fill_us_per_op", -1) >= 0 else None)
+    x = (j or {}).get("fill_us_per_op", -1)
+    return float(x) if isinstance(x, (int, float)) and x >= 0 else None
 
 
 def host_fills(workload):
@@ -179,61 +225,107 @@ def host_fills(workload):
     return name in ("write", "randwrite", "write-fsync", "mixed")
 
 
-def floor_note(prof, out, wl, base, host, host_cpu, driver_cpu, limit, theirs_ops):
-    """(bounded, text): whether the target's budget per request is below BASE's floor (the host's
-    loop plus BASE's calls) or below the driver's own CPU per request (ferryfs-load, one thread)."""
-    if not theirs_ops:
-        return False, "-"
-    budget = 1e6 / (limit * theirs_ops)
-    parts, worst = [], 0.0
-    p = prof.get(wl)
-    calls = calls_per_request(out, wl, base) if p else None
-    fill = host_fill(out, wl, host) if p and host and host_cpu is not None and host_fills(wl) else None
-    if p and host_fills(wl) and fill is None:
-        parts.append("no floor: the host loop fills each block it writes, the driver's work in a daemon's run")
-    elif p and calls is not None and p["per_call"] is not None:
-        loop = host_cpu if host_cpu is not None else p["host"]
-        ring, ring_label = ring_term(prof, wl)
-        floor = loop - (fill or 0) + calls * p["per_call"] + ring
-        worst = max(worst, floor / budget)
-        minus = f" - {fill:.2f} fill" if fill is not None else ""
-        plus = f" + {ring:.2f} {ring_label}" if ring_label else ""
-        parts.append(f"{loop:.2f}{minus} + {calls:.3f} x {p['per_call']:.1f}{plus} = {floor:.2f} us"
-                     f" / {budget:.2f} us = {floor / budget:.2f}")
-    if driver_cpu is not None:
-        worst = max(worst, driver_cpu / budget)
-        parts.append(f"driver {driver_cpu:.2f} us / {budget:.2f} us = {driver_cpu / budget:.2f}")
-    return worst >= 1, "; ".join(parts) or "-"
+def forced_call(j, base, wake, host_p50, ring):
+    """(forced, why not): whether every request is answered with a call whatever the daemon. At
+    queue depth 1 on one queue, without --poll, ferryfs-load kicks, looks at the used ring once
+    more, and sleeps until a call; no daemon answers sooner than the host loop's own latency plus
+    the ring, so when that is longer than the kick costs the driver with nobody waiting (a daemon
+    that sleeps instead must first be woken, later still), the driver is asleep when the reply comes.
+    The driver's settings are the host column's, bench/compare's same options for every daemon."""
+    if not j or "poll" not in j or "queue_depth" not in j:
+        return False, "the host column's ferryfs-load settings are unknown"
+    if j["queue_depth"] != 1:
+        return False, None
+    if j["poll"] is not False:
+        return False, "the driver polls"
+    if j.get("queues", 1) != 1 or "+q" in base:
+        return False, "the driver has several queues"
+    if "idle" not in wake or "writer" not in wake or "latency" not in wake:
+        return False, "no build/wake-cost figures in the profile"
+    if host_p50 is None or host_p50 + ring <= wake["idle"]:
+        return False, "the host loop's p50 and the ring are no longer than a kick"
+    return True, None
 
 
-def wait_floor_note(prof, out, wl, metric, base, host_fig, limit, theirs):
-    """(bounded, text) for a p50 or cpu target (<= X the anchor's): whether X x the anchor's figure
-    is below what any daemon answering BASE's driver pays per request. A driver asleep for its
-    reply (BASE's calls per request; at queue depth 1 every request) is woken by a call: CPU, the
-    host's own loop (host_fig, the host column's CPU per op) plus the calls x what one costs its
-    writer (the profile's per call for wl, else build/wake-cost's); p50, the host loop's p50
-    (host_fig) plus, when at least half the requests were answered with a call, build/wake-cost's
-    p50 from the call's write to the driver running. Both add the ring (ring_term)."""
-    calls = calls_per_request(out, wl, base)
-    if not theirs or host_fig is None or calls is None:
-        return False, "-"
-    budget = limit * theirs
-    wake = prof.get(WAKE, {})
+def beaten_by(ctx, wl, key, rnd, floor):
+    """"DAEMON's X us" when a daemon of the run (not the host column) paid less than floor in round
+    rnd, else None. Every daemon pays at least a true floor; one that paid less shows that the
+    probes behind it do not hold on this machine as it ran (a loaded machine stretches
+    build/wake-cost's timings, say). BASE is a witness too: a witness can only take "bounded" away."""
+    paid = [(fig[rnd], d) for (w, d, k), fig in ctx["by_round"].items()
+            if w == wl and k == key and d not in HOST_COLUMNS and rnd in fig and fig[rnd] >= 0]
+    least = min(paid, default=None)
+    return f"{least[1]}'s {least[0]:.2f} us" if least and least[0] < floor else None
+
+
+def floor_note(ctx, wl, metric, limit, against):
+    """(bounded, text): whether in every round the floor, built from figures measured without BASE
+    (the usage's rule), is at least the target's budget; text shows the round where it is least
+    (or one that has none), so the verdict can be checked by hand."""
+    out, base, host, prof, fig = ctx["out"], ctx["base"], ctx["host"], ctx["prof"], ctx["by_round"]
+    throughput = metric in ("ops/s", "MiB/s")
+    theirs = fig.get((wl, against, "ops_per_sec" if throughput else METRICS[metric]), {})
     ring, ring_label = ring_term(prof, wl)
-    plus = f" + {ring:.2f} {ring_label}" if ring_label else ""
-    if metric == "cpu":
-        per_call = (prof.get(wl) or {}).get("per_call") or wake.get("writer")
-        if per_call is None:
-            return False, "-"
-        floor = host_fig + calls * per_call + ring
-        text = f"{host_fig:.2f} + {calls:.3f} x {per_call:.1f}{plus} = {floor:.2f} us"
-    else:
-        if "latency" not in wake:
-            return False, "-"
-        woken = wake["latency"] if calls >= 0.5 else 0.0
-        floor = host_fig + woken + ring
-        text = f"{host_fig:.2f} + {woken:.2f} wake-up{plus} = {floor:.2f} us"
-    return floor >= budget, f"{text} / {budget:.2f} us = {floor / budget:.2f}"
+    fills = host_fills(wl)
+    rounds = []  # (the larger of floor / budget and the driver's fill / budget, or None; text)
+    for rnd in sorted(theirs, key=lambda r: (len(r), r)):
+        if theirs[rnd] <= 0:
+            continue
+        budget = 1e6 / (limit * theirs[rnd]) if throughput else limit * theirs[rnd]
+        j = host_json(out, wl, host, rnd) if host else None
+        # The host loop's latency holds the fill of each block it writes: no p50 from it.
+        host_p50 = None if fills or not host else fig.get((wl, host, "lat_p50_us"), {}).get(rnd)
+        loop = host_p50 if metric == "p50" else \
+            fig.get((wl, host, "daemon_cpu_us_per_op"), {}).get(rnd) if host else None
+        fill = json_fill(j) if fills and loop is not None else None
+        if fills and fill is None:
+            loop = None  # a writing loop's CPU is no floor without its fill taken off
+        if loop is None and throughput and not fills and wl in prof:
+            loop = prof[wl]["host"]
+        terms, notes = None, []
+        if loop is None:
+            notes.append("no floor: the host loop's latency holds the fill of each block it writes"
+                         if fills and metric == "p50" else
+                         "no floor: the host loop fills each block it writes, the driver's work in a "
+                         "daemon's run" if fills else "no floor: no host loop")
+        else:
+            terms = [(loop, "")] + ([(-fill, "fill")] if fills else []) + \
+                ([(ring, ring_label)] if ring_label else [])
+            if not throughput:
+                forced, why = forced_call(j, base, prof.get(WAKE, {}), host_p50, ring)
+                if forced:
+                    wake = prof[WAKE]
+                    terms.append((wake["writer"], "call") if metric == "cpu" else (wake["latency"], "wake-up"))
+                elif why:
+                    notes.append(f"no call counted: {why}")
+        worst, parts = None, []
+        if terms:
+            floor = sum(x for x, _ in terms)
+            sums = f"{terms[0][0]:.2f}" + "".join(f" {'-' if x < 0 else '+'} {abs(x):.2f} {label}"
+                                                  for x, label in terms[1:])
+            sums += f" = {floor:.2f}" if len(terms) > 1 else ""
+            beaten = beaten_by(ctx, wl, "lat_p50_us" if metric == "p50" else "daemon_cpu_us_per_op", rnd, floor)
+            if beaten:
+                parts.append(f"{sums} us, above {beaten}: no floor")
+            else:
+                parts.append(f"{sums} us / {budget:.2f} us = {floor / budget:.2f}")
+                worst = floor / budget
+        parts += notes
+        if throughput and fill is not None:
+            beaten = beaten_by(ctx, wl, "load_cpu_us_per_op", rnd, fill)
+            if beaten:
+                parts.append(f"the driver's fill {fill:.2f} us, above the driver's {beaten}: no floor")
+            else:
+                parts.append(f"the driver's fill {fill:.2f} us / {budget:.2f} us = {fill / budget:.2f}")
+                worst = max(worst or 0.0, fill / budget)
+        rounds.append((worst, f"r{rnd}: " + "; ".join(parts)))
+    if not rounds:
+        return False, "-"
+    # A round without a floor shows first; else the round whose floor is least against its budget.
+    worst, text = min(rounds, key=lambda w: -1 if w[0] is None else w[0])
+    if worst is None:
+        return False, f"{text} (one of {len(rounds)} rounds)"
+    return worst >= 1, f"{text} (the least of {len(rounds)} rounds)"
 
 
 def matrix(out, base, multi_ratio, multi_against):
@@ -316,7 +408,7 @@ def main():
         sys.exit(__doc__)
     out, targets = args[0], read_targets(args[1])
     base = args[2] if len(args) == 3 else "ferryfsd"
-    # by_round[(workload, daemon, figure)][round]: for the paired ratio.
+    # by_round[(workload, daemon, figure)][round]: every verdict is taken round by round.
     med, daemons, by_round = Medians(), [], {}
     for r in csv.DictReader(open(os.path.join(out, "runs.csv"))):
         if r["daemon"] not in daemons:
@@ -328,75 +420,64 @@ def main():
             by_round.setdefault((r["workload"], r["daemon"], key), {})[r["round"]] = x
     anchors = [d for d in daemons if d.startswith("virtiofsd")]
     host = next((d for d in daemons if d in HOST_COLUMNS), None)
+    ctx = {"out": out, "base": base, "host": host, "prof": prof, "by_round": by_round}
     shown = [base] + anchors + ([host] if host else [])
-    lines = ["| target | " + " | ".join(shown) + f" | {base} / it | verdict | paired | load busy |"
+    lines = ["| target | " + " | ".join(shown) + " | against | paired | rounds' range | bound | verdict | load busy |"
              + (" floor / budget per request |" if prof else ""),
-             "|---" * (len(shown) + 5 + bool(prof)) + "|"]
+             "|---" * (len(shown) + 7 + bool(prof)) + "|"]
     met = bounded = 0
     for wl, metric, op, limit, against in targets:
         key = METRICS[metric]
-        if against == "anchor":
-            other = med.best(anchors, lambda d: (wl, d, "ops_per_sec"))
-        else:
-            other = host
-        mine = med.median((wl, base, key))
-        theirs = med.median((wl, other, key)) if other else None
-        ratio = mine / theirs if mine is not None and theirs else None
-        if ratio is None:
+        other = med.best(anchors, lambda d: (wl, d, "ops_per_sec")) if against == "anchor" else host
+        ratios, failed = paired(by_round.get((wl, base, key), {}), by_round.get((wl, other, key), {})) \
+            if other else ([], 0)
+        mean = bound = None
+        if ratios:
+            mean, bound = judge(ratios, op)
+        if not ratios:
             verdict = "not run"
-        elif (ratio >= limit) if op == ">=" else (ratio <= limit):
+        elif bound is not None and not failed and ((bound >= limit) if op == ">=" else (bound <= limit)):
             verdict, met = "met", met + 1
         else:
             verdict = "not met"
-        is_bounded, floor_txt = False, "-"
-        if prof and metric in ("ops/s", "MiB/s") and op == ">=" and ratio is not None:
-            theirs_ops = med.median((wl, other, "ops_per_sec"))
-            host_cpu = med.median((wl, host, "daemon_cpu_us_per_op")) if host else None
-            driver_cpu = med.median((wl, base, "load_cpu_us_per_op"))
-            is_bounded, floor_txt = floor_note(prof, out, wl, base, host, host_cpu, driver_cpu, limit,
-                                               theirs_ops)
-        elif prof and metric in ("p50", "cpu") and op == "<=" and ratio is not None and host:
-            is_bounded, floor_txt = wait_floor_note(prof, out, wl, metric, base,
-                                                    med.median((wl, host, key)), limit, theirs)
-        if verdict == "not met" and is_bounded:
-            verdict, bounded = "bounded", bounded + 1
+        floor_txt = "-"
+        if prof and ratios and ((metric in ("ops/s", "MiB/s") and op == ">=")
+                                or (metric in ("p50", "cpu") and op == "<=" and host)):
+            is_bounded, floor_txt = floor_note(ctx, wl, metric, limit, other)
+            if verdict == "not met" and is_bounded:
+                verdict, bounded = "bounded", bounded + 1
         cells = [fmt(med.median((wl, d, key)), metric) for d in shown]
         name = f"{wl} {metric} {op} {limit:g}x {against if against == 'host' else 'the better anchor'}"
-        # The same ratio taken within each round (the two ran seconds apart), then its median:
-        # a machine that drifts between rounds moves both figures of a pair alike.
-        mine_by_round = by_round.get((wl, base, key), {})
-        theirs_by_round = by_round.get((wl, other, key), {})
-        pairs = Medians()
-        for rnd, x in mine_by_round.items():
-            if theirs_by_round.get(rnd):
-                pairs.add("paired", x / theirs_by_round[rnd])
-        paired = pairs.median("paired")
+        spread = "-" if not ratios else f"{min(ratios):.2f}-{max(ratios):.2f} of {len(ratios) + failed}" + \
+            (f", {base} failed {failed}" if failed else "")
         busy = med.median((wl, base, "load_busy"))
-        lines.append(f"| {name} | " + " | ".join(cells) +
-                     f" | {'-' if ratio is None else f'{ratio:.2f}'} ({other or '-'}) | {verdict} |"
-                     f" {'-' if paired is None else f'{paired:.2f}'} | {'-' if busy is None else f'{busy:.2f}'} |"
-                     + (f" {floor_txt} |" if prof else ""))
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {other or '-'} |"
+                     f" {'-' if mean is None else f'{mean:.2f}'} | {spread} |"
+                     f" {'-' if bound is None else f'{bound:.2f}'} | {verdict} |"
+                     f" {'-' if busy is None else f'{busy:.2f}'} |" + (f" {floor_txt} |" if prof else ""))
     lines.append("")
     lines.append(f"{met} of {len(targets)} targets met ({base} against the better virtiofsd per "
-                 "workload, or the host's own calls; medians of the run's rounds)"
+                 "workload, or the host's own calls; paired within each round, over every round)"
                  + (f", {bounded} bounded" if prof else ""))
+    lines.append(f"paired: the geometric mean of {base} / it taken within each round; rounds' range: the "
+                 f"least and largest of those ratios, of how many rounds; bound: the mean less (>=) or plus "
+                 "(<=) a margin, the larger of that range (largest / least) and a one-sided 95% t bound "
+                 "on the mean; met when the bound is on the target's side, in a run of two rounds or "
+                 f"more where {base} failed none")
     if prof:
-        lines.append("floor / budget: the host's own loop (this run's host column, else the profile's) plus "
-                     f"{base}'s calls per request x the profile's CPU per call (less the blocks' fill where "
-                     "that loop writes; no floor where the run did not report the fill), plus what the ring "
+        lines.append("floor / budget, in the round where it is least: the host column's loop of the same "
+                     "system calls (its CPU per op, or p50; else the profile's loop), less the blocks' fill "
+                     "where that loop writes (no floor where the run did not report it), plus what the ring "
                      "costs any backend per request where the profile ran bench/ring-cost (ring+pread for a "
-                     "4 KiB READ, the ring alone otherwise), against 1 / (the target's "
-                     "ratio x the figure it is against); driver: ferryfs-load's own CPU per request in "
-                     f"{base}'s rounds against the same budget; at 1 or more, no one-thread daemon that "
-                     "makes those calls, or no daemon behind that driver, meets the target (bounded); "
-                     "for p50 and cpu: the host loop's p50 or CPU per op, plus what a call costs its "
-                     "writer (cpu; x the calls per request) or the driver's wake-up after it (p50, where "
-                     "half the requests or more had a call; build/wake-cost in the profile), plus the "
-                     "ring, against the target's ratio x the anchor's figure")
-    lines.append("paired: the median of the ratio taken within each round, which a machine that drifts "
-                 "between rounds moves less; the verdict stays on the ratio of medians")
+                     "4 KiB READ, the ring alone otherwise), plus at queue depth 1 a call forced on any "
+                     "daemon (its writer's cost for cpu, the driver's wake-up for p50; build/wake-cost); "
+                     "against 1 / (the target's ratio x its reference's ops/s) for throughput, or the "
+                     "target's ratio x the reference's figure; the driver's fill (ferryfs-load's own work "
+                     "per WRITE) against the same budget; at 1 or more in every round: bounded. Nothing "
+                     f"{base}'s own rounds measured enters a floor; a floor some daemon of the run paid "
+                     "less than in that round is none")
     lines.append(f"load busy: the share of one CPU ferryfs-load itself used in {base}'s runs; near 1, "
-                 "the driver set the pace and no daemon could have gone faster on its CPU")
+                 "the driver set the pace")
     text = "\n".join(lines)
     print(text)
     with open(os.path.join(out, "targets.md"), "w") as fh:
