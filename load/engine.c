@@ -77,6 +77,8 @@ static int advance(struct run *r, struct lq *q, struct ld_slot *s)
 	return submit(r, q, &s->fc);
 }
 
+static void measure_stop(struct run *r, uint64_t now);
+
 static int complete(struct run *r, struct lq *q, uint16_t idx, uint32_t len,
 		    uint64_t now)
 {
@@ -108,9 +110,13 @@ static int complete(struct run *r, struct lq *q, uint16_t idx, uint32_t len,
 	if (r->measuring) {
 		r->ops++;
 		r->bytes += s->data_len;
+		r->lat_backwards += now < s->t_submit;
 		ret = load_lat_add(&r->lat, now - s->t_submit);
 		if (ret)
 			return ret;
+		/* --ops: the window closes on that answer, however long it took. */
+		if (r->ops == r->cfg->ops)
+			measure_stop(r, now);
 	}
 	return advance(r, q, ls);
 }
@@ -191,7 +197,7 @@ static void measure_start(struct run *r, uint64_t now)
 {
 	r->measuring = true;
 	r->t_start = now;
-	r->ops = r->bytes = r->entries = r->cycles = 0;
+	r->ops = r->bytes = r->entries = r->cycles = r->lat_backwards = 0;
 	r->lat.n = 0;
 	r->cpu0_us = (uint64_t)load_proc_cpu_us(r->cfg->daemon_pid);
 	r->watch0_us = load_proc_cpu_us(r->cfg->watch_pid);

@@ -91,7 +91,7 @@ struct run {
 	/* Kicks sent and calls seen on all queues when measuring started and
 	 * stopped: the setup's and the warm-up's are not the workload's. */
 	uint64_t kicks0, kicks1, calls0, calls1;
-	uint64_t ops, bytes, entries, cycles, errors;
+	uint64_t ops, bytes, entries, cycles, errors, lat_backwards;
 	uint64_t quirk_destroy_empty;   /* DESTROY answered with no bytes */
 	struct load_lat lat;
 	struct fuse_forget_one *forgets;

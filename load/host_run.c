@@ -141,8 +141,10 @@ static double fill_cpu_us_each(struct host_run *h)
 	return t / (double)n;
 }
 
-/* Runs steps until the window closes; the first step after the warmup
- * starts the measured interval, as host-pread always did. */
+/* Runs steps until the window closes (--seconds), or until the steps it
+ * measured made --ops calls (the last step may make a few more: a step
+ * is whole); the first step after the warmup starts the measured
+ * interval, as host-pread always did. */
 static int measure(struct host_run *h, host_step_fn *step, struct load_result *res)
 {
 	const struct load_cfg *cfg = h->cfg;
@@ -152,8 +154,8 @@ static int measure(struct host_run *h, host_step_fn *step, struct load_result *r
 	int64_t watch0 = -1, watch1;
 	int ret = 0;
 
-	t_end = t_start + (uint64_t)(cfg->seconds * 1e9);
-	for (now = load_now_ns(); now < t_end;) {
+	t_end = cfg->ops ? UINT64_MAX : t_start + (uint64_t)(cfg->seconds * 1e9);
+	for (now = load_now_ns(); now < t_end && !(cfg->ops && res->ops >= cfg->ops);) {
 		struct host_count c = { 0 };
 		uint64_t t0 = now;
 		uint32_t i;
@@ -176,6 +178,7 @@ static int measure(struct host_run *h, host_step_fn *step, struct load_result *r
 		/* A step of several calls: each its share of the step's time. */
 		for (i = 0; i < c.ops && !ret; i++)
 			ret = load_lat_add(&lat, (now - t0) / c.ops);
+		res->lat_backwards += now < t0;
 		if (ret)
 			break;
 		res->ops += c.ops;

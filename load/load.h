@@ -20,6 +20,7 @@ struct load_cfg {
 	uint32_t queue_depth;
 	uint32_t queues;
 	double seconds;
+	uint64_t ops;            /* --ops: the measured interval is this many answers, not seconds */
 	double warmup;
 	double idle;             /* --idle: connected, nothing in flight, after */
 	uint64_t file_size;
@@ -42,6 +43,10 @@ struct load_result {
 	double elapsed_s;
 	uint64_t ops, bytes, entries, cycles;
 	uint64_t errors;
+	/* Answers seen before their request was published: a latency that
+	 * would wrap (a clock or bookkeeping bug), counted so that a test can
+	 * see one without a bound on time. */
+	uint64_t lat_backwards;
 	/* Known quirks of the backend, not errors: DESTROY answered with no
 	 * bytes at all (the Rust virtiofsd). */
 	uint64_t quirk_destroy_empty;

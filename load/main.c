@@ -36,6 +36,9 @@ static void usage(FILE *f)
 "  --queue-depth N      requests in flight per request queue (default 16)\n"
 "  --queues N           request queues besides hiprio (default 1)\n"
 "  --seconds S          measured interval (default 5)\n"
+"  --ops N              measured interval: until N requests were answered (--host:\n"
+"                       until N calls, a step of several calls whole), however\n"
+"                       long that takes; instead of --seconds\n"
 "  --warmup S           unmeasured interval before it (default 1)\n"
 "  --idle S             then stay connected with nothing in flight for S s and\n"
 "                       report the daemon's CPU meanwhile (with --daemon-pid)\n"
@@ -121,7 +124,7 @@ static int parse_secs(const char *s, double *out)
 
 enum { O_SOCKET = 256, O_HOST, O_WORKLOAD, O_BS, O_QD, O_QUEUES, O_SECONDS, O_WARMUP,
        O_IDLE, O_COLD, O_FSIZE, O_DIRENT, O_PID, O_EIDX, O_POLL, O_PACKED, O_SEED, O_JSON, O_HELP,
-       O_MIGRATE, O_INODES, O_KEEP, O_WATCH, O_PUBLISH_BATCH };
+       O_MIGRATE, O_INODES, O_KEEP, O_WATCH, O_PUBLISH_BATCH, O_OPS };
 
 static int parse_args(int argc, char **argv, struct load_cfg *c)
 {
@@ -134,6 +137,7 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 		{ "queue-depth", required_argument, NULL, O_QD },
 		{ "queues", required_argument, NULL, O_QUEUES },
 		{ "seconds", required_argument, NULL, O_SECONDS },
+		{ "ops", required_argument, NULL, O_OPS },
 		{ "warmup", required_argument, NULL, O_WARMUP },
 		{ "idle", required_argument, NULL, O_IDLE },
 		{ "cold", required_argument, NULL, O_COLD },
@@ -165,6 +169,7 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 		case O_QD: bad |= parse_u32(optarg, 1, 1024, &c->queue_depth); break;
 		case O_QUEUES: bad |= parse_u32(optarg, 1, LOAD_MAX_QUEUES, &c->queues); break;
 		case O_SECONDS: bad |= parse_secs(optarg, &c->seconds); break;
+		case O_OPS: bad |= parse_size(optarg, &c->ops) || !c->ops; break;
 		case O_WARMUP: bad |= parse_secs(optarg, &c->warmup); break;
 		case O_IDLE: bad |= parse_secs(optarg, &c->idle); break;
 		case O_COLD: c->cold_dir = optarg; break;
@@ -295,9 +300,14 @@ int main(int argc, char **argv)
 	self_op = res.ops ? res.load_cpu_us / (double)res.ops : -1;
 	fill_op = res.fill_cpu_us >= 0 && res.ops ? res.fill_cpu_us / (double)res.ops : -1;
 
-	printf("workload %s: block size %u, queue depth %u x %u queue(s), %.1f s (warmup %.1f s), file %llu bytes\n",
-	       c.workload, c.block_size, c.queue_depth, c.queues, c.seconds, c.warmup,
-	       (unsigned long long)c.file_size);
+	if (c.ops)
+		printf("workload %s: block size %u, queue depth %u x %u queue(s), %" PRIu64 " answers (warmup %.1f s), file %llu bytes\n",
+		       c.workload, c.block_size, c.queue_depth, c.queues, c.ops, c.warmup,
+		       (unsigned long long)c.file_size);
+	else
+		printf("workload %s: block size %u, queue depth %u x %u queue(s), %.1f s (warmup %.1f s), file %llu bytes\n",
+		       c.workload, c.block_size, c.queue_depth, c.queues, c.seconds, c.warmup,
+		       (unsigned long long)c.file_size);
 	if (c.host_dir)
 		printf("backend: none, the host's own system calls in %s, one thread\n", c.host_dir);
 	else
@@ -341,14 +351,16 @@ int main(int argc, char **argv)
 		       "\"lat_p999_us\":%.2f,\"lat_mean_us\":%.2f,\"lat_max_us\":%.2f,"
 		       "\"daemon_cpu_us_per_op\":%.3f,\"load_cpu_us_per_op\":%.3f,\"fill_us_per_op\":%.3f,"
 		       "\"kicks\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"fuse_minor\":%u,"
-		       "\"idle_daemon_cpu_pct\":%.2f,\"watch_cpu_pct\":%.2f,\"errors\":%" PRIu64 ",\"quirk_destroy_empty\":%" PRIu64 ",\"aborted\":%s}\n",
+		       "\"idle_daemon_cpu_pct\":%.2f,\"watch_cpu_pct\":%.2f,\"errors\":%" PRIu64 ",\"quirk_destroy_empty\":%" PRIu64 ","
+		       "\"ops_target\":%" PRIu64 ",\"lat_backwards\":%" PRIu64 ",\"aborted\":%s}\n",
 		       c.workload, c.block_size, c.queue_depth, c.queues, c.seconds, c.warmup,
 		       (unsigned long long)c.file_size, res.event_idx ? "true" : "false",
 		       res.packed ? "true" : "false", c.poll ? "true" : "false",
 		       c.publish_batch ? "true" : "false", el, res.ops, res.cycles, res.entries, res.bytes,
 		       ops_s, mib_s, res.lat_p50_us, res.lat_p99_us, res.lat_p999_us,
 		       res.lat_mean_us, res.lat_max_us, cpu_op, self_op, fill_op, res.kicks, res.calls,
-		       res.proto_minor, idle_pct, watch_pct, res.errors, res.quirk_destroy_empty, ret ? "true" : "false");
+		       res.proto_minor, idle_pct, watch_pct, res.errors, res.quirk_destroy_empty, c.ops,
+		       res.lat_backwards, ret ? "true" : "false");
 	if (res.errors)
 		return 1;
 	return ret ? 2 : 0;

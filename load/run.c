@@ -305,8 +305,9 @@ int load_run(const struct load_cfg *cfg, struct load_result *res)
 	res->setup_s = (double)(load_now_ns() - t0) / 1e9;
 	r.cursor = 0;
 	ws = load_now_ns() + (uint64_t)(cfg->warmup * 1e9);
+	/* With --ops the window has no end in time: the engine closes it. */
 	ret = load_engine(&r, "workload", r.wl->next, r.wl->done, ws,
-			  ws + (uint64_t)(cfg->seconds * 1e9));
+			  cfg->ops ? UINT64_MAX : ws + (uint64_t)(cfg->seconds * 1e9));
 	evict_stop(&ev);
 	if (ret)
 		goto out;
@@ -322,6 +323,7 @@ out:
 	res->bytes = r.bytes;
 	res->entries = r.entries;
 	res->cycles = r.cycles;
+	res->lat_backwards = r.lat_backwards;
 	load_latency_summary(&r.lat, res);
 	res->daemon_cpu_us = (cfg->daemon_pid > 0 && (int64_t)r.cpu0_us >= 0 &&
 			      (int64_t)r.cpu1_us >= 0) ?
