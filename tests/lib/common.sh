@@ -106,6 +106,49 @@ start_daemon() {
     die "ferryfsd did not create $sock"
 }
 
+# A ferryfsd's end is part of what a test checks: README.md documents exit status 0 on SIGTERM
+# and when its frontend goes away. Both helpers below wait for the end (a hang is a failure too),
+# read the status with `wait`, so PID must be a child of the test's shell, and call the test's
+# fail unless it is 0; they return 0 when it was, else 1 with the reason in daemon_exit_why. A test
+# that kills -9 on purpose says so instead.
+#
+# stop_daemon PID [WHAT] [SECS]: SIGTERM, then the exit status within SECS (default 60).
+stop_daemon() {
+    kill -TERM "$1" 2>/dev/null || true
+    daemon_exit_status "$1" "${2:-ferryfsd}" "${3:-60}" "after SIGTERM"
+}
+# expect_daemon_exit PID [WHAT] [SECS]: its frontend is gone, so it ends by itself within SECS
+# (default 30; then SIGTERM, and a failure) with status 0.
+expect_daemon_exit() {
+    daemon_exit_status "$1" "${2:-ferryfsd}" "${3:-30}" "after its frontend went away"
+}
+daemon_exit_why=""
+daemon_exit_status() { # PID WHAT SECS WHEN
+    local pid=$1 what=$2 secs=$3 when=$4 t rc=0
+    daemon_exit_why=""
+    for ((t = 0; t < secs * 10; t++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid" 2>/dev/null || true
+        for ((t = 0; t < 100; t++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+        daemon_exit_why="still running $secs s $when; killed"
+    else
+        wait "$pid" 2>/dev/null || rc=$?
+        if ((rc == 127)); then
+            daemon_exit_why="no exit status to read (not a child of the test's shell)"
+        elif ((rc != 0)); then
+            daemon_exit_why="exited with status $rc $when, not 0$( ((rc > 128)) && echo " (signal $((rc - 128)))")"
+        fi
+    fi
+    [[ -n $daemon_exit_why ]] || return 0
+    fail "$what (pid $pid) $daemon_exit_why"
+    return 1
+}
+
 # start_stats_daemon NAME [ferryfsd args...]: a ferryfsd of its own for a
 # load test (ferryfs-load is its frontend): socket $tmp/NAME.sock, stats
 # socket $tmp/NAME.stats, share $tmp/share-NAME, --cache never, no sandbox
