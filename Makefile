@@ -2,6 +2,7 @@
 # `make fuzz` runs each libFuzzer target for FUZZ_SECONDS (default 300), `make install` installs,
 # `make stack` fetches the current test stack (QEMU 10, Linux 6.12, Rust virtiofsd) into the cache,
 # `make deb` builds the Debian package into DEB_OUT (`make deb-deps` installs its build tools).
+# `make xfstests` runs xfstests on ferryfsd and both virtiofsd (tests/xfstests/README.md).
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
@@ -10,7 +11,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 DEB_OUT ?= build-deb
 
-.PHONY: all deps stack check demo fuzz install deb deb-deps clean
+.PHONY: all deps stack check demo fuzz install deb deb-deps clean xfstests
 
 all: deps
 	@test -f $(BUILD)/build.ninja || meson setup $(BUILD)
@@ -27,6 +28,16 @@ check: all
 
 demo: all
 	scripts/demo.sh
+
+# xfstests' generic tests (FSTYP=virtiofs) in QEMU guests on ferryfsd, the Rust virtiofsd and QEMU's
+# C virtiofsd, one column each, resumable: XFSTESTS names tests, ranges or groups (default the
+# quick group), XFSTESTS_ARGS passes tests/xfstests/run.sh options (--daemons, --jobs, --fresh...;
+# default: the first 250 tests of the list, a few hours under TCG; XFSTESTS_ARGS= runs them all);
+# results and the table in $(BUILD)/xfstests.
+XFSTESTS ?= quick
+XFSTESTS_ARGS ?= --first 250
+xfstests: all
+	tests/xfstests/run.sh $(XFSTESTS_ARGS) $(XFSTESTS)
 
 fuzz: deps
 	FUZZ_BUILD=$(FUZZ_BUILD) fuzz/run.sh $(FUZZ_SECONDS)

@@ -11,7 +11,11 @@ pkgs=(meson ninja-build pkg-config gcc liburing-dev libseccomp-dev libcap-ng-dev
       uidmap  # newuidmap/newgidmap: --uid-map/--gid-map ranges without root (tests/security/unprivileged-test.sh)
       dpkg-dev debhelper fakeroot lintian  # make deb, tests/install/deb-test.sh (Build-Depends are above)
       debian-archive-keyring  # scripts/stack.sh checks bookworm-backports and trixie against it
-      glusterfs-server glusterfs-client)  # tests/dfs/: a GlusterFS volume in the test's own namespaces (tests/lib/gluster.sh)
+      glusterfs-server glusterfs-client  # tests/dfs/: a GlusterFS volume in the test's own namespaces (tests/lib/gluster.sh)
+      # tests/xfstests/: building xfstests (build.sh), and what its ./check runs in the guest, whose
+      # userland is this host's root shared read-only
+      make autoconf automake libtool-bin xfslibs-dev uuid-dev libacl1-dev libattr1-dev libaio-dev
+      libcap-dev libgdbm-dev libssl-dev xfsprogs psmisc bc gawk e2fsprogs)
 
 # One dpkg-query for all packages keeps the all-present case well under a second.
 missing=()

@@ -7,6 +7,7 @@
 #   --kernel F / --initrd F   override the images (e.g. --initrd DIR/initrd-fio.img for fio)
 #   --sock PATH       vhost-user-fs socket of a running daemon (virtio-fs mode)
 #   --9p DIR          share DIR with QEMU's built-in 9p server instead (comparison runs)
+#   --9p-readonly     the --9p share is read-only (the host's root as the guest's userland)
 #   --tag TAG         mount tag (default ferryfs)
 #   --cmd NAME        guest command: /cmds/NAME in the initrd, or an absolute guest path (default fsops)
 #   --args "A B"      arguments for the command (no commas)
@@ -32,7 +33,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/stack-lib.sh"
 guest="$(stack_guest_dir)"
 kernel="" initrd="" sock="" p9dir="" tag="ferryfs" cmd="fsops" args="" mntopts="" logf=""
-quiet=0 watch_pid="" timeout_s=300 no_reboot=(-no-reboot) mem="1G" smp=2 append="" extra=()
+p9ro="" quiet=0 watch_pid="" timeout_s=300 no_reboot=(-no-reboot) mem="1G" smp=2 append="" extra=()
 
 while (($#)); do
     case "$1" in
@@ -41,6 +42,7 @@ while (($#)); do
         --initrd) initrd="$2"; shift 2 ;;
         --sock) sock="$2"; shift 2 ;;
         --9p) p9dir="$2"; shift 2 ;;
+        --9p-readonly) p9ro=",readonly=on"; shift ;;
         --tag) tag="$2"; shift 2 ;;
         --cmd) cmd="$2"; shift 2 ;;
         --args) args="$2"; shift 2 ;;
@@ -97,7 +99,7 @@ if [[ -n "$sock" ]]; then
            -object "memory-backend-memfd,id=mem,size=$mem,share=on" -numa node,memdev=mem)
 else
     cmdline+=" ferryfs.fstype=9p"
-    qemu+=(-virtfs "local,path=$p9dir,mount_tag=$tag,security_model=passthrough,id=fs0")
+    qemu+=(-virtfs "local,path=$p9dir,mount_tag=$tag,security_model=passthrough,id=fs0$p9ro")
 fi
 qemu+=(-append "$cmdline" "${extra[@]}")
 
