@@ -97,15 +97,24 @@ flag() {  # TAG BIT -> 0/1
     sem_host readdirplus-no_readdirplus-off "$(( 1 - $(flag always 13) ))" "INIT $(sem_init_flags always)"
     sem_host writeback-agreed "$(flag wb 16)" "INIT $(sem_init_flags wb)"
     sem_host writeback-off-by-default "$(( 1 - $(flag ferryfs 16) ))" "INIT $(sem_init_flags ferryfs)"
-    # A shared writable mapping of a cache=never file works exactly when the guest agreed to
-    # --allow-mmap's flag (6.6+ guests do; 6.1 does not know it and refuses with ENODEV).
+    # A shared writable mapping of a cache=never file (--allow-mmap) is judged by the guest's
+    # kernel, not by what ferryfsd logs it agreed: FUSE_DIRECT_IO_ALLOW_MMAP came with Linux
+    # 6.6, so a 6.1 guest refuses the mapping (ENODEV) and a newer one maps, writes through it
+    # and msyncs, reads the bytes back, and the host's file holds them.
     shared="$(grep -a -m1 '^MMAP-SHARED ' <(tr -d '\r' <"$t/console.log") || echo 'MMAP-SHARED no-result')"
-    if (($(flag never 36))); then
-        sem_host mmap-shared-works-as-agreed "$([[ "$shared" == "MMAP-SHARED worked errno 0" ]] && echo 1)" \
-            "INIT $(sem_init_flags never) agreed DIRECT_IO_ALLOW_MMAP, guest: $shared"
+    kver="$(cat "$sem_guest_dir/kernel-version" 2>/dev/null)"
+    on_host="$(dd if="$t/never/mapped" bs=1 skip=4096 count=32 2>/dev/null | tr -d '\0')"
+    if [[ $kver =~ ^([0-9]+)\.([0-9]+) ]] && ((BASH_REMATCH[1] * 1000 + BASH_REMATCH[2] >= 6006)); then
+        sem_host mmap-shared-works-guest-6.6-or-later "$([[ "$shared" == "MMAP-SHARED worked errno 0" ]] && echo 1)" \
+            "guest $kver: $shared (INIT $(sem_init_flags never))"
+        sem_host mmap-shared-write-on-host "$([[ $on_host == written-through-a-shared-mapping ]] && echo 1)" \
+            "host file has '$on_host' at 4096"
+    elif [[ -n $kver ]]; then
+        sem_host mmap-shared-refused-guest-before-6.6 "$([[ "$shared" == "MMAP-SHARED refused errno 19" ]] && echo 1)" \
+            "guest $kver: $shared (want ENODEV)"
+        sem_host mmap-shared-nothing-on-host "$([[ -z $on_host ]] && echo 1)" "host file has '$on_host' at 4096"
     else
-        sem_host mmap-shared-refused-as-not-agreed "$([[ "$shared" == "MMAP-SHARED refused errno 19" ]] && echo 1)" \
-            "INIT $(sem_init_flags never) without DIRECT_IO_ALLOW_MMAP, guest: $shared (want ENODEV)"
+        sem_host guest-kernel-version-known 0 "no $sem_guest_dir/kernel-version"
     fi
     if [[ "$(cat "$sem_guest_dir/stack" 2>/dev/null)" == stable ]]; then
         sem_host allow-mmap-unknown-to-6.1 "$(( 1 - $(flag never 36) ))" "INIT $(sem_init_flags never)"

@@ -470,24 +470,44 @@ static void cmd_cache(const char *mnt, const char *mode)
 		close(fd);
 }
 
+/* The bytes cmd_mmap writes through a shared mapping, and where: the host
+ * finds them in the file (cache-test.sh). */
+#define MMAP_SHARED_TEXT "written-through-a-shared-mapping"
+#define MMAP_SHARED_OFF  4096
+
 /* Shared and private mappings of a DIRECT_IO (cache=never) file. */
 static void cmd_mmap(const char *mnt)
 {
 	int fd = open(path(mnt, "mapped"), O_RDWR);
-	void *p = fd >= 0 ? mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+	char *p = fd >= 0 ? mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+	char back[sizeof(MMAP_SHARED_TEXT)] = "";
+	const char *how = "refused";
+	int err = 0;
 
 	check("mmap-private", p != MAP_FAILED && !memcmp(p, "mapped", 6), "errno %d", errno);
 	if (p != MAP_FAILED)
 		munmap(p, 4096);
-	p = fd >= 0 ? mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
-	/* Whether this may work depends on the INIT flags (a 6.1 guest
+	p = fd >= 0 ? mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+	if (p == MAP_FAILED) {
+		err = errno;
+	} else {
+		/* Written through the mapping and synced: the host must then
+		 * hold it, and read(2) in the guest see it. */
+		memcpy(p + MMAP_SHARED_OFF, MMAP_SHARED_TEXT, strlen(MMAP_SHARED_TEXT));
+		if (msync(p, 8192, MS_SYNC) < 0)
+			err = errno, how = "msync-failed";
+		else if (pread(fd, back, strlen(MMAP_SHARED_TEXT), MMAP_SHARED_OFF) !=
+			 (ssize_t)strlen(MMAP_SHARED_TEXT) || strcmp(back, MMAP_SHARED_TEXT))
+			how = "read-back-differs";
+		else
+			how = "worked";
+		munmap(p, 8192);
+	}
+	/* Whether this may work depends on the guest's kernel (a 6.1 guest
 	 * predates FUSE_DIRECT_IO_ALLOW_MMAP and refuses with ENODEV; 6.6+
 	 * maps once it is agreed): the host judges this line. */
-	printf("MMAP-SHARED %s errno %d\n", p == MAP_FAILED ? "refused" : "worked",
-	       p == MAP_FAILED ? errno : 0);
+	printf("MMAP-SHARED %s errno %d\n", how, err);
 	fflush(stdout);
-	if (p != MAP_FAILED)
-		munmap(p, 4096);
 	if (fd >= 0)
 		close(fd);
 }
