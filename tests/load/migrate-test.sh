@@ -3,12 +3,15 @@
 #
 # Columns: virtiofsd-rs in find-paths and file-handles mode (when scripts/stack.sh has cached it),
 # and ferryfsd in the same two modes. Each: two daemons, one share, `ferryfs-load --socket A --migrate-to B --inodes N`:
-# exit 0, no wrong reply, the pages written while the source logged marked in its dirty log,
+# exit 0, no wrong reply, the dirty log offered (ferryfsd: README.md, docs/migration.md; the
+# reference may lack it, a note) and the pages written while the source logged marked in it, as
+# ferryfs-load reads the log's bits in its own memory,
 # every old node id answered GETATTR with its old inode number, every
 # held handle read back its data, the sampled LOOKUPs returned the old node ids, a stream was
 # sent. Then the same with B sharing an empty directory: the load must be refused (the oracle
 # can fail; the Rust virtiofsd in file-handles mode does not refuse: printed as a GAP). A daemon
-# without the DEVICE_STATE protocol feature (ferryfs-load exit 3) fails.
+# without the DEVICE_STATE protocol feature (ferryfs-load exit 3) fails. Every ferryfsd must end
+# with status 0 once ferryfs-load has left (README.md); the reference's status is printed.
 # Usage: migrate-test.sh [BUILD_DIR]   Env: MIGRATE_INODES (default 10000)
 # Exit 0 pass, 1 fail, 77 skip (jq missing, or no daemon here can migrate).
 set -uo pipefail
@@ -22,6 +25,7 @@ need_exec "$load" "$ferryfsd"
 make_tmp
 pids=()
 cleanup_cmds+=('for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done')
+col_pids=()  # the daemons of the part of a column under way
 
 # start DAEMON MODE SOCK DIR: one daemon on DIR listening on SOCK.
 start() {
@@ -37,14 +41,38 @@ start() {
         "$ferryfsd" --socket-path="$sock" --shared-dir="$dir" --cache=never --migration-mode="$mode" \
             >>"$sock.log" 2>&1 & ;;
     esac
-    pids+=($!)
+    pids+=($!) col_pids+=("$!:$sock")
     wait_socket "$sock" "$!"
+}
+
+# ended TAG: the part's daemons have lost their frontend: each ferryfsd must exit 0 by itself.
+ended() {
+    local e pid
+    for e in "${col_pids[@]}"; do
+        pid=${e%%:*}
+        if [[ $1 == ferryfsd* ]]; then
+            expect_daemon_exit "$pid" "[$1] ferryfsd on ${e#*:}" && echo "  ok   [$1] ferryfsd on $(basename "${e#*:}") exited 0"
+        else
+            local rc=0
+            wait_gone "$pid" 30 || kill -KILL "$pid" 2>/dev/null
+            wait "$pid" 2>/dev/null || rc=$?
+            echo "  note [$1] the reference on $(basename "${e#*:}") exited $rc"
+        fi
+    done
+    col_pids=()
+}
+# wait_gone PID SECS: true once PID has ended.
+wait_gone() {
+    local t
+    for ((t = 0; t < $2 * 10; t++)); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+    return 1
 }
 
 # column DAEMON MODE: the move and the refused move.
 column() {
     local d=$1 mode=$2 tag="$1 $2" share="$tmp/$1-$2" rc json
     mkdir -p "$share" "$share-empty"
+    col_pids=()
     say "[$tag] ferryfs-load --migrate-to, $inodes inodes"
     start "$d" "$mode" "$tmp/$d-$mode-a.sock" "$share" || { fail "[$tag] source did not start"; return; }
     start "$d" "$mode" "$tmp/$d-$mode-b.sock" "$share" || { fail "[$tag] destination did not start"; return; }
@@ -64,17 +92,26 @@ column() {
         check "[$tag] READ through every held handle" test "$(jq -r .reads <<<"$json")" = "$(jq -r .handles <<<"$json")"
         check "[$tag] LOOKUPs gave the old node ids" test "$(jq -r .lookups <<<"$json")" -gt 0
         check "[$tag] a state stream was sent" test "$(jq -r .stream_bytes <<<"$json")" -gt 0
+        # ferryfsd offers the dirty log QEMU needs before it migrates (README.md); the
+        # reference's lack of it is a note. The marks are read from the log's memory.
+        if [[ $d == ferryfsd ]]; then
+            check "[$tag] dirty log offered (VHOST_F_LOG_ALL, LOG_SHMFD) and the move announced" \
+                test "$(jq -r .announced <<<"$json")" = true
+        fi
         if [[ $(jq -r .announced <<<"$json") == true ]]; then
-            check "[$tag] dirty log: every page written while logging is marked" \
+            check "[$tag] dirty log: every page written while logging is marked ($(jq -r .log_marked <<<"$json") of $(jq -r .log_expected <<<"$json"))" \
                 test "$(jq -r .log_marked <<<"$json")" = "$(jq -r .log_expected <<<"$json")"
+            check "[$tag] dirty log: pages were written while logging" test "$(jq -r .log_expected <<<"$json")" -gt 0
         else
             echo "  note [$tag] no dirty log offered (VHOST_F_LOG_ALL, LOG_SHMFD): not announced"
         fi
     else
         check "[$tag] last line is a JSON object" false
     fi
+    ended "$tag"
 
     # The same move into a daemon sharing an empty directory: nothing to reopen, so refused.
+    col_pids=()
     start "$d" "$mode" "$tmp/$d-$mode-c.sock" "$share" || { fail "[$tag] second source did not start"; return; }
     start "$d" "$mode" "$tmp/$d-$mode-d.sock" "$share-empty" || { fail "[$tag] empty destination did not start"; return; }
     timeout 120 "$load" --socket "$tmp/$d-$mode-c.sock" --migrate-to "$tmp/$d-$mode-d.sock" \
@@ -91,6 +128,7 @@ column() {
     else
         check "$what (exit $rc)" false
     fi
+    ended "$tag"
 }
 
 if "$rs" --version >/dev/null 2>&1; then
