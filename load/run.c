@@ -311,8 +311,13 @@ int load_run(const struct load_cfg *cfg, struct load_result *res)
 	evict_stop(&ev);
 	if (ret)
 		goto out;
-	if (cfg->idle > 0)
+	if (cfg->idle > 0) {
+		/* A test that reads the daemon's state while it idles waits for
+		 * this line, not for a guess at how long the run takes. */
+		fprintf(stderr, "ferryfs-load: idle for %.1f s, rings set up, nothing in flight\n",
+			cfg->idle);
 		res->idle_daemon_cpu_us = load_idle_cpu_us(cfg->daemon_pid, cfg->idle);
+	}
 teardown:
 	ret = teardown(&r);
 out:
