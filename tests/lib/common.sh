@@ -108,9 +108,10 @@ start_daemon() {
 
 # A ferryfsd's end is part of what a test checks: README.md documents exit status 0 on SIGTERM
 # and when its frontend goes away. Both helpers below wait for the end (a hang is a failure too),
-# read the status with `wait`, so PID must be a child of the test's shell, and call the test's
-# fail unless it is 0; they return 0 when it was, else 1 with the reason in daemon_exit_why. A test
-# that kills -9 on purpose says so instead.
+# read the status with `wait`, so PID must be a child of the test's shell, and unless it is 0
+# call the test's fail with two arguments, which daemon and why (fail MESSAGE... joins them, a
+# table's fail NAME REASON takes them apart); they return 0 when it was, else 1 with the reason
+# in daemon_exit_why. A test that kills -9 on purpose says so instead.
 #
 # stop_daemon PID [WHAT] [SECS]: SIGTERM, then the exit status within SECS (default 60).
 stop_daemon() {
@@ -145,7 +146,7 @@ daemon_exit_status() { # PID WHAT SECS WHEN
         fi
     fi
     [[ -n $daemon_exit_why ]] || return 0
-    fail "$what (pid $pid) $daemon_exit_why"
+    fail "$what (pid $pid)" "$daemon_exit_why"
     return 1
 }
 
