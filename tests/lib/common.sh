@@ -124,16 +124,22 @@ expect_daemon_exit() {
     daemon_exit_status "$1" "${2:-ferryfsd}" "${3:-30}" "after its frontend went away"
 }
 daemon_exit_why=""
+# daemon_alive PID: running; a zombie not yet reaped by the shell has ended (kill -0 reaches it).
+daemon_alive() {
+    local st
+    st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
+    [[ -n $st && ${st%% *} != Z ]]
+}
 daemon_exit_status() { # PID WHAT SECS WHEN
     local pid=$1 what=$2 secs=$3 when=$4 t rc=0
     daemon_exit_why=""
     for ((t = 0; t < secs * 10; t++)); do
-        kill -0 "$pid" 2>/dev/null || break
+        daemon_alive "$pid" || break
         sleep 0.1
     done
-    if kill -0 "$pid" 2>/dev/null; then
+    if daemon_alive "$pid"; then
         kill -TERM "$pid" 2>/dev/null || true
-        for ((t = 0; t < 100; t++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        for ((t = 0; t < 100; t++)); do daemon_alive "$pid" || break; sleep 0.1; done
         kill -KILL "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
         daemon_exit_why="still running $secs s $when; killed"
