@@ -72,8 +72,7 @@ if wait_pidfile "$npid"; then
         grep -q 'waiting for a vhost-user frontend' "$tmp/nosandbox.out" && break
         sleep 0.1
     done
-    kill -TERM "$npid"
-    wait "$npid" 2>/dev/null || true
+    stop_daemon "$npid" "--sandbox=none daemon" && pass "--sandbox=none: exit status 0 on SIGTERM"
     if [[ ! -e "$sock" && ! -e "$pidfile" ]]; then
         pass "--sandbox=none: socket and pid file removed at exit"
     else
@@ -89,6 +88,7 @@ fi
 kpid=$!
 cleanup_pids+=("$kpid")
 wait_socket "$sock" "$kpid" || true
+# Deliberately SIGKILL, not stop_daemon: what a killed daemon leaves behind is the point.
 kill -KILL "$kpid"
 wait "$kpid" 2>/dev/null || true
 # Under the namespace sandbox the serving child outlives the killed parent
@@ -107,6 +107,5 @@ if wait_pidfile "$rpid" && [[ -S "$sock" ]]; then
 else
     fail "could not start over a SIGKILLed daemon's leftovers: $(cat "$tmp/restart.out")"
 fi
-kill -TERM "$rpid" 2>/dev/null || true
-wait "$rpid" 2>/dev/null || true
+stop_daemon "$rpid" "restarted daemon" && pass "the restarted daemon exits 0 on SIGTERM"
 finish

@@ -73,8 +73,7 @@ fi
 lpid=$!
 cleanup_pids+=("$lpid")
 if wait_socket "$tmp/level.sock" "$lpid"; then
-    kill -TERM "$lpid"
-    wait "$lpid" || true
+    stop_daemon "$lpid" "--log-level=warn daemon" && pass "--log-level=warn: exit status 0 on SIGTERM"
     if grep -q 'info:' "$tmp/level.out"; then
         fail "--log-level=warn still logged info lines: $(grep -m1 'info:' "$tmp/level.out")"
     else
