@@ -14,7 +14,7 @@ py=python3
 [[ -x /usr/bin/python3 ]] && py=/usr/bin/python3
 helper=("$py" "$repo/tests/e2e/migration-helper.py")
 source "$repo/tests/lib/vring.sh"
-declare -A dpid qpid
+declare -A dpid qpid d_stopped
 mig_exec=()
 mig_mem=256M
 
@@ -36,7 +36,7 @@ d_start() {
         "${mig_exec[@]}" "${unpriv_prefix[@]}" "$ferryfsd" --socket-path="$sock" --shared-dir="$dir" --cache=never \
             --migration-mode="$mode" --migration-on-error="$onerr" "$@" >>"$tmp/d$n.log" 2>&1 &
     fi
-    dpid[$n]=$!
+    dpid[$n]=$! d_stopped[$n]=""
     wait_socket "$sock" "${dpid[$n]}" 10 || return 1
     [[ $mig_daemon == virtiofsd-rs ]] || unpriv_runs_as_user "${dpid[$n]}" ||
         { echo "ferryfsd $n does not run as $unpriv_user" >>"$tmp/d$n.log"; return 1; }
@@ -80,11 +80,19 @@ vm_start() {
     fi
 }
 
-# vm_stop N: QEMU N and its daemon gone (the daemon ends when its front-end leaves).
+# vm_stop N: QEMU N and its daemon gone (the daemon ends when its front-end leaves). A ferryfsd
+# must end by itself with status 0 (README.md; expect_daemon_exit fails the test otherwise),
+# whether its VM was migrated away, refused a state or never moved; the reference's status is
+# not judged.
 vm_stop() {
     local n=$1
     [[ -n ${qpid[$n]:-} ]] && { kill -TERM "${qpid[$n]}" 2>/dev/null; wait_gone "${qpid[$n]}" 10 || kill -KILL "${qpid[$n]}" 2>/dev/null; }
-    [[ -n ${dpid[$n]:-} ]] && { wait_gone "${dpid[$n]}" 5 || kill -TERM "${dpid[$n]}" 2>/dev/null; wait_gone "${dpid[$n]}" 5 || kill -KILL "${dpid[$n]}" 2>/dev/null; }
+    if [[ -n ${dpid[$n]:-} && $mig_daemon != virtiofsd-rs && -z ${d_stopped[$n]:-} ]]; then
+        expect_daemon_exit "${dpid[$n]}" "ferryfsd of VM $n" 30 || true
+    elif [[ -n ${dpid[$n]:-} ]]; then
+        wait_gone "${dpid[$n]}" 5 || kill -TERM "${dpid[$n]}" 2>/dev/null; wait_gone "${dpid[$n]}" 5 || kill -KILL "${dpid[$n]}" 2>/dev/null
+    fi
+    [[ -z ${dpid[$n]:-} ]] || d_stopped[$n]=1
     return 0
 }
 
