@@ -43,7 +43,8 @@ for op in ${rounds[*]}; do
         fsyncdir)
             mkdir \$f && echo "entry of \$op" >\$f/entry || { echo "DURABLE \$op write-failed"; exit 1; } ;;
         *)
-            # The fd stays open: no close (FLUSH) sends the data, the sync has to.
+            # The fd stays open: no close (FLUSH) sends the data; the sync does, unless the
+            # guest's own writeback got there first (then the host saw the writes earlier).
             exec 3>\$f
             yes "durable \$op" | head -c $size >&3 || { echo "DURABLE \$op write-failed"; exit 1; } ;;
     esac
