@@ -1,4 +1,5 @@
-# Entry points: `make` builds, `make check` runs every test, `make demo` shows ferryfsd serving a guest,
+# Entry points: `make` builds, `make check` runs the tests, `make check-long` them and their long parts (reference
+# columns, the full reboot loop, longer fuzzing: tests/README.md), `make demo` shows ferryfsd serving a guest,
 # `make fuzz` runs each libFuzzer target for FUZZ_SECONDS (default 300), `make install` installs,
 # `make stack` fetches the current test stack (QEMU 10, Linux 6.12, Rust virtiofsd) into the cache,
 # `make deb` builds the Debian package into DEB_OUT (`make deb-deps` installs its build tools).
@@ -11,7 +12,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 DEB_OUT ?= build-deb
 
-.PHONY: all deps stack check demo fuzz install deb deb-deps clean xfstests
+.PHONY: all deps stack check check-long demo fuzz install deb deb-deps clean xfstests
 
 all: deps
 	@test -f $(BUILD)/build.ninja || meson setup $(BUILD)
@@ -25,6 +26,9 @@ stack: deps
 
 check: all
 	scripts/check.sh
+
+check-long: all
+	FERRYFS_CHECK_LONG=1 scripts/check.sh
 
 demo: all
 	scripts/demo.sh

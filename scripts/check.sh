@@ -7,7 +7,14 @@ cd "$(dirname "$0")/.."
 # Every run writes its own JSON log (--logbase), which tests/lib/summary.py
 # counts; a failed test's FAIL lines are repeated at the end, and so is a
 # skip that tests/expected-skips does not expect on this machine (a failure).
+#
+# FERRYFS_CHECK_LONG=1 (make check-long) runs the tests of suite "long" too,
+# and the tests that read it add their long parts: reference columns, the
+# full reboot loop, longer fuzzing (tests/README.md lists them). make check
+# leaves them out to stay short enough to run on every change.
 summary_args=(--started "$(date +%s)")
+long=${FERRYFS_CHECK_LONG:-0}
+[[ $long == 1 ]] && export FERRYFS_CHECK_LONG=1 || unset FERRYFS_CHECK_LONG
 
 # run_meson BUILD LOGBASE [meson test options...]
 run_meson() {
@@ -46,7 +53,8 @@ if [ -n "${FERRYFS_CHECK_SUITES:-}" ]; then
 	suites=()
 	for s in $FERRYFS_CHECK_SUITES; do suites+=(--suite "$s"); done
 fi
-echo "=== shell tests"
+[[ $long == 1 ]] || suites+=(--no-suite long)
+echo "=== shell tests$([[ $long == 1 ]] && echo ", the long ones included (FERRYFS_CHECK_LONG=1)")"
 run_meson build scripts "${suites[@]}" --verbose
 
 exec python3 tests/lib/summary.py --registered build "${summary_args[@]}"
