@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# make check (suite dfs): the fsops guest battery with the share on a GlusterFS mount (ferryfsd with fsops' options, the Rust virtiofsd as reference), each difference from a local share explained in gluster-known-differences; then a file replaced through the other mount while the guest holds it (ESTALE).
+# make check (suite dfs): the fsops guest battery with the share on a GlusterFS mount (ferryfsd with fsops' options; make check-long adds the Rust virtiofsd as reference), each difference from a local share explained in gluster-known-differences; then a file replaced through the other mount while the guest holds it (ESTALE).
 #
 # Usage: gluster-fsops-test.sh        Env: FERRYFSD, FERRYFS_E2E_KEEP=1, FERRYFS_E2E_TIMEOUT
-#        FERRYFS_GLUSTER_DAEMONS="ferryfsd virtiofsd-rs"  fsops columns (virtiofsd-rs: reference);
+#        FERRYFS_GLUSTER_DAEMONS="ferryfsd"  fsops columns; "ferryfsd virtiofsd-rs" (virtiofsd-rs:
+#                                  the reference) with FERRYFS_CHECK_LONG=1 (make check-long);
 #                                  "none" runs only the ESTALE part
 #        FERRYFS_GLUSTER_MOUNT_OPTS  mount.glusterfs options for both mounts (tests/lib/gluster.sh)
 #        FERRYFSD_ARGS             extra ferryfsd arguments for the ESTALE run (e.g. -d)
@@ -23,7 +24,10 @@ gluster_need
 need_built "$ferryfsd"
 gluster_guest_prepare
 known="$here/gluster-known-differences"
-read -r -a columns <<<"${FERRYFS_GLUSTER_DAEMONS:-ferryfsd virtiofsd-rs}"
+# The reference column costs a guest boot and decides nothing: make check-long runs it.
+default_columns=ferryfsd
+[[ ${FERRYFS_CHECK_LONG:-} != 1 ]] || default_columns="ferryfsd virtiofsd-rs"
+read -r -a columns <<<"${FERRYFS_GLUSTER_DAEMONS:-$default_columns}"
 make_tmp
 gluster_start
 a=$gluster_a b=$gluster_b

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make check test: ferryfsd with num-request-queues=1,2,4 serving a 2-vCPU Linux 6.12 guest (current stack) under parallel fio, dd/cat, create/rename/unlink and appends; the Rust virtiofsd beside it.
+# make check test: ferryfsd with num-request-queues=1,2,4 serving a 2-vCPU Linux 6.12 guest (current stack) under parallel fio, dd/cat, create/rename/unlink and appends; make check-long adds the Rust virtiofsd beside it.
 #
 # One boot, one device per daemon (tags q1, q2, q4: ferryfsd --cache=never with 1, 2 and 4 request
 # queues; rs1: the Rust virtiofsd with 1 queue, a reference column). On each share the guest runs,
@@ -8,7 +8,8 @@
 # then cat back through md5sum, create+rename(+unlink every other) in one directory, and appends of
 # whole lines to one file. Oracles: the guest's tmpfs (the same directory workload run there, the
 # md5 of the source files) and the host's view of each share afterwards. A second boot asks the Rust
-# virtiofsd for 2 queues: it refuses (recorded, never a failure).
+# virtiofsd for 2 queues: it refuses (recorded, never a failure). rs1 and that boot only with
+# FERRYFS_CHECK_LONG=1 (make check-long).
 #
 # Checked for each ferryfsd share: every request queue the guest's driver made carries requests
 # (`ferryfsd --stats=SOCK --json`, queues 1..N), the driver made min(N, vCPUs) of them (6.12 caps
@@ -120,10 +121,13 @@ add_device q1 ferryfsd 1
 add_device q2 ferryfsd 2
 add_device q4 ferryfsd 4
 # The reference columns (rs1, and rs2's second boot) are the root run's: a run about ferryfsd as
-# an ordinary user leaves them out, which keeps it near a minute.
+# an ordinary user leaves them out, which keeps it near a minute, and so does make check; make
+# check-long (FERRYFS_CHECK_LONG=1) runs them.
 reference=0
 if unpriv_active; then
     say "no reference columns: this run is about ferryfsd as $unpriv_user"
+elif [[ ${FERRYFS_CHECK_LONG:-} != 1 ]]; then
+    say "no reference columns in make check (make check-long, FERRYFS_CHECK_LONG=1, adds them)"
 elif "$here/virtiofsd-rs" --version >/dev/null 2>&1; then
     reference=1
     add_device rs1 virtiofsd-rs 1
@@ -337,7 +341,7 @@ for t in "${tags[@]}"; do
 done
 
 # Side by side: the Rust virtiofsd asked for 2 request queues.
-rs2="not run (Rust virtiofsd not cached, or ferryfsd as an ordinary user)"
+rs2="not run (Rust virtiofsd not cached, ferryfsd as an ordinary user, or not make check-long)"
 if ((reference)); then
     mkdir -p "$tmp/rs2"
     "$here/virtiofsd-rs" --socket-path="$tmp/rs2.sock" --shared-dir="$tmp/rs2" --cache=never \

@@ -82,6 +82,9 @@ if unpriv_active; then
     say "no reference column: this run is about ferryfsd as $unpriv_user, one boot"
 elif [[ -n "${FERRYFS_SHARE_ROOT:-}" ]]; then
     say "no reference column: this run is about ferryfsd on $FERRYFS_SHARE_ROOT, one boot"
+elif [[ ${FERRYFS_CHECK_LONG:-} != 1 ]]; then
+    # A second boot that decides nothing: make check-long runs it.
+    say "no reference column in make check (make check-long, FERRYFS_CHECK_LONG=1, adds it), one boot"
 elif stack_rust_reference; then
     ref_name=virtiofsd-rs
     ref_out="$(run_one virtiofsd-rs "$stack_virtiofsd_rs" --shared-dir="$tmp/virtiofsd-rs" 2>&1 || true)"

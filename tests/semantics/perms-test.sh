@@ -37,9 +37,13 @@ sem_daemon fkp "$kp" --killpriv-v2
 columns=(ferryfsd)
 parts="${FERRYFS_PERMS_PARTS:-plain acl killpriv-v2}"
 # The reference columns run the plain matrix only: they decide nothing, and each ACL run costs
-# minutes of guest time under TCG. A run about ferryfsd as an ordinary user leaves them out.
+# minutes of guest time under TCG. A run about ferryfsd as an ordinary user leaves them out, and
+# so does make check: the plain matrix alone is a good part of this test's guest time, so make
+# check-long (FERRYFS_CHECK_LONG=1) runs them.
 if unpriv_active; then
     sem_say "no reference columns: this run is about ferryfsd as $unpriv_user"
+elif [[ ${FERRYFS_CHECK_LONG:-} != 1 ]]; then
+    sem_say "no reference columns in make check (make check-long, FERRYFS_CHECK_LONG=1, adds them)"
 elif [[ -x "$virtiofsd" ]]; then
     sem_daemon_cmd vd "$vd" "$virtiofsd" --socket-path="$t/vd.sock" -o source="$vd" -o cache=auto
     columns+=(virtiofsd)
@@ -47,7 +51,7 @@ else
     sem_say "note: no $virtiofsd, no C virtiofsd column"
 fi
 # The Rust virtiofsd beside a 6.12 guest, where users pick it (perms-current-test.sh).
-if unpriv_active; then
+if unpriv_active || [[ ${FERRYFS_CHECK_LONG:-} != 1 ]]; then
     :
 elif stack_rust_reference; then
     sem_daemon_cmd rd "$rd" "$stack_virtiofsd_rs" --socket-path="$t/rd.sock" --shared-dir="$rd" --cache=auto

@@ -92,6 +92,9 @@ ref_run() {
 # Rust virtiofsd on current; both with the same map and capabilities.
 if [[ -n "${FERRYFS_SHARE_ROOT:-}" ]]; then
     sem_say "no reference column: this run is about ferryfsd on $FERRYFS_SHARE_ROOT"
+elif [[ ${FERRYFS_CHECK_LONG:-} != 1 ]]; then
+    # A second boot that decides nothing: make check-long runs it.
+    sem_say "no reference column in make check (make check-long, FERRYFS_CHECK_LONG=1, adds it)"
 elif stack_rust_reference; then
     prepare "$sem_tmp/virtiofsd-rs"
     ref_run virtiofsd-rs "$stack_virtiofsd_rs" --socket-path="$sem_tmp/virtiofsd-rs.sock" --shared-dir="$sem_tmp/virtiofsd-rs" \
