@@ -339,6 +339,15 @@ for t in "${tags[@]}"; do
     wait "$p" 2>/dev/null || drc=$?
     [[ ${daemon[$t]} == ferryfsd ]] && check "$t-daemon_exit" "$([[ $drc == 0 ]] && echo 1)" "exit $drc"
 done
+# The main share's ferryfsd too.
+drc=0
+for ((i = 0; i < 100; i++)); do kill -0 "$main_pid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$main_pid" 2>/dev/null; then
+    drc=still-running
+    kill -KILL "$main_pid" 2>/dev/null || true
+fi
+wait "$main_pid" 2>/dev/null || drc=$?
+check main-daemon_exit "$([[ $drc == 0 ]] && echo 1)" "exit $drc"
 
 # Side by side: the Rust virtiofsd asked for 2 request queues.
 rs2="not run (Rust virtiofsd not cached, ferryfsd as an ordinary user, or not make check-long)"
