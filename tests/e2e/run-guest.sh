@@ -42,7 +42,9 @@ while (($#)); do
         --initrd) initrd="$2"; shift 2 ;;
         --sock) sock="$2"; shift 2 ;;
         --9p) p9dir="$2"; shift 2 ;;
-        --9p-readonly) p9ro=",readonly=on"; shift ;;
+        # The host's root spans several file systems; remapping keeps their inode numbers apart,
+        # or the guest's 9p client takes /proc, /sys and /dev (each inode 1) for one directory.
+        --9p-readonly) p9ro=",readonly=on,multidevs=remap"; shift ;;
         --tag) tag="$2"; shift 2 ;;
         --cmd) cmd="$2"; shift 2 ;;
         --args) args="$2"; shift 2 ;;
