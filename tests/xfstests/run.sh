@@ -27,11 +27,10 @@
 #       or a daemon ended otherwise; 77 xfstests or a stack cannot be had (the reason said).
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo="$(cd "$here/../.." && pwd)"
+name=xfstests
+# repo, build, ferryfsd, wait_socket and expect_daemon_exit
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 source "$repo/tests/e2e/stack-lib.sh"
-build="${MESON_BUILD_ROOT:-$repo/build}"
-ferryfsd="${FERRYFSD:-$build/ferryfsd}"
 
 daemons="ferryfsd virtiofsd-rs virtiofsd" first=0 jobs="$(nproc)" out="$build/xfstests" fresh=0
 test_timeout=900 fs_size=3G ferryfsd_args="" table=1 specs=()
@@ -168,10 +167,11 @@ EOF
             "${argv[@]}" >"$ldir/daemon-$s-$boot.log" 2>&1 &
             pids+=($!)
         done
-        for s in test scratch; do
-            local i
-            for ((i = 0; i < 100; i++)); do [[ -S "$ldir/$s.sock" ]] && break; sleep 0.1; done
-            [[ -S "$ldir/$s.sock" ]] || { log "$daemon lane $n: the $s daemon did not listen: $(tail -2 "$ldir/daemon-$s-$boot.log")"; kill "${pids[@]}" 2>/dev/null; return 1; }
+        local i
+        for i in 0 1; do
+            s=$([[ $i == 0 ]] && echo test || echo scratch)
+            wait_socket "$ldir/$s.sock" "${pids[i]}" ||
+                { log "$daemon lane $n: the $s daemon did not listen: $(tail -2 "$ldir/daemon-$s-$boot.log")"; kill "${pids[@]}" 2>/dev/null; return 1; }
         done
         FERRYFS_STACK=$stack "$repo/tests/e2e/run-guest.sh" --guest "$guest" --9p / --9p-readonly \
             --tag hostroot --mntopts ro,cache=loose --cmd xfstests --mem 2G --smp "$smp" --quiet \
@@ -215,14 +215,10 @@ EOF
             sleep 2
         done
         wait "$gpid" 2>/dev/null || true
-        # The daemons end when their frontend goes away, with status 0.
+        # The daemons end by themselves when their frontend goes away, with status 0.
         local p ok=1
         for p in "${pids[@]}"; do
-            for ((i = 0; i < 50; i++)); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
-            kill -TERM "$p" 2>/dev/null || true
-            local drc=0
-            wait "$p" || drc=$?
-            ((drc == 0)) || ok=0
+            expect_daemon_exit "$p" "$daemon lane $n boot $boot" || ok=0
         done
         if ((!ok)); then
             log "$daemon lane $n boot $boot: a daemon exited non-zero (logs: $ldir/daemon-*-$boot.log)"
