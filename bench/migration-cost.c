@@ -62,13 +62,13 @@ static int gen_inode(void *arg, struct mig_inode *out)
 		g->fh.size = 40;
 		memset(g->fh.bytes, 0xa5, 40);
 		memcpy(g->fh.bytes, &i, sizeof(i));
-		out->flags |= MIG_INODE_HANDLE;
-		out->handle = &g->fh;
+		out->flags |= MIG_INODE_FILE_HANDLE;
+		out->file_handle = &g->fh;
 	}
 	return 1;
 }
 
-static int gen_handle(void *arg, struct mig_handle *out)
+static int gen_open_file(void *arg, struct mig_open_file *out)
 {
 	struct gen *g = arg;
 
@@ -77,7 +77,7 @@ static int gen_handle(void *arg, struct mig_handle *out)
 	out->fh = ++g->h;
 	out->nodeid = nodeid_of(DIRS + g->h);
 	out->open_flags = O_RDWR;
-	out->kind = MIG_HANDLE_FILE;
+	out->kind = MIG_OPEN_REGULAR;
 	return 1;
 }
 
@@ -100,7 +100,7 @@ int main(int argc, char **argv)
 	struct gen g = { .n = 100000 };
 	struct mig_source src = { .session = &session, .options = &options,
 				  .counters = &counters, .next_inode = gen_inode,
-				  .next_handle = gen_handle, .arg = &g };
+				  .next_open_file = gen_open_file, .arg = &g };
 	double best_enc = 1e9, best_dec = 1e9;
 	size_t stream = 0, held = 0;
 	struct rusage ru;

@@ -380,7 +380,7 @@ static void init_request(struct init_req *r)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct passthrough_opts pt_opts = { .shared_dir = cy.share, .timeout = -1 };
-	struct fuse_session_opts se_opts = {
+	struct fuse_server_opts se_opts = {
 		.max_write = 128 * 1024,
 	};
 	struct pt_session ses;

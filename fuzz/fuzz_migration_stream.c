@@ -24,8 +24,8 @@ struct seed {
 	struct mig_inode inodes[8];
 	struct mig_file_handle fh;
 	size_t n_inodes;
-	struct mig_handle handles[3];
-	size_t n_handles;
+	struct mig_open_file open_files[3];
+	size_t n_open_files;
 	struct mig_lock locks[2];
 	size_t n_locks;
 };
@@ -40,7 +40,7 @@ static void write_one(const char *dir, const char *name, struct seed *s,
 	struct mig_arrays a = { .session = session, .options = &opts,
 				.counters = &counters,
 				.inodes = s->inodes, .n_inodes = s->n_inodes,
-				.handles = s->handles, .n_handles = s->n_handles,
+				.open_files = s->open_files, .n_open_files = s->n_open_files,
 				.locks = s->locks, .n_locks = s->n_locks };
 	struct mig_buf b = { 0 };
 	struct mig_state *st;
@@ -66,8 +66,8 @@ static void add_inode(struct seed *s, uint64_t id, uint32_t type, uint32_t flags
 	*in = (struct mig_inode){ .nodeid = id, .nlookup = 1, .generation = id,
 				  .type = type, .flags = flags, .parent = parent,
 				  .name = name, .name_len = name ? strlen(name) : 0 };
-	if (flags & MIG_INODE_HANDLE)
-		in->handle = &s->fh;
+	if (flags & MIG_INODE_FILE_HANDLE)
+		in->file_handle = &s->fh;
 }
 
 static void write_seeds(const char *dir)
@@ -86,15 +86,15 @@ static void write_seeds(const char *dir)
 					 .bytes = { 1, 2, 3, 4, 5, 6, 7, 8 } };
 	add_inode(&s, 2, S_IFDIR, MIG_INODE_PATH, 1, "dir");
 	add_inode(&s, 3, S_IFREG, MIG_INODE_PATH, 2, "file");
-	add_inode(&s, 4, S_IFREG, MIG_INODE_UNLINKED | MIG_INODE_HANDLE, 0, NULL);
+	add_inode(&s, 4, S_IFREG, MIG_INODE_UNLINKED | MIG_INODE_FILE_HANDLE, 0, NULL);
 	add_inode(&s, 5, S_IFLNK, MIG_INODE_PATH, 1, "link");
 	add_inode(&s, 6, S_IFREG, MIG_INODE_UNLINKED, 0, NULL);
-	s.handles[s.n_handles++] = (struct mig_handle){ .fh = 1, .nodeid = 2,
-		.open_flags = O_RDONLY | O_DIRECTORY, .kind = MIG_HANDLE_DIR };
-	s.handles[s.n_handles++] = (struct mig_handle){ .fh = 2, .nodeid = 3,
-		.open_flags = O_RDWR | O_APPEND, .kind = MIG_HANDLE_FILE };
-	s.handles[s.n_handles++] = (struct mig_handle){ .fh = 7, .nodeid = 4,
-		.open_flags = O_WRONLY, .kind = MIG_HANDLE_FILE };
+	s.open_files[s.n_open_files++] = (struct mig_open_file){ .fh = 1, .nodeid = 2,
+		.open_flags = O_RDONLY | O_DIRECTORY, .kind = MIG_OPEN_DIR };
+	s.open_files[s.n_open_files++] = (struct mig_open_file){ .fh = 2, .nodeid = 3,
+		.open_flags = O_RDWR | O_APPEND, .kind = MIG_OPEN_REGULAR };
+	s.open_files[s.n_open_files++] = (struct mig_open_file){ .fh = 7, .nodeid = 4,
+		.open_flags = O_WRONLY, .kind = MIG_OPEN_REGULAR };
 	s.locks[s.n_locks++] = (struct mig_lock){ .nodeid = 3, .owner = 0x55, .start = 10,
 		.end = 20, .pid = 9, .kind = MIG_LOCK_POSIX, .type = MIG_LOCK_WRITE };
 	s.locks[s.n_locks++] = (struct mig_lock){ .nodeid = 3, .owner = 2, .start = 0,
@@ -117,7 +117,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	mig_limits_default(&limits);
 	limits.max_stream_bytes = 1 << 20;
 	limits.max_inodes = 4096;
-	limits.max_handles = 1024;
+	limits.max_open_files = 1024;
 	limits.max_locks = 1024;
 	if (fuzz_seed_dir()) {
 		write_seeds(fuzz_seed_dir());

@@ -94,10 +94,10 @@ static int fz_load(void *opaque, int fd, char *reason, size_t reason_size)
 	return 0;
 }
 
-static const struct ferry_handler fz_ops = {
+static const struct ferry_service fz_ops = {
 	.start = fz_queue_start,
 	.stop = fz_queue_stop,
-	.handle = fz_handle,
+	.serve = fz_handle,
 	.save_state = fz_save,
 	.load_state = fz_load,
 };

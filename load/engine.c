@@ -37,7 +37,7 @@ static int kick(struct lq *q)
 	for (i = 0; i < q->npend; i++)
 		q->slots[q->pend[i]].fc.t_submit = t;
 	q->npend = 0;
-	return vu_queue_kick(q->vq);
+	return fe_queue_kick(q->vq);
 }
 
 static int submit(struct run *r, struct lq *q, struct fc_slot *s)
@@ -45,7 +45,7 @@ static int submit(struct run *r, struct lq *q, struct fc_slot *s)
 	int ret;
 
 	fc_finish(s);
-	ret = vu_queue_add(q->vq, s->index, s->seg, s->nseg);
+	ret = fe_queue_add(q->vq, s->index, s->seg, s->nseg);
 	if (ret)
 		return ret;
 	s->busy = true;
@@ -230,7 +230,7 @@ static int wait_calls(struct run *r, int timeout_ms)
 
 		if (!q->inflight)
 			continue;
-		if (vu_queue_arm(q->vq))
+		if (fe_queue_arm(q->vq))
 			goto disarm;
 		pfd[n] = (struct pollfd){ .fd = q->vq->callfd, .events = POLLIN };
 		map[n++] = i;
@@ -249,10 +249,10 @@ static int wait_calls(struct run *r, int timeout_ms)
 	}
 	for (i = 0; ret > 0 && i < n; i++)
 		if (pfd[i].revents)
-			vu_queue_clear_call(r->q[map[i]].vq);
+			fe_queue_clear_call(r->q[map[i]].vq);
 disarm:
 	for (i = 0; i < r->nq; i++)
-		vu_queue_disarm(r->q[i].vq);
+		fe_queue_disarm(r->q[i].vq);
 	return 0;
 }
 
@@ -293,7 +293,7 @@ int load_engine(struct run *r, const char *phase, load_next_fn *next, load_done_
 			uint32_t len;
 			int got;
 
-			while ((got = vu_queue_get_used(q->vq, &idx, &len)) == 1) {
+			while ((got = fe_queue_get_used(q->vq, &idx, &len)) == 1) {
 				/* A request published as it is queued may be answered
 				 * within this round: its latency needs the time now. */
 				if (!r->cfg->publish_batch)
@@ -363,7 +363,7 @@ int load_sync_call(struct run *r, struct fc_slot *s)
 		ret = kick(q);
 	if (ret)
 		return ret;
-	while ((got = vu_queue_get_used(q->vq, &idx, &len)) == 0) {
+	while ((got = fe_queue_get_used(q->vq, &idx, &len)) == 0) {
 		if (load_now_ns() - start > STALL_NS) {
 			fprintf(stderr, "ferryfs-load: %s: no reply in 30 s\n", fc_opname(s->opcode));
 			return -ETIMEDOUT;

@@ -9,7 +9,7 @@
 #include "fuse_client.h"
 #include "load.h"
 #include "measure.h"
-#include "vu_frontend.h"
+#include "frontend.h"
 
 #define LOAD_FORGET_BATCH 1024  /* fuse_forget_one entries per BATCH_FORGET */
 
@@ -52,7 +52,7 @@ struct ld_slot {
 };
 
 struct lq {
-	struct vu_queue *vq;
+	struct fe_queue *vq;
 	struct ld_slot *slots;
 	uint16_t *pend;          /* slots added since the last kick */
 	unsigned npend;
@@ -70,7 +70,7 @@ typedef int load_done_fn(struct run *r, struct ld_slot *s, char *why, size_t why
 struct run {
 	const struct load_cfg *cfg;
 	const struct load_workload *wl;
-	struct vu_dev dev;
+	struct fe_dev dev;
 	struct lq *q;
 	unsigned nq;
 	uint64_t unique;
@@ -113,7 +113,7 @@ static inline uint64_t load_unique(struct run *r)
 }
 
 /* run.c's steps, shared with migrate.c: the rings and slots in guest
- * memory for cfg's queues (after vu_negotiate), FUSE INIT, and the
+ * memory for cfg's queues (after fe_negotiate), FUSE INIT, and the
  * teardown of both. */
 int load_alloc_queues(struct run *r);
 int load_init(struct run *r);

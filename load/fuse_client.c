@@ -18,7 +18,7 @@ void fc_begin(struct fc_slot *s, uint32_t opcode, uint64_t nodeid, uint64_t uniq
 	/* Like the Linux driver: each argument in its own descriptor, header
 	 * first, so backends see the layout a real guest produces. */
 	s->nseg = 1;
-	s->seg[0] = (struct vu_seg){ s->ctrl_gpa + FC_CTRL_RD, sizeof(*in), false };
+	s->seg[0] = (struct fe_seg){ s->ctrl_gpa + FC_CTRL_RD, sizeof(*in), false };
 	s->rd_off = FC_CTRL_RD + sizeof(*in);
 	s->wr_off = FC_CTRL_WR;
 	s->in_len = sizeof(*in);
@@ -37,7 +37,7 @@ static int add_seg(struct fc_slot *s, uint64_t gpa, uint32_t len, bool wr)
 {
 	if (s->nseg >= VU_MAX_SEGS)
 		return -E2BIG;
-	s->seg[s->nseg++] = (struct vu_seg){ gpa, len, wr };
+	s->seg[s->nseg++] = (struct fe_seg){ gpa, len, wr };
 	if (wr)
 		s->out_cap += len;
 	else

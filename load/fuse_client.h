@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <linux/fuse.h>
 
-#include "vu_frontend.h"
+#include "frontend.h"
 
 /* Each slot's control page: device-readable half, then device-writable half. */
 #define FC_CTRL_SIZE 4096u
@@ -24,7 +24,7 @@ struct fc_slot {
 	uint64_t data_gpa;
 	uint32_t data_cap;
 
-	struct vu_seg seg[VU_MAX_SEGS];
+	struct fe_seg seg[VU_MAX_SEGS];
 	unsigned nseg;
 	uint32_t rd_off, wr_off;
 	uint32_t in_len;
@@ -55,7 +55,7 @@ int fc_data_in(struct fc_slot *s, uint32_t len);
 int fc_reply(struct fc_slot *s, uint32_t argsize);
 /* Appends len bytes of the data buffer as device-writable (READ, READDIR). */
 int fc_data_out(struct fc_slot *s, uint32_t len);
-/* Fills in the in header's length; the chain is then ready for vu_queue_add. */
+/* Fills in the in header's length; the chain is then ready for fe_queue_add. */
 void fc_finish(struct fc_slot *s);
 
 static inline struct fuse_out_header *fc_out_hdr(struct fc_slot *s)

@@ -7,7 +7,7 @@
 #include <sys/types.h>
 
 #include "fuse_client.h"
-#include "vu_frontend.h"
+#include "frontend.h"
 
 #define LOAD_MAX_QUEUES 64
 

@@ -240,7 +240,7 @@ static int migrate_main(const struct load_cfg *c)
 	if (m.no_device_state)
 		return 3;
 	printf("migrate %s -> %s: %" PRIu64 " inodes known, %" PRIu64 " handles open, setup %.1f ms\n",
-	       c->socket, c->migrate_to, m.inodes, m.handles, m.setup_ms);
+	       c->socket, c->migrate_to, m.inodes, m.open_files, m.setup_ms);
 	printf("suspend %.2f ms, save %.2f ms, stream %" PRIu64 " bytes (%.1f per inode), load %.2f ms, start %.2f ms\n",
 	       m.suspend_ms, m.save_ms, m.stream_bytes,
 	       m.inodes ? (double)m.stream_bytes / (double)m.inodes : 0.0, m.load_ms, m.start_ms);
@@ -258,7 +258,7 @@ static int migrate_main(const struct load_cfg *c)
 		       "\"start_ms\":%.3f,\"verify_ms\":%.3f,\"getattrs\":%" PRIu64 ",\"reads\":%" PRIu64
 		       ",\"lookups\":%" PRIu64 ",\"announced\":%s,\"log_expected\":%" PRIu64
 		       ",\"log_marked\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"workdir\":\"%s\",\"aborted\":%s}\n",
-		       m.inodes, m.handles, m.stream_bytes, m.setup_ms, m.suspend_ms, m.save_ms,
+		       m.inodes, m.open_files, m.stream_bytes, m.setup_ms, m.suspend_ms, m.save_ms,
 		       m.load_ms, m.start_ms, m.verify_ms, m.getattrs, m.reads, m.lookups,
 		       m.announced ? "true" : "false", m.log_expected, m.log_marked, m.errors,
 		       m.workdir ? m.workdir : "", ret ? "true" : "false");

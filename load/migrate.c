@@ -245,13 +245,13 @@ static int write_all(int fd, const uint8_t *buf, size_t len)
 
 /* SET_DEVICE_STATE_FD in direction dir with one end of a new pipe; the
  * other end in *mine (read end for a save, write end for a load). */
-static int state_pipe(struct vu_dev *d, uint32_t dir, int *mine)
+static int state_pipe(struct fe_dev *d, uint32_t dir, int *mine)
 {
 	int p[2], ret;
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
-	ret = vu_set_device_state_fd(d, dir, dir == 0 ? p[1] : p[0]);
+	ret = fe_set_device_state_fd(d, dir, dir == 0 ? p[1] : p[0]);
 	/* The backend has its own copy now: ours must go, or no EOF ever comes. */
 	close(dir == 0 ? p[1] : p[0]);
 	if (ret) {
@@ -282,7 +282,7 @@ static int announce(struct run *r, struct mig_result *res, uint8_t **log, uint64
 	uint64_t pages = (r->dev.mem_size + 4095) / 4096;
 	int fd, ret;
 
-	if (!vu_can_log(&r->dev))
+	if (!fe_can_log(&r->dev))
 		return 0;
 	*log_size = ((pages + 7) / 8 + 4095) & ~4095ull;
 	fd = memfd_create("ferryfs-load-dirty-log", MFD_CLOEXEC);
@@ -300,7 +300,7 @@ static int announce(struct run *r, struct mig_result *res, uint8_t **log, uint64
 		close(fd);
 		return ret;
 	}
-	ret = vu_log_start(&r->dev, fd, *log_size);
+	ret = fe_log_start(&r->dev, fd, *log_size);
 	close(fd);
 	if (ret) {
 		fprintf(stderr, "ferryfs-load: announcing the migration (dirty log): %s\n", strerror(-ret));
@@ -335,7 +335,7 @@ static int announce(struct run *r, struct mig_result *res, uint8_t **log, uint64
 static int move(struct run *r, const char *dest, struct mig_result *res)
 {
 	struct timeval tv = { .tv_sec = 30 };
-	struct vu_dev b;
+	struct fe_dev b;
 	uint8_t *stream = NULL, *log = NULL;
 	uint64_t t, log_size = 0;
 	size_t len = 0;
@@ -347,7 +347,7 @@ static int move(struct run *r, const char *dest, struct mig_result *res)
 		goto out;
 	t = load_now_ns();
 	for (i = 0; i < r->dev.nqueues; i++) {
-		ret = vu_stop_queue(&r->dev, i, &r->dev.queues[i].base);
+		ret = fe_stop_queue(&r->dev, i, &r->dev.queues[i].base);
 		if (ret) {
 			fprintf(stderr, "ferryfs-load: stopping ring %u on the source: %s\n", i, strerror(-ret));
 			goto out;
@@ -363,7 +363,7 @@ static int move(struct run *r, const char *dest, struct mig_result *res)
 		close(fd);
 	}
 	if (!ret)
-		ret = vu_check_device_state(&r->dev);
+		ret = fe_check_device_state(&r->dev);
 	res->save_ms = ms_since(t);
 	res->stream_bytes = len;
 	if (ret) {
@@ -371,7 +371,7 @@ static int move(struct run *r, const char *dest, struct mig_result *res)
 		goto out;
 	}
 
-	ret = vu_connect(&b, dest);
+	ret = fe_connect(&b, dest);
 	if (ret) {
 		fprintf(stderr, "ferryfs-load: connect %s: %s\n", dest, strerror(-ret));
 		goto out;
@@ -380,8 +380,8 @@ static int move(struct run *r, const char *dest, struct mig_result *res)
 	setsockopt(b.sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	b.want_packed = r->dev.want_packed;
 	b.want_device_state = true;
-	ret = vu_negotiate(&b, r->cfg->event_idx);
-	if (!ret && !vu_has_device_state(&b)) {
+	ret = fe_negotiate(&b, r->cfg->event_idx);
+	if (!ret && !fe_has_device_state(&b)) {
 		fprintf(stderr, "ferryfs-load: the destination offers no DEVICE_STATE protocol feature\n");
 		ret = -ENOTSUP;
 	}
@@ -391,7 +391,7 @@ static int move(struct run *r, const char *dest, struct mig_result *res)
 		ret = -EPROTO;
 	}
 	if (ret) {
-		vu_close(&b);
+		fe_close(&b);
 		goto out;
 	}
 	t = load_now_ns();
@@ -401,11 +401,11 @@ static int move(struct run *r, const char *dest, struct mig_result *res)
 		close(fd);
 	}
 	if (!ret)
-		ret = vu_check_device_state(&b);
+		ret = fe_check_device_state(&b);
 	res->load_ms = ms_since(t);
 	if (ret) {
 		fprintf(stderr, "ferryfs-load: loading the state into the destination: %s\n", strerror(-ret));
-		vu_close(&b);
+		fe_close(&b);
 		goto out;
 	}
 
@@ -417,7 +417,7 @@ static int move(struct run *r, const char *dest, struct mig_result *res)
 	r->dev.protocol_features = b.protocol_features;
 	r->dev.queue_num_max = b.queue_num_max;
 	t = load_now_ns();
-	ret = vu_start(&r->dev);
+	ret = fe_start(&r->dev);
 	res->start_ms = ms_since(t);
 out:
 	if (log)
@@ -448,7 +448,7 @@ int migrate_run(const struct load_cfg *cfg, struct mig_result *res)
 		goto out;
 	}
 
-	ret = vu_connect(&r.dev, cfg->socket);
+	ret = fe_connect(&r.dev, cfg->socket);
 	if (ret) {
 		fprintf(stderr, "ferryfs-load: connect %s: %s\n", cfg->socket, strerror(-ret));
 		goto out;
@@ -457,10 +457,10 @@ int migrate_run(const struct load_cfg *cfg, struct mig_result *res)
 		   sizeof(struct timeval));
 	r.dev.want_packed = cfg->packed;
 	r.dev.want_device_state = true;
-	ret = vu_negotiate(&r.dev, cfg->event_idx);
+	ret = fe_negotiate(&r.dev, cfg->event_idx);
 	if (ret)
 		goto out;
-	if (!vu_has_device_state(&r.dev)) {
+	if (!fe_has_device_state(&r.dev)) {
 		fprintf(stderr, "ferryfs-load: %s offers no DEVICE_STATE protocol feature (no migration)\n",
 			cfg->socket);
 		res->no_device_state = true;
@@ -469,7 +469,7 @@ int migrate_run(const struct load_cfg *cfg, struct mig_result *res)
 	}
 	ret = load_alloc_queues(&r);
 	if (!ret)
-		ret = vu_start(&r.dev);
+		ret = fe_start(&r.dev);
 	if (!ret)
 		ret = load_init(&r);
 	if (ret)
@@ -522,7 +522,7 @@ int migrate_run(const struct load_cfg *cfg, struct mig_result *res)
 out:
 	res->errors = r.errors + M.bad;
 	res->inodes = M.n;
-	res->handles = M.n < MIG_HANDLES ? M.n : MIG_HANDLES;
+	res->open_files = M.n < MIG_HANDLES ? M.n : MIG_HANDLES;
 	res->workdir = r.workdir_name[0] ? strdup(r.workdir_name) : NULL;
 	free(M.nodeid);
 	free(M.ino);

@@ -8,7 +8,7 @@
 #include "load.h"
 
 struct mig_result {
-	uint64_t inodes, handles;
+	uint64_t inodes, open_files;
 	uint64_t stream_bytes;
 	double setup_ms;     /* INIT excluded: the files made and the handles written */
 	double suspend_ms;   /* every ring disabled and stopped (GET_VRING_BASE) */

@@ -129,13 +129,13 @@ int load_alloc_queues(struct run *r)
 		uint32_t cap = i ? dcap : (uint32_t)HIPRIO_DATA;
 
 		nslots[i] = (uint16_t)(i ? c->queue_depth : HIPRIO_SLOTS);
-		need += vu_queue_mem_needed(nslots[i], vu_has_indirect(&r->dev));
+		need += fe_queue_mem_needed(nslots[i], fe_has_indirect(&r->dev));
 		need += (uint64_t)nslots[i] * (FC_CTRL_SIZE + ((cap + 4095) & ~4095u));
 	}
-	ret = vu_mem_create(&r->dev, need);
+	ret = fe_mem_create(&r->dev, need);
 	if (ret)
 		goto out;
-	ret = vu_queues_create(&r->dev, r->nq, nslots);
+	ret = fe_queues_create(&r->dev, r->nq, nslots);
 	if (ret)
 		goto out;
 	for (i = 0; i < r->nq; i++) {
@@ -155,8 +155,8 @@ int load_alloc_queues(struct run *r)
 
 			s->index = (uint16_t)j;
 			q->slots[j].w.seq = (uint64_t)i << 48;
-			s->ctrl = vu_alloc(&r->dev, FC_CTRL_SIZE, 4096, &s->ctrl_gpa);
-			s->data = vu_alloc(&r->dev, cap, 4096, &s->data_gpa);
+			s->ctrl = fe_alloc(&r->dev, FC_CTRL_SIZE, 4096, &s->ctrl_gpa);
+			s->data = fe_alloc(&r->dev, cap, 4096, &s->data_gpa);
 			s->data_cap = cap;
 			if (!s->ctrl || !s->data) {
 				ret = -ENOMEM;
@@ -183,7 +183,7 @@ void load_free_run(struct run *r)
 	free(r->q);
 	free(r->lat.v);
 	free(r->forgets);
-	vu_close(&r->dev);
+	fe_close(&r->dev);
 }
 
 /* --cold: drops the data file from the host's page cache over and over
@@ -266,13 +266,13 @@ int load_run(const struct load_cfg *cfg, struct load_result *res)
 	r.nblocks = cfg->file_size / cfg->block_size;
 
 	t0 = load_now_ns();
-	ret = vu_connect(&r.dev, cfg->socket);
+	ret = fe_connect(&r.dev, cfg->socket);
 	if (ret) {
 		fprintf(stderr, "ferryfs-load: connect %s: %s\n", cfg->socket, strerror(-ret));
 		goto out;
 	}
 	r.dev.want_packed = cfg->packed;
-	ret = vu_negotiate(&r.dev, cfg->event_idx);
+	ret = fe_negotiate(&r.dev, cfg->event_idx);
 	if (ret)
 		goto out;
 	if (r.dev.queue_num_max && 1 + cfg->queues > r.dev.queue_num_max) {
@@ -284,7 +284,7 @@ int load_run(const struct load_cfg *cfg, struct load_result *res)
 	ret = load_alloc_queues(&r);
 	if (ret)
 		goto out;
-	ret = vu_start(&r.dev);
+	ret = fe_start(&r.dev);
 	if (ret)
 		goto out;
 	ret = load_init(&r);
@@ -343,7 +343,7 @@ out:
 	res->max_write = r.max_write;
 	res->max_pages = r.max_pages;
 	res->event_idx = r.dev.features & (1ull << VIRTIO_RING_F_EVENT_IDX);
-	res->indirect = vu_has_indirect(&r.dev);
+	res->indirect = fe_has_indirect(&r.dev);
 	res->packed = r.dev.features & (1ull << VIRTIO_F_RING_PACKED);
 	res->queue_num_max = r.dev.queue_num_max;
 	load_free_run(&r);

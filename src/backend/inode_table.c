@@ -168,7 +168,7 @@ static int inode_reopen(struct inode_table *t, struct shard *s, struct inode *in
 
 	if (ret < 0)
 		return ret;
-	fd = open_by_handle_at(inode->handle->mount_fd, &inode->handle->fh,
+	fd = open_by_handle_at(inode->file_handle->mount_fd, &inode->file_handle->fh,
 			       O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
@@ -336,7 +336,7 @@ void inode_put(struct inode_table *t, struct inode *inode)
 	last = unused(inode);
 	if (last) {
 		shard_unlink(s, inode);
-	} else if (inode->handle && inode->refs == 0) {
+	} else if (inode->file_handle && inode->refs == 0) {
 		/* The guest still knows it; its handle will reopen it. */
 		idle_fd = inode->fd;
 		inode->fd = -1;
@@ -366,7 +366,7 @@ int inode_find_key(struct inode_table *t, const struct inode_key *key,
 	inode = shard_find_key(s, key);
 	/* Only an inode holding its fd pins the key: an idle handle inode's
 	 * file may be gone and its number reused. The caller opens the name. */
-	if (inode && inode->handle && inode->fd < 0)
+	if (inode && inode->file_handle && inode->fd < 0)
 		inode = NULL;
 	if (inode)
 		take_lookup(t, inode);
@@ -378,7 +378,7 @@ int inode_find_key(struct inode_table *t, const struct inode_key *key,
 }
 
 int inode_lookup_add(struct inode_table *t, int fd, const struct inode_key *key,
-		     mode_t type, const struct inode_handle *handle,
+		     mode_t type, const struct inode_file_handle *handle,
 		     struct inode **out)
 {
 	unsigned shard = key_hash(key) & (SHARD_COUNT - 1);
@@ -539,7 +539,7 @@ bool inode_table_empty(struct inode_table *t)
 }
 
 struct inode *inode_alloc_detached(uint64_t nodeid, const struct inode_key *key,
-				   int fd, mode_t type, const struct inode_handle *handle)
+				   int fd, mode_t type, const struct inode_file_handle *handle)
 {
 	size_t handle_size = handle ? sizeof(*handle) + handle->fh.handle_bytes : 0;
 	struct inode *inode = calloc(1, sizeof(*inode) + handle_size);
@@ -550,8 +550,8 @@ struct inode *inode_alloc_detached(uint64_t nodeid, const struct inode_key *key,
 	inode->key = *key;
 	inode->fd = fd;
 	if (handle) {
-		inode->handle = (struct inode_handle *)(inode + 1);
-		memcpy(inode->handle, handle, handle_size);
+		inode->file_handle = (struct inode_file_handle *)(inode + 1);
+		memcpy(inode->file_handle, handle, handle_size);
 	}
 	inode->type = (uint16_t)(type & S_IFMT);
 	inode->shard = (uint8_t)(nodeid & (SHARD_COUNT - 1));

@@ -35,7 +35,7 @@ struct inode_key {
  * tree pins no fds. Either way a request holding a reference sees a valid
  * fd; the fd only changes under the shard lock while no request holds one.
  */
-struct inode_handle {
+struct inode_file_handle {
 	int mount_fd;           /* borrowed: any fd on the inode's mount */
 	struct file_handle fh;  /* f_handle bytes follow in the allocation */
 };
@@ -47,7 +47,7 @@ struct inode_handle {
 struct inode {
 	uint64_t nodeid;
 	struct inode_key key;
-	struct inode_handle *handle;    /* NULL: fd is held for life */
+	struct inode_file_handle *file_handle;    /* NULL: fd is held for life */
 	uint64_t nlookup;
 	uint64_t refs;
 	struct inode *next_by_id;
@@ -85,7 +85,7 @@ void inode_put(struct inode_table *t, struct inode *inode);
  * guest is about to be told its nodeid) and one request reference.
  */
 int inode_lookup_add(struct inode_table *t, int fd, const struct inode_key *key,
-		     mode_t type, const struct inode_handle *handle,
+		     mode_t type, const struct inode_file_handle *handle,
 		     struct inode **out);
 /* The inode with this key if the table has one, with one more nlookup and
  * one request reference; -ENOENT if none (or an idle handle inode). */
@@ -118,7 +118,7 @@ bool inode_table_empty(struct inode_table *t);
  * for inode_table_install (inode_lookup_add fills its new inodes with it
  * too); counts 0. NULL on ENOMEM (fd untouched). */
 struct inode *inode_alloc_detached(uint64_t nodeid, const struct inode_key *key,
-				   int fd, mode_t type, const struct inode_handle *handle);
+				   int fd, mode_t type, const struct inode_file_handle *handle);
 /* Frees a detached inode, closing its fd. */
 void inode_free_detached(struct inode_table *t, struct inode *inode);
 /* Links a detached inode (a nodeid the table does not hold) into the shard

@@ -37,7 +37,7 @@ struct owner_shard {
 };
 
 struct lock_table {
-	struct handle_table *handles;
+	struct open_file_table *open_files;
 	struct fd_budget *fds;
 	int proc_self_fd;
 	struct owner_shard shards[OWNER_SHARDS];
@@ -49,7 +49,7 @@ struct lock_table {
 struct lock_waiter {
 	struct lock_table *t;
 	struct fuse_deferred *deferred;
-	struct handle *h;
+	struct open_file *h;
 	struct lock_owner *owner;   /* NULL: a flock request on h->fd */
 	struct flock fl;
 	int flock_op;
@@ -75,7 +75,7 @@ static struct owner_shard *shard_of(struct lock_table *t, uint64_t nodeid)
 	return &t->shards[nodeid % OWNER_SHARDS];
 }
 
-int lock_table_new(struct lock_table **out, struct handle_table *handles,
+int lock_table_new(struct lock_table **out, struct open_file_table *handles,
 		   struct fd_budget *fds, int proc_self_fd)
 {
 	struct sigaction sa = { .sa_handler = on_wake_signal };
@@ -87,7 +87,7 @@ int lock_table_new(struct lock_table **out, struct handle_table *handles,
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	t->handles = handles;
+	t->open_files = handles;
 	t->fds = fds;
 	t->proc_self_fd = proc_self_fd;
 	for (unsigned i = 0; i < OWNER_SHARDS; i++)
@@ -116,7 +116,7 @@ void lock_table_free(struct lock_table *t)
  * through another land on the same description; else the handle's mode,
  * which is all the guest's requests through it can need.
  */
-static int owner_open(struct lock_table *t, struct handle *h)
+static int owner_open(struct lock_table *t, struct open_file *h)
 {
 	char name[16];
 	int flags, fd;
@@ -133,7 +133,7 @@ static int owner_open(struct lock_table *t, struct handle *h)
 }
 
 /* Finds the owner's entry (taking a reference), creating it if create. */
-static int owner_get(struct lock_table *t, struct handle *h, uint64_t nodeid,
+static int owner_get(struct lock_table *t, struct open_file *h, uint64_t nodeid,
 		     uint64_t owner, bool create, struct lock_owner **out)
 {
 	struct owner_shard *s = shard_of(t, nodeid);
@@ -320,7 +320,7 @@ static void lk_from_flock(const struct flock *fl, struct fuse_file_lock *lk)
 
 /* ---- GETLK / SETLK ---------------------------------------------------- */
 
-int locks_getlk(struct lock_table *t, struct handle *h, uint64_t nodeid,
+int locks_getlk(struct lock_table *t, struct open_file *h, uint64_t nodeid,
 		const struct fuse_lk_in *in, struct fuse_lk_out *out)
 {
 	struct lock_owner *o = NULL;
@@ -377,7 +377,7 @@ static void waiter_release(struct lock_waiter *w)
 {
 	if (w->owner)
 		owner_put(w->t, w->owner);
-	handle_put(w->t->handles, w->h);
+	open_file_put(w->t->open_files, w->h);
 }
 
 /* Answers the request and lets go of everything the waiter held. */
@@ -462,7 +462,7 @@ finish:
 
 /* Hands the wait to a thread of its own. On success the request is
  * deferred and w belongs to the thread. */
-static int waiter_start(struct lock_waiter *w, const struct fuse_req_ctx *ctx)
+static int waiter_start(struct lock_waiter *w, const struct fuse_request_ctx *ctx)
 {
 	int ret;
 
@@ -478,8 +478,8 @@ static int waiter_start(struct lock_waiter *w, const struct fuse_req_ctx *ctx)
 	return FERRY_DEFERRED;
 }
 
-int locks_setlk(struct lock_table *t, const struct fuse_req_ctx *ctx,
-		struct handle *h, uint64_t nodeid, const struct fuse_lk_in *in,
+int locks_setlk(struct lock_table *t, const struct fuse_request_ctx *ctx,
+		struct open_file *h, uint64_t nodeid, const struct fuse_lk_in *in,
 		bool sleep)
 {
 	struct lock_waiter req = { .t = t, .h = h };

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "backend/fd_budget.h"
-#include "backend/handles.h"
+#include "backend/open_files.h"
 #include "protocol/fuse_ops.h"
 
 /*
@@ -20,21 +20,21 @@
  */
 struct lock_table;
 
-int lock_table_new(struct lock_table **out, struct handle_table *handles,
+int lock_table_new(struct lock_table **out, struct open_file_table *handles,
 		   struct fd_budget *fds, int proc_self_fd);
 /* Waits for lock waiters still winding down (their requests were already
  * answered: queue stop and DESTROY cancel them first). */
 void lock_table_free(struct lock_table *t);
 
-int locks_getlk(struct lock_table *t, struct handle *h, uint64_t nodeid,
+int locks_getlk(struct lock_table *t, struct open_file *h, uint64_t nodeid,
 		const struct fuse_lk_in *in, struct fuse_lk_out *out);
 /*
  * SETLK/SETLKW. A SETLKW that cannot be granted at once is deferred:
  * it returns FERRY_DEFERRED, and a waiter thread keeps the caller's
  * reference on h until it is done; otherwise the caller still owns it.
  */
-int locks_setlk(struct lock_table *t, const struct fuse_req_ctx *ctx,
-		struct handle *h, uint64_t nodeid, const struct fuse_lk_in *in,
+int locks_setlk(struct lock_table *t, const struct fuse_request_ctx *ctx,
+		struct open_file *h, uint64_t nodeid, const struct fuse_lk_in *in,
 		bool sleep);
 /* FLUSH (a close in the guest): drops the owner's POSIX locks on nodeid. */
 void locks_drop_owner(struct lock_table *t, uint64_t nodeid, uint64_t owner);

@@ -17,7 +17,7 @@
 
 /* ---- ops -------------------------------------------------------------- */
 
-static int pt_init(void *fs, const struct fuse_conn_info *conn)
+static int pt_init(void *fs, const struct fuse_conn_params *conn)
 {
 	struct passthrough *pt = fs;
 
@@ -37,7 +37,7 @@ static void pt_destroy(void *fs)
 	struct passthrough *pt = fs;
 
 	locks_drop_all(pt->locks);
-	handle_remove_all(pt->handles);
+	open_file_remove_all(pt->open_files);
 	inode_forget_all(pt->inodes);
 }
 
@@ -197,19 +197,19 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 	ret = inode_table_new(&pt->inodes, &pt->fds, root_fd, &root_key);
 	if (ret < 0)
 		goto err_root;
-	ret = handle_table_new(&pt->handles, pt->inodes, &pt->fds);
+	ret = open_file_table_new(&pt->open_files, pt->inodes, &pt->fds);
 	if (ret < 0)
 		goto err_inodes;
-	ret = lock_table_new(&pt->locks, pt->handles, &pt->fds, pt->proc_self_fd);
+	ret = lock_table_new(&pt->locks, pt->open_files, &pt->fds, pt->proc_self_fd);
 	if (ret < 0)
 		goto err_handles;
 	ret = offload_new(&pt->offload);
 	if (ret < 0)
 		goto err_locks;
-	ret = sync_runner_new(&pt->syncs, pt->handles, pt->offload, opts->defer_every_sync);
+	ret = sync_runner_new(&pt->syncs, pt->open_files, pt->offload, opts->defer_every_sync);
 	if (ret < 0)
 		goto err_offload;
-	ret = read_runner_new(&pt->reads, pt->handles, pt->offload, opts->defer_every_read);
+	ret = read_runner_new(&pt->reads, pt->open_files, pt->offload, opts->defer_every_read);
 	if (ret < 0)
 		goto err_syncs;
 	*out = pt;
@@ -222,7 +222,7 @@ err_offload:
 err_locks:
 	lock_table_free(pt->locks);
 err_handles:
-	handle_table_free(pt->handles);
+	open_file_table_free(pt->open_files);
 err_inodes:
 	inode_table_free(pt->inodes);   /* closes root_fd */
 	goto err_proc;
@@ -248,7 +248,7 @@ void passthrough_free(struct passthrough *pt)
 	read_runner_free(pt->reads);
 	sync_runner_free(pt->syncs);
 	lock_table_free(pt->locks);
-	handle_table_free(pt->handles);
+	open_file_table_free(pt->open_files);
 	inode_table_free(pt->inodes);
 	close(pt->proc_self_fd);
 	pt_close_mount_fds(pt);

@@ -23,7 +23,7 @@ static int attr_out(struct passthrough *pt, struct inode *inode,
 	return ret;
 }
 
-int pt_getattr(void *fs, const struct fuse_req_ctx *ctx,
+int pt_getattr(void *fs, const struct fuse_request_ctx *ctx,
 	       uint64_t nodeid, const struct fuse_getattr_in *in,
 	       struct fuse_attr_out *out)
 {
@@ -94,14 +94,14 @@ static struct timespec guest_time(uint32_t valid, uint32_t set_bit,
 	return ts;
 }
 
-int pt_setattr(void *fs, const struct fuse_req_ctx *ctx,
+int pt_setattr(void *fs, const struct fuse_request_ctx *ctx,
 	       uint64_t nodeid, const struct fuse_setattr_in *in,
 	       struct fuse_attr_out *out)
 {
 	struct passthrough *pt = fs;
 	uint32_t valid = in->valid;
 	char name[PROC_FD_NAME_MAX];
-	struct handle *h = NULL;
+	struct open_file *h = NULL;
 	struct inode *inode;
 	int fh_fd = -1;
 	int ret;
@@ -117,7 +117,7 @@ int pt_setattr(void *fs, const struct fuse_req_ctx *ctx,
 		goto put_inode;
 	}
 	if (valid & FATTR_FH) {
-		ret = handle_get(pt->handles, in->fh, nodeid, &h);
+		ret = open_file_get(pt->open_files, in->fh, nodeid, &h);
 		if (ret < 0)
 			goto put_inode;
 		if (!h->dir)
@@ -183,14 +183,14 @@ attrs_out:
 		ret = attr_out(pt, inode, out);
 put_handle:
 	if (h)
-		handle_put(pt->handles, h);
+		open_file_put(pt->open_files, h);
 put_inode:
 	inode_put(pt->inodes, inode);
 out:
 	return ret;
 }
 
-int pt_access(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+int pt_access(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	      uint32_t mask)
 {
 	struct passthrough *pt = fs;
@@ -218,7 +218,7 @@ out:
 	return ret;
 }
 
-int pt_statfs(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+int pt_statfs(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	      struct fuse_kstatfs *out)
 {
 	struct passthrough *pt = fs;

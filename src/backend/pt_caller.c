@@ -6,7 +6,7 @@
  * (--translate-uid forbid-guest) and, for a daemon that switches ids, for
  * the -1 a guest's kernel sends for a caller it cannot map.
  */
-static int host_ids(const struct passthrough *pt, const struct fuse_req_ctx *ctx,
+static int host_ids(const struct passthrough *pt, const struct fuse_request_ctx *ctx,
 		    uint32_t *uid, uint32_t *gid)
 {
 	int ret = idmap_to_host(&pt->opts.uid_map, ctx->uid, uid);
@@ -22,7 +22,7 @@ static int host_ids(const struct passthrough *pt, const struct fuse_req_ctx *ctx
  * An op whose outcome the guest's kernel has already decided runs as the
  * daemon (creds.h says why); the caller is still refused if its ids are.
  */
-int pt_check_caller(const struct passthrough *pt, const struct fuse_req_ctx *ctx)
+int pt_check_caller(const struct passthrough *pt, const struct fuse_request_ctx *ctx)
 {
 	uint32_t uid, gid;
 
@@ -30,7 +30,7 @@ int pt_check_caller(const struct passthrough *pt, const struct fuse_req_ctx *ctx
 }
 
 /* Takes on the caller's ids in the given role until pt_as_daemon. */
-int pt_as_caller(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+int pt_as_caller(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 		 enum creds_role role)
 {
 	uint32_t uid, gid;
@@ -52,7 +52,7 @@ void pt_as_daemon(struct passthrough *pt)
  * judges the caller as unprivileged, except the guest's root, which holds
  * CAP_FSETID there and keeps the bit.
  */
-enum creds_role pt_host_judged_role(const struct fuse_req_ctx *ctx)
+enum creds_role pt_host_judged_role(const struct fuse_request_ctx *ctx)
 {
 	return ctx->uid == 0 ? CREDS_OWNER : CREDS_OWNER_NO_FSETID;
 }
@@ -68,7 +68,7 @@ enum creds_role pt_host_judged_role(const struct fuse_req_ctx *ctx)
  * directory's group. A group the id mapping refuses is left out, which
  * costs at most that bit.
  */
-int pt_begin_create(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+int pt_begin_create(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 		    uint32_t guest_umask)
 {
 	uint32_t host_gid;

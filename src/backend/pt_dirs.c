@@ -11,7 +11,7 @@ static bool is_dot_or_dotdot(const char *name)
 	return name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]));
 }
 
-int pt_opendir(void *fs, const struct fuse_req_ctx *ctx,
+int pt_opendir(void *fs, const struct fuse_request_ctx *ctx,
 	       uint64_t nodeid, const struct fuse_open_in *in,
 	       struct fuse_open_out *out)
 {
@@ -47,7 +47,7 @@ out:
 }
 
 /* One READDIRPLUS entry: a lookup reference only for entries that fit. */
-static int add_plus_entry(struct passthrough *pt, struct handle *h,
+static int add_plus_entry(struct passthrough *pt, struct open_file *h,
 			  const struct dirent *de, size_t namelen,
 			  struct fuse_dirbuf *db)
 {
@@ -83,12 +83,12 @@ without_lookup:
 				    de->d_off);
 }
 
-int pt_readdir(void *fs, const struct fuse_req_ctx *ctx,
+int pt_readdir(void *fs, const struct fuse_request_ctx *ctx,
 	       uint64_t nodeid, const struct fuse_read_in *in, bool plus,
 	       struct fuse_dirbuf *db)
 {
 	struct passthrough *pt = fs;
-	struct handle *h;
+	struct open_file *h;
 	int ret;
 
 	ret = pt_get_handle(pt, nodeid, in->fh, true, &h);
@@ -137,19 +137,19 @@ int pt_readdir(void *fs, const struct fuse_req_ctx *ctx,
 		h->dir_offset = de->d_off;
 	}
 	pthread_mutex_unlock(&h->dir_lock);
-	handle_put(pt->handles, h);
+	open_file_put(pt->open_files, h);
 	return ret;
 }
 
-int pt_releasedir(void *fs, const struct fuse_req_ctx *ctx,
+int pt_releasedir(void *fs, const struct fuse_request_ctx *ctx,
 		  uint64_t nodeid, const struct fuse_release_in *in)
 {
 	struct passthrough *pt = fs;
 
-	return handle_remove(pt->handles, in->fh, nodeid);
+	return open_file_remove(pt->open_files, in->fh, nodeid);
 }
 
-int pt_fsyncdir(void *fs, const struct fuse_req_ctx *ctx,
+int pt_fsyncdir(void *fs, const struct fuse_request_ctx *ctx,
 		uint64_t nodeid, const struct fuse_fsync_in *in)
 {
 	return pt_fsync(fs, ctx, nodeid, in);

@@ -13,7 +13,7 @@
 static int add_inode(struct passthrough *pt, int fd, struct inode **out,
 		     struct statx *stx)
 {
-	const struct inode_handle *handle;
+	const struct inode_file_handle *handle;
 	struct pt_handle_buf hb;
 	struct inode_key key;
 	int ret = pt_stat_fd(fd, stx);
@@ -105,7 +105,7 @@ int pt_lookup_entry(struct passthrough *pt, struct inode *dir,
 	return 0;
 }
 
-int pt_lookup(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+int pt_lookup(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 	      const char *name, struct fuse_entry_out *out)
 {
 	struct passthrough *pt = fs;
@@ -129,7 +129,7 @@ void pt_forget(void *fs, uint64_t nodeid, uint64_t nlookup)
 	inode_forget(pt->inodes, nodeid, nlookup);
 }
 
-ssize_t pt_readlink(void *fs, const struct fuse_req_ctx *ctx,
+ssize_t pt_readlink(void *fs, const struct fuse_request_ctx *ctx,
 		    uint64_t nodeid, char *buf, size_t size)
 {
 	struct passthrough *pt = fs;
@@ -154,7 +154,7 @@ ssize_t pt_readlink(void *fs, const struct fuse_req_ctx *ctx,
  * look it up as the daemon. */
 enum make_kind { MAKE_NODE, MAKE_DIR, MAKE_SYMLINK };
 
-static int make_node(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+static int make_node(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 		     uint64_t parent, const char *name, enum make_kind kind,
 		     mode_t mode, uint32_t rdev, uint32_t guest_umask,
 		     const char *target, struct fuse_entry_out *out)
@@ -208,14 +208,14 @@ out:
 	return ret;
 }
 
-int pt_symlink(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+int pt_symlink(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 	       const char *name, const char *target,
 	       struct fuse_entry_out *out)
 {
 	return make_node(fs, ctx, parent, name, MAKE_SYMLINK, 0, 0, 0, target, out);
 }
 
-int pt_mknod(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+int pt_mknod(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 	     const char *name, const struct fuse_mknod_in *in,
 	     struct fuse_entry_out *out)
 {
@@ -223,7 +223,7 @@ int pt_mknod(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
 			 in->umask, NULL, out);
 }
 
-int pt_mkdir(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+int pt_mkdir(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 	     const char *name, const struct fuse_mkdir_in *in,
 	     struct fuse_entry_out *out)
 {
@@ -231,7 +231,7 @@ int pt_mkdir(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
 			 in->umask, NULL, out);
 }
 
-static int remove_name(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+static int remove_name(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 		       uint64_t parent, const char *name, int flags)
 {
 	struct inode *dir;
@@ -253,19 +253,19 @@ out:
 	return ret;
 }
 
-int pt_unlink(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+int pt_unlink(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 	      const char *name)
 {
 	return remove_name(fs, ctx, parent, name, 0);
 }
 
-int pt_rmdir(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+int pt_rmdir(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 	     const char *name)
 {
 	return remove_name(fs, ctx, parent, name, AT_REMOVEDIR);
 }
 
-int pt_rename(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+int pt_rename(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 	      const char *name, uint64_t newparent, const char *newname,
 	      uint32_t flags)
 {
@@ -296,7 +296,7 @@ out:
 	return ret;
 }
 
-int pt_link(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+int pt_link(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	    uint64_t newparent, const char *newname,
 	    struct fuse_entry_out *out)
 {

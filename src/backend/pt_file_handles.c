@@ -184,7 +184,7 @@ out:
  * fd (prefer) or fails (mandatory).
  */
 int pt_handle_for_inode(struct passthrough *pt, int fd, const struct statx *stx,
-			struct pt_handle_buf *hb, const struct inode_handle **out)
+			struct pt_handle_buf *hb, const struct inode_file_handle **out)
 {
 	bool stx_mnt = stx->stx_mask & STATX_MNT_ID;
 	int mnt_id, name_err = 0, ret;
@@ -223,7 +223,7 @@ none:
  * lookup, so mandatory refuses to start there (logged by add_mount). */
 int pt_check_file_handles(struct passthrough *pt, int root_fd)
 {
-	const struct inode_handle *handle;
+	const struct inode_file_handle *handle;
 	struct pt_handle_buf hb;
 	struct statx stx;
 	int ret;

@@ -81,7 +81,7 @@ int pt_drop_mapped_capability(struct passthrough *pt, int fd)
  * Without it, the host judges the caller (pt_host_judged_role).
  * The fd is counted against the budget (pt_close_fd gives it back).
  */
-int pt_open_for_guest(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+int pt_open_for_guest(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 		      struct inode *inode, int flags, uint32_t open_flags)
 {
 	bool as_truncater = flags & O_TRUNC;
@@ -118,7 +118,7 @@ out:
 
 /*
  * The reply of OPEN, OPENDIR and CREATE: a new handle takes fd (or dir),
- * its budget and the caller's inode ref, on failure too (handle_add
+ * its budget and the caller's inode ref, on failure too (open_file_add
  * releases them), and the guest is told its fh and caching.
  */
 int pt_open_reply(struct passthrough *pt, struct inode *inode, int fd, DIR *dir,
@@ -126,7 +126,7 @@ int pt_open_reply(struct passthrough *pt, struct inode *inode, int fd, DIR *dir,
 {
 	bool is_dir = inode->type == S_IFDIR;
 	uint64_t fh;
-	int ret = handle_add(pt->handles, inode, fd, dir, &fh);
+	int ret = open_file_add(pt->open_files, inode, fd, dir, &fh);
 
 	if (ret < 0)
 		return ret;
@@ -136,7 +136,7 @@ int pt_open_reply(struct passthrough *pt, struct inode *inode, int fd, DIR *dir,
 	return 0;
 }
 
-int pt_open(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+int pt_open(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	    const struct fuse_open_in *in, struct fuse_open_out *out)
 {
 	struct passthrough *pt = fs;
@@ -180,7 +180,7 @@ out:
 /* CREATE and TMPFILE: the new file's fd is both the handle and, reopened
  * O_PATH, the inode, so both name the same file even if the name is
  * swapped right after. */
-static int create_common(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+static int create_common(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 			 uint64_t parent, const char *name,
 			 const struct fuse_create_in *in,
 			 struct fuse_entry_out *entry, struct fuse_open_out *open_out)
@@ -246,7 +246,7 @@ out:
 	return ret;
 }
 
-int pt_create(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+int pt_create(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 	      const char *name, const struct fuse_create_in *in,
 	      struct fuse_entry_out *entry, struct fuse_open_out *open)
 {
@@ -257,19 +257,19 @@ int pt_create(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
 	return create_common(fs, ctx, parent, name, in, entry, open);
 }
 
-int pt_tmpfile(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+int pt_tmpfile(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 	       const struct fuse_create_in *in,
 	       struct fuse_entry_out *entry, struct fuse_open_out *open)
 {
 	return create_common(fs, ctx, parent, NULL, in, entry, open);
 }
 
-ssize_t pt_read(void *fs, const struct fuse_req_ctx *ctx,
+ssize_t pt_read(void *fs, const struct fuse_request_ctx *ctx,
 		uint64_t nodeid, const struct fuse_read_in *in,
 		const struct iovec *dst, unsigned dst_cnt)
 {
 	struct passthrough *pt = fs;
-	struct handle *h;
+	struct open_file *h;
 	ssize_t ret;
 
 	ret = pt_get_handle(pt, nodeid, in->fh, false, &h);
@@ -278,7 +278,7 @@ ssize_t pt_read(void *fs, const struct fuse_req_ctx *ctx,
 	return read_handle(pt->reads, ctx, h, dst, dst_cnt, in->size, in->offset);
 }
 
-ssize_t pt_write(void *fs, const struct fuse_req_ctx *ctx,
+ssize_t pt_write(void *fs, const struct fuse_request_ctx *ctx,
 		 uint64_t nodeid, const struct fuse_write_in *in,
 		 const struct iovec *src, unsigned src_cnt)
 {
@@ -286,7 +286,7 @@ ssize_t pt_write(void *fs, const struct fuse_req_ctx *ctx,
 	bool kill_priv = (in->write_flags & FUSE_WRITE_KILL_SUIDGID) &&
 			 pt->switch_creds;
 	bool as_writer = false;
-	struct handle *h;
+	struct open_file *h;
 	struct stat st;
 	ssize_t ret;
 
@@ -313,31 +313,31 @@ ssize_t pt_write(void *fs, const struct fuse_req_ctx *ctx,
 	if (as_writer)
 		pt_as_daemon(pt);
 put:
-	handle_put(pt->handles, h);
+	open_file_put(pt->open_files, h);
 out:
 	return ret;
 }
 
 /* Closing any fd of a file drops the process's POSIX locks on it, which is
  * what close() in the guest means; the handle itself stays open. */
-int pt_flush(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+int pt_flush(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	     const struct fuse_flush_in *in)
 {
 	struct passthrough *pt = fs;
-	struct handle *h;
+	struct open_file *h;
 	int fd, ret;
 
-	ret = handle_get(pt->handles, in->fh, nodeid, &h);
+	ret = open_file_get(pt->open_files, in->fh, nodeid, &h);
 	if (ret < 0)
 		return ret;
 	locks_drop_owner(pt->locks, nodeid, in->lock_owner);
 	fd = dup(h->fd);
 	ret = fd < 0 ? -errno : pt_errno_or(close(fd));
-	handle_put(pt->handles, h);
+	open_file_put(pt->open_files, h);
 	return ret;
 }
 
-int pt_release(void *fs, const struct fuse_req_ctx *ctx,
+int pt_release(void *fs, const struct fuse_request_ctx *ctx,
 	       uint64_t nodeid, const struct fuse_release_in *in)
 {
 	struct passthrough *pt = fs;
@@ -346,42 +346,42 @@ int pt_release(void *fs, const struct fuse_req_ctx *ctx,
 	 * (FUSE_RELEASE_FLOCK_UNLOCK) go with the handle's fd. */
 	if (in->release_flags & FUSE_RELEASE_FLUSH)
 		locks_drop_owner(pt->locks, nodeid, in->lock_owner);
-	return handle_remove(pt->handles, in->fh, nodeid);
+	return open_file_remove(pt->open_files, in->fh, nodeid);
 }
 
-int pt_fsync(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+int pt_fsync(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	     const struct fuse_fsync_in *in)
 {
 	struct passthrough *pt = fs;
-	struct handle *h;
+	struct open_file *h;
 	int ret;
 
-	ret = handle_get(pt->handles, in->fh, nodeid, &h);
+	ret = open_file_get(pt->open_files, in->fh, nodeid, &h);
 	if (ret < 0)
 		return ret;
 	return sync_handle(pt->syncs, ctx, h, in->fsync_flags & FUSE_FSYNC_FDATASYNC);
 }
 
-int pt_fallocate(void *fs, const struct fuse_req_ctx *ctx,
+int pt_fallocate(void *fs, const struct fuse_request_ctx *ctx,
 		 uint64_t nodeid, const struct fuse_fallocate_in *in)
 {
 	struct passthrough *pt = fs;
-	struct handle *h;
+	struct open_file *h;
 	int ret;
 
 	ret = pt_get_handle(pt, nodeid, in->fh, false, &h);
 	if (ret < 0)
 		return ret;
 	ret = pt_errno_or(fallocate(h->fd, in->mode, in->offset, in->length));
-	handle_put(pt->handles, h);
+	open_file_put(pt->open_files, h);
 	return ret;
 }
 
-int pt_lseek(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+int pt_lseek(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	     const struct fuse_lseek_in *in, struct fuse_lseek_out *out)
 {
 	struct passthrough *pt = fs;
-	struct handle *h;
+	struct open_file *h;
 	off_t off;
 	int ret;
 
@@ -397,16 +397,16 @@ int pt_lseek(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 		out->offset = off;
 		ret = 0;
 	}
-	handle_put(pt->handles, h);
+	open_file_put(pt->open_files, h);
 	return ret;
 }
 
-ssize_t pt_copy_file_range(void *fs, const struct fuse_req_ctx *ctx,
+ssize_t pt_copy_file_range(void *fs, const struct fuse_request_ctx *ctx,
 			   uint64_t nodeid,
 			   const struct fuse_copy_file_range_in *in)
 {
 	struct passthrough *pt = fs;
-	struct handle *src, *dst;
+	struct open_file *src, *dst;
 	loff_t off_in = in->off_in, off_out = in->off_out;
 	ssize_t ret;
 
@@ -420,33 +420,33 @@ ssize_t pt_copy_file_range(void *fs, const struct fuse_req_ctx *ctx,
 			      in->flags);
 	if (ret < 0)
 		ret = -errno;
-	handle_put(pt->handles, dst);
+	open_file_put(pt->open_files, dst);
 put_src:
-	handle_put(pt->handles, src);
+	open_file_put(pt->open_files, src);
 out:
 	return ret;
 }
 
-int pt_getlk(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+int pt_getlk(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	     const struct fuse_lk_in *in, struct fuse_lk_out *out)
 {
 	struct passthrough *pt = fs;
-	struct handle *h;
+	struct open_file *h;
 	int ret;
 
 	ret = pt_get_handle(pt, nodeid, in->fh, false, &h);
 	if (ret < 0)
 		return ret;
 	ret = locks_getlk(pt->locks, h, nodeid, in, out);
-	handle_put(pt->handles, h);
+	open_file_put(pt->open_files, h);
 	return ret;
 }
 
-int pt_setlk(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+int pt_setlk(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	     const struct fuse_lk_in *in, bool sleep)
 {
 	struct passthrough *pt = fs;
-	struct handle *h;
+	struct open_file *h;
 	int ret;
 
 	ret = pt_get_handle(pt, nodeid, in->fh, false, &h);
@@ -455,6 +455,6 @@ int pt_setlk(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	ret = locks_setlk(pt->locks, ctx, h, nodeid, in, sleep);
 	/* Deferred: the waiter keeps our reference. */
 	if (ret != FERRY_DEFERRED)
-		handle_put(pt->handles, h);
+		open_file_put(pt->open_files, h);
 	return ret;
 }

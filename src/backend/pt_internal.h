@@ -37,7 +37,7 @@
 
 #include "backend/creds.h"
 #include "backend/fd_budget.h"
-#include "backend/handles.h"
+#include "backend/open_files.h"
 #include "backend/inode_table.h"
 #include "backend/locks.h"
 #include "backend/offload.h"
@@ -58,7 +58,7 @@ struct passthrough {
 	int proc_self_fd;
 	struct fd_budget fds;
 	struct inode_table *inodes;
-	struct handle_table *handles;
+	struct open_file_table *open_files;
 	struct lock_table *locks;
 	struct sync_runner *syncs;
 	struct read_runner *reads;
@@ -121,12 +121,12 @@ static inline bool pt_openable_type(mode_t type)
  * is of the kind the op works on: a directory's (dir) or a file's. Inline:
  * READ and WRITE start here. */
 static inline int pt_get_handle(struct passthrough *pt, uint64_t nodeid,
-				uint64_t fh, bool dir, struct handle **out)
+				uint64_t fh, bool dir, struct open_file **out)
 {
-	int ret = handle_get(pt->handles, fh, nodeid, out);
+	int ret = open_file_get(pt->open_files, fh, nodeid, out);
 
 	if (ret == 0 && ((*out)->dir != NULL) != dir) {
-		handle_put(pt->handles, *out);
+		open_file_put(pt->open_files, *out);
 		ret = dir ? -ENOTDIR : -EISDIR;
 	}
 	return ret;
@@ -171,25 +171,25 @@ void pt_fill_entry(struct passthrough *pt, const struct inode *parent,
 
 /* ---- pt_caller.c: the credential model of creds.h, op by op ---------- */
 
-int pt_check_caller(const struct passthrough *pt, const struct fuse_req_ctx *ctx);
-int pt_as_caller(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+int pt_check_caller(const struct passthrough *pt, const struct fuse_request_ctx *ctx);
+int pt_as_caller(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 		 enum creds_role role);
 void pt_as_daemon(struct passthrough *pt);
-enum creds_role pt_host_judged_role(const struct fuse_req_ctx *ctx);
-int pt_begin_create(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+enum creds_role pt_host_judged_role(const struct fuse_request_ctx *ctx);
+int pt_begin_create(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 		    uint32_t guest_umask);
 
 /* ---- pt_file_handles.c ------------------------------------------------ */
 
 struct pt_handle_buf {
-	struct inode_handle h;
+	struct inode_file_handle h;
 	unsigned char bytes[MAX_HANDLE_SZ];
 };
 
 /* The file handle a new inode keeps instead of its fd, or NULL in *out to
  * keep the fd (--inode-file-handles decides, per mount); stx is fd's. */
 int pt_handle_for_inode(struct passthrough *pt, int fd, const struct statx *stx,
-			struct pt_handle_buf *hb, const struct inode_handle **out);
+			struct pt_handle_buf *hb, const struct inode_file_handle **out);
 /* At setup, on the share's root: whether file handles work there. */
 int pt_check_file_handles(struct passthrough *pt, int root_fd);
 /* 1 when fd's file system is FUSE, whose handles are the node ids one
@@ -200,17 +200,17 @@ void pt_close_mount_fds(struct passthrough *pt);
 
 /* ---- pt_xattrs.c: the xattr ops, and a new inode's label ------------- */
 
-int pt_setxattr(void *fs, const struct fuse_req_ctx *ctx,
+int pt_setxattr(void *fs, const struct fuse_request_ctx *ctx,
 		uint64_t nodeid, const char *name, const void *value,
 		size_t size, uint32_t flags, uint32_t setxattr_flags);
-ssize_t pt_getxattr(void *fs, const struct fuse_req_ctx *ctx,
+ssize_t pt_getxattr(void *fs, const struct fuse_request_ctx *ctx,
 		    uint64_t nodeid, const char *name, void *value,
 		    size_t size);
-ssize_t pt_listxattr(void *fs, const struct fuse_req_ctx *ctx,
+ssize_t pt_listxattr(void *fs, const struct fuse_request_ctx *ctx,
 		     uint64_t nodeid, char *list, size_t size);
-int pt_removexattr(void *fs, const struct fuse_req_ctx *ctx,
+int pt_removexattr(void *fs, const struct fuse_request_ctx *ctx,
 		   uint64_t nodeid, const char *name);
-int pt_apply_secctx(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+int pt_apply_secctx(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 		    struct inode *inode);
 
 /* ---- pt_entries.c: lookup, forget and the ops that change names ------ */
@@ -219,28 +219,28 @@ int pt_inode_from_fd(struct passthrough *pt, int fd, struct inode **inode,
 		     struct statx *stx);
 int pt_lookup_entry(struct passthrough *pt, struct inode *dir,
 		    const char *name, struct fuse_entry_out *out);
-int pt_lookup(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+int pt_lookup(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 	      const char *name, struct fuse_entry_out *out);
 void pt_forget(void *fs, uint64_t nodeid, uint64_t nlookup);
-ssize_t pt_readlink(void *fs, const struct fuse_req_ctx *ctx,
+ssize_t pt_readlink(void *fs, const struct fuse_request_ctx *ctx,
 		    uint64_t nodeid, char *buf, size_t size);
-int pt_symlink(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+int pt_symlink(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 	       const char *name, const char *target,
 	       struct fuse_entry_out *out);
-int pt_mknod(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+int pt_mknod(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 	     const char *name, const struct fuse_mknod_in *in,
 	     struct fuse_entry_out *out);
-int pt_mkdir(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+int pt_mkdir(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 	     const char *name, const struct fuse_mkdir_in *in,
 	     struct fuse_entry_out *out);
-int pt_unlink(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+int pt_unlink(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 	      const char *name);
-int pt_rmdir(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+int pt_rmdir(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 	     const char *name);
-int pt_rename(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+int pt_rename(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 	      const char *name, uint64_t newparent, const char *newname,
 	      uint32_t flags);
-int pt_link(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+int pt_link(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	    uint64_t newparent, const char *newname,
 	    struct fuse_entry_out *out);
 
@@ -248,66 +248,66 @@ int pt_link(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 
 uint32_t pt_fopen_flags(struct passthrough *pt, bool is_dir);
 int pt_drop_mapped_capability(struct passthrough *pt, int fd);
-int pt_open_for_guest(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+int pt_open_for_guest(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 		      struct inode *inode, int flags, uint32_t open_flags);
 int pt_open_reply(struct passthrough *pt, struct inode *inode, int fd, DIR *dir,
 		  struct fuse_open_out *out);
-int pt_open(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+int pt_open(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	    const struct fuse_open_in *in, struct fuse_open_out *out);
-int pt_create(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+int pt_create(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 	      const char *name, const struct fuse_create_in *in,
 	      struct fuse_entry_out *entry, struct fuse_open_out *open);
-int pt_tmpfile(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+int pt_tmpfile(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 	       const struct fuse_create_in *in,
 	       struct fuse_entry_out *entry, struct fuse_open_out *open);
-ssize_t pt_read(void *fs, const struct fuse_req_ctx *ctx,
+ssize_t pt_read(void *fs, const struct fuse_request_ctx *ctx,
 		uint64_t nodeid, const struct fuse_read_in *in,
 		const struct iovec *dst, unsigned dst_cnt);
-ssize_t pt_write(void *fs, const struct fuse_req_ctx *ctx,
+ssize_t pt_write(void *fs, const struct fuse_request_ctx *ctx,
 		 uint64_t nodeid, const struct fuse_write_in *in,
 		 const struct iovec *src, unsigned src_cnt);
-int pt_flush(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+int pt_flush(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	     const struct fuse_flush_in *in);
-int pt_release(void *fs, const struct fuse_req_ctx *ctx,
+int pt_release(void *fs, const struct fuse_request_ctx *ctx,
 	       uint64_t nodeid, const struct fuse_release_in *in);
-int pt_fsync(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+int pt_fsync(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	     const struct fuse_fsync_in *in);
-int pt_fallocate(void *fs, const struct fuse_req_ctx *ctx,
+int pt_fallocate(void *fs, const struct fuse_request_ctx *ctx,
 		 uint64_t nodeid, const struct fuse_fallocate_in *in);
-int pt_lseek(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+int pt_lseek(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	     const struct fuse_lseek_in *in, struct fuse_lseek_out *out);
-ssize_t pt_copy_file_range(void *fs, const struct fuse_req_ctx *ctx,
+ssize_t pt_copy_file_range(void *fs, const struct fuse_request_ctx *ctx,
 			   uint64_t nodeid,
 			   const struct fuse_copy_file_range_in *in);
-int pt_getlk(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+int pt_getlk(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	     const struct fuse_lk_in *in, struct fuse_lk_out *out);
-int pt_setlk(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+int pt_setlk(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	     const struct fuse_lk_in *in, bool sleep);
 
 /* ---- pt_attr.c: getattr, setattr, access, statfs --------------------- */
 
-int pt_getattr(void *fs, const struct fuse_req_ctx *ctx,
+int pt_getattr(void *fs, const struct fuse_request_ctx *ctx,
 	       uint64_t nodeid, const struct fuse_getattr_in *in,
 	       struct fuse_attr_out *out);
-int pt_setattr(void *fs, const struct fuse_req_ctx *ctx,
+int pt_setattr(void *fs, const struct fuse_request_ctx *ctx,
 	       uint64_t nodeid, const struct fuse_setattr_in *in,
 	       struct fuse_attr_out *out);
-int pt_access(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+int pt_access(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	      uint32_t mask);
-int pt_statfs(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+int pt_statfs(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	      struct fuse_kstatfs *out);
 
 /* ---- pt_dirs.c: open directories and their listing ------------------- */
 
-int pt_opendir(void *fs, const struct fuse_req_ctx *ctx,
+int pt_opendir(void *fs, const struct fuse_request_ctx *ctx,
 	       uint64_t nodeid, const struct fuse_open_in *in,
 	       struct fuse_open_out *out);
-int pt_readdir(void *fs, const struct fuse_req_ctx *ctx,
+int pt_readdir(void *fs, const struct fuse_request_ctx *ctx,
 	       uint64_t nodeid, const struct fuse_read_in *in, bool plus,
 	       struct fuse_dirbuf *db);
-int pt_releasedir(void *fs, const struct fuse_req_ctx *ctx,
+int pt_releasedir(void *fs, const struct fuse_request_ctx *ctx,
 		  uint64_t nodeid, const struct fuse_release_in *in);
-int pt_fsyncdir(void *fs, const struct fuse_req_ctx *ctx,
+int pt_fsyncdir(void *fs, const struct fuse_request_ctx *ctx,
 		uint64_t nodeid, const struct fuse_fsync_in *in);
 
 /* ---- pt_mig_util.c: what saving and loading the tables share -------- */
@@ -347,6 +347,6 @@ bool pt_mig_same_inode(const struct statx *a, const struct statx *b);
 
 /* ---- pt_syncfs.c ----------------------------------------------------- */
 
-int pt_syncfs(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid);
+int pt_syncfs(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid);
 
 #endif

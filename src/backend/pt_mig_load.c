@@ -19,7 +19,7 @@ struct pt_mig_load {
 	size_t n;
 	struct inode **inodes;      /* by stream index; [0] (the root): NULL */
 	size_t nh;
-	struct handle **handles;
+	struct open_file **open_files;
 	size_t *handle_node;        /* stream index of each handle's inode */
 	struct mig_counters counters;
 };
@@ -74,21 +74,21 @@ static int check_same_file(struct loader *ld, const struct mig_inode *mi, int fd
 	struct pt_handle_buf now;
 	struct statx a, b;
 	int hfd, mnt_id, ret;
-	bool same_mount = mi->handle->mount_id == ld->root_key.mnt_id;
+	bool same_mount = mi->file_handle->mount_id == ld->root_key.mnt_id;
 	unsigned n = atomic_load_explicit(&ld->pt->nmounts, memory_order_acquire);
 
 	now.h.fh.handle_bytes = MAX_HANDLE_SZ;
 	if (name_to_handle_at(fd, "", &now.h.fh, &mnt_id, AT_EMPTY_PATH) == 0 &&
-	    now.h.fh.handle_type == mi->handle->handle_type) {
-		if (now.h.fh.handle_bytes == mi->handle->size &&
-		    !memcmp(now.h.fh.f_handle, mi->handle->bytes, mi->handle->size))
+	    now.h.fh.handle_type == mi->file_handle->handle_type) {
+		if (now.h.fh.handle_bytes == mi->file_handle->size &&
+		    !memcmp(now.h.fh.f_handle, mi->file_handle->bytes, mi->file_handle->size))
 			return 0;
 		if (pt_fd_on_fuse(fd) != 1)
 			return -ESTALE;
 	}
 	for (unsigned i = 0; i < n && !same_mount; i++)
-		same_mount = (uint64_t)ld->pt->mounts[i].mnt_id == mi->handle->mount_id;
-	hfd = pt_mig_open_handle(ld->pt, ld->root_mount_fd, mi->handle);
+		same_mount = (uint64_t)ld->pt->mounts[i].mnt_id == mi->file_handle->mount_id;
+	hfd = pt_mig_open_handle(ld->pt, ld->root_mount_fd, mi->file_handle);
 	if (hfd < 0)
 		return hfd == -ESTALE && same_mount ? -ESTALE : 0;
 	ret = pt_stat_fd(hfd, &a) || pt_stat_fd(fd, &b) || !pt_mig_same_inode(&a, &b) ?
@@ -103,13 +103,13 @@ static int open_inode(struct loader *ld, const struct mig_inode *mi, int *out)
 {
 	/* How the source chose to name its inodes (its --migration-mode),
 	 * not this daemon's own mode, which only decides how it saves. */
-	bool by_handle = (mi->flags & MIG_INODE_HANDLE) &&
+	bool by_handle = (mi->flags & MIG_INODE_FILE_HANDLE) &&
 		(ld->st->options.migration_mode == MIG_MODE_FILE_HANDLES ||
 		 !(mi->flags & MIG_INODE_PATH));
 	int fd, ret;
 
 	if (by_handle) {
-		fd = pt_mig_open_handle(ld->pt, ld->root_mount_fd, mi->handle);
+		fd = pt_mig_open_handle(ld->pt, ld->root_mount_fd, mi->file_handle);
 		if (fd < 0)
 			return fd;
 	} else if (mi->flags & MIG_INODE_PATH) {
@@ -118,7 +118,7 @@ static int open_inode(struct loader *ld, const struct mig_inode *mi, int *out)
 		if (pfd < 0)
 			return -ENOENT;     /* the parent is a placeholder */
 		fd = openat(pfd, mi->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (fd >= 0 && (mi->flags & MIG_INODE_HANDLE)) {
+		if (fd >= 0 && (mi->flags & MIG_INODE_FILE_HANDLE)) {
 			ret = check_same_file(ld, mi, fd);
 			if (ret) {
 				close(fd);
@@ -164,7 +164,7 @@ static struct inode *placeholder(uint64_t nodeid, mode_t type)
  * without a handle is refused, as its LOOKUP would be.
  */
 static int keep_by_handle(struct loader *ld, size_t i, const struct statx *stx, int *fd,
-			  struct pt_handle_buf *hb, const struct inode_handle **handle)
+			  struct pt_handle_buf *hb, const struct inode_file_handle **handle)
 {
 	int ret;
 
@@ -184,7 +184,7 @@ static int keep_by_handle(struct loader *ld, size_t i, const struct statx *stx, 
 static int resolve_one(struct loader *ld, size_t i)
 {
 	const struct mig_inode *mi = &ld->st->inodes[i];
-	const struct inode_handle *handle;
+	const struct inode_file_handle *handle;
 	struct pt_handle_buf hb;
 	struct statx stx;
 	struct inode_key key;
@@ -267,7 +267,7 @@ static int resolve_one(struct loader *ld, size_t i)
 				  strerror(-ret));
 	if (!why)
 		why = mi->flags & MIG_INODE_PATH ? "its path no longer names a file" :
-			mi->flags & MIG_INODE_HANDLE ? "its file handle no longer opens" :
+			mi->flags & MIG_INODE_FILE_HANDLE ? "its file handle no longer opens" :
 			"unlinked on the source, and carried without a file handle";
 	if (!ld->o->guest_error)
 		return mig_refuse(ld->reason, ld->rsize, ret,
@@ -284,7 +284,7 @@ static int resolve_one(struct loader *ld, size_t i)
 
 static int reopen_handle(struct loader *ld, size_t k)
 {
-	const struct mig_handle *mh = &ld->st->handles[k];
+	const struct mig_open_file *mh = &ld->st->open_files[k];
 	size_t i = index_of(ld, mh->nodeid);
 	int flags = (int)(mh->open_flags & ~(uint32_t)(O_CREAT | O_EXCL | O_TRUNC));
 	int fd = fd_of(ld, i);
@@ -292,17 +292,17 @@ static int reopen_handle(struct loader *ld, size_t k)
 
 	ld->l->handle_node[k] = i;
 	if (fd < 0) {
-		ld->l->handles[k] = NULL;       /* on a placeholder: EBADF */
+		ld->l->open_files[k] = NULL;       /* on a placeholder: EBADF */
 		return 0;
 	}
 	if (!pt_openable_type(ld->st->inodes[i].type))
 		return mig_refuse(ld->reason, ld->rsize, -EINVAL,
 				     "fh %llu: on a file that is neither regular nor a directory",
 				     (unsigned long long)mh->fh);
-	if (mh->kind == MIG_HANDLE_DIR)
+	if (mh->kind == MIG_OPEN_DIR)
 		flags = O_RDONLY | O_DIRECTORY | O_NONBLOCK;
 	fd = pt_reopen_counted(ld->pt, fd, flags | O_NOCTTY);
-	if (fd >= 0 && mh->kind == MIG_HANDLE_DIR && !(dir = fdopendir(fd))) {
+	if (fd >= 0 && mh->kind == MIG_OPEN_DIR && !(dir = fdopendir(fd))) {
 		pt_close_fd(ld->pt, fd);
 		fd = -ENOMEM;
 	}
@@ -312,11 +312,11 @@ static int reopen_handle(struct loader *ld, size_t k)
 					     "fh %llu on node %llu: cannot open it again: %s",
 					     (unsigned long long)mh->fh,
 					     (unsigned long long)mh->nodeid, strerror(-fd));
-		ld->l->handles[k] = NULL;
+		ld->l->open_files[k] = NULL;
 		return 0;
 	}
-	ld->l->handles[k] = handle_alloc_detached(mh->fh, fd, dir);
-	if (!ld->l->handles[k]) {
+	ld->l->open_files[k] = open_file_alloc_detached(mh->fh, fd, dir);
+	if (!ld->l->open_files[k]) {
 		if (dir)
 			closedir(dir);
 		else
@@ -327,7 +327,7 @@ static int reopen_handle(struct loader *ld, size_t k)
 	return 0;
 }
 
-static void count_handle(struct handle *h, void *arg)
+static void count_handle(struct open_file *h, void *arg)
 {
 	(void)h;
 	(*(size_t *)arg)++;
@@ -337,7 +337,7 @@ static bool tables_empty(struct passthrough *pt)
 {
 	size_t count = 0;
 
-	handle_table_foreach(pt->handles, count_handle, &count);
+	open_file_table_foreach(pt->open_files, count_handle, &count);
 	return count == 0 && inode_table_empty(pt->inodes);
 }
 
@@ -345,11 +345,11 @@ void passthrough_mig_abort(struct passthrough *pt, struct pt_mig_load *l)
 {
 	if (!l)
 		return;
-	for (size_t k = 0; l->handles && k < l->nh; k++)
-		handle_free_detached(pt->handles, l->handles[k]);
+	for (size_t k = 0; l->open_files && k < l->nh; k++)
+		open_file_free_detached(pt->open_files, l->open_files[k]);
 	for (size_t i = 0; l->inodes && i < l->n; i++)
 		inode_free_detached(pt->inodes, l->inodes[i]);
-	free(l->handles);
+	free(l->open_files);
 	free(l->handle_node);
 	free(l->inodes);
 	free(l);
@@ -374,15 +374,15 @@ int passthrough_mig_prepare(struct passthrough *pt, const struct pt_mig_opts *o,
 	if (!ld.l)
 		return mig_refuse(reason, reason_size, -ENOMEM, "out of memory");
 	ld.l->n = st->n_inodes;
-	ld.l->nh = st->n_handles;
+	ld.l->nh = st->n_open_files;
 	ld.l->counters = st->counters;
 	ld.l->inodes = calloc(st->n_inodes, sizeof(*ld.l->inodes));
-	ld.l->handles = calloc(st->n_handles ? st->n_handles : 1, sizeof(*ld.l->handles));
-	ld.l->handle_node = calloc(st->n_handles ? st->n_handles : 1,
+	ld.l->open_files = calloc(st->n_open_files ? st->n_open_files : 1, sizeof(*ld.l->open_files));
+	ld.l->handle_node = calloc(st->n_open_files ? st->n_open_files : 1,
 				   sizeof(*ld.l->handle_node));
 	ret = pt_key_set_init(&ld.keys, st->n_inodes);
 	ld.held = calloc(st->n_inodes ? st->n_inodes : 1, sizeof(*ld.held));
-	if (!ld.l->inodes || !ld.l->handles || !ld.l->handle_node || !ld.held || ret) {
+	if (!ld.l->inodes || !ld.l->open_files || !ld.l->handle_node || !ld.held || ret) {
 		ret = mig_refuse(reason, reason_size, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -396,13 +396,13 @@ int passthrough_mig_prepare(struct passthrough *pt, const struct pt_mig_opts *o,
 	pt_key_set_add(&ld.keys, &root_key, 0);
 	ld.root_mount_fd = pt_reopen(pt, inode_table_root(pt->inodes)->fd,
 					     O_RDONLY | O_DIRECTORY);
-	for (size_t k = 0; k < st->n_handles; k++)
-		ld.held[index_of(&ld, st->handles[k].nodeid)] = true;
+	for (size_t k = 0; k < st->n_open_files; k++)
+		ld.held[index_of(&ld, st->open_files[k].nodeid)] = true;
 	/* The stream has parents before children, so each parent is open
 	 * (or a placeholder) by the time its children come. */
 	for (size_t i = 1; i < st->n_inodes && ret == 0; i++)
 		ret = resolve_one(&ld, i);
-	for (size_t k = 0; k < st->n_handles && ret == 0; k++)
+	for (size_t k = 0; k < st->n_open_files && ret == 0; k++)
 		ret = reopen_handle(&ld, k);
 out:
 	if (ld.root_mount_fd >= 0)
@@ -419,10 +419,10 @@ out:
 
 void passthrough_mig_commit(struct passthrough *pt, struct pt_mig_load *l)
 {
-	/* Each handle holds a request reference on its inode, as handle_add's
+	/* Each handle holds a request reference on its inode, as open_file_add's
 	 * callers take one. */
 	for (size_t k = 0; k < l->nh; k++)
-		if (l->handles[k] && l->handle_node[k] != 0)
+		if (l->open_files[k] && l->handle_node[k] != 0)
 			l->inodes[l->handle_node[k]]->refs++;
 	for (size_t i = 1; i < l->n; i++) {
 		struct inode *inode = l->inodes[i];
@@ -435,16 +435,16 @@ void passthrough_mig_commit(struct passthrough *pt, struct pt_mig_load *l)
 		inode_table_install(pt->inodes, inode);
 	}
 	for (size_t k = 0; k < l->nh; k++)
-		if (l->handles[k])
-			handle_install(pt->handles, l->handles[k], l->handle_node[k] ?
+		if (l->open_files[k])
+			open_file_install(pt->open_files, l->open_files[k], l->handle_node[k] ?
 				       l->inodes[l->handle_node[k]] :
 				       inode_table_root(pt->inodes));
 	/* Never hand out an id the guest may still hold. */
 	if (l->counters.shard_bits == INODE_SHARD_BITS)
 		for (unsigned s = 0; s < INODE_SHARDS; s++)
 			inode_table_raise_seq(pt->inodes, s, l->counters.next_seq[s]);
-	handle_table_raise_next_fh(pt->handles, l->counters.next_fh);
-	free(l->handles);
+	open_file_table_raise_next_fh(pt->open_files, l->counters.next_fh);
+	free(l->open_files);
 	free(l->handle_node);
 	free(l->inodes);
 	free(l);

@@ -35,7 +35,7 @@ struct save {
 	struct sv_inode *in;
 	size_t n, cap;
 	size_t root;
-	struct mig_handle *hs;
+	struct mig_open_file *hs;
 	int *hfds;              /* each handle's fd, for the flock probe */
 	size_t nh, caph, caphf;
 	size_t *order;          /* indices into in, root first, parents first */
@@ -81,19 +81,19 @@ static void copy_inode(struct inode *inode, void *arg)
 	si->key = inode->key;
 	si->type = inode->type;
 	si->invalid = inode->invalid;
-	if (inode->handle) {
-		si->fh.handle_type = inode->handle->fh.handle_type;
+	if (inode->file_handle) {
+		si->fh.handle_type = inode->file_handle->fh.handle_type;
 		si->fh.mount_id = inode->key.mnt_id;
-		si->fh.size = (uint16_t)inode->handle->fh.handle_bytes;
-		memcpy(si->fh.bytes, inode->handle->fh.f_handle, si->fh.size);
-		si->flags = MIG_INODE_HANDLE;
+		si->fh.size = (uint16_t)inode->file_handle->fh.handle_bytes;
+		memcpy(si->fh.bytes, inode->file_handle->fh.f_handle, si->fh.size);
+		si->flags = MIG_INODE_FILE_HANDLE;
 	}
 }
 
-static void copy_handle(struct handle *h, void *arg)
+static void copy_handle(struct open_file *h, void *arg)
 {
 	struct save *sv = arg;
-	struct mig_handle *mh;
+	struct mig_open_file *mh;
 	int fl;
 
 	if (sv->err)
@@ -115,7 +115,7 @@ static void copy_handle(struct handle *h, void *arg)
 	/* What the host file was opened with, as the destination must open
 	 * it again; never what would change the file there. */
 	mh->open_flags = (uint32_t)fl & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY);
-	mh->kind = h->dir ? MIG_HANDLE_DIR : MIG_HANDLE_FILE;
+	mh->kind = h->dir ? MIG_OPEN_DIR : MIG_OPEN_REGULAR;
 }
 
 /* Host locks do not move (docs/migration.md, "Host locks"): refuse. */
@@ -128,7 +128,7 @@ static int check_locks(struct save *sv, const struct mig_session *session)
 	if ((session->flags & FUSE_POSIX_LOCKS) && locks_find_held(sv->pt->locks, &nodeid))
 		held = true;
 	for (size_t i = 0; !held && (session->flags & FUSE_FLOCK_LOCKS) && i < sv->nh; i++) {
-		if (sv->hs[i].kind == MIG_HANDLE_FILE &&
+		if (sv->hs[i].kind == MIG_OPEN_REGULAR &&
 		    locks_probe_fd(sv->pt->proc_self_fd, sv->hfds[i], false) != 0) {
 			nodeid = sv->hs[i].nodeid;
 			held = true;
@@ -283,7 +283,7 @@ static int take_handle(struct save *sv, struct sv_inode *si)
 
 	if (ret)
 		return ret;
-	if (!(si->flags & MIG_INODE_HANDLE)) {
+	if (!(si->flags & MIG_INODE_FILE_HANDLE)) {
 		hb.h.fh.handle_bytes = MAX_HANDLE_SZ;
 		ret = pt_errno_or(name_to_handle_at(inode->fd, "", &hb.h.fh, &mnt_id,
 						    AT_EMPTY_PATH));
@@ -292,7 +292,7 @@ static int take_handle(struct save *sv, struct sv_inode *si)
 			si->fh.mount_id = (uint64_t)mnt_id;
 			si->fh.size = (uint16_t)hb.h.fh.handle_bytes;
 			memcpy(si->fh.bytes, hb.h.fh.f_handle, si->fh.size);
-			si->flags |= MIG_INODE_HANDLE;
+			si->flags |= MIG_INODE_FILE_HANDLE;
 		}
 	}
 	/* Open but no longer in the tree: the handle still reaches it. */
@@ -343,14 +343,14 @@ static int locate(struct save *sv)
 			 * destination on the same file system can tell a file
 			 * replaced under the same name from the one saved. */
 			if (take_handle(sv, si) != 0)
-				si->flags &= ~(MIG_INODE_HANDLE | MIG_INODE_UNLINKED);
+				si->flags &= ~(MIG_INODE_FILE_HANDLE | MIG_INODE_UNLINKED);
 			si->flags &= ~MIG_INODE_UNLINKED;
 		}
 		/* Inodes the walk did not reach: unlinked, or moved outside. */
 		for (size_t i = 0; i < sv->n && ret == 0; i++) {
 			if (sv->in[i].located)
 				continue;
-			sv->in[i].flags &= ~MIG_INODE_HANDLE;
+			sv->in[i].flags &= ~MIG_INODE_FILE_HANDLE;
 			ret = sv->in[i].invalid ? unfound(sv, &sv->in[i], "a placeholder already") :
 				unfound(sv, &sv->in[i], "not found in the shared directory "
 					"(unlinked, or moved out of it; --migration-mode="
@@ -381,13 +381,13 @@ static int encode(struct save *sv, const struct mig_session *session,
 	struct mig_arrays a = {
 		.session = session, .options = options, .counters = &counters,
 		.inodes = mi, .n_inodes = sv->norder,
-		.handles = sv->hs, .n_handles = sv->nh,
+		.open_files = sv->hs, .n_open_files = sv->nh,
 	};
 	int ret;
 
 	if (!mi)
 		return -ENOMEM;
-	counters.next_fh = handle_table_next_fh(sv->pt->handles);
+	counters.next_fh = open_file_table_next_fh(sv->pt->open_files);
 	inode_table_counters(sv->pt->inodes, counters.next_seq);
 	for (size_t q = 0; q < sv->norder; q++) {
 		const struct sv_inode *si = &sv->in[sv->order[q]];
@@ -399,7 +399,7 @@ static int encode(struct save *sv, const struct mig_session *session,
 		mi[q].parent = si->parent;
 		mi[q].name = si->name;
 		mi[q].name_len = si->name ? strlen(si->name) : 0;
-		mi[q].handle = (si->flags & MIG_INODE_HANDLE) ? &si->fh : NULL;
+		mi[q].file_handle = (si->flags & MIG_INODE_FILE_HANDLE) ? &si->fh : NULL;
 	}
 	ret = mig_encode_arrays(&a, out);
 	free(mi);
@@ -419,7 +419,7 @@ int passthrough_mig_save(struct passthrough *pt, const struct pt_mig_opts *o,
 	int ret;
 
 	inode_table_foreach(pt->inodes, copy_inode, &sv);
-	handle_table_foreach(pt->handles, copy_handle, &sv);
+	open_file_table_foreach(pt->open_files, copy_handle, &sv);
 	ret = sv.err;
 	if (ret) {
 		mig_refuse(reason, reason_size, ret, "copying the tables: %s",
@@ -463,6 +463,6 @@ void passthrough_mig_limits(struct passthrough *pt, struct mig_limits *lim)
 	if (pt->fds.limit > 0 && (size_t)pt->fds.limit < lim->max_inodes &&
 	    pt->opts.file_handles == FILE_HANDLES_NEVER)
 		lim->max_inodes = (size_t)pt->fds.limit;
-	if (pt->fds.limit > 0 && (size_t)pt->fds.limit < lim->max_handles)
-		lim->max_handles = (size_t)pt->fds.limit;
+	if (pt->fds.limit > 0 && (size_t)pt->fds.limit < lim->max_open_files)
+		lim->max_open_files = (size_t)pt->fds.limit;
 }

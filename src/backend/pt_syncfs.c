@@ -93,7 +93,7 @@ static int sync_other_mounts(struct passthrough *pt)
 	return ret;
 }
 
-int pt_syncfs(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid)
+int pt_syncfs(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid)
 {
 	struct passthrough *pt = fs;
 	struct inode *inode;

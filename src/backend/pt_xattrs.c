@@ -68,7 +68,7 @@ static void xattr_end(struct passthrough *pt, struct xattr_op *x)
  * the guest's kernel has checked the caller's access to the inode and to
  * the trusted.* and security.* names (its VFS and capability hooks).
  */
-int pt_setxattr(void *fs, const struct fuse_req_ctx *ctx,
+int pt_setxattr(void *fs, const struct fuse_request_ctx *ctx,
 		uint64_t nodeid, const char *name, const void *value,
 		size_t size, uint32_t flags, uint32_t setxattr_flags)
 {
@@ -141,7 +141,7 @@ static size_t filter_xattr_list(struct passthrough *pt, char *list, size_t len,
 
 /* GETXATTR of name, or LISTXATTR with name NULL: the host's answer as the
  * guest should see it, after the caller's check. */
-static ssize_t xattr_read(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+static ssize_t xattr_read(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 			  uint64_t nodeid, const char *name, void *buf, size_t size)
 {
 	struct xattr_op x;
@@ -165,20 +165,20 @@ end:
 	return ret;
 }
 
-ssize_t pt_getxattr(void *fs, const struct fuse_req_ctx *ctx,
+ssize_t pt_getxattr(void *fs, const struct fuse_request_ctx *ctx,
 		    uint64_t nodeid, const char *name, void *value,
 		    size_t size)
 {
 	return xattr_read(fs, ctx, nodeid, name, value, size);
 }
 
-ssize_t pt_listxattr(void *fs, const struct fuse_req_ctx *ctx,
+ssize_t pt_listxattr(void *fs, const struct fuse_request_ctx *ctx,
 		     uint64_t nodeid, char *list, size_t size)
 {
 	return xattr_read(fs, ctx, nodeid, NULL, list, size);
 }
 
-int pt_removexattr(void *fs, const struct fuse_req_ctx *ctx,
+int pt_removexattr(void *fs, const struct fuse_request_ctx *ctx,
 		   uint64_t nodeid, const char *name)
 {
 	struct passthrough *pt = fs;
@@ -206,7 +206,7 @@ put:
 
 /* FUSE_SECURITY_CTX: the label the guest's LSM gave the new inode. Set as
  * the daemon: security.* may need privileges the guest ids lack. */
-int pt_apply_secctx(struct passthrough *pt, const struct fuse_req_ctx *ctx,
+int pt_apply_secctx(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 		    struct inode *inode)
 {
 	char path[PROC_FD_PATH_MAX];

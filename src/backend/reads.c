@@ -44,7 +44,7 @@
 #define NOWAIT_UNSUPPORTED INT32_MIN
 
 struct read_runner {
-	struct handle_table *handles;
+	struct open_file_table *open_files;
 	struct offload *offload;        /* the passthrough's, freed before us */
 	struct read_split *split;       /* large inline reads on two threads */
 	bool defer_all;
@@ -59,7 +59,7 @@ struct read_runner {
 struct read_job {
 	struct offload_job job;         /* first: run() gets it */
 	struct read_runner *r;
-	struct handle *h;
+	struct open_file *h;
 	struct fuse_deferred *deferred;
 	void *buf;                      /* size bytes, page-aligned */
 	size_t size;
@@ -70,14 +70,14 @@ struct read_job {
  * not share a counter's cache line. */
 static __thread unsigned read_count;
 
-int read_runner_new(struct read_runner **out, struct handle_table *handles,
+int read_runner_new(struct read_runner **out, struct open_file_table *handles,
 		    struct offload *offload, bool defer_all)
 {
 	struct read_runner *r = calloc(1, sizeof(*r));
 
 	if (!r)
 		return -ENOMEM;
-	r->handles = handles;
+	r->open_files = handles;
 	r->offload = offload;
 	r->defer_all = defer_all;
 	if (read_split_new(&r->split, true) < 0) {
@@ -111,7 +111,7 @@ static void read_run(struct offload_job *oj)
 	fuse_deferred_finish_data(job->deferred, n < 0 ? (int)n : 0, job->buf,
 			       n < 0 ? 0 : (size_t)n);
 	atomic_fetch_sub_explicit(&job->r->deferred_bytes, job->size, memory_order_relaxed);
-	handle_put(job->r->handles, job->h);
+	open_file_put(job->r->open_files, job->h);
 	free(job);
 }
 
@@ -124,8 +124,8 @@ static void read_cancel(void *arg)
 
 /* FERRY_DEFERRED once the read is deferred; -errno when it cannot
  * be, to read inline instead. */
-static int read_defer(struct read_runner *r, const struct fuse_req_ctx *ctx,
-		      struct handle *h, size_t size, uint64_t off)
+static int read_defer(struct read_runner *r, const struct fuse_request_ctx *ctx,
+		      struct open_file *h, size_t size, uint64_t off)
 {
 	struct read_job *job;
 	int ret = -ENOBUFS;
@@ -186,8 +186,8 @@ static ssize_t read_nowait(int fd, const struct iovec *dst, unsigned dst_cnt,
 	return more < 0 && errno != EAGAIN ? -errno : -EAGAIN;
 }
 
-ssize_t read_handle(struct read_runner *r, const struct fuse_req_ctx *ctx,
-		    struct handle *h, const struct iovec *dst, unsigned dst_cnt,
+ssize_t read_handle(struct read_runner *r, const struct fuse_request_ctx *ctx,
+		    struct open_file *h, const struct iovec *dst, unsigned dst_cnt,
 		    size_t size, uint64_t off)
 {
 	uint64_t dev = h->inode->key.dev;
@@ -238,6 +238,6 @@ ssize_t read_handle(struct read_runner *r, const struct fuse_req_ctx *ctx,
 inline_read:
 	ret = read_split_read(r->split, h->fd, dst, dst_cnt, size, off);
 done:
-	handle_put(r->handles, h);
+	open_file_put(r->open_files, h);
 	return ret;
 }

@@ -6,7 +6,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#include "backend/handles.h"
+#include "backend/open_files.h"
 #include "backend/offload.h"
 #include "protocol/fuse_ops.h"
 
@@ -15,7 +15,7 @@ struct read_runner;
 /* defer_all: every read that may wait is tried without waiting, as on a
  * file system known to be cold (tests). Deferred reads run on offload,
  * which must end (offload_free) before the runner is freed. */
-int read_runner_new(struct read_runner **out, struct handle_table *handles,
+int read_runner_new(struct read_runner **out, struct open_file_table *handles,
 		    struct offload *offload, bool defer_all);
 void read_runner_free(struct read_runner *r);
 /* Tests: every read that may be deferred finds its data "not cached"
@@ -32,8 +32,8 @@ void read_runner_pretend_uncached(struct read_runner *r, bool on);
  * cache, so that the disk read does not hold them up. dst is then no longer
  * used: the thread reads into a buffer of its own.
  */
-ssize_t read_handle(struct read_runner *r, const struct fuse_req_ctx *ctx,
-		    struct handle *h, const struct iovec *dst, unsigned dst_cnt,
+ssize_t read_handle(struct read_runner *r, const struct fuse_request_ctx *ctx,
+		    struct open_file *h, const struct iovec *dst, unsigned dst_cnt,
 		    size_t size, uint64_t off);
 
 #endif

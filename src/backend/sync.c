@@ -22,7 +22,7 @@
 #define SLOW_SYNC_NS (1000u * 1000u)
 
 struct sync_runner {
-	struct handle_table *handles;
+	struct open_file_table *open_files;
 	bool defer_all;
 	struct dev_slots slow_devs;     /* file systems slow to sync */
 	struct offload *offload;        /* the passthrough's, freed before us */
@@ -31,19 +31,19 @@ struct sync_runner {
 struct sync_job {
 	struct offload_job job;         /* first: run() gets it */
 	struct sync_runner *r;
-	struct handle *h;
+	struct open_file *h;
 	bool datasync;
 	struct fuse_deferred *deferred;
 };
 
-int sync_runner_new(struct sync_runner **out, struct handle_table *handles,
+int sync_runner_new(struct sync_runner **out, struct open_file_table *handles,
 		    struct offload *offload, bool defer_all)
 {
 	struct sync_runner *r = calloc(1, sizeof(*r));
 
 	if (!r)
 		return -ENOMEM;
-	r->handles = handles;
+	r->open_files = handles;
 	r->defer_all = defer_all;
 	r->offload = offload;
 	*out = r;
@@ -79,7 +79,7 @@ static int do_sync(int fd, bool datasync)
 static void job_done(struct sync_job *job, int ret)
 {
 	fuse_deferred_finish(job->deferred, ret);
-	handle_put(job->r->handles, job->h);
+	open_file_put(job->r->open_files, job->h);
 	free(job);
 }
 
@@ -99,8 +99,8 @@ static void sync_cancel(void *arg)
 
 /* FERRY_DEFERRED once the request is deferred (answered even if
  * no thread starts); -errno when it cannot be, to sync inline instead. */
-static int sync_start_thread(struct sync_runner *r, const struct fuse_req_ctx *ctx,
-			     struct handle *h, bool datasync)
+static int sync_start_thread(struct sync_runner *r, const struct fuse_request_ctx *ctx,
+			     struct open_file *h, bool datasync)
 {
 	struct sync_job *job = calloc(1, sizeof(*job));
 	int ret;
@@ -126,8 +126,8 @@ static int sync_start_thread(struct sync_runner *r, const struct fuse_req_ctx *c
 	return FERRY_DEFERRED;
 }
 
-int sync_handle(struct sync_runner *r, const struct fuse_req_ctx *ctx,
-		struct handle *h, bool datasync)
+int sync_handle(struct sync_runner *r, const struct fuse_request_ctx *ctx,
+		struct open_file *h, bool datasync)
 {
 	uint64_t dev = h->inode->key.dev, start;
 	int ret;
@@ -144,6 +144,6 @@ int sync_handle(struct sync_runner *r, const struct fuse_req_ctx *ctx,
 	ret = do_sync(h->fd, datasync);
 	if (ferry_monotonic_ns() - start > SLOW_SYNC_NS)
 		dev_mark_slow(r, dev);
-	handle_put(r->handles, h);
+	open_file_put(r->open_files, h);
 	return ret;
 }

@@ -4,7 +4,7 @@
 
 #include <stdbool.h>
 
-#include "backend/handles.h"
+#include "backend/open_files.h"
 #include "backend/offload.h"
 #include "protocol/fuse_ops.h"
 
@@ -13,7 +13,7 @@ struct sync_runner;
 /* defer_all: every sync goes to a thread, as on a slow file system (tests).
  * Deferred syncs run on offload, which must end (offload_free) before the
  * runner is freed. */
-int sync_runner_new(struct sync_runner **out, struct handle_table *handles,
+int sync_runner_new(struct sync_runner **out, struct open_file_table *handles,
 		    struct offload *offload, bool defer_all);
 void sync_runner_free(struct sync_runner *r);
 
@@ -24,7 +24,7 @@ void sync_runner_free(struct sync_runner *r);
  * (ctx->queued_behind) on a file system where a sync took longer than a
  * millisecond before, so that it does not hold them up.
  */
-int sync_handle(struct sync_runner *r, const struct fuse_req_ctx *ctx,
-		struct handle *h, bool datasync);
+int sync_handle(struct sync_runner *r, const struct fuse_request_ctx *ctx,
+		struct open_file *h, bool datasync);
 
 #endif

@@ -1,14 +1,14 @@
-/* The request contract between a transport and what serves its requests: one request, its reply channel, the handler. */
+/* The request contract between a transport and what serves its requests: one request, its reply channel, the service. */
 #ifndef FERRY_REQ_H
 #define FERRY_REQ_H
 
 /*
  * Both transports (the virtqueues of vhost-user, and /dev/fuse) hand
  * requests over in this form, and the FUSE protocol takes them in this
- * form, so neither knows the other: the daemon wires one ferry_handler to
+ * form, so neither knows the other: the daemon wires one ferry_service to
  * either transport. Modelled on crosvm's fuse Reader/Writer, which both its
  * virtio-fs worker and its /dev/fuse worker implement; unlike crosvm, a
- * request here may be answered after handle() returned ("deferred").
+ * request here may be answered after serve() returned ("deferred").
  */
 
 #include <stdbool.h>
@@ -17,10 +17,10 @@
 #include <sys/uio.h>
 
 /*
- * What handle() returns for a deferred request, and what an op of the
+ * What serve() returns for a deferred request, and what an op of the
  * backend returns once it deferred its request: the reply comes later,
  * through the request's channel. One value for both, so it needs to be a
- * valid int (ops return int) and never a length a reply can have (handle()
+ * valid int (ops return int) and never a length a reply can have (serve()
  * returns uint32_t reply lengths, far below 2 GiB): INT32_MAX is both.
  */
 #define FERRY_DEFERRED 0x7fffffff
@@ -43,7 +43,7 @@ struct ferry_chan {
 	 * malloc'd and the transport frees it: a deferred READ's bytes, read
 	 * on another thread into memory of its own. Callable from any thread,
 	 * exactly once per deferred request, and before the worker that
-	 * deferred it can stop (see ferry_handler.cancel).
+	 * deferred it can stop (see ferry_service.cancel).
 	 */
 	void (*complete)(struct ferry_chan *chan, void *token, const void *reply,
 			 uint32_t len, void *data, uint32_t data_len);
@@ -52,7 +52,7 @@ struct ferry_chan {
 /*
  * One request as a transport hands it over: its readable buffers (the
  * request as the client sent it) and its writable buffers (room for the
- * reply). They are only valid during handle(). For the virtqueue they point
+ * reply). They are only valid during serve(). For the virtqueue they point
  * into guest memory, bounds-checked by the transport; the client may still
  * change the bytes meanwhile, so the consumer copies what it validates.
  */
@@ -77,28 +77,28 @@ struct ferry_req {
  * workers (a queue's thread, a /dev/fuse reader thread); each gets its own
  * context from start() and hands it to every call on that worker.
  */
-struct ferry_handler {
+struct ferry_service {
 	/* On the worker's thread as it starts; NULL means failure: the worker
 	 * does not serve (a virtqueue is marked broken). */
 	void *(*start)(void *opaque, unsigned worker_index);
 	/* On the worker's thread as it stops, once none of its requests is
 	 * deferred any more. */
 	void (*stop)(void *opaque, unsigned worker_index, void *ctx);
-	/* Handles one request inline on the worker's thread. Returns the
+	/* Serves one request inline on the worker's thread. Returns the
 	 * reply's length written into req->wr (0: no reply), or
 	 * FERRY_DEFERRED: the reply comes through req->chan. */
-	uint32_t (*handle)(void *ctx, const struct ferry_req *req);
-	/* Optional: handles reqs[0] and as many after it as it serves
-	 * together with it (at least 1, at most n), in order, as handle()
+	uint32_t (*serve)(void *ctx, const struct ferry_req *req);
+	/* Optional: serves reqs[0] and as many after it as it serves
+	 * together with it (at least 1, at most n), in order, as serve()
 	 * would one by one; returns how many, their reply lengths (or
 	 * FERRY_DEFERRED) in lens. All n stay valid until it returns, so it
 	 * may serve several with one system call. The transport offers the
 	 * rest again, after it has sent these replies. */
-	unsigned (*handle_run)(void *ctx, const struct ferry_req *const *reqs, unsigned n,
+	unsigned (*serve_run)(void *ctx, const struct ferry_req *const *reqs, unsigned n,
 			       uint32_t *lens);
 	/* On the worker's thread when it stops with requests deferred: each
 	 * must then complete soon (the transport counts them and waits for
-	 * the last before stop). May be NULL if handle() never defers. */
+	 * the last before stop). May be NULL if serve() never defers. */
 	void (*cancel)(void *ctx);
 	/* Optional. The client that used the transport is gone without
 	 * saying so (a guest reboot, a frontend that went away): state it
@@ -112,7 +112,7 @@ struct ferry_handler {
 	 * whole state to fd and leaves every table as it was (a cancelled
 	 * migration goes on serving). load_state reads one state from fd up
 	 * to EOF, validates all of it, and installs it only if all of it is
-	 * good: on failure nothing of it stays and the handler serves as
+	 * good: on failure nothing of it stays and the service serves as
 	 * before. Neither closes fd. 0 or -errno, with why in reason
 	 * (NUL-terminated). A transport offers migration only when both are
 	 * set.
@@ -121,10 +121,10 @@ struct ferry_handler {
 	int (*load_state)(void *opaque, int fd, char *reason, size_t reason_size);
 };
 
-/* Whether h has what every transport calls: start, stop and handle. */
-static inline bool ferry_handler_valid(const struct ferry_handler *h)
+/* Whether h has what every transport calls: start, stop and serve. */
+static inline bool ferry_service_valid(const struct ferry_service *h)
 {
-	return h && h->start && h->stop && h->handle;
+	return h && h->start && h->stop && h->serve;
 }
 
 #endif

@@ -36,7 +36,7 @@ static const char *type_name(unsigned type)
 	case MIG_REC_OPTIONS: return "options";
 	case MIG_REC_COUNTERS: return "counters";
 	case MIG_REC_INODE: return "inode";
-	case MIG_REC_HANDLE: return "handle";
+	case MIG_REC_OPEN_FILE: return "handle";
 	case MIG_REC_LOCK: return "lock";
 	case MIG_REC_END: return "end";
 	default: return "unknown";
@@ -241,7 +241,7 @@ static bool fhandle_eq(const void *ctx, uint32_t idx)
 {
 	const struct fhandle_key *k = ctx;
 
-	return mig_fhandle_equal(k->st->inodes[idx].handle, k->h);
+	return mig_fhandle_equal(k->st->inodes[idx].file_handle, k->h);
 }
 
 /* The inode's nodeid, flags and place in the order; its location comes
@@ -273,7 +273,7 @@ static int inode_identity(struct dec *d, const struct mig_inode *in)
 	if ((in->flags & MIG_INODE_PATH) && (in->flags & MIG_INODE_UNLINKED))
 		return fail(d, -EINVAL, "node %llu is unlinked but has a path",
 			    (unsigned long long)in->nodeid);
-	if (!(in->flags & (MIG_INODE_PATH | MIG_INODE_HANDLE | MIG_INODE_UNLINKED)))
+	if (!(in->flags & (MIG_INODE_PATH | MIG_INODE_FILE_HANDLE | MIG_INODE_UNLINKED)))
 		return fail(d, -EINVAL, "node %llu has no location",
 			    (unsigned long long)in->nodeid);
 	if ((in->nodeid >> c->shard_bits) >= c->next_seq[in->nodeid & mask])
@@ -327,13 +327,13 @@ static int inode_handle(struct dec *d, struct mig_inode *in, const unsigned char
 	struct mig_file_handle *h;
 	uint16_t size;
 
-	if (*rem < MIG_INODE_HANDLE_FIXED)
+	if (*rem < MIG_INODE_FILE_HANDLE_FIXED)
 		return fail(d, -EBADMSG, "inode record too short for its file handle");
 	size = mig_get16(*pp + 12);
-	if (size > MIG_HANDLE_MAX)
+	if (size > MIG_FILE_HANDLE_MAX)
 		return fail(d, -EINVAL, "node %llu: file handle of %u bytes, over %u",
-			    (unsigned long long)in->nodeid, size, MIG_HANDLE_MAX);
-	if (*rem - MIG_INODE_HANDLE_FIXED < size)
+			    (unsigned long long)in->nodeid, size, MIG_FILE_HANDLE_MAX);
+	if (*rem - MIG_INODE_FILE_HANDLE_FIXED < size)
 		return fail(d, -EBADMSG, "file handle of %u bytes past the record's end", size);
 	/* Only the bytes used are allocated: nothing reads past size. */
 	h = mig_arena_alloc(d->st->arena, offsetof(struct mig_file_handle, bytes) + size);
@@ -342,10 +342,10 @@ static int inode_handle(struct dec *d, struct mig_inode *in, const unsigned char
 	h->handle_type = (int32_t)mig_get32(*pp);
 	h->mount_id = mig_get64(*pp + 4);
 	h->size = size;
-	memcpy(h->bytes, *pp + MIG_INODE_HANDLE_FIXED, size);
-	in->handle = h;
-	*pp += MIG_INODE_HANDLE_FIXED + size;
-	*rem -= MIG_INODE_HANDLE_FIXED + (uint32_t)size;
+	memcpy(h->bytes, *pp + MIG_INODE_FILE_HANDLE_FIXED, size);
+	in->file_handle = h;
+	*pp += MIG_INODE_FILE_HANDLE_FIXED + size;
+	*rem -= MIG_INODE_FILE_HANDLE_FIXED + (uint32_t)size;
 	return 0;
 }
 
@@ -373,7 +373,7 @@ static int rec_inode(struct dec *d, const unsigned char *p, uint32_t len)
 	rc = inode_identity(d, &in);
 	if (!rc && (in.flags & MIG_INODE_PATH))
 		rc = inode_path(d, &in, &p, &rem);
-	if (!rc && (in.flags & MIG_INODE_HANDLE))
+	if (!rc && (in.flags & MIG_INODE_FILE_HANDLE))
 		rc = inode_handle(d, &in, &p, &rem);
 	if (!rc && rem)
 		rc = fail(d, -EBADMSG, "%u bytes left over in an inode record", rem);
@@ -390,11 +390,11 @@ static int rec_inode(struct dec *d, const unsigned char *p, uint32_t len)
 				    (unsigned long long)st->inodes[other].nodeid,
 				    (unsigned long long)in.nodeid);
 	}
-	if (in.flags & MIG_INODE_HANDLE) {
-		struct fhandle_key k = { st, in.handle };
+	if (in.flags & MIG_INODE_FILE_HANDLE) {
+		struct fhandle_key k = { st, in.file_handle };
 		long other;
 
-		hhandle = mig_fhandle_hash(in.handle);
+		hhandle = mig_fhandle_hash(in.file_handle);
 		other = mig_index_find(st->by_fhandle, hhandle, fhandle_eq, &k);
 		if (other >= 0)
 			return fail(d, -EINVAL, "nodes %llu and %llu have the same file handle "
@@ -409,7 +409,7 @@ static int rec_inode(struct dec *d, const unsigned char *p, uint32_t len)
 	rc = mig_index_add(st->by_nodeid, ferry_mix64(in.nodeid), idx);
 	if (!rc && (in.flags & MIG_INODE_PATH))
 		rc = mig_index_add(st->by_path, hpath, idx);
-	if (!rc && (in.flags & MIG_INODE_HANDLE))
+	if (!rc && (in.flags & MIG_INODE_FILE_HANDLE))
 		rc = mig_index_add(st->by_fhandle, hhandle, idx);
 	/* An index may now name idx: store it even on failure, so that the
 	 * state freed on the way out is consistent; nothing reads it then. */
@@ -424,11 +424,11 @@ static int rec_handle(struct dec *d, const unsigned char *p, uint32_t len)
 {
 	struct mig_state *st = d->st;
 	const struct mig_inode *in;
-	struct mig_handle h;
+	struct mig_open_file h;
 	int rc;
 
-	if (st->n_handles >= d->lim->max_handles)
-		return fail(d, -E2BIG, "more than %zu handles", d->lim->max_handles);
+	if (st->n_open_files >= d->lim->max_open_files)
+		return fail(d, -E2BIG, "more than %zu handles", d->lim->max_open_files);
 	h.fh = mig_get64(p);
 	h.nodeid = mig_get64(p + 8);
 	h.open_flags = mig_get32(p + 16);
@@ -447,25 +447,25 @@ static int rec_handle(struct dec *d, const unsigned char *p, uint32_t len)
 			    (unsigned long long)h.fh, h.open_flags);
 	if ((h.open_flags & O_ACCMODE) == O_ACCMODE)
 		return fail(d, -EINVAL, "fh %llu: access mode 3", (unsigned long long)h.fh);
-	if (!((h.kind == MIG_HANDLE_FILE && in->type == S_IFREG) ||
-	      (h.kind == MIG_HANDLE_DIR && in->type == S_IFDIR)))
+	if (!((h.kind == MIG_OPEN_REGULAR && in->type == S_IFREG) ||
+	      (h.kind == MIG_OPEN_DIR && in->type == S_IFDIR)))
 		return fail(d, -EINVAL, "fh %llu: kind %u does not fit node %llu's type 0%o",
 			    (unsigned long long)h.fh, h.kind, (unsigned long long)h.nodeid,
 			    in->type);
-	rc = grow((void **)&st->handles, &st->cap_handles, st->n_handles, sizeof(h),
-		  d->lim->max_handles);
+	rc = grow((void **)&st->open_files, &st->cap_open_files, st->n_open_files, sizeof(h),
+		  d->lim->max_open_files);
 	if (rc)
 		return rc;
-	st->handles[st->n_handles] = h;
-	rc = mig_index_add(st->by_fh, ferry_mix64(h.fh), (uint32_t)st->n_handles);
-	st->n_handles++;
+	st->open_files[st->n_open_files] = h;
+	rc = mig_index_add(st->by_fh, ferry_mix64(h.fh), (uint32_t)st->n_open_files);
+	st->n_open_files++;
 	return rc;
 }
 
 static int rec_lock(struct dec *d, const unsigned char *p, uint32_t len)
 {
 	struct mig_state *st = d->st;
-	const struct mig_handle *h;
+	const struct mig_open_file *h;
 	struct mig_lock l;
 	int rc;
 
@@ -538,7 +538,7 @@ static const struct record_kind record_kinds[] = {
 	[MIG_REC_OPTIONS] = { rec_options, MIG_OPTIONS_SIZE },
 	[MIG_REC_COUNTERS] = { rec_counters, 0 },
 	[MIG_REC_INODE] = { rec_inode, 0 },
-	[MIG_REC_HANDLE] = { rec_handle, MIG_HANDLE_SIZE },
+	[MIG_REC_OPEN_FILE] = { rec_handle, MIG_OPEN_FILE_SIZE },
 	[MIG_REC_LOCK] = { rec_lock, MIG_LOCK_SIZE },
 };
 
@@ -639,8 +639,8 @@ int mig_decode(const void *buf, size_t len, const struct mig_limits *lim,
 	 * stream must not get to exploit. */
 	if (def.max_inodes > UINT32_MAX - 1)
 		def.max_inodes = UINT32_MAX - 1;
-	if (def.max_handles > UINT32_MAX - 1)
-		def.max_handles = UINT32_MAX - 1;
+	if (def.max_open_files > UINT32_MAX - 1)
+		def.max_open_files = UINT32_MAX - 1;
 	d.lim = &def;
 	rc = check_frame(&d, len);
 	if (rc)

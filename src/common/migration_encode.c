@@ -120,10 +120,10 @@ static int put_inode(struct mig_buf *b, const struct mig_inode *in)
 			return -EINVAL;
 		body += MIG_INODE_PATH_FIXED + in->name_len;
 	}
-	if (in->flags & MIG_INODE_HANDLE) {
-		if (!in->handle || in->handle->size > MIG_HANDLE_MAX)
+	if (in->flags & MIG_INODE_FILE_HANDLE) {
+		if (!in->file_handle || in->file_handle->size > MIG_FILE_HANDLE_MAX)
 			return -EINVAL;
-		body += MIG_INODE_HANDLE_FIXED + in->handle->size;
+		body += MIG_INODE_FILE_HANDLE_FIXED + in->file_handle->size;
 	}
 	p = record(b, MIG_REC_INODE, body);
 	if (!p)
@@ -140,23 +140,23 @@ static int put_inode(struct mig_buf *b, const struct mig_inode *in)
 		memcpy(p + MIG_INODE_PATH_FIXED, in->name, in->name_len);
 		p += MIG_INODE_PATH_FIXED + in->name_len;
 	}
-	if (in->flags & MIG_INODE_HANDLE) {
-		mig_put32(p, (uint32_t)in->handle->handle_type);
-		mig_put64(p + 4, in->handle->mount_id);
-		mig_put16(p + 12, in->handle->size);
-		memcpy(p + MIG_INODE_HANDLE_FIXED, in->handle->bytes, in->handle->size);
+	if (in->flags & MIG_INODE_FILE_HANDLE) {
+		mig_put32(p, (uint32_t)in->file_handle->handle_type);
+		mig_put64(p + 4, in->file_handle->mount_id);
+		mig_put16(p + 12, in->file_handle->size);
+		memcpy(p + MIG_INODE_FILE_HANDLE_FIXED, in->file_handle->bytes, in->file_handle->size);
 	}
 	return 0;
 }
 
-static int put_handle(struct mig_buf *b, const struct mig_handle *h)
+static int put_handle(struct mig_buf *b, const struct mig_open_file *h)
 {
 	unsigned char *p;
 
 	if ((h->open_flags & MIG_BAD_OPEN_FLAGS) ||
-	    (h->kind != MIG_HANDLE_FILE && h->kind != MIG_HANDLE_DIR))
+	    (h->kind != MIG_OPEN_REGULAR && h->kind != MIG_OPEN_DIR))
 		return -EINVAL;
-	p = record(b, MIG_REC_HANDLE, MIG_HANDLE_SIZE);
+	p = record(b, MIG_REC_OPEN_FILE, MIG_OPEN_FILE_SIZE);
 	if (!p)
 		return -ENOMEM;
 	mig_put64(p, h->fh);
@@ -212,10 +212,10 @@ int mig_encode(const struct mig_source *src, struct mig_buf *out)
 			break;
 		rc = put_inode(out, &in);
 	}
-	while (!rc && src->next_handle) {
-		struct mig_handle h;
+	while (!rc && src->next_open_file) {
+		struct mig_open_file h;
 
-		rc = src->next_handle(src->arg, &h);
+		rc = src->next_open_file(src->arg, &h);
 		if (rc <= 0)
 			break;
 		rc = put_handle(out, &h);
@@ -246,7 +246,7 @@ fail:
 
 struct arrays_iter {
 	const struct mig_arrays *a;
-	size_t inode, handle, lock;
+	size_t inode, open_file, lock;
 };
 
 static int next_array_inode(void *arg, struct mig_inode *out)
@@ -259,13 +259,13 @@ static int next_array_inode(void *arg, struct mig_inode *out)
 	return 1;
 }
 
-static int next_array_handle(void *arg, struct mig_handle *out)
+static int next_array_open_file(void *arg, struct mig_open_file *out)
 {
 	struct arrays_iter *it = arg;
 
-	if (it->handle == it->a->n_handles)
+	if (it->open_file == it->a->n_open_files)
 		return 0;
-	*out = it->a->handles[it->handle++];
+	*out = it->a->open_files[it->open_file++];
 	return 1;
 }
 
@@ -285,7 +285,7 @@ int mig_encode_arrays(const struct mig_arrays *a, struct mig_buf *out)
 	struct mig_source src = {
 		.session = a->session, .options = a->options,
 		.counters = a->counters, .next_inode = next_array_inode,
-		.next_handle = next_array_handle, .next_lock = next_array_lock,
+		.next_open_file = next_array_open_file, .next_lock = next_array_lock,
 		.arg = &it,
 	};
 
@@ -298,7 +298,7 @@ int mig_encode_state(const struct mig_state *st, struct mig_buf *out)
 		.session = &st->session, .options = &st->options,
 		.counters = &st->counters,
 		.inodes = st->inodes, .n_inodes = st->n_inodes,
-		.handles = st->handles, .n_handles = st->n_handles,
+		.open_files = st->open_files, .n_open_files = st->n_open_files,
 		.locks = st->locks, .n_locks = st->n_locks,
 	};
 

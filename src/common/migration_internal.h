@@ -15,8 +15,8 @@
 #define MIG_COUNTERS_FIXED 16u
 #define MIG_INODE_FIXED 32u
 #define MIG_INODE_PATH_FIXED 10u
-#define MIG_INODE_HANDLE_FIXED 14u
-#define MIG_HANDLE_SIZE 24u
+#define MIG_INODE_FILE_HANDLE_FIXED 14u
+#define MIG_OPEN_FILE_SIZE 24u
 #define MIG_LOCK_SIZE 48u
 
 /* Open addressing over item indexes: the decoder's uniqueness checks and

@@ -22,7 +22,7 @@ void mig_limits_default(struct mig_limits *lim)
 {
 	lim->max_stream_bytes = MIG_DEFAULT_MAX_STREAM_BYTES;
 	lim->max_inodes = MIG_DEFAULT_MAX_INODES;
-	lim->max_handles = MIG_DEFAULT_MAX_HANDLES;
+	lim->max_open_files = MIG_DEFAULT_MAX_OPEN_FILES;
 	lim->max_locks = MIG_DEFAULT_MAX_LOCKS;
 }
 
@@ -280,7 +280,7 @@ void mig_state_free(struct mig_state *st)
 	if (!st)
 		return;
 	free(st->inodes);
-	free(st->handles);
+	free(st->open_files);
 	free(st->locks);
 	mig_arena_free(st->arena);
 	mig_index_free(st->by_nodeid);
@@ -306,7 +306,7 @@ static bool fh_eq(const void *ctx, uint32_t idx)
 {
 	const struct id_key *k = ctx;
 
-	return k->st->handles[idx].fh == k->id;
+	return k->st->open_files[idx].fh == k->id;
 }
 
 const struct mig_inode *mig_state_inode(const struct mig_state *st, uint64_t nodeid)
@@ -317,12 +317,12 @@ const struct mig_inode *mig_state_inode(const struct mig_state *st, uint64_t nod
 	return i < 0 ? NULL : &st->inodes[i];
 }
 
-const struct mig_handle *mig_state_handle(const struct mig_state *st, uint64_t fh)
+const struct mig_open_file *mig_state_handle(const struct mig_state *st, uint64_t fh)
 {
 	struct id_key k = { st, fh };
 	long i = mig_index_find(st->by_fh, ferry_mix64(fh), fh_eq, &k);
 
-	return i < 0 ? NULL : &st->handles[i];
+	return i < 0 ? NULL : &st->open_files[i];
 }
 
 /* Built from the end of buf backwards, since the chain runs child to

@@ -44,10 +44,10 @@
  *   INODE    (type 4): u64 nodeid, u64 nlookup, u64 generation,
  *     u32 type (S_IFMT bits), u32 flags (MIG_INODE_*), then
  *     if MIG_INODE_PATH:   u64 parent, u16 name_len, u8 name[name_len]
- *     if MIG_INODE_HANDLE: i32 handle_type, u64 mount_id, u16 size,
+ *     if MIG_INODE_FILE_HANDLE: i32 handle_type, u64 mount_id, u16 size,
  *                          u8 bytes[size]
  *   HANDLE   (type 5, 24 bytes): u64 fh, u64 nodeid, u32 open flags,
- *     u32 kind (MIG_HANDLE_FILE or MIG_HANDLE_DIR)
+ *     u32 kind (MIG_OPEN_REGULAR or MIG_OPEN_DIR)
  *   LOCK     (type 6, 48 bytes): u64 nodeid, u64 owner (POSIX) or fh
  *     (flock), u64 start, u64 end, u32 pid, u8 kind (MIG_LOCK_*),
  *     u8 type (MIG_LOCK_READ/WRITE), u16 0, u64 0
@@ -71,7 +71,7 @@ enum mig_record_type {
 	MIG_REC_OPTIONS = 2,
 	MIG_REC_COUNTERS = 3,
 	MIG_REC_INODE = 4,
-	MIG_REC_HANDLE = 5,
+	MIG_REC_OPEN_FILE = 5,
 	MIG_REC_LOCK = 6,
 	MIG_REC_END = 0xffff,
 };
@@ -79,7 +79,7 @@ enum mig_record_type {
 
 #define MIG_ROOT_NODEID 1u
 #define MIG_NAME_MAX 255u
-#define MIG_HANDLE_MAX 128u       /* MAX_HANDLE_SZ */
+#define MIG_FILE_HANDLE_MAX 128u       /* MAX_HANDLE_SZ */
 #define MIG_SHARD_BITS_MAX 8u
 #define MIG_FUSE_MAJOR 7u
 
@@ -146,7 +146,7 @@ struct mig_file_handle {
 	int32_t handle_type;
 	uint64_t mount_id;
 	uint16_t size;
-	unsigned char bytes[MIG_HANDLE_MAX];
+	unsigned char bytes[MIG_FILE_HANDLE_MAX];
 };
 
 /* Where an inode is. ROOT: the destination's own shared directory (nodeid 1,
@@ -156,7 +156,7 @@ struct mig_file_handle {
  * invalid placeholder the guest gets errors from. */
 #define MIG_INODE_ROOT     (1u << 0)
 #define MIG_INODE_PATH     (1u << 1)
-#define MIG_INODE_HANDLE   (1u << 2)
+#define MIG_INODE_FILE_HANDLE   (1u << 2)
 #define MIG_INODE_UNLINKED (1u << 3)
 #define MIG_INODE_ALL      ((1u << 4) - 1)
 
@@ -169,16 +169,16 @@ struct mig_inode {
 	uint64_t parent;             /* MIG_INODE_PATH */
 	const char *name;            /* MIG_INODE_PATH: NUL-terminated */
 	size_t name_len;
-	const struct mig_file_handle *handle;   /* MIG_INODE_HANDLE */
+	const struct mig_file_handle *file_handle;   /* MIG_INODE_FILE_HANDLE */
 };
 
-enum mig_handle_kind { MIG_HANDLE_FILE = 1, MIG_HANDLE_DIR = 2 };
+enum mig_open_file_kind { MIG_OPEN_REGULAR = 1, MIG_OPEN_DIR = 2 };
 
-struct mig_handle {
+struct mig_open_file {
 	uint64_t fh;
 	uint64_t nodeid;
 	uint32_t open_flags;         /* never O_CREAT, O_EXCL nor O_TRUNC */
-	uint32_t kind;               /* enum mig_handle_kind */
+	uint32_t kind;               /* enum mig_open_file_kind */
 };
 
 enum mig_lock_kind { MIG_LOCK_POSIX = 1, MIG_LOCK_FLOCK = 2 };
@@ -205,12 +205,12 @@ struct mig_lock {
 struct mig_limits {
 	size_t max_stream_bytes;
 	size_t max_inodes;
-	size_t max_handles;
+	size_t max_open_files;
 	size_t max_locks;
 };
 #define MIG_DEFAULT_MAX_STREAM_BYTES ((size_t)256 << 20)
 #define MIG_DEFAULT_MAX_INODES ((size_t)1 << 22)
-#define MIG_DEFAULT_MAX_HANDLES ((size_t)1 << 20)
+#define MIG_DEFAULT_MAX_OPEN_FILES ((size_t)1 << 20)
 #define MIG_DEFAULT_MAX_LOCKS ((size_t)1 << 20)
 void mig_limits_default(struct mig_limits *lim);
 
@@ -224,12 +224,12 @@ struct mig_state {
 	struct mig_counters counters;
 	struct mig_inode *inodes;    /* inodes[0] is the root */
 	size_t n_inodes;
-	struct mig_handle *handles;
-	size_t n_handles;
+	struct mig_open_file *open_files;
+	size_t n_open_files;
 	struct mig_lock *locks;
 	size_t n_locks;
 	/* private */
-	size_t cap_inodes, cap_handles, cap_locks;
+	size_t cap_inodes, cap_open_files, cap_locks;
 	struct mig_arena *arena;     /* names and file handles */
 	struct mig_index *by_nodeid;
 	struct mig_index *by_fh;
@@ -239,7 +239,7 @@ struct mig_state {
 void mig_state_free(struct mig_state *st);
 /* NULL when the stream has no such node. */
 const struct mig_inode *mig_state_inode(const struct mig_state *st, uint64_t nodeid);
-const struct mig_handle *mig_state_handle(const struct mig_state *st, uint64_t fh);
+const struct mig_open_file *mig_state_handle(const struct mig_state *st, uint64_t fh);
 /* The node's path from the root ("a/b/c", "" for the root; "<unlinked>" or
  * "<handle>" for a component with no name), for messages such as "the
  * guest holds a lock on a/b/c". -ENAMETOOLONG if it does not fit. */
@@ -266,7 +266,7 @@ struct mig_source {
 	const struct mig_options *options;
 	const struct mig_counters *counters;
 	int (*next_inode)(void *arg, struct mig_inode *out);
-	int (*next_handle)(void *arg, struct mig_handle *out);
+	int (*next_open_file)(void *arg, struct mig_open_file *out);
 	int (*next_lock)(void *arg, struct mig_lock *out);
 	void *arg;
 };
@@ -280,8 +280,8 @@ struct mig_arrays {
 	const struct mig_counters *counters;
 	const struct mig_inode *inodes;
 	size_t n_inodes;
-	const struct mig_handle *handles;
-	size_t n_handles;
+	const struct mig_open_file *open_files;
+	size_t n_open_files;
 	const struct mig_lock *locks;
 	size_t n_locks;
 };

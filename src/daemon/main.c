@@ -19,7 +19,7 @@
 #include "daemon/caps.h"
 #include "daemon/fork_pipe.h"
 #include "daemon/fusermount.h"
-#include "daemon/handler.h"
+#include "daemon/service.h"
 #include "daemon/options.h"
 #include "daemon/options_config.h"
 #include "daemon/sandbox.h"
@@ -419,7 +419,7 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 			"directory)", o->mountpoint, strerror(-ret));
 		goto out;
 	}
-	ret = devfuse_new(&df, &df_config, &daemon_handler, st);
+	ret = devfuse_new(&df, &df_config, &daemon_service, st);
 	if (ret) {
 		log_err("host FUSE transport: %s", strerror(-ret));
 		goto out;
@@ -489,7 +489,7 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 	int conn_fd = -1;
 	int ret;
 
-	ret = vu_dev_new(&dev, &vu_config, &daemon_handler_migratable, st);
+	ret = vu_dev_new(&dev, &vu_config, &daemon_service_migratable, st);
 	if (ret) {
 		log_err("vhost-user device: %s", strerror(-ret));
 		goto out_listen;
@@ -547,7 +547,7 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 			log_err("vhost-user connection failed: %s", strerror(-ret));
 			goto out_stats;
 		}
-		/* The session was reset through handler->reset: the next
+		/* The session was reset through service->reset: the next
 		 * frontend's guest starts with a fresh INIT. */
 		if (!o->keep_listening || stop_requested)
 			break;
@@ -638,7 +638,7 @@ static int file_handles_without_root(struct passthrough_opts *pt_opts)
 static int serve(const struct ferry_options *o)
 {
 	struct passthrough_opts pt_opts;
-	struct fuse_session_opts se_opts;
+	struct fuse_server_opts se_opts;
 	struct daemon_state st = { 0 };
 	struct passthrough *pt = NULL;
 	struct vu_listener listener = { .fd = -1, .pid_fd = -1 };
@@ -724,7 +724,7 @@ static int serve(const struct ferry_options *o)
 	}
 	st.pt = pt;
 	daemon_migration_config(o, &st);
-	ret = fuse_session_new(&st.session, &se_opts, &passthrough_ops, pt);
+	ret = fuse_server_new(&st.session, &se_opts, &passthrough_ops, pt);
 	if (ret) {
 		log_err("FUSE session: %s", strerror(-ret));
 		goto out_pt;
@@ -735,7 +735,7 @@ static int serve(const struct ferry_options *o)
 	else
 		ret = serve_vhost_user(o, &st, &ss, &listener, &ready_fd);
 
-	fuse_session_free(st.session);
+	fuse_server_free(st.session);
 out_pt:
 	passthrough_free(pt);
 out_listen:

@@ -1,10 +1,10 @@
-/* Live migration in the daemon: the options both sides must agree on, and the save/load hooks of the vhost-user handler. */
+/* Live migration in the daemon: the options both sides must agree on, and the save/load hooks of the vhost-user service. */
 #include <errno.h>
 #include <string.h>
 #include <time.h>
 
 #include "common/log.h"
-#include "daemon/handler.h"
+#include "daemon/service.h"
 
 /* ---- what source and destination must agree on ------------------------ */
 
@@ -119,7 +119,7 @@ int daemon_save_state(void *opaque, int fd, char *reason, size_t reason_size)
 	int ret;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	ret = fuse_session_export(st->session, &session);
+	ret = fuse_server_export(st->session, &session);
 	if (ret) {
 		snprintf(reason, reason_size, "the FUSE session is between states: %s",
 			 strerror(-ret));
@@ -169,7 +169,7 @@ int daemon_load_state(void *opaque, int fd, char *reason, size_t reason_size)
 		ret = passthrough_mig_prepare(st->pt, &st->mig, state, &load, reason,
 					      reason_size);
 	if (ret == 0) {
-		ret = fuse_session_import(st->session, &state->session, reason, reason_size);
+		ret = fuse_server_import(st->session, &state->session, reason, reason_size);
 		if (ret)
 			passthrough_mig_abort(st->pt, load);
 		else
@@ -177,7 +177,7 @@ int daemon_load_state(void *opaque, int fd, char *reason, size_t reason_size)
 	}
 	if (ret == 0)
 		log_info("migration: state loaded, %zu bytes, %zu inodes, %zu handles "
-			 "in %.1f ms", buf.len, state->n_inodes, state->n_handles,
+			 "in %.1f ms", buf.len, state->n_inodes, state->n_open_files,
 			 ms_since(&t0));
 out:
 	if (ret)

@@ -23,7 +23,7 @@ void options_to_passthrough(const struct ferry_options *o, struct passthrough_op
 	pt->xattrmap = o->xattrmap;
 }
 
-void options_to_session(const struct ferry_options *o, struct fuse_session_opts *se)
+void options_to_session(const struct ferry_options *o, struct fuse_server_opts *se)
 {
 	memset(se, 0, sizeof(*se));
 	se->max_write = FERRY_MAX_WRITE;

@@ -13,7 +13,7 @@
  * change shared_dir afterwards. */
 void options_to_passthrough(const struct ferry_options *o, struct passthrough_opts *pt);
 /* The session's options. */
-void options_to_session(const struct ferry_options *o, struct fuse_session_opts *se);
+void options_to_session(const struct ferry_options *o, struct fuse_server_opts *se);
 /* The seccomp action: as given, else the build's default. */
 enum seccomp_mode options_seccomp_mode(const struct ferry_options *o);
 

@@ -48,7 +48,7 @@ static int snapshot_take(const struct stats_sources *src, struct stats_snapshot 
 
 	if (!snap)
 		return -ENOMEM;
-	fuse_session_stats(src->session, &snap->fuse);
+	fuse_server_stats(src->session, &snap->fuse);
 	for (unsigned i = 0; i < FUSE_STATS_SLOTS; i++) {
 		snap->requests += snap->fuse.op[i].count;
 		snap->errors += snap->fuse.op[i].errors;

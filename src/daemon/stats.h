@@ -5,13 +5,13 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-struct fuse_session;
+struct fuse_server;
 struct vu_dev;
 struct devfuse;
 
 /* Where the counters come from: the session and exactly one transport. */
 struct stats_sources {
-	struct fuse_session *session;
+	struct fuse_server *session;
 	struct vu_dev *vu_dev;
 	struct devfuse *devfuse;
 };

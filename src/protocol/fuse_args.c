@@ -12,7 +12,7 @@
  */
 
 /* A NUL-terminated string at the cursor, inside the argument block. */
-int fuse_arg_string(struct fuse_req *req, const char **str, size_t *len)
+int fuse_arg_string(struct fuse_request *req, const char **str, size_t *len)
 {
 	const char *start = req->arg + req->arg_pos;
 	const char *nul;
@@ -30,7 +30,7 @@ int fuse_arg_string(struct fuse_req *req, const char **str, size_t *len)
 
 /* A directory entry name: the backend resolves it relative to a directory
  * fd, so '/' or ".." would walk out of it. */
-int fuse_arg_name(struct fuse_req *req, const char **name, bool allow_dots)
+int fuse_arg_name(struct fuse_request *req, const char **name, bool allow_dots)
 {
 	size_t len;
 	int rc;
@@ -48,7 +48,7 @@ int fuse_arg_name(struct fuse_req *req, const char **name, bool allow_dots)
 }
 
 /* xattr names may hold '/' but are otherwise bounded like Linux does. */
-int fuse_arg_xattr_name(struct fuse_req *req, const char **name)
+int fuse_arg_xattr_name(struct fuse_request *req, const char **name)
 {
 	size_t len;
 	int rc;
@@ -66,7 +66,7 @@ int fuse_arg_xattr_name(struct fuse_req *req, const char **name)
 /* One fuse_secctx_header block: the total size, the count, then per context
  * a fuse_secctx, a NUL-terminated xattr name and the value. Linux sends at
  * most one context (the active LSM's); we pass the first on. */
-static int parse_secctx(struct fuse_req *req, const char *p, size_t len)
+static int parse_secctx(struct fuse_request *req, const char *p, size_t len)
 {
 	struct fuse_secctx_header hdr;
 	struct fuse_secctx one;
@@ -102,7 +102,7 @@ static int parse_secctx(struct fuse_req *req, const char *p, size_t len)
 /* A FUSE_EXT_GROUPS extension: nr_groups, then the groups. Linux sends
  * the one group of the caller's that owns the parent directory, and only
  * when it is not the caller's primary group; we pass the first on. */
-static int parse_supp_groups(struct fuse_req *req, const char *p, size_t len)
+static int parse_supp_groups(struct fuse_request *req, const char *p, size_t len)
 {
 	struct ferry_fuse_supp_groups sg;
 	uint32_t gid;
@@ -128,7 +128,7 @@ static int parse_supp_groups(struct fuse_req *req, const char *p, size_t len)
  * fuse_ext_header whose type says which (< 32: a context block). Types not
  * agreed at INIT are skipped, as the client may add more in later versions.
  */
-int fuse_arg_create_ext(struct fuse_req *req)
+int fuse_arg_create_ext(struct fuse_request *req)
 {
 	const bool secctx = req->se->conn.flags & FUSE_SECURITY_CTX;
 	const bool groups = req->se->conn.flags & FUSE_CREATE_SUPP_GROUP;

@@ -15,7 +15,7 @@
  * of a request that is not deferred.
  */
 
-int fuse_deferred_init(struct fuse_session *se)
+int fuse_deferred_init(struct fuse_server *se)
 {
 	int rc = -pthread_mutex_init(&se->deferred_lock, NULL);
 
@@ -26,17 +26,17 @@ int fuse_deferred_init(struct fuse_session *se)
 	return 0;
 }
 
-void fuse_deferred_destroy(struct fuse_session *se)
+void fuse_deferred_destroy(struct fuse_server *se)
 {
 	pthread_mutex_destroy(&se->deferred_lock);
 }
 
-int fuse_deferred_begin(const struct fuse_req_ctx *ctx, fuse_deferred_cancel_fn cancel,
+int fuse_deferred_begin(const struct fuse_request_ctx *ctx, fuse_deferred_cancel_fn cancel,
 			void *arg, struct fuse_deferred **out)
 {
 	/* ctx is always the one inside the request being processed. */
-	struct fuse_req *req = (struct fuse_req *)((char *)ctx - offsetof(struct fuse_req, ctx));
-	struct fuse_session *se = req->se;
+	struct fuse_request *req = (struct fuse_request *)((char *)ctx - offsetof(struct fuse_request, ctx));
+	struct fuse_server *se = req->se;
 	struct fuse_deferred *d = NULL;
 
 	if (!ctx->can_defer || !req->treq->chan || req->deferred)
@@ -70,7 +70,7 @@ int fuse_deferred_begin(const struct fuse_req_ctx *ctx, fuse_deferred_cancel_fn 
 
 void fuse_deferred_finish_data(struct fuse_deferred *d, int rc, void *data, size_t len)
 {
-	struct fuse_session *se = d->se;
+	struct fuse_server *se = d->se;
 	struct fuse_out_header out = { .len = sizeof(out) };
 	struct ferry_chan *chan;
 	void *token;
@@ -103,7 +103,7 @@ void fuse_deferred_finish(struct fuse_deferred *d, int rc)
 }
 
 /* Cancels the requests of worker w, or all of them when w is NULL. */
-static void deferred_cancel(struct fuse_session *se, const struct fuse_worker *w)
+static void deferred_cancel(struct fuse_server *se, const struct fuse_worker *w)
 {
 	pthread_mutex_lock(&se->deferred_lock);
 	for (unsigned i = 0; i < FERRY_MAX_DEFERRED; i++) {
@@ -115,7 +115,7 @@ static void deferred_cancel(struct fuse_session *se, const struct fuse_worker *w
 	pthread_mutex_unlock(&se->deferred_lock);
 }
 
-static bool deferred_any(struct fuse_session *se)
+static bool deferred_any(struct fuse_server *se)
 {
 	bool any = false;
 
@@ -132,7 +132,7 @@ static bool deferred_any(struct fuse_session *se)
  * answered normally. (Linux's virtio-fs driver does not send INTERRUPT at
  * all so far; the host kernel over /dev/fuse does.)
  */
-void fuse_deferred_interrupt(struct fuse_session *se, uint64_t unique)
+void fuse_deferred_interrupt(struct fuse_server *se, uint64_t unique)
 {
 	pthread_mutex_lock(&se->deferred_lock);
 	for (unsigned i = 0; i < FERRY_MAX_DEFERRED; i++) {
@@ -152,7 +152,7 @@ void fuse_worker_cancel_deferred(struct fuse_worker *w)
 }
 
 /* Deferred requests are ops in flight too; cancelled, they finish at once. */
-void fuse_deferred_cancel_all(struct fuse_session *se)
+void fuse_deferred_cancel_all(struct fuse_server *se)
 {
 	deferred_cancel(se, NULL);
 	while (deferred_any(se))

@@ -2,7 +2,7 @@
 #include "protocol/fuse_handlers.h"
 
 #define OP(code, fn, min, reply, fl) \
-	[code] = { .name = #code, .handle = (fn), .min_arg = (min), .reply_arg = (reply), .flags = (fl) }
+	[code] = { .name = #code, .run = (fn), .min_arg = (min), .reply_arg = (reply), .flags = (fl) }
 /* Known opcodes we do not implement: ENOSYS, and the client stops asking. */
 #define OP_NOSYS(code) [code] = { .name = #code }
 

@@ -15,20 +15,20 @@
 
 /* The op's fixed struct is at the start of the copy, which is malloc-aligned;
  * min_arg in the table guarantees it is all there. */
-static const void *arg_fixed(struct fuse_req *req, size_t size)
+static const void *arg_fixed(struct fuse_request *req, size_t size)
 {
 	req->arg_pos = size;
 	return req->arg;
 }
 
-static void reply_arg(struct fuse_req *req, const void *arg, size_t len)
+static void reply_arg(struct fuse_request *req, const void *arg, size_t len)
 {
 	req->reply_arg = arg;
 	req->reply_len = len;
 }
 
 /* The backend's result; on success the fixed reply it filled in. */
-static int reply_if_ok(struct fuse_req *req, int rc, const void *arg, size_t len)
+static int reply_if_ok(struct fuse_request *req, int rc, const void *arg, size_t len)
 {
 	if (rc < 0)
 		return rc;
@@ -36,29 +36,29 @@ static int reply_if_ok(struct fuse_req *req, int rc, const void *arg, size_t len
 	return 0;
 }
 
-static int reply_entry(struct fuse_req *req, int rc)
+static int reply_entry(struct fuse_request *req, int rc)
 {
 	return reply_if_ok(req, rc, &req->out.entry, sizeof(req->out.entry));
 }
 
-static int reply_attr(struct fuse_req *req, int rc)
+static int reply_attr(struct fuse_request *req, int rc)
 {
 	return reply_if_ok(req, rc, &req->out.attr, sizeof(req->out.attr));
 }
 
-static int reply_open(struct fuse_req *req, int rc)
+static int reply_open(struct fuse_request *req, int rc)
 {
 	return reply_if_ok(req, rc, &req->out.open, sizeof(req->out.open));
 }
 
-static int reply_create(struct fuse_req *req, int rc)
+static int reply_create(struct fuse_request *req, int rc)
 {
 	return reply_if_ok(req, rc, &req->out.create, sizeof(req->out.create));
 }
 
 /* FERRY_DEFERRED from an op that did not defer the request would leave the
  * guest waiting forever (SETLKW, FSYNC, FSYNCDIR may defer). */
-static int not_stranded(const struct fuse_req *req, int rc)
+static int not_stranded(const struct fuse_request *req, int rc)
 {
 	if (rc == FERRY_DEFERRED && !req->deferred)
 		return -EIO;
@@ -66,7 +66,7 @@ static int not_stranded(const struct fuse_req *req, int rc)
 }
 
 /* A creating op's new entry name, then its security context and group. */
-static int arg_new_name(struct fuse_req *req, const char **name)
+static int arg_new_name(struct fuse_request *req, const char **name)
 {
 	int rc = fuse_arg_name(req, name, false);
 
@@ -76,7 +76,7 @@ static int arg_new_name(struct fuse_req *req, const char **name)
 }
 
 /* Room after the out-header, for replies whose size the client chooses. */
-static size_t reply_room(const struct fuse_req *req, size_t want)
+static size_t reply_room(const struct fuse_request *req, size_t want)
 {
 	size_t room = req->wr_len - OUT_HDR;
 
@@ -95,7 +95,7 @@ typedef __typeof__(*((struct fs_ops *)0)->fsync) fs_fsync_fn;
 
 /* ------------------------------------------------------------ entries */
 
-int fuse_do_lookup(struct fuse_req *req)
+int fuse_do_lookup(struct fuse_request *req)
 {
 	const char *name;
 	int rc;
@@ -110,7 +110,7 @@ int fuse_do_lookup(struct fuse_req *req)
 	return reply_entry(req, rc);
 }
 
-int fuse_do_forget(struct fuse_req *req)
+int fuse_do_forget(struct fuse_request *req)
 {
 	const struct fuse_forget_in *in = arg_fixed(req, sizeof(*in));
 
@@ -121,7 +121,7 @@ int fuse_do_forget(struct fuse_req *req)
 
 /* The forget array is not copied whole: it is bounded only by the request,
  * so it is streamed through the argument buffer in chunks. */
-int fuse_do_batch_forget(struct fuse_req *req)
+int fuse_do_batch_forget(struct fuse_request *req)
 {
 	const struct fuse_batch_forget_in *in = arg_fixed(req, sizeof(*in));
 	const size_t one = sizeof(struct fuse_forget_one);
@@ -150,7 +150,7 @@ int fuse_do_batch_forget(struct fuse_req *req)
 	return 0;
 }
 
-int fuse_do_getattr(struct fuse_req *req)
+int fuse_do_getattr(struct fuse_request *req)
 {
 	const struct fuse_getattr_in *in = arg_fixed(req, sizeof(*in));
 	int rc;
@@ -161,7 +161,7 @@ int fuse_do_getattr(struct fuse_req *req)
 	return reply_attr(req, rc);
 }
 
-int fuse_do_setattr(struct fuse_req *req)
+int fuse_do_setattr(struct fuse_request *req)
 {
 	const struct fuse_setattr_in *in = arg_fixed(req, sizeof(*in));
 	int rc;
@@ -172,7 +172,7 @@ int fuse_do_setattr(struct fuse_req *req)
 	return reply_attr(req, rc);
 }
 
-int fuse_do_readlink(struct fuse_req *req)
+int fuse_do_readlink(struct fuse_request *req)
 {
 	size_t room = reply_room(req, PATH_MAX);
 	ssize_t len;
@@ -188,7 +188,7 @@ int fuse_do_readlink(struct fuse_req *req)
 	return 0;
 }
 
-int fuse_do_symlink(struct fuse_req *req)
+int fuse_do_symlink(struct fuse_request *req)
 {
 	const char *name, *target;
 	size_t target_len;
@@ -214,7 +214,7 @@ int fuse_do_symlink(struct fuse_req *req)
 	return reply_entry(req, rc);
 }
 
-int fuse_do_mknod(struct fuse_req *req)
+int fuse_do_mknod(struct fuse_request *req)
 {
 	const struct fuse_mknod_in *in = arg_fixed(req, sizeof(*in));
 	const char *name;
@@ -229,7 +229,7 @@ int fuse_do_mknod(struct fuse_req *req)
 	return reply_entry(req, rc);
 }
 
-int fuse_do_mkdir(struct fuse_req *req)
+int fuse_do_mkdir(struct fuse_request *req)
 {
 	const struct fuse_mkdir_in *in = arg_fixed(req, sizeof(*in));
 	const char *name;
@@ -245,7 +245,7 @@ int fuse_do_mkdir(struct fuse_req *req)
 }
 
 /* UNLINK and RMDIR: a name in the parent, nothing more. */
-static int remove_common(struct fuse_req *req, fs_remove_fn *op)
+static int remove_common(struct fuse_request *req, fs_remove_fn *op)
 {
 	const char *name;
 	int rc;
@@ -258,17 +258,17 @@ static int remove_common(struct fuse_req *req, fs_remove_fn *op)
 	return op(FS(req), &req->ctx, req->in.nodeid, name);
 }
 
-int fuse_do_unlink(struct fuse_req *req)
+int fuse_do_unlink(struct fuse_request *req)
 {
 	return remove_common(req, OPS(req)->unlink);
 }
 
-int fuse_do_rmdir(struct fuse_req *req)
+int fuse_do_rmdir(struct fuse_request *req)
 {
 	return remove_common(req, OPS(req)->rmdir);
 }
 
-static int rename_common(struct fuse_req *req, uint64_t newdir, uint32_t flags)
+static int rename_common(struct fuse_request *req, uint64_t newdir, uint32_t flags)
 {
 	const char *name, *newname;
 	int rc;
@@ -285,14 +285,14 @@ static int rename_common(struct fuse_req *req, uint64_t newdir, uint32_t flags)
 				newname, flags);
 }
 
-int fuse_do_rename(struct fuse_req *req)
+int fuse_do_rename(struct fuse_request *req)
 {
 	const struct fuse_rename_in *in = arg_fixed(req, sizeof(*in));
 
 	return rename_common(req, in->newdir, 0);
 }
 
-int fuse_do_rename2(struct fuse_req *req)
+int fuse_do_rename2(struct fuse_request *req)
 {
 	const struct fuse_rename2_in *in = arg_fixed(req, sizeof(*in));
 
@@ -302,7 +302,7 @@ int fuse_do_rename2(struct fuse_req *req)
 	return rename_common(req, in->newdir, in->flags);
 }
 
-int fuse_do_link(struct fuse_req *req)
+int fuse_do_link(struct fuse_request *req)
 {
 	const struct fuse_link_in *in = arg_fixed(req, sizeof(*in));
 	const char *newname;
@@ -319,7 +319,7 @@ int fuse_do_link(struct fuse_req *req)
 	return reply_entry(req, rc);
 }
 
-int fuse_do_create(struct fuse_req *req)
+int fuse_do_create(struct fuse_request *req)
 {
 	const struct fuse_create_in *in = arg_fixed(req, sizeof(*in));
 	const char *name;
@@ -337,7 +337,7 @@ int fuse_do_create(struct fuse_req *req)
 
 /* The client sends the name of the unnamed dentry it made for O_TMPFILE,
  * which is "/"; it means nothing to us but must still be well-formed. */
-int fuse_do_tmpfile(struct fuse_req *req)
+int fuse_do_tmpfile(struct fuse_request *req)
 {
 	const struct fuse_create_in *in = arg_fixed(req, sizeof(*in));
 	const char *name;
@@ -361,7 +361,7 @@ int fuse_do_tmpfile(struct fuse_req *req)
 
 /* OPEN and OPENDIR, RELEASE and RELEASEDIR, FSYNC and FSYNCDIR: the same
  * arguments for a file and a directory, each pair to its own backend op. */
-static int open_common(struct fuse_req *req, fs_open_fn *op)
+static int open_common(struct fuse_request *req, fs_open_fn *op)
 {
 	const struct fuse_open_in *in = arg_fixed(req, sizeof(*in));
 
@@ -370,12 +370,12 @@ static int open_common(struct fuse_req *req, fs_open_fn *op)
 	return reply_open(req, op(FS(req), &req->ctx, req->in.nodeid, in, &req->out.open));
 }
 
-int fuse_do_open(struct fuse_req *req)
+int fuse_do_open(struct fuse_request *req)
 {
 	return open_common(req, OPS(req)->open);
 }
 
-int fuse_do_opendir(struct fuse_req *req)
+int fuse_do_opendir(struct fuse_request *req)
 {
 	return open_common(req, OPS(req)->opendir);
 }
@@ -383,7 +383,7 @@ int fuse_do_opendir(struct fuse_req *req)
 /* Reads straight into the guest's reply buffers after the out-header; the
  * size is clipped to what the reply can hold rather than refused, like a
  * short read. */
-int fuse_do_read(struct fuse_req *req)
+int fuse_do_read(struct fuse_request *req)
 {
 	struct fuse_read_in in = *(const struct fuse_read_in *)arg_fixed(req, sizeof(in));
 	size_t size = in.size;
@@ -414,7 +414,7 @@ int fuse_do_read(struct fuse_req *req)
 
 /* The payload stays in guest memory: the backend writes from sub-iovecs of
  * rd. Its size must be what the request claims and what we negotiated. */
-int fuse_do_write(struct fuse_req *req)
+int fuse_do_write(struct fuse_request *req)
 {
 	const struct fuse_write_in *in = arg_fixed(req, sizeof(*in));
 	size_t offset = sizeof(struct fuse_in_header) + req->arg_len;
@@ -448,7 +448,7 @@ int fuse_do_write(struct fuse_req *req)
 	return 0;
 }
 
-int fuse_do_statfs(struct fuse_req *req)
+int fuse_do_statfs(struct fuse_request *req)
 {
 	int rc;
 
@@ -458,7 +458,7 @@ int fuse_do_statfs(struct fuse_req *req)
 	return reply_if_ok(req, rc, &req->out.statfs, sizeof(req->out.statfs));
 }
 
-static int release_common(struct fuse_req *req, fs_release_fn *op)
+static int release_common(struct fuse_request *req, fs_release_fn *op)
 {
 	const struct fuse_release_in *in = arg_fixed(req, sizeof(*in));
 
@@ -467,17 +467,17 @@ static int release_common(struct fuse_req *req, fs_release_fn *op)
 	return op(FS(req), &req->ctx, req->in.nodeid, in);
 }
 
-int fuse_do_release(struct fuse_req *req)
+int fuse_do_release(struct fuse_request *req)
 {
 	return release_common(req, OPS(req)->release);
 }
 
-int fuse_do_releasedir(struct fuse_req *req)
+int fuse_do_releasedir(struct fuse_request *req)
 {
 	return release_common(req, OPS(req)->releasedir);
 }
 
-static int fsync_common(struct fuse_req *req, fs_fsync_fn *op)
+static int fsync_common(struct fuse_request *req, fs_fsync_fn *op)
 {
 	const struct fuse_fsync_in *in = arg_fixed(req, sizeof(*in));
 
@@ -486,17 +486,17 @@ static int fsync_common(struct fuse_req *req, fs_fsync_fn *op)
 	return not_stranded(req, op(FS(req), &req->ctx, req->in.nodeid, in));
 }
 
-int fuse_do_fsync(struct fuse_req *req)
+int fuse_do_fsync(struct fuse_request *req)
 {
 	return fsync_common(req, OPS(req)->fsync);
 }
 
-int fuse_do_fsyncdir(struct fuse_req *req)
+int fuse_do_fsyncdir(struct fuse_request *req)
 {
 	return fsync_common(req, OPS(req)->fsyncdir);
 }
 
-int fuse_do_flush(struct fuse_req *req)
+int fuse_do_flush(struct fuse_request *req)
 {
 	const struct fuse_flush_in *in = arg_fixed(req, sizeof(*in));
 
@@ -507,7 +507,7 @@ int fuse_do_flush(struct fuse_req *req)
 
 /* Entries are encoded into the worker's buffer, then copied to the guest:
  * the backend never formats into memory the guest can change under it. */
-static int readdir_common(struct fuse_req *req, bool plus)
+static int readdir_common(struct fuse_request *req, bool plus)
 {
 	const struct fuse_read_in *in = arg_fixed(req, sizeof(*in));
 	struct fuse_dirbuf db = { .buf = req->w->out_buf, .len = 0 };
@@ -527,12 +527,12 @@ static int readdir_common(struct fuse_req *req, bool plus)
 	return 0;
 }
 
-int fuse_do_readdir(struct fuse_req *req)
+int fuse_do_readdir(struct fuse_request *req)
 {
 	return readdir_common(req, false);
 }
 
-int fuse_do_readdirplus(struct fuse_req *req)
+int fuse_do_readdirplus(struct fuse_request *req)
 {
 	if (!(req->se->conn.flags & FUSE_DO_READDIRPLUS))
 		return -ENOSYS;
@@ -541,7 +541,7 @@ int fuse_do_readdirplus(struct fuse_req *req)
 
 /* ------------------------------------------------------------ xattrs */
 
-int fuse_do_setxattr(struct fuse_req *req)
+int fuse_do_setxattr(struct fuse_request *req)
 {
 	struct fuse_setxattr_in in;
 	size_t in_size = req->se->setxattr_in_size;
@@ -570,7 +570,7 @@ int fuse_do_setxattr(struct fuse_req *req)
 
 /* GETXATTR and LISTXATTR: size 0 asks for the needed size, anything else
  * for the data, ERANGE when it does not fit. */
-static int xattr_reply(struct fuse_req *req, uint32_t asked, ssize_t len, size_t room)
+static int xattr_reply(struct fuse_request *req, uint32_t asked, ssize_t len, size_t room)
 {
 	if (len < 0)
 		return (int)len;
@@ -587,7 +587,7 @@ static int xattr_reply(struct fuse_req *req, uint32_t asked, ssize_t len, size_t
 	return 0;
 }
 
-int fuse_do_getxattr(struct fuse_req *req)
+int fuse_do_getxattr(struct fuse_request *req)
 {
 	const struct fuse_getxattr_in *in = arg_fixed(req, sizeof(*in));
 	uint32_t asked = in->size;
@@ -607,7 +607,7 @@ int fuse_do_getxattr(struct fuse_req *req)
 	return xattr_reply(req, asked, len, room);
 }
 
-int fuse_do_listxattr(struct fuse_req *req)
+int fuse_do_listxattr(struct fuse_request *req)
 {
 	const struct fuse_getxattr_in *in = arg_fixed(req, sizeof(*in));
 	uint32_t asked = in->size;
@@ -622,7 +622,7 @@ int fuse_do_listxattr(struct fuse_req *req)
 	return xattr_reply(req, asked, len, room);
 }
 
-int fuse_do_removexattr(struct fuse_req *req)
+int fuse_do_removexattr(struct fuse_request *req)
 {
 	const char *name;
 	int rc;
@@ -637,7 +637,7 @@ int fuse_do_removexattr(struct fuse_req *req)
 
 /* ------------------------------------------------------------ the rest */
 
-int fuse_do_access(struct fuse_req *req)
+int fuse_do_access(struct fuse_request *req)
 {
 	const struct fuse_access_in *in = arg_fixed(req, sizeof(*in));
 
@@ -646,7 +646,7 @@ int fuse_do_access(struct fuse_req *req)
 	return OPS(req)->access(FS(req), &req->ctx, req->in.nodeid, in->mask);
 }
 
-int fuse_do_getlk(struct fuse_req *req)
+int fuse_do_getlk(struct fuse_request *req)
 {
 	const struct fuse_lk_in *in = arg_fixed(req, sizeof(*in));
 	int rc;
@@ -657,7 +657,7 @@ int fuse_do_getlk(struct fuse_req *req)
 	return reply_if_ok(req, rc, &req->out.lk, sizeof(req->out.lk));
 }
 
-static int setlk_common(struct fuse_req *req, bool sleep)
+static int setlk_common(struct fuse_request *req, bool sleep)
 {
 	const struct fuse_lk_in *in = arg_fixed(req, sizeof(*in));
 
@@ -666,18 +666,18 @@ static int setlk_common(struct fuse_req *req, bool sleep)
 	return not_stranded(req, OPS(req)->setlk(FS(req), &req->ctx, req->in.nodeid, in, sleep));
 }
 
-int fuse_do_setlk(struct fuse_req *req)
+int fuse_do_setlk(struct fuse_request *req)
 {
 	return setlk_common(req, false);
 }
 
-int fuse_do_setlkw(struct fuse_req *req)
+int fuse_do_setlkw(struct fuse_request *req)
 {
 	return setlk_common(req, true);
 }
 
 /* Only deferred requests can still be in flight. */
-int fuse_do_interrupt(struct fuse_req *req)
+int fuse_do_interrupt(struct fuse_request *req)
 {
 	const struct fuse_interrupt_in *in = arg_fixed(req, sizeof(*in));
 
@@ -685,7 +685,7 @@ int fuse_do_interrupt(struct fuse_req *req)
 	return 0;
 }
 
-int fuse_do_fallocate(struct fuse_req *req)
+int fuse_do_fallocate(struct fuse_request *req)
 {
 	const struct fuse_fallocate_in *in = arg_fixed(req, sizeof(*in));
 
@@ -694,7 +694,7 @@ int fuse_do_fallocate(struct fuse_req *req)
 	return OPS(req)->fallocate(FS(req), &req->ctx, req->in.nodeid, in);
 }
 
-int fuse_do_lseek(struct fuse_req *req)
+int fuse_do_lseek(struct fuse_request *req)
 {
 	const struct fuse_lseek_in *in = arg_fixed(req, sizeof(*in));
 	int rc;
@@ -705,7 +705,7 @@ int fuse_do_lseek(struct fuse_req *req)
 	return reply_if_ok(req, rc, &req->out.lseek, sizeof(req->out.lseek));
 }
 
-int fuse_do_copy_file_range(struct fuse_req *req)
+int fuse_do_copy_file_range(struct fuse_request *req)
 {
 	const struct fuse_copy_file_range_in *in = arg_fixed(req, sizeof(*in));
 	ssize_t done;
@@ -723,7 +723,7 @@ int fuse_do_copy_file_range(struct fuse_req *req)
 	return 0;
 }
 
-int fuse_do_syncfs(struct fuse_req *req)
+int fuse_do_syncfs(struct fuse_request *req)
 {
 	if (!OPS(req)->syncfs)
 		return -ENOSYS;

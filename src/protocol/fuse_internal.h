@@ -80,7 +80,7 @@ struct ferry_fuse_supp_groups {
 #define FERRY_MAX_DEFERRED 256
 
 struct fuse_deferred {
-	struct fuse_session *se;
+	struct fuse_server *se;
 	bool in_use;                  /* under se->deferred_lock, as all below */
 	uint64_t unique;              /* for INTERRUPT */
 	struct fuse_worker *w;        /* whose queue it came on */
@@ -90,21 +90,21 @@ struct fuse_deferred {
 	void *cancel_arg;
 };
 
-enum fuse_session_state {
+enum fuse_server_state {
 	SESSION_NEW,          /* waiting for INIT */
 	SESSION_INITIALIZING, /* one worker negotiates; everyone else gets EIO */
 	SESSION_READY,
 	SESSION_DESTROYING,   /* DESTROY waits for in-flight requests */
 };
 
-struct fuse_session {
-	struct fuse_session_opts opts;
+struct fuse_server {
+	struct fuse_server_opts opts;
 	const struct fs_ops *ops;
 	void *fs;
 	/* Published with release by INIT; conn and setxattr_in_size are only
 	 * written while the state is SESSION_INITIALIZING. */
 	_Atomic int state;
-	struct fuse_conn_info conn;
+	struct fuse_conn_params conn;
 	uint32_t max_readahead;       /* the client's, echoed by INIT */
 	uint32_t setxattr_in_size;
 	/* Only DESTROY and worker creation take this; never the request path. */
@@ -131,7 +131,7 @@ struct fuse_run_member {
 	size_t wr_len;
 	uint64_t unique;
 	uint64_t start_ns;             /* for its latency in the stats */
-	struct fuse_req_ctx ctx;
+	struct fuse_request_ctx ctx;
 	struct fuse_write_in in;       /* our copy */
 	unsigned iov_first, iov_cnt;   /* its payload in the worker's iov */
 	unsigned index;                /* its slot in run.lens */
@@ -154,7 +154,7 @@ struct fuse_write_run {
 };
 
 struct fuse_worker {
-	struct fuse_session *se;
+	struct fuse_server *se;
 	struct fuse_worker *next;
 	/* Set while a request runs past the state check, so DESTROY can wait
 	 * for in-flight requests without a shared counter. */
@@ -185,11 +185,11 @@ union fuse_reply_args {
 };
 
 /* One request while it is processed; lives on the worker thread's stack. */
-struct fuse_req {
+struct fuse_request {
 	struct fuse_worker *w;
-	struct fuse_session *se;
+	struct fuse_server *se;
 	struct fuse_in_header in;     /* copied out of guest memory */
-	struct fuse_req_ctx ctx;
+	struct fuse_request_ctx ctx;
 	const char *arg;              /* copied arguments, worker-owned */
 	size_t arg_len;               /* bytes in arg, extensions excluded */
 	size_t arg_pos;               /* parse cursor into arg */
@@ -212,7 +212,7 @@ struct fuse_req {
 
 struct fuse_op_desc {
 	const char *name;
-	int (*handle)(struct fuse_req *req);  /* NULL: ENOSYS */
+	int (*run)(struct fuse_request *req);  /* NULL: ENOSYS */
 	uint32_t min_arg;     /* fixed argument bytes the op needs */
 	uint32_t reply_arg;   /* fixed reply bytes, checked before the op runs */
 	unsigned flags;
@@ -229,25 +229,25 @@ const struct fuse_op_desc *fuse_op_lookup(uint32_t opcode);
 /* ---- fuse_args.c: the arguments after an op's fixed struct ---- */
 
 /* A NUL-terminated string at the cursor, inside the argument block. */
-int fuse_arg_string(struct fuse_req *req, const char **str, size_t *len);
+int fuse_arg_string(struct fuse_request *req, const char **str, size_t *len);
 /* A directory entry name: non-empty, no '/', at most NAME_MAX; "." and
  * ".." only with allow_dots. */
-int fuse_arg_name(struct fuse_req *req, const char **name, bool allow_dots);
+int fuse_arg_name(struct fuse_request *req, const char **name, bool allow_dots);
 /* An xattr name: non-empty, at most FERRY_XATTR_NAME_MAX. */
-int fuse_arg_xattr_name(struct fuse_req *req, const char **name);
+int fuse_arg_xattr_name(struct fuse_request *req, const char **name);
 /* A creating op's security context and supplementary group, into
  * req->ctx: an argument before 7.38, extensions from 7.38 on. */
-int fuse_arg_create_ext(struct fuse_req *req);
+int fuse_arg_create_ext(struct fuse_request *req);
 
-int fuse_do_init(struct fuse_req *req);
+int fuse_do_init(struct fuse_request *req);
 /* Every INIT flag this session offers (what a client may agree to). */
-uint64_t fuse_init_offered_flags(const struct fuse_session *se);
-int fuse_do_destroy(struct fuse_req *req);
+uint64_t fuse_init_offered_flags(const struct fuse_server *se);
+int fuse_do_destroy(struct fuse_request *req);
 
 /* ---- fuse_server.c: the request path the other files share ---- */
 
 /* The one place an op's result becomes a FUSE reply; returns its length. */
-uint32_t fuse_req_reply(struct fuse_req *req, int rc);
+uint32_t fuse_request_reply(struct fuse_request *req, int rc);
 /* Counts a finished request and its latency in the worker's stats. */
 void fuse_stats_record(struct fuse_worker *w, uint32_t opcode, int rc, uint64_t start_ns);
 /* The worker's requests are over, held WRITEs included (DESTROY waits). */
@@ -262,7 +262,7 @@ void fuse_worker_idle(struct fuse_worker *w);
  * the request is invalid, as it would be alone (-E2BIG: more payload
  * segments than the worker's iov holds). payload_off: where its data
  * start in rd. */
-int fuse_write_run_hold(struct fuse_req *req, const struct fuse_write_in *in,
+int fuse_write_run_hold(struct fuse_request *req, const struct fuse_write_in *in,
 			size_t payload_off);
 /* Writes what is held, answers each member, and lets the worker idle. */
 void fuse_write_run_flush(struct fuse_worker *w);
@@ -270,11 +270,11 @@ void fuse_write_run_flush(struct fuse_worker *w);
 /* ---- fuse_deferred.c: requests an op answers after handle() returned ---- */
 
 /* Sets up a new session's slots; 0 or -errno. */
-int fuse_deferred_init(struct fuse_session *se);
-void fuse_deferred_destroy(struct fuse_session *se);
+int fuse_deferred_init(struct fuse_server *se);
+void fuse_deferred_destroy(struct fuse_server *se);
 /* INTERRUPT: cancels the deferred request with this unique, if any. */
-void fuse_deferred_interrupt(struct fuse_session *se, uint64_t unique);
+void fuse_deferred_interrupt(struct fuse_server *se, uint64_t unique);
 /* Cancels every deferred request and waits until each has completed. */
-void fuse_deferred_cancel_all(struct fuse_session *se);
+void fuse_deferred_cancel_all(struct fuse_server *se);
 
 #endif

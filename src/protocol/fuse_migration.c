@@ -11,7 +11,7 @@ static uint16_t pages_of(uint32_t max_write)
 	return (uint16_t)((max_write + FERRY_PAGE_SIZE - 1) / FERRY_PAGE_SIZE);
 }
 
-int fuse_session_export(struct fuse_session *se, struct mig_session *out)
+int fuse_server_export(struct fuse_server *se, struct mig_session *out)
 {
 	int state = atomic_load_explicit(&se->state, memory_order_acquire);
 
@@ -39,7 +39,7 @@ int fuse_session_export(struct fuse_session *se, struct mig_session *out)
  * claiming a flag it does not offer, a newer minor or another max_write
  * would make it serve a guest that expects something it does not do.
  */
-static int check_import(const struct fuse_session *se, const struct mig_session *in,
+static int check_import(const struct fuse_server *se, const struct mig_session *in,
 			char *reason, size_t size)
 {
 	uint64_t extra = in->flags & ~fuse_init_offered_flags(se);
@@ -75,7 +75,7 @@ static int check_import(const struct fuse_session *se, const struct mig_session 
 	return 0;
 }
 
-int fuse_session_import(struct fuse_session *se, const struct mig_session *in,
+int fuse_server_import(struct fuse_server *se, const struct mig_session *in,
 			char *reason, size_t size)
 {
 	int expected = SESSION_NEW;

@@ -17,7 +17,7 @@
  * names are non-empty, hold no '/', fit NAME_MAX, and are not "." or ".."
  * except where FUSE allows (LOOKUP).
  */
-struct fuse_req_ctx {
+struct fuse_request_ctx {
 	uint64_t unique;
 	uint32_t uid;
 	uint32_t gid;
@@ -46,7 +46,7 @@ struct fuse_req_ctx {
 
 /* What INIT settled, for the backend to adapt to (e.g. whether the client
  * lets us kill suid bits ourselves). */
-struct fuse_conn_info {
+struct fuse_conn_params {
 	uint32_t proto_minor;
 	uint64_t flags;              /* FUSE_* init flags both sides agreed on */
 	uint32_t max_write;
@@ -85,7 +85,7 @@ struct fuse_deferred;
 typedef void (*fuse_deferred_cancel_fn)(void *arg);
 /* -ENOLCK when the transport cannot defer this request or too many
  * requests already wait. */
-int fuse_deferred_begin(const struct fuse_req_ctx *ctx, fuse_deferred_cancel_fn cancel,
+int fuse_deferred_begin(const struct fuse_request_ctx *ctx, fuse_deferred_cancel_fn cancel,
 			void *arg, struct fuse_deferred **out);
 /* rc: 0 or -errno; the reply is the bare out-header. */
 void fuse_deferred_finish(struct fuse_deferred *d, int rc);
@@ -96,104 +96,104 @@ void fuse_deferred_finish_data(struct fuse_deferred *d, int rc, void *data, size
 /*
  * Every op returns 0 (or a byte count where noted) on success and -errno on
  * failure; the protocol turns that into the reply. A NULL op answers ENOSYS.
- * "fs" is the backend's own state, given to fuse_session_new().
+ * "fs" is the backend's own state, given to fuse_server_new().
  */
 struct fs_ops {
-	int (*init)(void *fs, const struct fuse_conn_info *conn);
+	int (*init)(void *fs, const struct fuse_conn_params *conn);
 	void (*destroy)(void *fs);
 
-	int (*lookup)(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	int (*lookup)(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 		      const char *name, struct fuse_entry_out *out);
 	/* No reply: a count the guest got wrong must not free a live inode. */
 	void (*forget)(void *fs, uint64_t nodeid, uint64_t nlookup);
-	int (*getattr)(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	int (*getattr)(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		       const struct fuse_getattr_in *in, struct fuse_attr_out *out);
-	int (*setattr)(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	int (*setattr)(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		       const struct fuse_setattr_in *in, struct fuse_attr_out *out);
 	/* Returns the target length written into buf (not NUL-terminated). */
-	ssize_t (*readlink)(void *fs, const struct fuse_req_ctx *ctx,
+	ssize_t (*readlink)(void *fs, const struct fuse_request_ctx *ctx,
 			    uint64_t nodeid, char *buf, size_t size);
-	int (*symlink)(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	int (*symlink)(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 		       const char *name, const char *target,
 		       struct fuse_entry_out *out);
-	int (*mknod)(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	int (*mknod)(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 		     const char *name, const struct fuse_mknod_in *in,
 		     struct fuse_entry_out *out);
-	int (*mkdir)(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	int (*mkdir)(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 		     const char *name, const struct fuse_mkdir_in *in,
 		     struct fuse_entry_out *out);
-	int (*unlink)(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	int (*unlink)(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 		      const char *name);
-	int (*rmdir)(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	int (*rmdir)(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 		     const char *name);
 	/* flags: 0 or RENAME_NOREPLACE / RENAME_EXCHANGE / RENAME_WHITEOUT */
-	int (*rename)(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	int (*rename)(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 		      const char *name, uint64_t newparent, const char *newname,
 		      uint32_t flags);
-	int (*link)(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	int (*link)(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		    uint64_t newparent, const char *newname,
 		    struct fuse_entry_out *out);
-	int (*open)(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	int (*open)(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		    const struct fuse_open_in *in, struct fuse_open_out *out);
 	/* Reads straight into dst (guest memory); returns bytes read. */
-	ssize_t (*read)(void *fs, const struct fuse_req_ctx *ctx,
+	ssize_t (*read)(void *fs, const struct fuse_request_ctx *ctx,
 			uint64_t nodeid, const struct fuse_read_in *in,
 			const struct iovec *dst, unsigned dst_cnt);
 	/* Writes straight from src (guest memory); returns bytes written. */
-	ssize_t (*write)(void *fs, const struct fuse_req_ctx *ctx,
+	ssize_t (*write)(void *fs, const struct fuse_request_ctx *ctx,
 			 uint64_t nodeid, const struct fuse_write_in *in,
 			 const struct iovec *src, unsigned src_cnt);
-	int (*statfs)(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	int (*statfs)(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		      struct fuse_kstatfs *out);
-	int (*release)(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	int (*release)(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		       const struct fuse_release_in *in);
-	int (*fsync)(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	int (*fsync)(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		     const struct fuse_fsync_in *in);
-	int (*flush)(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	int (*flush)(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		     const struct fuse_flush_in *in);
-	int (*opendir)(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	int (*opendir)(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		       const struct fuse_open_in *in, struct fuse_open_out *out);
 	/* Fills db from in->offset on; an empty db means end of directory. */
-	int (*readdir)(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	int (*readdir)(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		       const struct fuse_read_in *in, bool plus,
 		       struct fuse_dirbuf *db);
-	int (*releasedir)(void *fs, const struct fuse_req_ctx *ctx,
+	int (*releasedir)(void *fs, const struct fuse_request_ctx *ctx,
 			  uint64_t nodeid, const struct fuse_release_in *in);
-	int (*fsyncdir)(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	int (*fsyncdir)(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 			const struct fuse_fsync_in *in);
-	int (*setxattr)(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	int (*setxattr)(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 			const char *name, const void *value, size_t size,
 			uint32_t flags, uint32_t setxattr_flags);
 	/* size 0 asks for the needed size; returns the value length. */
-	ssize_t (*getxattr)(void *fs, const struct fuse_req_ctx *ctx,
+	ssize_t (*getxattr)(void *fs, const struct fuse_request_ctx *ctx,
 			    uint64_t nodeid, const char *name, void *value,
 			    size_t size);
-	ssize_t (*listxattr)(void *fs, const struct fuse_req_ctx *ctx,
+	ssize_t (*listxattr)(void *fs, const struct fuse_request_ctx *ctx,
 			     uint64_t nodeid, char *list, size_t size);
-	int (*removexattr)(void *fs, const struct fuse_req_ctx *ctx,
+	int (*removexattr)(void *fs, const struct fuse_request_ctx *ctx,
 			   uint64_t nodeid, const char *name);
-	int (*access)(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	int (*access)(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		      uint32_t mask);
-	int (*create)(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	int (*create)(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 		      const char *name, const struct fuse_create_in *in,
 		      struct fuse_entry_out *entry, struct fuse_open_out *open);
-	int (*fallocate)(void *fs, const struct fuse_req_ctx *ctx,
+	int (*fallocate)(void *fs, const struct fuse_request_ctx *ctx,
 			 uint64_t nodeid, const struct fuse_fallocate_in *in);
-	int (*lseek)(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	int (*lseek)(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		     const struct fuse_lseek_in *in, struct fuse_lseek_out *out);
 	/* Returns bytes copied. */
-	ssize_t (*copy_file_range)(void *fs, const struct fuse_req_ctx *ctx,
+	ssize_t (*copy_file_range)(void *fs, const struct fuse_request_ctx *ctx,
 				   uint64_t nodeid,
 				   const struct fuse_copy_file_range_in *in);
-	int (*syncfs)(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid);
-	int (*tmpfile)(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+	int (*syncfs)(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid);
+	int (*tmpfile)(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 		       const struct fuse_create_in *in,
 		       struct fuse_entry_out *entry, struct fuse_open_out *open);
-	int (*getlk)(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	int (*getlk)(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		     const struct fuse_lk_in *in, struct fuse_lk_out *out);
 	/* sleep: SETLKW, which may return FERRY_DEFERRED. flock-style
 	 * requests carry FUSE_LK_FLOCK in in->lk_flags. */
-	int (*setlk)(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+	int (*setlk)(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		     const struct fuse_lk_in *in, bool sleep);
 };
 

@@ -9,11 +9,11 @@
 #include "common/clock.h"
 #include "common/log.h"
 
-int fuse_session_new(struct fuse_session **out,
-		     const struct fuse_session_opts *opts,
+int fuse_server_new(struct fuse_server **out,
+		     const struct fuse_server_opts *opts,
 		     const struct fs_ops *ops, void *fs)
 {
-	struct fuse_session *se;
+	struct fuse_server *se;
 	int rc;
 
 	se = calloc(1, sizeof(*se));
@@ -47,7 +47,7 @@ err_free:
 	return rc;
 }
 
-void fuse_session_free(struct fuse_session *se)
+void fuse_server_free(struct fuse_server *se)
 {
 	if (!se)
 		return;
@@ -60,7 +60,7 @@ void fuse_session_free(struct fuse_session *se)
 	free(se);
 }
 
-int fuse_worker_new(struct fuse_session *se, struct fuse_worker **out)
+int fuse_worker_new(struct fuse_server *se, struct fuse_worker **out)
 {
 	struct fuse_worker *w;
 
@@ -98,7 +98,7 @@ static void stats_accumulate(struct fuse_stats *dst, const struct fuse_stats *sr
 	dst->run_writes += ferry_count_read(&src->run_writes);
 }
 
-void fuse_session_stats(struct fuse_session *se, struct fuse_stats *out)
+void fuse_server_stats(struct fuse_server *se, struct fuse_stats *out)
 {
 	pthread_mutex_lock(&se->workers_lock);
 	*out = se->retired_stats;
@@ -139,7 +139,7 @@ void fuse_stats_record(struct fuse_worker *w, uint32_t opcode, int rc, uint64_t 
 
 void fuse_worker_free(struct fuse_worker *w)
 {
-	struct fuse_session *se;
+	struct fuse_server *se;
 
 	if (!w)
 		return;
@@ -160,9 +160,9 @@ void fuse_worker_free(struct fuse_worker *w)
 
 /* ------------------------------------------------------------------ INIT */
 
-uint64_t fuse_init_offered_flags(const struct fuse_session *se)
+uint64_t fuse_init_offered_flags(const struct fuse_server *se)
 {
-	const struct fuse_session_opts *o = &se->opts;
+	const struct fuse_server_opts *o = &se->opts;
 	const struct fs_ops *ops = se->ops;
 	uint64_t f = FUSE_ASYNC_READ | FUSE_PARALLEL_DIROPS | FUSE_BIG_WRITES |
 		     FUSE_AUTO_INVAL_DATA | FUSE_ATOMIC_O_TRUNC | FUSE_ASYNC_DIO |
@@ -204,7 +204,7 @@ uint64_t fuse_init_offered_flags(const struct fuse_session *se)
 	return f;
 }
 
-static void init_reply_version_only(struct fuse_req *req)
+static void init_reply_version_only(struct fuse_request *req)
 {
 	struct fuse_init_out *out = &req->out.init;
 
@@ -220,9 +220,9 @@ static void init_reply_version_only(struct fuse_req *req)
  * INITIALIZING excludes a concurrent second INIT, and the release store of
  * READY publishes conn to workers that load the state with acquire.
  */
-int fuse_do_init(struct fuse_req *req)
+int fuse_do_init(struct fuse_request *req)
 {
-	struct fuse_session *se = req->se;
+	struct fuse_server *se = req->se;
 	struct fuse_init_in in;
 	struct fuse_init_out *out = &req->out.init;
 	int expected = SESSION_NEW;
@@ -316,7 +316,7 @@ out_not_ready:
  * the backend's destroy never runs under a live op. A guest that keeps a
  * SETLKW blocked stalls only its own queue here.
  */
-static void session_end(struct fuse_session *se, const struct fuse_worker *self)
+static void session_end(struct fuse_server *se, const struct fuse_worker *self)
 {
 	pthread_mutex_lock(&se->workers_lock);
 	for (struct fuse_worker *w = se->workers; w; w = w->next) {
@@ -334,9 +334,9 @@ static void session_end(struct fuse_session *se, const struct fuse_worker *self)
 }
 
 /* DESTROY: the client unmounted; it only sends this once idle. */
-int fuse_do_destroy(struct fuse_req *req)
+int fuse_do_destroy(struct fuse_request *req)
 {
-	struct fuse_session *se = req->se;
+	struct fuse_server *se = req->se;
 	int expected = SESSION_READY;
 
 	if (!atomic_compare_exchange_strong(&se->state, &expected, SESSION_DESTROYING))
@@ -345,7 +345,7 @@ int fuse_do_destroy(struct fuse_req *req)
 	return 0;
 }
 
-void fuse_session_reset(struct fuse_session *se)
+void fuse_server_reset(struct fuse_server *se)
 {
 	int expected = SESSION_READY;
 
@@ -379,7 +379,7 @@ void fuse_worker_idle(struct fuse_worker *w)
  * re-read (both sequentially consistent), so DESTROY either sees us busy or
  * we see it destroying: the Dekker pattern, without a shared counter.
  */
-static int req_admit(struct fuse_req *req)
+static int req_admit(struct fuse_request *req)
 {
 	struct fuse_worker *w = req->w;
 
@@ -403,10 +403,10 @@ static int req_admit(struct fuse_req *req)
  *  - total_extlen (8-byte units) must fit inside in.len; the argument block
  *    is what lies between the header and the extensions.
  */
-static int req_prepare(struct fuse_req *req, const struct fuse_op_desc *desc,
+static int req_prepare(struct fuse_request *req, const struct fuse_op_desc *desc,
 		       size_t rd_len)
 {
-	struct fuse_session *se = req->se;
+	struct fuse_server *se = req->se;
 	size_t body_len, ext_len, copy_len;
 	int rc;
 
@@ -428,7 +428,7 @@ static int req_prepare(struct fuse_req *req, const struct fuse_op_desc *desc,
 		if (rc < 0)
 			return rc;
 	}
-	if (!desc || !desc->handle)
+	if (!desc || !desc->run)
 		return -ENOSYS;
 	if ((desc->flags & FUSE_OP_XATTR) && !se->opts.xattr)
 		return -ENOSYS;
@@ -466,7 +466,7 @@ static int req_prepare(struct fuse_req *req, const struct fuse_op_desc *desc,
 	return 0;
 }
 
-uint32_t fuse_req_reply(struct fuse_req *req, int rc)
+uint32_t fuse_request_reply(struct fuse_request *req, int rc)
 {
 	struct fuse_out_header out = { .unique = req->in.unique };
 	size_t len = sizeof(out);
@@ -497,7 +497,7 @@ uint32_t fuse_req_reply(struct fuse_req *req, int rc)
 
 uint32_t fuse_worker_process(struct fuse_worker *w, const struct ferry_req *treq)
 {
-	struct fuse_req req;
+	struct fuse_request req;
 	const struct fuse_op_desc *desc;
 	uint64_t start_ns = ferry_monotonic_ns();
 	size_t rd_len;
@@ -538,7 +538,7 @@ uint32_t fuse_worker_process(struct fuse_worker *w, const struct ferry_req *treq
 
 	rc = req_prepare(&req, desc, rd_len);
 	if (rc == 0)
-		rc = desc->handle(&req);
+		rc = desc->run(&req);
 	if (req.deferred) {
 		/* The op owns the reply now; answering here too would send
 		 * two replies for one request. */
@@ -557,7 +557,7 @@ uint32_t fuse_worker_process(struct fuse_worker *w, const struct ferry_req *treq
 			  desc ? desc->name : "unknown opcode", strerror(-rc));
 
 	fuse_worker_idle(w);
-	len = no_reply ? 0 : fuse_req_reply(&req, rc);
+	len = no_reply ? 0 : fuse_request_reply(&req, rc);
 	stats_record(w, desc, req.in.opcode, rc, start_ns);
 	return len;
 }

@@ -11,7 +11,7 @@
 #include "common/stats.h"
 #include "protocol/fuse_ops.h"
 
-struct fuse_session_opts {
+struct fuse_server_opts {
 	uint32_t max_write;          /* bytes; max_pages follows from it */
 	bool writeback;              /* FUSE_WRITEBACK_CACHE */
 	bool xattr;                  /* serve SET/GET/LIST/REMOVEXATTR */
@@ -30,13 +30,13 @@ struct fuse_session_opts {
 	bool readonly;
 };
 
-struct fuse_session;
+struct fuse_server;
 struct fuse_worker;
 
-int fuse_session_new(struct fuse_session **out,
-		     const struct fuse_session_opts *opts,
+int fuse_server_new(struct fuse_server **out,
+		     const struct fuse_server_opts *opts,
 		     const struct fs_ops *ops, void *fs);
-void fuse_session_free(struct fuse_session *se);
+void fuse_server_free(struct fuse_server *se);
 /*
  * Ends the session as a DESTROY would, for a client that went away without
  * one (its transport was reset, e.g. a guest reboot): waits for requests in
@@ -44,7 +44,7 @@ void fuse_session_free(struct fuse_session *se);
  * a new INIT. No-op on a session that was never initialised. Must not race
  * an INIT; the transport calls it with its queues stopped.
  */
-void fuse_session_reset(struct fuse_session *se);
+void fuse_server_reset(struct fuse_server *se);
 
 /*
  * Live migration (protocol/fuse_migration.c). export: the negotiated
@@ -55,17 +55,17 @@ void fuse_session_reset(struct fuse_session *se);
  * does not offer, a minor above its own, another max_write). Both with the
  * transport's workers stopped.
  */
-int fuse_session_export(struct fuse_session *se, struct mig_session *out);
-int fuse_session_import(struct fuse_session *se, const struct mig_session *in,
+int fuse_server_export(struct fuse_server *se, struct mig_session *out);
+int fuse_server_import(struct fuse_server *se, const struct mig_session *in,
 			char *reason, size_t reason_size);
 
 /* A worker holds one thread's scratch buffers, so requests need no malloc.
  * Each queue thread owns one; workers of one session run concurrently. */
-int fuse_worker_new(struct fuse_session *se, struct fuse_worker **out);
+int fuse_worker_new(struct fuse_server *se, struct fuse_worker **out);
 void fuse_worker_free(struct fuse_worker *w);
 
 /*
- * Processes one request (the handle() of a ferry_handler). req->rd is the
+ * Processes one request (the serve() of a ferry_service). req->rd is the
  * request as the client sent it (FUSE in-header, arguments, write payload),
  * req->wr the room for the reply. READ data goes straight into wr and
  * WRITE data straight from rd. Returns the number of bytes written into
@@ -78,7 +78,7 @@ void fuse_worker_free(struct fuse_worker *w);
  */
 uint32_t fuse_worker_process(struct fuse_worker *w, const struct ferry_req *req);
 /*
- * The handle_run() of a ferry_handler: processes reqs[0] and the WRITEs
+ * The serve_run() of a ferry_service: processes reqs[0] and the WRITEs
  * after it that continue it (the same open file, the next bytes), as
  * fuse_worker_process would one by one, but with one system call for all
  * of them. Returns how many it processed (1 when reqs[0] is anything
@@ -109,7 +109,7 @@ struct fuse_stats {
 
 /* Sums the counters of every worker of the session, live or freed. Reads
  * the live ones racily (see common/stats.h); never stops a request. */
-void fuse_session_stats(struct fuse_session *se, struct fuse_stats *out);
+void fuse_server_stats(struct fuse_server *se, struct fuse_stats *out);
 /* The opcode counted in a slot's name without the FUSE_ prefix ("LOOKUP"),
  * "other" for slot 0, NULL for a slot no known opcode uses. */
 const char *fuse_stats_slot_name(unsigned slot);

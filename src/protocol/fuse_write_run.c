@@ -31,7 +31,7 @@ static bool continues_run(const struct fuse_write_run *run, const struct fuse_in
 	       run->total + in->size <= FUSE_RUN_BYTES;
 }
 
-int fuse_write_run_hold(struct fuse_req *req, const struct fuse_write_in *in,
+int fuse_write_run_hold(struct fuse_request *req, const struct fuse_write_in *in,
 			size_t payload_off)
 {
 	struct fuse_worker *w = req->w;
@@ -86,7 +86,7 @@ int fuse_write_run_hold(struct fuse_req *req, const struct fuse_write_in *in,
 /* A member's reply and its count, through the one reply path. */
 static void answer(struct fuse_worker *w, const struct fuse_run_member *m, ssize_t written)
 {
-	struct fuse_req req;
+	struct fuse_request req;
 	int rc = 0;
 
 	memset(&req, 0, sizeof(req));
@@ -105,7 +105,7 @@ static void answer(struct fuse_worker *w, const struct fuse_run_member *m, ssize
 		req.reply_arg = &req.out.write;
 		req.reply_len = sizeof(req.out.write);
 	}
-	w->run.lens[m->index] = fuse_req_reply(&req, rc);
+	w->run.lens[m->index] = fuse_request_reply(&req, rc);
 	fuse_stats_record(w, FUSE_WRITE, rc, m->start_ns);
 }
 

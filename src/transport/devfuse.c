@@ -50,7 +50,7 @@ struct devfuse_reader {
 };
 
 struct devfuse {
-	const struct ferry_handler *handler;
+	const struct ferry_service *service;
 	void *opaque;
 	char *mountpoint;
 	char *source;
@@ -100,18 +100,18 @@ static void reader_complete(struct ferry_chan *chan, void *token, const void *re
 }
 
 int devfuse_new(struct devfuse **out, const struct devfuse_config *config,
-		const struct ferry_handler *handler, void *opaque)
+		const struct ferry_service *service, void *opaque)
 {
 	struct devfuse *df;
 	int ret = -ENOMEM;
 
-	if (!ferry_handler_valid(handler) || !config->mountpoint ||
+	if (!ferry_service_valid(service) || !config->mountpoint ||
 	    config->threads > DEVFUSE_MAX_THREADS)
 		return -EINVAL;
 	df = calloc(1, sizeof(*df));
 	if (!df)
 		return -ENOMEM;
-	df->handler = handler;
+	df->service = service;
 	df->opaque = opaque;
 	df->fuse_fd = -1;
 	df->wake_fd = -1;
@@ -242,7 +242,7 @@ static void reader_serve(struct devfuse_reader *r, void *ctx)
 				others_busy++;
 		ferry_hist_add(&r->st.in_flight, others_busy + 1);
 		ferry_count(&r->st.requests, 1);
-		len = df->handler->handle(ctx, &req);
+		len = df->service->serve(ctx, &req);
 		__atomic_store_n(&r->st.busy, 0, __ATOMIC_RELAXED);
 		if (len == FERRY_DEFERRED) {
 			pthread_mutex_lock(&r->deferred_lock);
@@ -272,9 +272,9 @@ static void reader_drain_deferred(struct devfuse_reader *r, void *ctx)
 	struct devfuse *df = r->df;
 
 	pthread_mutex_lock(&r->deferred_lock);
-	if (r->deferred_outstanding && df->handler->cancel) {
+	if (r->deferred_outstanding && df->service->cancel) {
 		pthread_mutex_unlock(&r->deferred_lock);
-		df->handler->cancel(ctx);
+		df->service->cancel(ctx);
 		pthread_mutex_lock(&r->deferred_lock);
 	}
 	while (r->deferred_outstanding)
@@ -286,12 +286,12 @@ static void *reader_thread(void *arg)
 {
 	struct devfuse_reader *r = arg;
 	struct devfuse *df = r->df;
-	void *ctx = df->handler->start(df->opaque, r->index);
+	void *ctx = df->service->start(df->opaque, r->index);
 
 	if (ctx) {
 		reader_serve(r, ctx);
 		reader_drain_deferred(r, ctx);
-		df->handler->stop(df->opaque, r->index, ctx);
+		df->service->stop(df->opaque, r->index, ctx);
 	} else {
 		log_err("devfuse reader %u: could not start", r->index);
 	}

@@ -18,12 +18,12 @@ struct devfuse_config {
 
 struct devfuse;
 
-/* Each reader thread is a worker of handler: start() and stop() get the
+/* Each reader thread is a worker of service: start() and stop() get the
  * thread's index. A deferred reply is written to /dev/fuse by the thread
- * that completes it. handler->reset is never called: the kernel's session
+ * that completes it. service->reset is never called: the kernel's session
  * ends with the mount. */
 int devfuse_new(struct devfuse **out, const struct devfuse_config *config,
-		const struct ferry_handler *handler, void *opaque);
+		const struct ferry_service *service, void *opaque);
 /* Opens /dev/fuse and mounts it on the mountpoint (fuse.ferryfs, with
  * allow_other and default_permissions, as root's). */
 int devfuse_mount(struct devfuse *df);

@@ -22,7 +22,7 @@
 /* LOG_SHMFD: dirty logging, which QEMU needs before it migrates at all.
  * CONFIG is added per device, only when it has a tag: QEMU's
  * vhost-user-fs-pci has its own tag and warns about a backend offering
- * config space. DEVICE_STATE only when the handler can save and load. */
+ * config space. DEVICE_STATE only when the service can save and load. */
 static const uint64_t base_protocol_features =
 	BIT(VU_PROTO_F_MQ) | BIT(VU_PROTO_F_LOG_SHMFD) | BIT(VU_PROTO_F_REPLY_ACK) |
 	BIT(VU_PROTO_F_BACKEND_REQ) | BIT(VU_PROTO_F_CONFIGURE_MEM_SLOTS);
@@ -46,8 +46,8 @@ void vu_dev_driver_gone(struct vu_dev *dev, const char *why)
 	}
 	dev->driver_active = false;
 	log_info("vhost-user: device reset (%s)", why);
-	if (dev->handler->reset)
-		dev->handler->reset(dev->opaque);
+	if (dev->service->reset)
+		dev->service->reset(dev->opaque);
 	for (unsigned i = 0; i < dev->nqueues; i++) {
 		struct vu_queue *q = &dev->queues[i];
 
@@ -76,7 +76,7 @@ static void dev_reset(struct vu_dev *dev)
 		virtq_init(&q->vq, i);
 		virtq_set_mem(&q->vq, dev->mem);
 	}
-	/* Before the reset: a hook must not run into handler->reset. */
+	/* Before the reset: a hook must not run into service->reset. */
 	vu_transfer_abort(dev);
 	vu_dev_driver_gone(dev, "frontend disconnected");
 	guest_mem_clear(dev->mem);
@@ -89,7 +89,7 @@ static void dev_reset(struct vu_dev *dev)
 }
 
 int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
-	       const struct ferry_handler *handler, void *opaque)
+	       const struct ferry_service *service, void *opaque)
 {
 	struct vu_dev *dev;
 	unsigned max_request_queues;
@@ -97,7 +97,7 @@ int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
 	unsigned i = 0;
 	int ret;
 
-	if (!config || !ferry_handler_valid(handler))
+	if (!config || !ferry_service_valid(service))
 		return -EINVAL;
 	/* No tag is fine: QEMU's vhost-user-fs-pci has its own tag property
 	 * and does not read ours. */
@@ -113,7 +113,7 @@ int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
 		return -ENOMEM;
-	dev->handler = handler;
+	dev->service = service;
 	dev->opaque = opaque;
 	dev->conn_fd = -1;
 	dev->backend_req_fd = -1;
@@ -124,7 +124,7 @@ int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
 	dev->nqueues = 1 + max_request_queues;
 	dev->offered_protocol_features = base_protocol_features |
 		(tag_len ? BIT(VU_PROTO_F_CONFIG) : 0) |
-		(handler->save_state && handler->load_state ? BIT(VU_PROTO_F_DEVICE_STATE) : 0);
+		(service->save_state && service->load_state ? BIT(VU_PROTO_F_DEVICE_STATE) : 0);
 	dev->poll_max_ns = (uint64_t)config->poll_max_us * 1000u;
 	dev->poll_slots = vu_poll_slots_for_cpus();
 

@@ -26,14 +26,14 @@ struct vu_fs_config {
 
 struct vu_dev;
 
-/* Each started queue is a worker of handler: start() and stop() get the
+/* Each started queue is a worker of service: start() and stop() get the
  * queue's index (0 is hiprio). A deferred reply is written into the
  * request's buffers by the queue's own thread, after the chain was walked
- * again against the memory table of that time. handler->reset runs when
+ * again against the memory table of that time. service->reset runs when
  * the driver is gone: the frontend disconnected, or reset the device (a
  * guest reboot) and now sets the rings up again from scratch. */
 int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
-	       const struct ferry_handler *handler, void *opaque);
+	       const struct ferry_service *service, void *opaque);
 /* Serves one frontend on conn_fd until it disconnects or vu_dev_stop() is
  * called; stops all queue threads before returning. Returns 0 when the
  * frontend went away in an orderly way (or on vu_dev_stop), -errno on a

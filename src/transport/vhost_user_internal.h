@@ -59,7 +59,7 @@ struct vu_queue {
 	int err_fd;               /* under lock */
 	bool err_signalled;       /* under lock */
 
-	void *ctx;                /* worker thread only: from handler->start */
+	void *ctx;                /* worker thread only: from service->start */
 	/* The worker thread that serves this queue; fixed at vu_dev_new. */
 	struct vu_worker *worker;
 	bool more;                /* worker thread only: run a batch before sleeping */
@@ -151,7 +151,7 @@ struct vu_worker {
 };
 
 struct vu_dev {
-	const struct ferry_handler *handler;
+	const struct ferry_service *service;
 	void *opaque;
 	struct virtio_fs_config config_space;
 	int stop_fd;
@@ -163,7 +163,7 @@ struct vu_dev {
 	int backend_req_fd;
 	unsigned nqueues;
 	struct vu_queue *queues;
-	/* A queue thread ran since the last handler->reset: a driver may have
+	/* A queue thread ran since the last service->reset: a driver may have
 	 * state in the user. Control thread only. */
 	bool driver_active;
 	/* The dirty log (SET_LOG_BASE) and the eventfd kicked after marks
@@ -231,9 +231,9 @@ int vu_queue_maybe_start(struct vu_queue *q);
 
 /* ---- vhost_user_queue.c: a queue's batches; worker-thread side ---- */
 
-/* The handler's context for the queue; false (queue broken) if none. */
+/* The service's context for the queue; false (queue broken) if none. */
 bool vu_queue_begin(struct vu_queue *q);
-/* Completes what is deferred and ends the handler's context. */
+/* Completes what is deferred and ends the service's context. */
 void vu_queue_end(struct vu_queue *q);
 /* One batch under the queue's lock; true if more may be waiting. */
 bool vu_queue_serve(struct vu_queue *q);
@@ -268,7 +268,7 @@ uint64_t vu_poll_budget_next(uint64_t budget, uint64_t waited_ns, uint64_t max);
  * there are and how many may busy-poll at once. */
 int vu_poll_slots_for_cpus(void);
 
-/* ---- vhost_user_control.c: the control message handlers ---- */
+/* ---- vhost_user_control.c: the control message services ---- */
 
 struct vu_msg;
 /* Handles one message; 0 to go on, -errno to drop the connection. */

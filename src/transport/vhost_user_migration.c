@@ -1,4 +1,4 @@
-/* vhost-user device state transfer: SET_DEVICE_STATE_FD and CHECK_DEVICE_STATE around the handler's save/load hooks. */
+/* vhost-user device state transfer: SET_DEVICE_STATE_FD and CHECK_DEVICE_STATE around the service's save/load hooks. */
 #include "transport/vhost_user_internal.h"
 
 #include <errno.h>
@@ -62,7 +62,7 @@ static void thread_ended(struct vu_transfer *t)
 static void *hook_thread(void *arg)
 {
 	struct vu_transfer *t = arg;
-	const struct ferry_handler *h = t->dev->handler;
+	const struct ferry_service *h = t->dev->service;
 	void *opaque = t->dev->opaque;
 
 	t->result = t->direction == VU_TRANSFER_SAVE ?
@@ -199,8 +199,8 @@ int vu_transfer_begin(struct vu_dev *dev, uint32_t direction, uint32_t phase, in
 {
 	int ret = -EINVAL;
 
-	if (!dev->handler->save_state || !dev->handler->load_state) {
-		log_err("SET_DEVICE_STATE_FD: this handler cannot migrate its state");
+	if (!dev->service->save_state || !dev->service->load_state) {
+		log_err("SET_DEVICE_STATE_FD: this service cannot migrate its state");
 		ret = -ENOTSUP;
 		goto err;
 	}

@@ -202,8 +202,8 @@ static inline unsigned publish_pace(unsigned depth)
 
 /*
  * A request that carries data in, at most a page of it (a 4 KiB WRITE),
- * and has requests behind it, is handed to the handler with those behind
- * it that carry such data too, up to VU_RUN_MAX: the handler then writes
+ * and has requests behind it, is handed to the service with those behind
+ * it that carry such data too, up to VU_RUN_MAX: the service then writes
  * adjacent ranges of one file with one system call, ~1 us each saved on a
  * machine whose system calls are dear (docs/benchmarks.md, Round 21).
  * Only requests already in the ring join, and only small ones, so a reply
@@ -311,8 +311,8 @@ RING_INLINE unsigned take_request(struct vu_queue *q, struct virtq_elem *e, unsi
 		*batch_depth = in_flight;
 	if (*batch_depth > *depth)
 		*depth = *batch_depth;
-	/* Set before handle(): the completion may come from another thread
-	 * before handle() even returns. */
+	/* Set before serve(): the completion may come from another thread
+	 * before serve() even returns. */
 	q->deferred[e->head].head = e->head;
 	e->req.chan = &q->chan;
 	e->req.token = &q->deferred[e->head];
@@ -334,7 +334,7 @@ RING_INLINE bool run_batch(struct vu_queue *q, bool packed)
 	uint64_t unpublished_bytes = 0;
 	bool more = false, data_waiting = false, reply_data_waiting = false;
 	/* Split rings only: a packed ring keeps one popped chain. */
-	bool runs = !packed && dev->handler->handle_run;
+	bool runs = !packed && dev->service->serve_run;
 
 	pushed = push_completions(q, packed);
 	if (!q->enabled || vq->broken || !virtq_ready(vq))
@@ -368,10 +368,10 @@ RING_INLINE bool run_batch(struct vu_queue *q, bool packed)
 			/* Served one at a time or several together; the
 			 * replies of each go out before the next is served. */
 			if (served == 0 && n == 1) {
-				lens[i] = dev->handler->handle(q->ctx, reqs[i]);
+				lens[i] = dev->service->serve(q->ctx, reqs[i]);
 				served = 1;
 			} else if (served == 0) {
-				served = dev->handler->handle_run(q->ctx, reqs + i, n - i, lens + i);
+				served = dev->service->serve_run(q->ctx, reqs + i, n - i, lens + i);
 			}
 			served--;
 
@@ -479,8 +479,8 @@ static void queue_finish_deferred(struct vu_queue *q)
 		return;
 	log_debug("queue %u: cancelling %u deferred requests", q->index,
 		  q->deferred_outstanding);
-	if (dev->handler->cancel)
-		dev->handler->cancel(q->ctx);
+	if (dev->service->cancel)
+		dev->service->cancel(q->ctx);
 	for (;;) {
 		struct pollfd pfd = { .fd = q->ctl_fd, .events = POLLIN };
 
@@ -543,14 +543,14 @@ bool vu_queue_kick_drain(struct vu_queue *q)
 }
 
 /* On the worker's thread, as it takes the queue: each queue is a worker
- * of the handler, with a context of its own. */
+ * of the service, with a context of its own. */
 bool vu_queue_begin(struct vu_queue *q)
 {
 	struct vu_dev *dev = q->dev;
 
-	q->ctx = dev->handler->start(dev->opaque, q->index);
+	q->ctx = dev->service->start(dev->opaque, q->index);
 	if (!q->ctx) {
-		vu_queue_break(q, "the handler did not start");
+		vu_queue_break(q, "the service did not start");
 		return false;
 	}
 	q->more = true; /* requests may have arrived before we started */
@@ -566,7 +566,7 @@ void vu_queue_end(struct vu_queue *q)
 	if (!q->ctx)
 		return;
 	queue_finish_deferred(q);
-	dev->handler->stop(dev->opaque, q->index, q->ctx);
+	dev->service->stop(dev->opaque, q->index, q->ctx);
 	q->ctx = NULL;
 }
 

@@ -7,7 +7,7 @@
 
 struct pt_session {
 	struct passthrough *pt;
-	struct fuse_session *se;
+	struct fuse_server *se;
 	struct fuse_worker *w;          /* feed it with raw_req_run() (raw_req.h) */
 };
 
@@ -15,7 +15,7 @@ struct pt_session {
  * passthrough_ops) and a worker; nothing is sent, not even INIT. 0, or
  * the failing call's negative value with nothing left behind. */
 int pt_session_open(struct pt_session *s, const struct passthrough_opts *pt_opts,
-		    const struct fuse_session_opts *se_opts);
+		    const struct fuse_server_opts *se_opts);
 /* Frees what pt_session_open made (any part may be NULL) and zeroes s. */
 void pt_session_close(struct pt_session *s);
 

@@ -47,7 +47,7 @@ uint64_t offered_protocol_features(struct vu_dev *dev);
 int request_u64(int fd, uint32_t req, const void *payload, uint32_t size, const int *fds,
 		unsigned nfds, uint64_t *v);
 /* Waits up to 2 s for *counter (bumped atomically, with release, by a
- * handler) to reach n: the handler's other globals are then safe to read. */
+ * service) to reach n: the service's other globals are then safe to read. */
 bool wait_count(const int *counter, int n);
 /* Waits up to ms for the eventfd fd and reads it; true if it fired. */
 bool wait_readable(int fd, int ms);

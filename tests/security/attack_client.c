@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "fuse_client.h"
-#include "vu_frontend.h"
+#include "frontend.h"
 #include "../common/check.h"
 
 /*
@@ -23,7 +23,7 @@
 #define SLOTS 4
 #define DATA_CAP 65536u
 
-static struct vu_dev dev = { .sock = -1, .memfd = -1 };
+static struct fe_dev dev = { .sock = -1, .memfd = -1 };
 static struct fc_slot slots[2][SLOTS];
 static uint64_t next_unique = 2;
 
@@ -31,23 +31,23 @@ static uint64_t next_unique = 2;
  * entry. Returns the used length, or -ETIMEDOUT. */
 static int call(unsigned qi, struct fc_slot *s, int timeout_ms)
 {
-	struct vu_queue *q = &dev.queues[qi];
+	struct fe_queue *q = &dev.queues[qi];
 	uint16_t idx;
 	uint32_t len;
 	int got;
 
-	if (vu_queue_add(q, s->index, s->seg, s->nseg) || vu_queue_kick(q))
+	if (fe_queue_add(q, s->index, s->seg, s->nseg) || fe_queue_kick(q))
 		return -EIO;
 	for (int waited = 0;; waited += 10) {
 		struct pollfd p = { .fd = q->callfd, .events = POLLIN };
 
-		got = vu_queue_get_used(q, &idx, &len);
+		got = fe_queue_get_used(q, &idx, &len);
 		if (got != 0)
 			break;
 		if (waited >= timeout_ms)
 			return -ETIMEDOUT;
 		if (poll(&p, 1, 10) == 1)
-			vu_queue_clear_call(q);
+			fe_queue_clear_call(q);
 	}
 	if (got < 0 || idx != s->index)
 		return -EPROTO;
@@ -111,22 +111,22 @@ static int setup(const char *sock)
 {
 	const uint16_t nslots[2] = { SLOTS, SLOTS };
 
-	if (vu_connect(&dev, sock) || vu_negotiate(&dev, -1) ||
-	    vu_mem_create(&dev, 8u << 20) || vu_queues_create(&dev, 2, nslots))
+	if (fe_connect(&dev, sock) || fe_negotiate(&dev, -1) ||
+	    fe_mem_create(&dev, 8u << 20) || fe_queues_create(&dev, 2, nslots))
 		return -1;
 	for (unsigned qi = 0; qi < 2; qi++) {
 		for (unsigned i = 0; i < SLOTS; i++) {
 			struct fc_slot *s = &slots[qi][i];
 
 			s->index = (uint16_t)i;
-			s->ctrl = vu_alloc(&dev, FC_CTRL_SIZE, 4096, &s->ctrl_gpa);
-			s->data = vu_alloc(&dev, DATA_CAP, 4096, &s->data_gpa);
+			s->ctrl = fe_alloc(&dev, FC_CTRL_SIZE, 4096, &s->ctrl_gpa);
+			s->data = fe_alloc(&dev, DATA_CAP, 4096, &s->data_gpa);
 			s->data_cap = DATA_CAP;
 			if (!s->ctrl || !s->data)
 				return -1;
 		}
 	}
-	return vu_start(&dev);
+	return fe_start(&dev);
 }
 
 int main(int argc, char **argv)
@@ -232,6 +232,6 @@ int main(int argc, char **argv)
 	}
 	CHECK_MSG(request(0, FUSE_GETATTR, FUSE_ROOT_ID, &ga, sizeof(ga), NULL, NULL,
 		          sizeof(struct fuse_attr_out)) == 0, "queue 0 answers after the bad messages");
-	vu_close(&dev);
+	fe_close(&dev);
 	return check_result();
 }

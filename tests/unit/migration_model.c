@@ -65,32 +65,32 @@ void model_build(struct model *m)
 				h->bytes[b] = (unsigned char)(i * 31 + b);
 			h->bytes[0] = (unsigned char)i;
 			h->bytes[1] = (unsigned char)(i >> 8);
-			in->flags |= MIG_INODE_HANDLE;
-			in->handle = h;
+			in->flags |= MIG_INODE_FILE_HANDLE;
+			in->file_handle = h;
 		}
 	}
 	for (unsigned i = 0; i < 64; i++) {
 		unsigned n = i < 8 ? 1 + i : N_DIRS + 1 + i * 6;
-		struct mig_handle *h = &m->handles[m->n_handles++];
+		struct mig_open_file *h = &m->open_files[m->n_open_files++];
 
 		h->fh = m->counters.next_fh++;
 		h->nodeid = m->inodes[n].nodeid;
 		if (m->inodes[n].type == S_IFDIR) {
-			h->kind = MIG_HANDLE_DIR;
+			h->kind = MIG_OPEN_DIR;
 			h->open_flags = O_RDONLY | O_DIRECTORY;
 		} else if (m->inodes[n].type == S_IFREG) {
-			h->kind = MIG_HANDLE_FILE;
+			h->kind = MIG_OPEN_REGULAR;
 			h->open_flags = i % 2 ? O_RDWR | O_APPEND : O_RDONLY;
 		} else {
-			m->n_handles--;   /* a symlink is never opened */
+			m->n_open_files--;   /* a symlink is never opened */
 		}
 	}
 	m->counters.next_fh += 5;   /* some already released */
-	m->locks[m->n_locks++] = (struct mig_lock){ .nodeid = m->handles[10].nodeid,
+	m->locks[m->n_locks++] = (struct mig_lock){ .nodeid = m->open_files[10].nodeid,
 		.owner = 0xabcdef, .start = 0, .end = 99, .pid = 42,
 		.kind = MIG_LOCK_POSIX, .type = MIG_LOCK_WRITE };
-	m->locks[m->n_locks++] = (struct mig_lock){ .nodeid = m->handles[11].nodeid,
-		.owner = m->handles[11].fh, .start = 0, .end = UINT64_MAX, .pid = 43,
+	m->locks[m->n_locks++] = (struct mig_lock){ .nodeid = m->open_files[11].nodeid,
+		.owner = m->open_files[11].fh, .start = 0, .end = UINT64_MAX, .pid = 43,
 		.kind = MIG_LOCK_FLOCK, .type = MIG_LOCK_READ };
 }
 
@@ -99,7 +99,7 @@ int model_encode(struct model *m, struct mig_buf *b)
 	struct mig_arrays a = {
 		.session = &m->session, .options = &m->options, .counters = &m->counters,
 		.inodes = m->inodes, .n_inodes = N_INODES,
-		.handles = m->handles, .n_handles = m->n_handles,
+		.open_files = m->open_files, .n_open_files = m->n_open_files,
 		.locks = m->locks, .n_locks = m->n_locks,
 	};
 
@@ -115,7 +115,7 @@ bool inode_equal(const struct mig_inode *a, const struct mig_inode *b)
 	    (a->parent != b->parent || a->name_len != b->name_len ||
 	     strcmp(a->name, b->name)))
 		return false;
-	if ((a->flags & MIG_INODE_HANDLE) && !mig_fhandle_equal(a->handle, b->handle))
+	if ((a->flags & MIG_INODE_FILE_HANDLE) && !mig_fhandle_equal(a->file_handle, b->file_handle))
 		return false;
 	return true;
 }

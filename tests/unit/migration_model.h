@@ -17,8 +17,8 @@ struct model {
 	struct mig_inode inodes[N_INODES];
 	char names[N_INODES][32];
 	struct mig_file_handle fhandles[N_INODES];
-	struct mig_handle handles[64];
-	size_t n_handles;
+	struct mig_open_file open_files[64];
+	size_t n_open_files;
 	struct mig_lock locks[8];
 	size_t n_locks;
 };

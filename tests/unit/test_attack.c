@@ -475,7 +475,7 @@ static void test_write_limits(void)
 int main(void)
 {
 	struct passthrough_opts pt_opts = { .cache = CACHE_AUTO, .timeout = -1, .xattr = true };
-	struct fuse_session_opts se_opts = { .max_write = MAX_WRITE, .xattr = true };
+	struct fuse_server_opts se_opts = { .max_write = MAX_WRITE, .xattr = true };
 	char before[8192], after[8192];
 	char path[sizeof(cy.share) + 16];
 	int fd, fds_start, ret;

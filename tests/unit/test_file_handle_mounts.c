@@ -18,7 +18,7 @@
 #include "../common/scratch.h"
 
 static const struct fs_ops *ops = &passthrough_ops;
-static const struct fuse_req_ctx ctx = { .unique = 1 };
+static const struct fuse_request_ctx ctx = { .unique = 1 };
 static char scratch[] = "/tmp/ferry-fhm-XXXXXX";
 static char logpath[PATH_MAX];
 
@@ -48,7 +48,7 @@ static int log_lines(const char *a, const char *b)
 static struct passthrough *open_share(const char *dir, enum inode_file_handles fh, int *ret)
 {
 	struct passthrough_opts opts = { .shared_dir = dir, .timeout = -1, .file_handles = fh };
-	struct fuse_conn_info conn = { .proto_minor = 38 };
+	struct fuse_conn_params conn = { .proto_minor = 38 };
 	struct passthrough *pt = NULL;
 
 	*ret = passthrough_new(&pt, &opts);

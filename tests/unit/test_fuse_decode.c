@@ -33,7 +33,7 @@ static struct recorder {
 	char name[PATH_MAX + 1], name2[PATH_MAX + 1];
 	uint32_t flags, mode, umask;
 	bool plus, sleep;
-	struct fuse_conn_info conn;
+	struct fuse_conn_params conn;
 	unsigned char data[1 << 17];
 	size_t data_len;
 	uint64_t forget_nlookup_sum;
@@ -66,7 +66,7 @@ static void fill_entry(struct fuse_entry_out *e, uint64_t nodeid)
 	e->attr.mode = 040755;
 }
 
-static int t_init(void *fs, const struct fuse_conn_info *conn)
+static int t_init(void *fs, const struct fuse_conn_params *conn)
 {
 	rec.calls[C_INIT]++;
 	rec.conn = *conn;
@@ -78,7 +78,7 @@ static void t_destroy(void *fs)
 	rec.calls[C_DESTROY]++;
 }
 
-static int t_lookup(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+static int t_lookup(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 		    const char *name, struct fuse_entry_out *out)
 {
 	rec.calls[C_LOOKUP]++;
@@ -94,7 +94,7 @@ static void t_forget(void *fs, uint64_t nodeid, uint64_t nlookup)
 	rec.forget_nlookup_sum += nlookup;
 }
 
-static int t_getattr(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static int t_getattr(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		     const struct fuse_getattr_in *in, struct fuse_attr_out *out)
 {
 	rec.calls[C_GETATTR]++;
@@ -104,7 +104,7 @@ static int t_getattr(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	return 0;
 }
 
-static int t_setattr(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static int t_setattr(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		     const struct fuse_setattr_in *in, struct fuse_attr_out *out)
 {
 	rec.calls[C_SETATTR]++;
@@ -112,7 +112,7 @@ static int t_setattr(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	return 0;
 }
 
-static ssize_t t_readlink(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static ssize_t t_readlink(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 			  char *buf, size_t size)
 {
 	static const char target[] = "some/where";
@@ -124,7 +124,7 @@ static ssize_t t_readlink(void *fs, const struct fuse_req_ctx *ctx, uint64_t nod
 	return sizeof(target) - 1;
 }
 
-static int t_symlink(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+static int t_symlink(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 		     const char *name, const char *target, struct fuse_entry_out *out)
 {
 	rec.calls[C_SYMLINK]++;
@@ -134,7 +134,7 @@ static int t_symlink(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
 	return 0;
 }
 
-static int t_mknod(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+static int t_mknod(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 		   const char *name, const struct fuse_mknod_in *in,
 		   struct fuse_entry_out *out)
 {
@@ -145,7 +145,7 @@ static int t_mknod(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
 	return 0;
 }
 
-static int t_mkdir(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+static int t_mkdir(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 		   const char *name, const struct fuse_mkdir_in *in,
 		   struct fuse_entry_out *out)
 {
@@ -159,7 +159,7 @@ static int t_mkdir(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
 	return 0;
 }
 
-static int t_unlink(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+static int t_unlink(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 		    const char *name)
 {
 	rec.calls[C_UNLINK]++;
@@ -167,14 +167,14 @@ static int t_unlink(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
 	return -ENOENT;
 }
 
-static int t_rmdir(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+static int t_rmdir(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 		   const char *name)
 {
 	rec.calls[C_RMDIR]++;
 	return 0;
 }
 
-static int t_rename(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+static int t_rename(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 		    const char *name, uint64_t newparent, const char *newname,
 		    uint32_t flags)
 {
@@ -187,7 +187,7 @@ static int t_rename(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
 	return 0;
 }
 
-static int t_link(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static int t_link(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		  uint64_t newparent, const char *newname, struct fuse_entry_out *out)
 {
 	rec.calls[C_LINK]++;
@@ -198,7 +198,7 @@ static int t_link(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	return 0;
 }
 
-static int t_open(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static int t_open(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		  const struct fuse_open_in *in, struct fuse_open_out *out)
 {
 	rec.calls[C_OPEN]++;
@@ -207,7 +207,7 @@ static int t_open(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 }
 
 /* Fills dst with a counting pattern, as much as the iovecs hold. */
-static ssize_t t_read(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static ssize_t t_read(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		      const struct fuse_read_in *in, const struct iovec *dst,
 		      unsigned dst_cnt)
 {
@@ -223,7 +223,7 @@ static ssize_t t_read(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	return (ssize_t)done;
 }
 
-static ssize_t t_write(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static ssize_t t_write(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		       const struct fuse_write_in *in, const struct iovec *src,
 		       unsigned src_cnt)
 {
@@ -239,7 +239,7 @@ static ssize_t t_write(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid
 	return (ssize_t)done;
 }
 
-static int t_statfs(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static int t_statfs(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		    struct fuse_kstatfs *out)
 {
 	rec.calls[C_STATFS]++;
@@ -247,28 +247,28 @@ static int t_statfs(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	return 0;
 }
 
-static int t_release(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static int t_release(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		     const struct fuse_release_in *in)
 {
 	rec.calls[C_RELEASE]++;
 	return 0;
 }
 
-static int t_fsync(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static int t_fsync(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		   const struct fuse_fsync_in *in)
 {
 	rec.calls[C_FSYNC]++;
 	return 0;
 }
 
-static int t_flush(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static int t_flush(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		   const struct fuse_flush_in *in)
 {
 	rec.calls[C_FLUSH]++;
 	return 0;
 }
 
-static int t_opendir(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static int t_opendir(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		     const struct fuse_open_in *in, struct fuse_open_out *out)
 {
 	rec.calls[C_OPENDIR]++;
@@ -278,7 +278,7 @@ static int t_opendir(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 
 static const char *const dir_names[] = { ".", "..", "a", "bcdefghi", "j2345678901" };
 
-static int t_readdir(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static int t_readdir(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		     const struct fuse_read_in *in, bool plus, struct fuse_dirbuf *db)
 {
 	rec.calls[C_READDIR]++;
@@ -303,21 +303,21 @@ static int t_readdir(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	return 0;
 }
 
-static int t_releasedir(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static int t_releasedir(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 			const struct fuse_release_in *in)
 {
 	rec.calls[C_RELEASEDIR]++;
 	return 0;
 }
 
-static int t_fsyncdir(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static int t_fsyncdir(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		      const struct fuse_fsync_in *in)
 {
 	rec.calls[C_FSYNCDIR]++;
 	return 0;
 }
 
-static int t_setxattr(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static int t_setxattr(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		      const char *name, const void *value, size_t size,
 		      uint32_t flags, uint32_t setxattr_flags)
 {
@@ -332,7 +332,7 @@ static int t_setxattr(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 
 static const char xattr_value[] = "0123456789";
 
-static ssize_t t_getxattr(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static ssize_t t_getxattr(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 			  const char *name, void *value, size_t size)
 {
 	rec.calls[C_GETXATTR]++;
@@ -345,7 +345,7 @@ static ssize_t t_getxattr(void *fs, const struct fuse_req_ctx *ctx, uint64_t nod
 	return sizeof(xattr_value) - 1;
 }
 
-static ssize_t t_listxattr(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static ssize_t t_listxattr(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 			   char *list, size_t size)
 {
 	static const char names[] = "user.a\0user.b";
@@ -359,14 +359,14 @@ static ssize_t t_listxattr(void *fs, const struct fuse_req_ctx *ctx, uint64_t no
 	return sizeof(names);
 }
 
-static int t_removexattr(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static int t_removexattr(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 			 const char *name)
 {
 	rec.calls[C_REMOVEXATTR]++;
 	return 0;
 }
 
-static int t_access(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static int t_access(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		    uint32_t mask)
 {
 	rec.calls[C_ACCESS]++;
@@ -374,7 +374,7 @@ static int t_access(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	return 0;
 }
 
-static int t_create(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+static int t_create(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 		    const char *name, const struct fuse_create_in *in,
 		    struct fuse_entry_out *entry, struct fuse_open_out *open)
 {
@@ -395,14 +395,14 @@ static int t_create(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
 	return 0;
 }
 
-static int t_fallocate(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static int t_fallocate(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		       const struct fuse_fallocate_in *in)
 {
 	rec.calls[C_FALLOCATE]++;
 	return 0;
 }
 
-static int t_lseek(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static int t_lseek(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		   const struct fuse_lseek_in *in, struct fuse_lseek_out *out)
 {
 	rec.calls[C_LSEEK]++;
@@ -410,20 +410,20 @@ static int t_lseek(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	return 0;
 }
 
-static ssize_t t_copy(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static ssize_t t_copy(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		      const struct fuse_copy_file_range_in *in)
 {
 	rec.calls[C_COPY]++;
 	return (ssize_t)in->len;
 }
 
-static int t_syncfs(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid)
+static int t_syncfs(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid)
 {
 	rec.calls[C_SYNCFS]++;
 	return 0;
 }
 
-static int t_tmpfile(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
+static int t_tmpfile(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 		     const struct fuse_create_in *in, struct fuse_entry_out *entry,
 		     struct fuse_open_out *open)
 {
@@ -433,7 +433,7 @@ static int t_tmpfile(void *fs, const struct fuse_req_ctx *ctx, uint64_t parent,
 	return 0;
 }
 
-static int t_getlk(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static int t_getlk(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		   const struct fuse_lk_in *in, struct fuse_lk_out *out)
 {
 	rec.calls[C_GETLK]++;
@@ -441,7 +441,7 @@ static int t_getlk(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
 	return 0;
 }
 
-static int t_setlk(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static int t_setlk(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		   const struct fuse_lk_in *in, bool sleep)
 {
 	rec.calls[C_SETLK]++;
@@ -625,9 +625,9 @@ static void expect_ok_at(int line, size_t body)
 
 /* --------------------------------------------------------------- setup */
 
-static struct fuse_session_opts default_opts(void)
+static struct fuse_server_opts default_opts(void)
 {
-	struct fuse_session_opts o = {
+	struct fuse_server_opts o = {
 		.max_write = 64 * 1024, .xattr = true, .readdirplus = true,
 		.posix_lock = true, .flock = true, .security_label = true,
 		.killpriv_v2 = true,
@@ -651,19 +651,19 @@ static void send_init(struct fuse_worker *w, uint32_t major, uint32_t minor,
 
 /* A session a client of protocol 7.minor opened, offering every flag of
  * flags and flags2. */
-static void open_session_as(struct fuse_session **se, struct fuse_worker **w,
-			    const struct fuse_session_opts *opts, uint32_t minor,
+static void open_session_as(struct fuse_server **se, struct fuse_worker **w,
+			    const struct fuse_server_opts *opts, uint32_t minor,
 			    uint32_t flags2)
 {
-	CHECK(fuse_session_new(se, opts, &test_ops, &rec) == 0);
+	CHECK(fuse_server_new(se, opts, &test_ops, &rec) == 0);
 	CHECK(fuse_worker_new(*se, w) == 0);
 	send_init(*w, 7, minor, ALL_FLAGS, flags2);
 	EXPECT_OK(sizeof(struct fuse_init_out));
 	rec_reset();
 }
 
-static void open_session(struct fuse_session **se, struct fuse_worker **w,
-			 const struct fuse_session_opts *opts)
+static void open_session(struct fuse_server **se, struct fuse_worker **w,
+			 const struct fuse_server_opts *opts)
 {
 	open_session_as(se, w, opts, 38, ALL_FLAGS);
 }
@@ -672,13 +672,13 @@ static void open_session(struct fuse_session **se, struct fuse_worker **w,
 
 static void test_before_init_and_init(void)
 {
-	struct fuse_session_opts opts = default_opts();
-	struct fuse_session *se;
+	struct fuse_server_opts opts = default_opts();
+	struct fuse_server *se;
 	struct fuse_worker *w;
 	struct fuse_getattr_in ga = { 0 };
 	struct fuse_init_out out;
 
-	CHECK(fuse_session_new(&se, &opts, &test_ops, &rec) == 0);
+	CHECK(fuse_server_new(&se, &opts, &test_ops, &rec) == 0);
 	CHECK(fuse_worker_new(se, &w) == 0);
 	rec_reset();
 
@@ -759,9 +759,9 @@ static void test_before_init_and_init(void)
 	send_init(w, 7, 38, ALL_FLAGS, 0);
 	EXPECT_OK(sizeof(out));
 	rec_reset();
-	fuse_session_reset(se);
+	fuse_server_reset(se);
 	CHECK(rec.calls[C_DESTROY] == 1);
-	fuse_session_reset(se);
+	fuse_server_reset(se);
 	CHECK(rec.calls[C_DESTROY] == 1);
 	rq_start(FUSE_GETATTR, 5);
 	rq_add(&ga, sizeof(ga));
@@ -773,20 +773,20 @@ static void test_before_init_and_init(void)
 	rec_reset();
 
 	fuse_worker_free(w);
-	fuse_session_free(se);
+	fuse_server_free(se);
 	CHECK(rec.calls[C_DESTROY] == 1);
 }
 
 static void test_old_init_and_defaults(void)
 {
-	struct fuse_session_opts opts = { 0 };
-	struct fuse_session *se;
+	struct fuse_server_opts opts = { 0 };
+	struct fuse_server *se;
 	struct fuse_worker *w;
 	struct fuse_init_out out;
 	/* Before 7.36 INIT is major, minor, max_readahead, flags. */
 	uint32_t old[4] = { 7, 31, 65536, ALL_FLAGS };
 
-	CHECK(fuse_session_new(&se, &opts, &test_ops, &rec) == 0);
+	CHECK(fuse_server_new(&se, &opts, &test_ops, &rec) == 0);
 	CHECK(fuse_worker_new(se, &w) == 0);
 	rec_reset();
 	rq_start(FUSE_INIT, 0);
@@ -824,7 +824,7 @@ static void test_old_init_and_defaults(void)
 	}
 	EXPECT_NO_CALLS();
 	fuse_worker_free(w);
-	fuse_session_free(se);
+	fuse_server_free(se);
 }
 
 static void test_lengths(struct fuse_worker *w)
@@ -1606,8 +1606,8 @@ static void test_positive(struct fuse_worker *w)
 static void test_missing_ops(void)
 {
 	struct fs_ops ops = test_ops;
-	struct fuse_session_opts opts = default_opts();
-	struct fuse_session *se;
+	struct fuse_server_opts opts = default_opts();
+	struct fuse_server *se;
 	struct fuse_worker *w;
 	struct fuse_lk_in lk = { 0 };
 	struct fuse_init_out out;
@@ -1615,7 +1615,7 @@ static void test_missing_ops(void)
 	ops.getlk = NULL;
 	ops.setlk = NULL;
 	ops.tmpfile = NULL;
-	CHECK(fuse_session_new(&se, &opts, &ops, &rec) == 0);
+	CHECK(fuse_server_new(&se, &opts, &ops, &rec) == 0);
 	CHECK(fuse_worker_new(se, &w) == 0);
 	send_init(w, 7, 38, ALL_FLAGS, ALL_FLAGS);
 	memcpy(&out, res.body, sizeof(out));
@@ -1631,7 +1631,7 @@ static void test_missing_ops(void)
 	EXPECT_ERR(ENOSYS);
 	EXPECT_NO_CALLS();
 	fuse_worker_free(w);
-	fuse_session_free(se);
+	fuse_server_free(se);
 	CHECK(rec.calls[C_DESTROY] == 1);
 }
 
@@ -1646,11 +1646,11 @@ static void test_readonly(void)
 		FUSE_REMOVEXATTR, FUSE_CREATE, FUSE_FALLOCATE, FUSE_COPY_FILE_RANGE,
 		FUSE_TMPFILE,
 	};
-	struct fuse_session_opts opts = default_opts();
+	struct fuse_server_opts opts = default_opts();
 	struct fuse_getattr_in ga = { 0 };
 	struct fuse_setattr_in sa = { 0 };
 	struct fuse_open_in oi = { .flags = 2 }; /* O_RDWR */
-	struct fuse_session *se;
+	struct fuse_server *se;
 	struct fuse_worker *w;
 
 	opts.readonly = true;
@@ -1678,7 +1678,7 @@ static void test_readonly(void)
 	run(w);
 	CHECK(rec.calls[C_GETATTR] == 1 && rec.calls[C_SETATTR] == 1 && rec.calls[C_OPEN] == 1);
 	fuse_worker_free(w);
-	fuse_session_free(se);
+	fuse_server_free(se);
 }
 
 /* Appends a security context block: header, one fuse_secctx, name, value,
@@ -1701,9 +1701,9 @@ static void rq_secctx(const char *name, const char *value, uint32_t hdr_type_or_
 
 static void test_secctx(void)
 {
-	struct fuse_session_opts opts = default_opts();
+	struct fuse_server_opts opts = default_opts();
 	struct fuse_create_in ci = { .flags = 2, .mode = 0600 };
-	struct fuse_session *se;
+	struct fuse_server *se;
 	struct fuse_worker *w;
 
 	/* 7.38: the context is an extension counted by total_extlen. */
@@ -1755,7 +1755,7 @@ static void test_secctx(void)
 	EXPECT_ERR(EINVAL);
 	EXPECT_NO_CALLS();
 	fuse_worker_free(w);
-	fuse_session_free(se);
+	fuse_server_free(se);
 
 	/* 7.37 (Linux 6.1): the context is one more argument after the name. */
 	open_session_as(&se, &w, &opts, 37, ALL_FLAGS);
@@ -1781,7 +1781,7 @@ static void test_secctx(void)
 	EXPECT_OK(sizeof(struct fuse_entry_out) + sizeof(struct fuse_open_out));
 	CHECK(rec.calls[C_CREATE] == 1 && rec.secctx_name[0] == '\0');
 	fuse_worker_free(w);
-	fuse_session_free(se);
+	fuse_server_free(se);
 }
 
 /* ---------------------------------------------------------- concurrency */
@@ -1793,10 +1793,10 @@ static struct {
 	atomic_int init_ok, init_eio, getattr_ok, getattr_eio, other;
 	atomic_bool stop;
 	pthread_barrier_t barrier;
-	struct fuse_session *se;
+	struct fuse_server *se;
 } cc;
 
-static int c_init(void *fs, const struct fuse_conn_info *conn)
+static int c_init(void *fs, const struct fuse_conn_params *conn)
 {
 	atomic_fetch_add(&cc.inits, 1);
 	return 0;
@@ -1809,7 +1809,7 @@ static void c_destroy(void *fs)
 		atomic_fetch_add(&cc.destroy_saw_inflight, 1);
 }
 
-static int c_getattr(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static int c_getattr(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		     const struct fuse_getattr_in *in, struct fuse_attr_out *out)
 {
 	atomic_fetch_add(&cc.inflight, 1);
@@ -1886,11 +1886,11 @@ static void *conc_thread(void *arg)
 
 static void test_concurrency(void)
 {
-	struct fuse_session_opts opts = { 0 };
+	struct fuse_server_opts opts = { 0 };
 	pthread_t th[N_THREADS];
 
 	memset(&cc, 0, sizeof(cc));
-	CHECK(fuse_session_new(&cc.se, &opts, &conc_ops, NULL) == 0);
+	CHECK(fuse_server_new(&cc.se, &opts, &conc_ops, NULL) == 0);
 	pthread_barrier_init(&cc.barrier, NULL, N_THREADS);
 	for (int i = 0; i < N_THREADS; i++)
 		pthread_create(&th[i], NULL, conc_thread, i == 0 ? (void *)1 : NULL);
@@ -1904,7 +1904,7 @@ static void test_concurrency(void)
 	CHECK(atomic_load(&cc.destroys) == 1);
 	CHECK(atomic_load(&cc.destroy_saw_inflight) == 0);
 	CHECK(atomic_load(&cc.other) == 0);
-	fuse_session_free(cc.se);
+	fuse_server_free(cc.se);
 	CHECK(atomic_load(&cc.destroys) == 1);
 }
 
@@ -1931,7 +1931,7 @@ static void t_cancel(void *arg)
 	atomic_store(&later.cancelled[(intptr_t)arg], 1);
 }
 
-static int t_setlk_later(void *fs, const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static int t_setlk_later(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 			 const struct fuse_lk_in *in, bool sleep)
 {
 	int i = later.n, rc;
@@ -1991,8 +1991,8 @@ static void test_deferred(void)
 {
 	static struct ferry_chan chan = { .complete = t_complete };
 	struct fs_ops ops = test_ops;
-	struct fuse_session_opts opts = default_opts();
-	struct fuse_session *se;
+	struct fuse_server_opts opts = default_opts();
+	struct fuse_server *se;
 	struct fuse_worker *w, *w2;
 	pthread_t finisher;
 	int first;
@@ -2000,7 +2000,7 @@ static void test_deferred(void)
 	ops.setlk = t_setlk_later;
 	run_chan = &chan;
 	memset(&later, 0, sizeof(later));
-	CHECK(fuse_session_new(&se, &opts, &ops, &rec) == 0);
+	CHECK(fuse_server_new(&se, &opts, &ops, &rec) == 0);
 	CHECK(fuse_worker_new(se, &w) == 0);
 	CHECK(fuse_worker_new(se, &w2) == 0);
 	send_init(w, 7, 38, ALL_FLAGS, ALL_FLAGS);
@@ -2056,7 +2056,7 @@ static void test_deferred(void)
 		CHECK(!"finisher thread started");
 		fuse_worker_free(w2);
 		fuse_worker_free(w);
-		fuse_session_free(se);
+		fuse_server_free(se);
 		run_chan = NULL;
 		return;
 	}
@@ -2068,17 +2068,17 @@ static void test_deferred(void)
 	      rec.calls[C_DESTROY] == 1);
 	fuse_worker_free(w2);
 	fuse_worker_free(w);
-	fuse_session_free(se);
+	fuse_server_free(se);
 
 	/* A transport that cannot defer: ENOLCK, never a stall. */
 	run_chan = NULL;
-	CHECK(fuse_session_new(&se, &opts, &ops, &rec) == 0);
+	CHECK(fuse_server_new(&se, &opts, &ops, &rec) == 0);
 	CHECK(fuse_worker_new(se, &w) == 0);
 	send_init(w, 7, 38, ALL_FLAGS, ALL_FLAGS);
 	send_setlkw(w);
 	EXPECT_ERR(ENOLCK);
 	fuse_worker_free(w);
-	fuse_session_free(se);
+	fuse_server_free(se);
 }
 
 /* Appends a FUSE_EXT_GROUPS extension (header, nr_groups, the groups),
@@ -2126,9 +2126,9 @@ static bool init_agreed_supp_group(void)
  * parent, sent as an extension next to (or without) a security context. */
 static void test_supp_groups(void)
 {
-	struct fuse_session_opts opts = default_opts();
+	struct fuse_server_opts opts = default_opts();
 	struct fuse_create_in ci = { .flags = 2, .mode = 02755 };
-	struct fuse_session *se;
+	struct fuse_server *se;
 	struct fuse_worker *w;
 	uint32_t g = 4242, two[2] = { 4242, 77 };
 	size_t before;
@@ -2170,7 +2170,7 @@ static void test_supp_groups(void)
 	EXPECT_ERR(EINVAL);
 	EXPECT_NO_CALLS();
 	fuse_worker_free(w);
-	fuse_session_free(se);
+	fuse_server_free(se);
 
 	/* A client that did not offer the flag: the extension is skipped. */
 	open_session_as(&se, &w, &opts, 38, 0);
@@ -2179,13 +2179,13 @@ static void test_supp_groups(void)
 	EXPECT_OK(sizeof(struct fuse_entry_out));
 	CHECK(rec.calls[C_MKDIR] == 1 && !rec.has_supp_gid);
 	fuse_worker_free(w);
-	fuse_session_free(se);
+	fuse_server_free(se);
 }
 
 int main(void)
 {
-	struct fuse_session_opts opts = default_opts();
-	struct fuse_session *se;
+	struct fuse_server_opts opts = default_opts();
+	struct fuse_server *se;
 	struct fuse_worker *w;
 
 	/* FERRY_TEST_DEBUG=1 runs the debug log formatting too. */
@@ -2210,7 +2210,7 @@ int main(void)
 	test_readdir(w);
 	test_positive(w);
 	fuse_worker_free(w);
-	fuse_session_free(se);
+	fuse_server_free(se);
 
 	return check_result();
 }

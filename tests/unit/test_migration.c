@@ -24,7 +24,7 @@
 #include "backend/passthrough.h"
 #include "common/log.h"
 #include "common/migration_stream.h"
-#include "daemon/handler.h"
+#include "daemon/service.h"
 #include "../common/check.h"
 
 static char scratch[] = "/tmp/ferry-migration-XXXXXX";
@@ -63,7 +63,7 @@ static int side_open(struct side *s, enum mig_mode mode, bool guest_error)
 					    .file_handles = side_file_handles,
 					    .timeout = -1, .proc_self_fd_given = given_proc_fd >= 0,
 					    .proc_self_fd = given_proc_fd >= 0 ? dup(given_proc_fd) : -1 };
-	struct fuse_session_opts se_opts = { .max_write = 1024 * 1024, .posix_lock = true,
+	struct fuse_server_opts se_opts = { .max_write = 1024 * 1024, .posix_lock = true,
 					     .flock = true, .readdirplus = true };
 
 	memset(s, 0, sizeof(*s));
@@ -816,8 +816,8 @@ static void load_by_handle(struct side *b, const struct mig_file_handle *fh, mod
 	hostile_base(&h, b);
 	h.fh = *fh;
 	h.inodes[h.n++] = (struct mig_inode){ .nodeid = 2 << 6 | 2, .nlookup = 1,
-		.type = type, .flags = MIG_INODE_HANDLE | (unlinked ? MIG_INODE_UNLINKED : 0),
-		.handle = &h.fh };
+		.type = type, .flags = MIG_INODE_FILE_HANDLE | (unlinked ? MIG_INODE_UNLINKED : 0),
+		.file_handle = &h.fh };
 	if (expect)
 		hostile_refused(b, &h, what, 0, 0, expect);
 	else
@@ -1071,8 +1071,8 @@ static void path_and_handle(struct side *b, const char *path, const char *what, 
 		h.fh.bytes[i] ^= 0x5a;
 	h.fh.mount_id += 100000;
 	mi = hostile_add(&h, 2 << 6 | 2, "f", S_IFREG);
-	mi->flags |= MIG_INODE_HANDLE;
-	mi->handle = &h.fh;
+	mi->flags |= MIG_INODE_FILE_HANDLE;
+	mi->file_handle = &h.fh;
 	if (loads)
 		hostile_loads(b, &h, what);
 	else

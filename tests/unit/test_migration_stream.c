@@ -35,13 +35,13 @@ static void test_round_trip(void)
 	          st->options.config_digest == m.options.config_digest &&
 	          !memcmp(&st->counters, &m.counters, sizeof(m.counters)),
 	          "session, options and counters come back");
-	CHECK_MSG(st->n_inodes == N_INODES && st->n_handles == m.n_handles &&
+	CHECK_MSG(st->n_inodes == N_INODES && st->n_open_files == m.n_open_files &&
 	          st->n_locks == m.n_locks, "%zu inodes, %zu handles, %zu locks",
-	          st->n_inodes, st->n_handles, st->n_locks);
+	          st->n_inodes, st->n_open_files, st->n_locks);
 	for (size_t i = 0; i < st->n_inodes && i < N_INODES; i++)
 		same = same && inode_equal(&st->inodes[i], &m.inodes[i]);
-	for (size_t i = 0; i < st->n_handles && i < m.n_handles; i++)
-		same = same && !memcmp(&st->handles[i], &m.handles[i], sizeof(m.handles[i]));
+	for (size_t i = 0; i < st->n_open_files && i < m.n_open_files; i++)
+		same = same && !memcmp(&st->open_files[i], &m.open_files[i], sizeof(m.open_files[i]));
 	for (size_t i = 0; i < st->n_locks && i < m.n_locks; i++)
 		same = same && lock_equal(&st->locks[i], &m.locks[i]);
 	CHECK_MSG(same, "every inode, handle and lock comes back as it went");
@@ -150,7 +150,7 @@ static size_t inode_body(unsigned char *p, uint64_t nodeid, uint32_t type, uint3
 		memcpy(p + n + 10, name, name_len);
 		n += 10 + name_len;
 	}
-	if (flags & MIG_INODE_HANDLE) {
+	if (flags & MIG_INODE_FILE_HANDLE) {
 		mig_put32(p + n, 1);
 		mig_put64(p + n + 4, 7);
 		mig_put16(p + n + 12, (uint16_t)fh_len);
@@ -172,13 +172,13 @@ static void raw_inode(struct mig_buf *b, uint64_t nodeid, uint32_t type, uint32_
 static void raw_handle(struct mig_buf *b, uint64_t fh, uint64_t nodeid, uint32_t flags,
 		       uint32_t kind)
 {
-	unsigned char h[MIG_HANDLE_SIZE];
+	unsigned char h[MIG_OPEN_FILE_SIZE];
 
 	mig_put64(h, fh);
 	mig_put64(h + 8, nodeid);
 	mig_put32(h + 16, flags);
 	mig_put32(h + 20, kind);
-	raw_record(b, MIG_REC_HANDLE, 0, h, sizeof(h));
+	raw_record(b, MIG_REC_OPEN_FILE, 0, h, sizeof(h));
 }
 
 static void raw_lock(struct mig_buf *b, uint64_t nodeid, uint64_t owner, uint64_t start,
@@ -252,8 +252,8 @@ struct tree_case {
 	struct case_handle {
 		uint64_t fh, nodeid;
 		uint32_t flags, kind;
-	} handles[2];
-	size_t n_handles;
+	} open_files[2];
+	size_t n_open_files;
 	struct case_lock {
 		uint64_t nodeid, owner, start, end;
 		uint8_t kind;
@@ -264,7 +264,7 @@ struct tree_case {
 };
 
 static const struct tree_case tree_cases[] = {
-	{ .handles = { { 5, 3, O_RDWR, MIG_HANDLE_FILE } }, .n_handles = 1,
+	{ .open_files = { { 5, 3, O_RDWR, MIG_OPEN_REGULAR } }, .n_open_files = 1,
 	  .locks = { { 3, 99, 0, 10, MIG_LOCK_POSIX } }, .n_locks = 1, .want = 0,
 	  .why_part = "", .what = "the base stream is accepted" },
 	/* Names. */
@@ -329,18 +329,18 @@ static const struct tree_case tree_cases[] = {
 	  .want = -EINVAL,
 	  .why_part = "past its shard's counter", .what = "a node id the counters never gave" },
 	/* Open handles. */
-	{ .handles = { { 5, 9, O_RDONLY, MIG_HANDLE_FILE } }, .n_handles = 1, .want = -EINVAL,
+	{ .open_files = { { 5, 9, O_RDONLY, MIG_OPEN_REGULAR } }, .n_open_files = 1, .want = -EINVAL,
 	  .why_part = "names unknown node 9", .what = "a handle on an unknown node" },
-	{ .handles = { { 0, 3, O_RDONLY, MIG_HANDLE_FILE } }, .n_handles = 1, .want = -EINVAL,
+	{ .open_files = { { 0, 3, O_RDONLY, MIG_OPEN_REGULAR } }, .n_open_files = 1, .want = -EINVAL,
 	  .why_part = "fh 0", .what = "fh 0" },
-	{ .handles = { { 1000, 3, O_RDONLY, MIG_HANDLE_FILE } }, .n_handles = 1,
+	{ .open_files = { { 1000, 3, O_RDONLY, MIG_OPEN_REGULAR } }, .n_open_files = 1,
 	  .want = -EINVAL,
 	  .why_part = "not below the next fh", .what = "an fh the counter never gave" },
-	{ .handles = { { 5, 3, O_RDONLY, MIG_HANDLE_FILE }, { 5, 2, O_RDONLY, MIG_HANDLE_DIR } }, .n_handles = 2,
+	{ .open_files = { { 5, 3, O_RDONLY, MIG_OPEN_REGULAR }, { 5, 2, O_RDONLY, MIG_OPEN_DIR } }, .n_open_files = 2,
 	  .want = -EINVAL, .why_part = "fh 5 appears twice", .what = "a duplicate fh" },
-	{ .handles = { { 5, 3, O_WRONLY | O_TRUNC, MIG_HANDLE_FILE } }, .n_handles = 1,
+	{ .open_files = { { 5, 3, O_WRONLY | O_TRUNC, MIG_OPEN_REGULAR } }, .n_open_files = 1,
 	  .want = -EINVAL, .why_part = "create or truncate", .what = "O_TRUNC in a handle" },
-	{ .handles = { { 5, 3, O_RDONLY, MIG_HANDLE_DIR } }, .n_handles = 1, .want = -EINVAL,
+	{ .open_files = { { 5, 3, O_RDONLY, MIG_OPEN_DIR } }, .n_open_files = 1, .want = -EINVAL,
 	  .why_part = "does not fit", .what = "a directory handle on a file" },
 	/* Locks. */
 	{ .locks = { { 9, 1, 0, 1, MIG_LOCK_POSIX } }, .n_locks = 1, .want = -EINVAL,
@@ -367,8 +367,8 @@ static void expect_case(struct mig_buf *b, const struct tree_case *c)
 		raw_inode(b, in->nodeid, in->type, in->flags, in->parent, in->name,
 			  in->name_len);
 	}
-	for (size_t i = 0; i < c->n_handles; i++) {
-		const struct case_handle *h = &c->handles[i];
+	for (size_t i = 0; i < c->n_open_files; i++) {
+		const struct case_handle *h = &c->open_files[i];
 
 		raw_handle(b, h->fh, h->nodeid, h->flags, h->kind);
 	}
@@ -459,7 +459,7 @@ static void test_refusals(void)
 	raw_finish(&b);
 	expect(&b, -EBADMSG, "before its root inode", "no root");
 	raw_base(&b);
-	raw_handle(&b, 5, 3, O_RDWR, MIG_HANDLE_FILE);
+	raw_handle(&b, 5, 3, O_RDWR, MIG_OPEN_REGULAR);
 	raw_inode(&b, 4, S_IFREG, MIG_INODE_PATH, 1, "x", 1);
 	raw_finish(&b);
 	expect(&b, -EBADMSG, "inode record after a handle", "an inode after the handles");
@@ -474,19 +474,19 @@ static void test_refusals(void)
 	/* File handles. */
 	raw_base(&b);
 	expect_with_record(&b, MIG_REC_INODE, 0, body, inode_body(body, 4, S_IFREG,
-			   MIG_INODE_UNLINKED | MIG_INODE_HANDLE, 0, NULL, 0,
+			   MIG_INODE_UNLINKED | MIG_INODE_FILE_HANDLE, 0, NULL, 0,
 			   (const unsigned char *)long_name, 129),
 			   -EINVAL, "over 128", "a 129-byte file handle");
 	raw_base(&b);
 	raw_record(&b, MIG_REC_INODE, 0, body, inode_body(body, 4, S_IFREG,
-		   MIG_INODE_UNLINKED | MIG_INODE_HANDLE, 0, NULL, 0,
+		   MIG_INODE_UNLINKED | MIG_INODE_FILE_HANDLE, 0, NULL, 0,
 		   (const unsigned char *)"abcd", 4));
 	expect_with_record(&b, MIG_REC_INODE, 0, body, inode_body(body, 5, S_IFREG,
-			   MIG_INODE_PATH | MIG_INODE_HANDLE, 1, "x", 1,
+			   MIG_INODE_PATH | MIG_INODE_FILE_HANDLE, 1, "x", 1,
 			   (const unsigned char *)"abcd", 4),
 			   -EINVAL, "two node ids for one host inode", "one file handle twice");
 	raw_base(&b);
-	n = inode_body(body, 4, S_IFREG, MIG_INODE_UNLINKED | MIG_INODE_HANDLE, 0, NULL, 0,
+	n = inode_body(body, 4, S_IFREG, MIG_INODE_UNLINKED | MIG_INODE_FILE_HANDLE, 0, NULL, 0,
 		       (const unsigned char *)"abcd", 4);
 	expect_with_record(&b, MIG_REC_INODE, 0, body, n - 1,
 			   -EBADMSG, "past the record's end", "a file handle cut short");
@@ -545,7 +545,7 @@ static void test_limits(void)
 	CHECK_MSG(rc == -E2BIG && !st && strstr(why, "more than"), "inode cap: %s", why);
 	mig_limits_default(&lim);
 	lim.max_inodes = N_INODES;
-	lim.max_handles = 3;
+	lim.max_open_files = 3;
 	rc = mig_decode(b.data, b.len, &lim, &st, why, sizeof(why));
 	CHECK_MSG(rc == -E2BIG && !st && strstr(why, "more than 3 handles"), "handle cap: %s", why);
 	mig_limits_default(&lim);
@@ -566,7 +566,7 @@ static void test_damage(void)
 	size_t len, bad_trunc = 0, bad_flip = 0, accepted = 0, bad_again = 0;
 
 	raw_base(&b);
-	raw_handle(&b, 5, 3, O_RDWR, MIG_HANDLE_FILE);
+	raw_handle(&b, 5, 3, O_RDWR, MIG_OPEN_REGULAR);
 	raw_lock(&b, 3, 99, 0, 10, MIG_LOCK_POSIX);
 	raw_finish(&b);
 	len = b.len;
@@ -671,10 +671,10 @@ static void test_encoder_refusals(void)
 	CHECK_MSG(model_encode(&m, &b) == -EINVAL && b.len == first,
 	          "a name with '/' is not written, and nothing is appended");
 	model_build(&m);
-	m.fhandles[3].size = MIG_HANDLE_MAX + 1;
+	m.fhandles[3].size = MIG_FILE_HANDLE_MAX + 1;
 	CHECK_MSG(model_encode(&m, &b) == -EINVAL, "a file handle over 128 bytes is not written");
 	model_build(&m);
-	m.handles[2].open_flags |= O_TRUNC;
+	m.open_files[2].open_flags |= O_TRUNC;
 	CHECK_MSG(model_encode(&m, &b) == -EINVAL, "an O_TRUNC handle is not written");
 	model_build(&m);
 	m.counters.shard_bits = 9;

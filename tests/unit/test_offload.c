@@ -108,7 +108,7 @@ static int session_open(struct session *s, const char *dir, bool defer_every_syn
 	struct passthrough_opts pt_opts = { .shared_dir = dir, .cache = CACHE_NEVER,
 					    .timeout = -1, .defer_every_sync = defer_every_sync,
 					    .defer_every_read = defer_every_read };
-	struct fuse_session_opts se_opts = { .max_write = 1024 * 1024 };
+	struct fuse_server_opts se_opts = { .max_write = 1024 * 1024 };
 	struct fuse_init_in init = { .major = FUSE_KERNEL_VERSION,
 				     .minor = FUSE_KERNEL_MINOR_VERSION,
 				     .max_readahead = 65536, .flags = FUSE_INIT_EXT };

@@ -25,8 +25,8 @@
 static const struct fs_ops *ops = &passthrough_ops;
 static struct passthrough *pt;
 static char scratch[] = "/tmp/ferry-pt-XXXXXX";
-static const struct fuse_req_ctx root_ctx = { .unique = 1 };
-static const struct fuse_req_ctx user_ctx = { .unique = 2, .uid = 1000, .gid = 1000 };
+static const struct fuse_request_ctx root_ctx = { .unique = 1 };
+static const struct fuse_request_ctx user_ctx = { .unique = 2, .uid = 1000, .gid = 1000 };
 static bool is_root;
 
 static int count_open_fds(void)
@@ -52,7 +52,7 @@ static uint64_t lookup(uint64_t parent, const char *name, struct fuse_attr *attr
 	return e.nodeid;
 }
 
-static uint64_t create(const struct fuse_req_ctx *ctx, uint64_t parent,
+static uint64_t create(const struct fuse_request_ctx *ctx, uint64_t parent,
 		       const char *name, uint32_t mode, uint64_t *fh)
 {
 	struct fuse_create_in in = { .flags = O_RDWR, .mode = S_IFREG | mode };
@@ -101,7 +101,7 @@ static int release(uint64_t nodeid, uint64_t fh)
 	return ops->release(pt, &root_ctx, nodeid, &in);
 }
 
-static int open_as(const struct fuse_req_ctx *ctx, uint64_t nodeid,
+static int open_as(const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		   uint32_t flags, uint64_t *fh)
 {
 	struct fuse_open_in in = { .flags = flags };
@@ -618,7 +618,7 @@ static void test_xattr(void)
 	if (ret == 0) {
 		/* FUSE_SECURITY_CTX: the label lands on the new inode; a label
 		 * the host refuses leaves no unlabelled node behind */
-		struct fuse_req_ctx lctx = { .secctx_name = "user.label",
+		struct fuse_request_ctx lctx = { .secctx_name = "user.label",
 					     .secctx_value = "L", .secctx_size = 1 };
 		struct fuse_mkdir_in min = { .mode = 0755 };
 		struct fuse_entry_out e;
@@ -776,7 +776,7 @@ static void test_creds(void)
 	/* the id the guest uses for "unmapped" must not mean "keep root",
 	 * whether the op switches ids or not */
 	{
-		struct fuse_req_ctx bad = { .uid = UINT32_MAX, .gid = UINT32_MAX };
+		struct fuse_request_ctx bad = { .uid = UINT32_MAX, .gid = UINT32_MAX };
 		uint64_t bfh, bid = create(&root_ctx, e.nodeid, "b", 0666, &bfh);
 
 		CHECK_EQ(release(bid, bfh), 0);
@@ -793,7 +793,7 @@ static void test_creds(void)
 
 /* Creates name in parent as ctx and checks what the new file became on the
  * host: its owner, group and mode bits. Closes and forgets it. */
-static void create_as(const struct fuse_req_ctx *ctx, uint64_t parent, const char *name,
+static void create_as(const struct fuse_request_ctx *ctx, uint64_t parent, const char *name,
 		      uint32_t mode, uint32_t want_uid, uint32_t want_gid, uint32_t want_mode)
 {
 	uint64_t fh, id = create(ctx, parent, name, mode, &fh);
@@ -903,10 +903,10 @@ static void test_group_shared_dir(void)
  */
 static void test_supp_group(void)
 {
-	struct fuse_req_ctx member = user_ctx;
+	struct fuse_request_ctx member = user_ctx;
 	struct fuse_mkdir_in min = { .mode = 0777 };
-	struct fuse_conn_info old_guest = { .proto_minor = 36 };
-	struct fuse_conn_info new_guest = { .proto_minor = 38 };
+	struct fuse_conn_params old_guest = { .proto_minor = 36 };
+	struct fuse_conn_params new_guest = { .proto_minor = 38 };
 	struct fuse_entry_out e;
 	char path[PATH_MAX];
 
@@ -936,7 +936,7 @@ static void test_supp_group(void)
 	/* The group does not outlive the request, nor a failed one. */
 	CHECK_EQ(getgroups(0, NULL), 0);
 	{
-		struct fuse_req_ctx bad = member;
+		struct fuse_request_ctx bad = member;
 		struct fuse_entry_out e2;
 
 		bad.uid = UINT32_MAX;
@@ -975,7 +975,7 @@ static void test_unprivileged_daemon(void)
 	child = fork();
 	if (child == 0) {
 		struct passthrough *up;
-		struct fuse_conn_info conn = { .proto_minor = 38 };
+		struct fuse_conn_params conn = { .proto_minor = 38 };
 		struct fuse_create_in cin = { .flags = O_RDWR, .mode = S_IFREG | 0644 };
 		struct fuse_open_in oin = { .flags = O_RDONLY };
 		struct fuse_open_out oo;
@@ -1183,7 +1183,7 @@ int main(void)
 	struct passthrough_opts opts = {
 		.cache = CACHE_AUTO, .timeout = -1, .xattr = true,
 	};
-	struct fuse_conn_info conn = { .proto_minor = 38 };
+	struct fuse_conn_params conn = { .proto_minor = 38 };
 
 	is_root = geteuid() == 0;
 	{

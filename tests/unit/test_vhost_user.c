@@ -38,7 +38,7 @@
 static int started_queues, stopped_queues, handled;
 static unsigned last_queue_index;
 static char last_request[64];
-/* Each queue's context says its index, as handle() is not told it. */
+/* Each queue's context says its index, as serve() is not told it. */
 static unsigned queue_ids[256];      /* vhost_user.c's VU_MAX_QUEUES */
 
 static void *t_queue_start(void *opaque, unsigned idx)
@@ -82,8 +82,8 @@ static void t_device_reset(void *opaque)
 	__atomic_add_fetch(&device_resets, 1, __ATOMIC_SEQ_CST);
 }
 
-static const struct ferry_handler ops = {
-	.start = t_queue_start, .stop = t_queue_stop, .handle = t_handle,
+static const struct ferry_service ops = {
+	.start = t_queue_start, .stop = t_queue_stop, .serve = t_handle,
 	.reset = t_device_reset,
 };
 
@@ -464,9 +464,9 @@ static void t_queue_cancel(void *ctx)
 		chan->complete(chan, token, "intr", 5, NULL, 0);
 }
 
-static const struct ferry_handler deferring_ops = {
+static const struct ferry_service deferring_ops = {
 	.start = t_queue_start, .stop = t_queue_stop,
-	.handle = t_handle_deferring, .cancel = t_queue_cancel,
+	.serve = t_handle_deferring, .cancel = t_queue_cancel,
 };
 
 /* As a deferred READ answers: a header, then data of its own (freed by
@@ -508,10 +508,10 @@ static bool queue1_prepare(int fd, int memfd, int call)
 	       vu_client_send(fd, VU_SET_VRING_CALL, 0, &(uint64_t){ 1 }, 8, &call, 1) == 0;
 }
 
-/* Starts a test of one queue: a device with handler h, guest memory
+/* Starts a test of one queue: a device with service h, guest memory
  * mapped as r, a session, and queue 1 set up without its kick fd, so
  * requests wait in the ring until the test sends it. */
-static void single_queue_begin(const struct ferry_handler *h, struct vu_fs_config *cfg,
+static void single_queue_begin(const struct ferry_service *h, struct vu_fs_config *cfg,
 			       struct vu_dev **dev, struct session *s, struct ring *r,
 			       int *memfd, int *kick, int *call)
 {
@@ -597,7 +597,7 @@ static void test_deferred(void)
 	single_queue_end(&s, dev, &r, memfd, kick, call);
 }
 
-/* The used index as each handle() call saw it: a request handled after a
+/* The used index as each serve() call saw it: a request handled after a
  * publish sees the earlier replies already in the ring. */
 static struct vring_used *watched_used;
 static int watch_base;
@@ -617,9 +617,9 @@ static uint32_t t_handle_watching(void *ctx, const struct ferry_req *req)
 	return len;
 }
 
-static const struct ferry_handler watching_ops = {
+static const struct ferry_service watching_ops = {
 	.start = t_queue_start, .stop = t_queue_stop,
-	.handle = t_handle_watching,
+	.serve = t_handle_watching,
 };
 
 enum mid_batch_case {
@@ -676,7 +676,7 @@ static void test_publish_mid_batch(enum mid_batch_case c)
 	          (c == BIG_WRITE_DRIVER_AWAKE || wait_readable(call, 2000)) &&
 	          wait_count(&handled, watch_base + 4),
 	          "four requests handled");
-	/* The last reply is published after handle() counted it. */
+	/* The last reply is published after serve() counted it. */
 	for (int i = 0; i < 200 && __atomic_load_n(&r.used->idx, __ATOMIC_ACQUIRE) != 4; i++)
 		usleep(10000);
 	CHECK_MSG(r.used->idx == 4, "four replies in the used ring");
@@ -711,9 +711,9 @@ static uint32_t t_handle_moving(void *ctx, const struct ferry_req *req)
 	return len;
 }
 
-static const struct ferry_handler moving_ops = {
+static const struct ferry_service moving_ops = {
 	.start = t_queue_start, .stop = t_queue_stop,
-	.handle = t_handle_moving,
+	.serve = t_handle_moving,
 };
 
 /* The second look at the ring before waking a sleeping driver for a large
@@ -750,7 +750,7 @@ static void test_publish_look_breaks(void)
 	close(err);
 }
 
-/* What handle_run was offered, call by call: how many, and the first
+/* What serve_run was offered, call by call: how many, and the first
  * one's text; it serves two at a time. */
 static struct {
 	unsigned calls, offered[8], singles;
@@ -779,9 +779,9 @@ static uint32_t t_handle_single(void *ctx, const struct ferry_req *req)
 	return t_handle(ctx, req);
 }
 
-static const struct ferry_handler run_ops = {
+static const struct ferry_service run_ops = {
 	.start = t_queue_start, .stop = t_queue_stop,
-	.handle = t_handle_single, .handle_run = t_handle_run,
+	.serve = t_handle_single, .serve_run = t_handle_run,
 };
 
 /* A request whose readable part is 2 KiB (a small WRITE): text, then

@@ -32,11 +32,11 @@
 #define INDIRECT 0x6000ull
 #define REQ_BUF 0x8000ull
 #define NUM 8u
-/* The state the test handler saves: more than a pipe holds, so a save
+/* The state the test service saves: more than a pipe holds, so a save
  * run before the reply would deadlock. */
 #define STATE_LEN (200u * 1024u)
 
-/* ---- The handler: writes what a request asks, defers "wait", saves a pattern ---- */
+/* ---- The service: writes what a request asks, defers "wait", saves a pattern ---- */
 
 static int started, resets, handled, deferred;
 static void *held_token;
@@ -106,7 +106,7 @@ static int t_save(void *opaque, int fd, char *reason, size_t reason_size)
 	uint8_t buf[4096];
 
 	if (save_fails) {
-		snprintf(reason, reason_size, "test handler told to fail");
+		snprintf(reason, reason_size, "test service told to fail");
 		return -EIO;
 	}
 	for (size_t off = 0; off < STATE_LEN; off += sizeof(buf)) {
@@ -157,8 +157,8 @@ static int t_load(void *opaque, int fd, char *reason, size_t reason_size)
 	return 0;
 }
 
-static const struct ferry_handler mig_ops = {
-	.start = t_start, .stop = t_stop, .handle = t_handle, .cancel = t_cancel,
+static const struct ferry_service mig_ops = {
+	.start = t_start, .stop = t_stop, .serve = t_handle, .cancel = t_cancel,
 	.reset = t_reset, .save_state = t_save, .load_state = t_load,
 };
 
@@ -457,7 +457,7 @@ static uint64_t begin_save(int fd, int *rd)
 	return v;
 }
 
-/* Reads the pipe to EOF: true if it held exactly the handler's state. */
+/* Reads the pipe to EOF: true if it held exactly the service's state. */
 static bool read_state(int rd)
 {
 	uint8_t buf[4096];
@@ -477,7 +477,7 @@ static bool read_state(int rd)
 	return same && total == STATE_LEN;
 }
 
-/* Loads len bytes of the handler's state (a cut one if len is short). */
+/* Loads len bytes of the service's state (a cut one if len is short). */
 static uint64_t load_state(int fd, size_t len)
 {
 	int p[2];
@@ -661,7 +661,7 @@ static void test_split_log_and_suspend(void)
 
 	st = begin_save(s.fd, &rd);
 	CHECK_MSG(st == VU_DEVICE_STATE_NOFD, "save with every ring stopped: reply 0x100 first");
-	CHECK_MSG(read_state(rd), "the pipe carries the handler's %u-byte state to EOF", STATE_LEN);
+	CHECK_MSG(read_state(rd), "the pipe carries the service's %u-byte state to EOF", STATE_LEN);
 	CHECK_MSG(check_state(s.fd) == 0, "CHECK_DEVICE_STATE: 0");
 
 	/* The migration failed after all: the source goes on. */
@@ -853,8 +853,8 @@ static void test_device_state_hostile(void)
 
 static void test_no_hooks(void)
 {
-	static const struct ferry_handler plain = {
-		.start = t_start, .stop = t_stop, .handle = t_handle, .save_state = t_save,
+	static const struct ferry_service plain = {
+		.start = t_start, .stop = t_stop, .serve = t_handle, .save_state = t_save,
 	};
 	struct vu_fs_config cfg = { .num_request_queues = 1 };
 	struct vu_dev *dev;

@@ -290,7 +290,7 @@ static void truncate_both(const struct file *a, const struct file *b)
 int main(void)
 {
 	struct passthrough_opts pt_opts = { .cache = CACHE_NEVER, .timeout = -1 };
-	struct fuse_session_opts se_opts = { .max_write = 1024 * 1024 };
+	struct fuse_server_opts se_opts = { .max_write = 1024 * 1024 };
 	struct fuse_init_in init = { .major = FUSE_KERNEL_VERSION,
 				     .minor = FUSE_KERNEL_MINOR_VERSION,
 				     .max_readahead = 65536, .flags = FUSE_INIT_EXT };

@@ -543,7 +543,7 @@ static void check_acl_refused_as_host(const char *session, size_t in_size)
 int main(void)
 {
 	struct passthrough_opts pt_opts = { .cache = CACHE_AUTO, .timeout = -1, .xattr = true };
-	struct fuse_session_opts se_opts = {
+	struct fuse_server_opts se_opts = {
 		.max_write = MAX_WRITE, .xattr = true, .posix_acl = true, .security_label = true,
 	};
 

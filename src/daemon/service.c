@@ -1,5 +1,5 @@
 /* The one adapter between a transport and the FUSE session: each worker gets a FUSE worker, its requests go to it. */
-#include "daemon/handler.h"
+#include "daemon/service.h"
 
 #include <string.h>
 
@@ -30,12 +30,12 @@ static void worker_stop(void *opaque, unsigned worker_index, void *ctx)
 	fuse_worker_free(ctx);
 }
 
-static uint32_t worker_handle(void *ctx, const struct ferry_req *req)
+static uint32_t worker_serve(void *ctx, const struct ferry_req *req)
 {
 	return fuse_worker_process(ctx, req);
 }
 
-static unsigned worker_handle_run(void *ctx, const struct ferry_req *const *reqs, unsigned n,
+static unsigned worker_serve_run(void *ctx, const struct ferry_req *const *reqs, unsigned n,
 				  uint32_t *lens)
 {
 	return fuse_worker_process_run(ctx, reqs, n, lens);
@@ -52,20 +52,20 @@ static void client_reset(void *opaque)
 {
 	struct daemon_state *st = opaque;
 
-	fuse_session_reset(st->session);
+	fuse_server_reset(st->session);
 }
 
-/* What both handlers share. */
+/* What both services share. */
 #define SESSION_WORKERS \
-	.start = worker_start, .stop = worker_stop, .handle = worker_handle, \
-	.handle_run = worker_handle_run, \
+	.start = worker_start, .stop = worker_stop, .serve = worker_serve, \
+	.serve_run = worker_serve_run, \
 	.cancel = worker_cancel, .reset = client_reset
 
-const struct ferry_handler daemon_handler = { SESSION_WORKERS };
+const struct ferry_service daemon_service = { SESSION_WORKERS };
 
 /* Only vhost-user migrates: a /dev/fuse session lives in the host kernel,
  * which cannot move it. */
-const struct ferry_handler daemon_handler_migratable = {
+const struct ferry_service daemon_service_migratable = {
 	SESSION_WORKERS,
 	.save_state = daemon_save_state,
 	.load_state = daemon_load_state,

@@ -1,5 +1,5 @@
 /* Sharded handle table: fh -> open fd or DIR stream, validated on every use. */
-#include "backend/handles.h"
+#include "backend/open_files.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -14,27 +14,27 @@
 
 struct hshard {
 	pthread_mutex_t lock;
-	struct handle *buckets[BUCKETS_PER_SHARD];
+	struct open_file *buckets[BUCKETS_PER_SHARD];
 };
 
-struct handle_table {
+struct open_file_table {
 	struct hshard shards[SHARD_COUNT];
 	atomic_uint_fast64_t next_fh;
 	struct inode_table *inodes;
 	struct fd_budget *fds;
 };
 
-static struct hshard *shard_of(struct handle_table *t, uint64_t fh)
+static struct hshard *shard_of(struct open_file_table *t, uint64_t fh)
 {
 	return &t->shards[fh % SHARD_COUNT];
 }
 
-static struct handle **bucket_of(struct hshard *s, uint64_t fh)
+static struct open_file **bucket_of(struct hshard *s, uint64_t fh)
 {
 	return &s->buckets[(fh / SHARD_COUNT) % BUCKETS_PER_SHARD];
 }
 
-static void handle_destroy(struct handle_table *t, struct handle *h)
+static void open_file_destroy(struct open_file_table *t, struct open_file *h)
 {
 	if (h->dir)
 		closedir(h->dir);
@@ -46,10 +46,10 @@ static void handle_destroy(struct handle_table *t, struct handle *h)
 	free(h);
 }
 
-int handle_table_new(struct handle_table **out, struct inode_table *inodes,
+int open_file_table_new(struct open_file_table **out, struct inode_table *inodes,
 		     struct fd_budget *fds)
 {
-	struct handle_table *t = calloc(1, sizeof(*t));
+	struct open_file_table *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return -ENOMEM;
@@ -62,21 +62,21 @@ int handle_table_new(struct handle_table **out, struct inode_table *inodes,
 	return 0;
 }
 
-void handle_table_free(struct handle_table *t)
+void open_file_table_free(struct open_file_table *t)
 {
 	if (!t)
 		return;
-	handle_remove_all(t);
+	open_file_remove_all(t);
 	for (unsigned i = 0; i < SHARD_COUNT; i++)
 		pthread_mutex_destroy(&t->shards[i].lock);
 	free(t);
 }
 
 /* Links h under its fh. */
-static void handle_link(struct handle_table *t, struct handle *h)
+static void open_file_link(struct open_file_table *t, struct open_file *h)
 {
 	struct hshard *s = shard_of(t, h->fh);
-	struct handle **b = bucket_of(s, h->fh);
+	struct open_file **b = bucket_of(s, h->fh);
 
 	pthread_mutex_lock(&s->lock);
 	h->next = *b;
@@ -84,7 +84,7 @@ static void handle_link(struct handle_table *t, struct handle *h)
 	pthread_mutex_unlock(&s->lock);
 }
 
-static void handle_init(struct handle *h, uint64_t fh, int fd, DIR *dir)
+static void open_file_init(struct open_file *h, uint64_t fh, int fd, DIR *dir)
 {
 	h->fh = fh;
 	h->fd = dir ? dirfd(dir) : fd;
@@ -96,10 +96,10 @@ static void handle_init(struct handle *h, uint64_t fh, int fd, DIR *dir)
 	h->refs = 1;
 }
 
-int handle_add(struct handle_table *t, struct inode *inode, int fd, DIR *dir,
+int open_file_add(struct open_file_table *t, struct inode *inode, int fd, DIR *dir,
 	       uint64_t *fh)
 {
-	struct handle *h = calloc(1, sizeof(*h));
+	struct open_file *h = calloc(1, sizeof(*h));
 
 	if (!h) {
 		if (dir)
@@ -110,18 +110,18 @@ int handle_add(struct handle_table *t, struct inode *inode, int fd, DIR *dir,
 		inode_put(t->inodes, inode);
 		return -ENOMEM;
 	}
-	handle_init(h, atomic_fetch_add(&t->next_fh, 1), fd, dir);
+	open_file_init(h, atomic_fetch_add(&t->next_fh, 1), fd, dir);
 	h->inode = inode;
-	handle_link(t, h);
+	open_file_link(t, h);
 	*fh = h->fh;
 	return 0;
 }
 
-int handle_get(struct handle_table *t, uint64_t fh, uint64_t nodeid,
-	       struct handle **out)
+int open_file_get(struct open_file_table *t, uint64_t fh, uint64_t nodeid,
+	       struct open_file **out)
 {
 	struct hshard *s = shard_of(t, fh);
-	struct handle *h;
+	struct open_file *h;
 
 	pthread_mutex_lock(&s->lock);
 	for (h = *bucket_of(s, fh); h; h = h->next)
@@ -140,7 +140,7 @@ int handle_get(struct handle_table *t, uint64_t fh, uint64_t nodeid,
 	return 0;
 }
 
-void handle_put(struct handle_table *t, struct handle *h)
+void open_file_put(struct open_file_table *t, struct open_file *h)
 {
 	struct hshard *s = shard_of(t, h->fh);
 	bool last;
@@ -149,13 +149,13 @@ void handle_put(struct handle_table *t, struct handle *h)
 	last = --h->refs == 0;
 	pthread_mutex_unlock(&s->lock);
 	if (last)
-		handle_destroy(t, h);
+		open_file_destroy(t, h);
 }
 
-int handle_remove(struct handle_table *t, uint64_t fh, uint64_t nodeid)
+int open_file_remove(struct open_file_table *t, uint64_t fh, uint64_t nodeid)
 {
 	struct hshard *s = shard_of(t, fh);
-	struct handle **pp, *h;
+	struct open_file **pp, *h;
 	bool last = false;
 
 	pthread_mutex_lock(&s->lock);
@@ -173,22 +173,22 @@ int handle_remove(struct handle_table *t, uint64_t fh, uint64_t nodeid)
 	if (!h)
 		return -EBADF;
 	if (last)
-		handle_destroy(t, h);
+		open_file_destroy(t, h);
 	return 0;
 }
 
-void handle_remove_all(struct handle_table *t)
+void open_file_remove_all(struct open_file_table *t)
 {
 	for (unsigned i = 0; i < SHARD_COUNT; i++) {
 		struct hshard *s = &t->shards[i];
-		struct handle *doomed = NULL;
+		struct open_file *doomed = NULL;
 
 		pthread_mutex_lock(&s->lock);
 		for (unsigned b = 0; b < BUCKETS_PER_SHARD; b++) {
-			struct handle *h = s->buckets[b];
+			struct open_file *h = s->buckets[b];
 
 			while (h) {
-				struct handle *next = h->next;
+				struct open_file *next = h->next;
 
 				h->released = true;
 				if (--h->refs == 0) {
@@ -201,9 +201,9 @@ void handle_remove_all(struct handle_table *t)
 		}
 		pthread_mutex_unlock(&s->lock);
 		while (doomed) {
-			struct handle *next = doomed->next;
+			struct open_file *next = doomed->next;
 
-			handle_destroy(t, doomed);
+			open_file_destroy(t, doomed);
 			doomed = next;
 		}
 	}
@@ -211,12 +211,12 @@ void handle_remove_all(struct handle_table *t)
 
 /* ---- migration -------------------------------------------------------- */
 
-uint64_t handle_table_next_fh(struct handle_table *t)
+uint64_t open_file_table_next_fh(struct open_file_table *t)
 {
 	return atomic_load(&t->next_fh);
 }
 
-void handle_table_raise_next_fh(struct handle_table *t, uint64_t next)
+void open_file_table_raise_next_fh(struct open_file_table *t, uint64_t next)
 {
 	uint_fast64_t cur = atomic_load(&t->next_fh);
 
@@ -224,40 +224,40 @@ void handle_table_raise_next_fh(struct handle_table *t, uint64_t next)
 		;
 }
 
-void handle_table_foreach(struct handle_table *t,
-			  void (*fn)(struct handle *h, void *arg), void *arg)
+void open_file_table_foreach(struct open_file_table *t,
+			  void (*fn)(struct open_file *h, void *arg), void *arg)
 {
 	for (unsigned i = 0; i < SHARD_COUNT; i++) {
 		struct hshard *s = &t->shards[i];
 
 		pthread_mutex_lock(&s->lock);
 		for (unsigned b = 0; b < BUCKETS_PER_SHARD; b++)
-			for (struct handle *h = s->buckets[b]; h; h = h->next)
+			for (struct open_file *h = s->buckets[b]; h; h = h->next)
 				if (!h->released)
 					fn(h, arg);
 		pthread_mutex_unlock(&s->lock);
 	}
 }
 
-struct handle *handle_alloc_detached(uint64_t fh, int fd, DIR *dir)
+struct open_file *open_file_alloc_detached(uint64_t fh, int fd, DIR *dir)
 {
-	struct handle *h = calloc(1, sizeof(*h));
+	struct open_file *h = calloc(1, sizeof(*h));
 
 	if (h)
-		handle_init(h, fh, fd, dir);
+		open_file_init(h, fh, fd, dir);
 	return h;
 }
 
-void handle_free_detached(struct handle_table *t, struct handle *h)
+void open_file_free_detached(struct open_file_table *t, struct open_file *h)
 {
 	if (!h)
 		return;
 	h->inode = NULL;    /* no ref taken yet: inode_put(NULL) is a no-op */
-	handle_destroy(t, h);
+	open_file_destroy(t, h);
 }
 
-void handle_install(struct handle_table *t, struct handle *h, struct inode *inode)
+void open_file_install(struct open_file_table *t, struct open_file *h, struct inode *inode)
 {
 	h->inode = inode;
-	handle_link(t, h);
+	open_file_link(t, h);
 }

@@ -1,4 +1,4 @@
-/* The daemon's ferry_handler: how a transport's workers reach the FUSE session, and the migration hooks. */
+/* The daemon's ferry_service: how a transport's workers reach the FUSE session, and the migration hooks. */
 #ifndef FERRY_DAEMON_HANDLER_H
 #define FERRY_DAEMON_HANDLER_H
 
@@ -9,9 +9,9 @@
 #include "daemon/options.h"
 #include "protocol/fuse_server.h"
 
-/* What the handler's opaque points to. */
+/* What the service's opaque points to. */
 struct daemon_state {
-	struct fuse_session *session;
+	struct fuse_server *session;
 	struct passthrough *pt;
 	/* Live migration (vhost-user only): how, and the options a source
 	 * and a destination must agree on. */
@@ -20,9 +20,9 @@ struct daemon_state {
 };
 
 /* Both transports: workers, requests, reset. */
-extern const struct ferry_handler daemon_handler;
+extern const struct ferry_service daemon_service;
 /* vhost-user: the same, and save_state/load_state (daemon/migration.c). */
-extern const struct ferry_handler daemon_handler_migratable;
+extern const struct ferry_service daemon_service_migratable;
 
 /* daemon/migration.c */
 /* Fills st->mig and st->mig_options from the command line. */

@@ -1,5 +1,5 @@
 /* vhost-user frontend messages, memfd guest memory and driver-side split and packed rings. */
-#include "vu_frontend.h"
+#include "frontend.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -95,7 +95,7 @@ struct vu_vring_addr {
 	uint64_t log_guest_addr;
 };
 
-static int send_msg(struct vu_dev *d, uint32_t req, uint32_t flags,
+static int send_msg(struct fe_dev *d, uint32_t req, uint32_t flags,
 		    const void *payload, uint32_t size, int fd)
 {
 	struct vu_msg_hdr hdr = { .request = req,
@@ -153,7 +153,7 @@ static int recv_all(int fd, void *buf, size_t len)
 
 /* Reads the reply to req; payload must be exactly size bytes, as every reply
  * we ask for has a fixed size (a u64). */
-static int recv_reply(struct vu_dev *d, uint32_t req, void *payload, uint32_t size)
+static int recv_reply(struct fe_dev *d, uint32_t req, void *payload, uint32_t size)
 {
 	struct vu_msg_hdr hdr;
 	int ret;
@@ -170,7 +170,7 @@ static int recv_reply(struct vu_dev *d, uint32_t req, void *payload, uint32_t si
 	return recv_all(d->sock, payload, size);
 }
 
-static bool has_proto(const struct vu_dev *d, unsigned bit)
+static bool has_proto(const struct fe_dev *d, unsigned bit)
 {
 	return d->protocol_features & (1ull << bit);
 }
@@ -178,7 +178,7 @@ static bool has_proto(const struct vu_dev *d, unsigned bit)
 /* Sends a message that has no reply of its own; with REPLY_ACK negotiated it
  * asks for the ack so that a backend rejecting it is caught here, at once,
  * rather than as a hang later. */
-static int send_cmd(struct vu_dev *d, uint32_t req, const void *payload,
+static int send_cmd(struct fe_dev *d, uint32_t req, const void *payload,
 		    uint32_t size, int fd)
 {
 	bool ack = has_proto(d, PROTO_F_REPLY_ACK);
@@ -199,7 +199,7 @@ static int send_cmd(struct vu_dev *d, uint32_t req, const void *payload,
 	return 0;
 }
 
-static int get_u64(struct vu_dev *d, uint32_t req, uint64_t *val)
+static int get_u64(struct fe_dev *d, uint32_t req, uint64_t *val)
 {
 	int ret = send_msg(d, req, 0, NULL, 0, -1);
 
@@ -208,7 +208,7 @@ static int get_u64(struct vu_dev *d, uint32_t req, uint64_t *val)
 	return recv_reply(d, req, val, sizeof(*val));
 }
 
-int vu_connect(struct vu_dev *d, const char *path)
+int fe_connect(struct fe_dev *d, const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int ret;
@@ -233,7 +233,7 @@ err_close:
 	return ret;
 }
 
-int vu_negotiate(struct vu_dev *d, int event_idx)
+int fe_negotiate(struct fe_dev *d, int event_idx)
 {
 	uint64_t want;
 	int ret;
@@ -294,12 +294,12 @@ out:
 	return ret;
 }
 
-bool vu_has_indirect(const struct vu_dev *d)
+bool fe_has_indirect(const struct fe_dev *d)
 {
 	return d->features & (1ull << VIRTIO_RING_F_INDIRECT_DESC);
 }
 
-int vu_mem_create(struct vu_dev *d, uint64_t size)
+int fe_mem_create(struct fe_dev *d, uint64_t size)
 {
 	int ret;
 
@@ -328,7 +328,7 @@ err_close:
 	return ret;
 }
 
-void *vu_alloc(struct vu_dev *d, uint64_t len, uint64_t align, uint64_t *gpa)
+void *fe_alloc(struct fe_dev *d, uint64_t len, uint64_t align, uint64_t *gpa)
 {
 	uint64_t off = (d->mem_used + align - 1) & ~(align - 1);
 
@@ -350,7 +350,7 @@ static uint16_t ring_size(uint16_t nslots, bool indirect)
 	return (uint16_t)n;
 }
 
-uint64_t vu_queue_mem_needed(uint16_t nslots, bool indirect)
+uint64_t fe_queue_mem_needed(uint16_t nslots, bool indirect)
 {
 	uint64_t num = ring_size(nslots, indirect);
 	uint64_t sz = 3 * 4096 + 16 * num + (6 + 2 * num) + (6 + 8 * num);
@@ -360,9 +360,9 @@ uint64_t vu_queue_mem_needed(uint16_t nslots, bool indirect)
 	return sz + 4096;
 }
 
-int vu_queues_create(struct vu_dev *d, unsigned nqueues, const uint16_t *nslots)
+int fe_queues_create(struct fe_dev *d, unsigned nqueues, const uint16_t *nslots)
 {
-	bool indirect = vu_has_indirect(d);
+	bool indirect = fe_has_indirect(d);
 	bool eidx = d->features & (1ull << VIRTIO_RING_F_EVENT_IDX);
 	bool packed = d->features & (1ull << VIRTIO_F_RING_PACKED);
 	unsigned i;
@@ -377,7 +377,7 @@ int vu_queues_create(struct vu_dev *d, unsigned nqueues, const uint16_t *nslots)
 	}
 	d->nqueues = nqueues;
 	for (i = 0; i < nqueues; i++) {
-		struct vu_queue *q = &d->queues[i];
+		struct fe_queue *q = &d->queues[i];
 		uint16_t num = ring_size(nslots[i], indirect);
 
 		if (num > 1024 || (!indirect && nslots[i] > num / VU_MAX_SEGS)) {
@@ -396,9 +396,9 @@ int vu_queues_create(struct vu_dev *d, unsigned nqueues, const uint16_t *nslots)
 		if (packed) {
 			/* Descriptor ring, then the driver's and the device's
 			 * event suppression areas; both wrap counters start at 1. */
-			q->pdesc = vu_alloc(d, 16ull * num, 4096, &q->desc_gpa);
-			q->driver_event = vu_alloc(d, 4, 64, &q->avail_gpa);
-			q->device_event = vu_alloc(d, 4, 64, &q->used_gpa);
+			q->pdesc = fe_alloc(d, 16ull * num, 4096, &q->desc_gpa);
+			q->driver_event = fe_alloc(d, 4, 64, &q->avail_gpa);
+			q->device_event = fe_alloc(d, 4, 64, &q->used_gpa);
 			q->slot_ndescs = calloc(nslots[i], sizeof(q->slot_ndescs[0]));
 			q->avail_wrap = q->used_wrap = true;
 			if (!q->pdesc || !q->driver_event || !q->device_event || !q->slot_ndescs) {
@@ -410,12 +410,12 @@ int vu_queues_create(struct vu_dev *d, unsigned nqueues, const uint16_t *nslots)
 			q->avail = (void *)q->driver_event;
 			q->used = (void *)q->device_event;
 		} else {
-			q->desc = vu_alloc(d, 16ull * num, 4096, &q->desc_gpa);
-			q->avail = vu_alloc(d, 6 + 2ull * num, 4096, &q->avail_gpa);
-			q->used = vu_alloc(d, 6 + 8ull * num, 4096, &q->used_gpa);
+			q->desc = fe_alloc(d, 16ull * num, 4096, &q->desc_gpa);
+			q->avail = fe_alloc(d, 6 + 2ull * num, 4096, &q->avail_gpa);
+			q->used = fe_alloc(d, 6 + 8ull * num, 4096, &q->used_gpa);
 		}
 		if (indirect)
-			q->indirect = vu_alloc(d, (uint64_t)nslots[i] * VU_MAX_SEGS *
+			q->indirect = fe_alloc(d, (uint64_t)nslots[i] * VU_MAX_SEGS *
 					       sizeof(struct vring_desc), 4096,
 					       &q->indirect_gpa);
 		if (!q->desc || !q->avail || !q->used || (indirect && !q->indirect)) {
@@ -433,7 +433,7 @@ out:
 	return ret;
 }
 
-static int start_queue(struct vu_dev *d, struct vu_queue *q)
+static int start_queue(struct fe_dev *d, struct fe_queue *q)
 {
 	struct vu_vring_state st = { .index = q->index, .num = q->num };
 	struct vu_vring_addr addr = {
@@ -466,7 +466,7 @@ static int start_queue(struct vu_dev *d, struct vu_queue *q)
 	return send_cmd(d, VHOST_USER_SET_VRING_CALL, &idx, sizeof(idx), q->callfd);
 }
 
-int vu_start(struct vu_dev *d)
+int fe_start(struct fe_dev *d)
 {
 	struct vu_mem_payload mem = { .nregions = 1 };
 	unsigned i;
@@ -505,17 +505,17 @@ out:
 	return ret;
 }
 
-bool vu_has_device_state(const struct vu_dev *d)
+bool fe_has_device_state(const struct fe_dev *d)
 {
 	return has_proto(d, PROTO_F_DEVICE_STATE);
 }
 
-bool vu_can_log(const struct vu_dev *d)
+bool fe_can_log(const struct fe_dev *d)
 {
 	return has_proto(d, PROTO_F_LOG_SHMFD) && (d->dev_features & (1ull << F_LOG_ALL));
 }
 
-int vu_log_start(struct vu_dev *d, int logfd, uint64_t log_size)
+int fe_log_start(struct fe_dev *d, int logfd, uint64_t log_size)
 {
 	struct { uint64_t mmap_size, mmap_offset; } log = { log_size, 0 };
 	struct vu_msg_hdr hdr;
@@ -539,7 +539,7 @@ int vu_log_start(struct vu_dev *d, int logfd, uint64_t log_size)
 	if (!ret)
 		ret = send_cmd(d, VHOST_USER_SET_FEATURES, &features, sizeof(features), -1);
 	for (i = 0; !ret && i < d->nqueues; i++) {
-		struct vu_queue *q = &d->queues[i];
+		struct fe_queue *q = &d->queues[i];
 		struct vu_vring_addr addr = {
 			.index = q->index,
 			.flags = 1u << VRING_F_LOG,
@@ -555,7 +555,7 @@ int vu_log_start(struct vu_dev *d, int logfd, uint64_t log_size)
 	return ret;
 }
 
-int vu_stop_queue(struct vu_dev *d, unsigned index, uint32_t *base)
+int fe_stop_queue(struct fe_dev *d, unsigned index, uint32_t *base)
 {
 	struct vu_vring_state st = { .index = index, .num = 0 };
 	int ret = 0;
@@ -575,7 +575,7 @@ int vu_stop_queue(struct vu_dev *d, unsigned index, uint32_t *base)
 	return ret;
 }
 
-int vu_set_device_state_fd(struct vu_dev *d, uint32_t direction, int fd)
+int fe_set_device_state_fd(struct fe_dev *d, uint32_t direction, int fd)
 {
 	struct { uint32_t direction, phase; } in = { direction, 0 };
 	uint64_t reply;
@@ -600,7 +600,7 @@ int vu_set_device_state_fd(struct vu_dev *d, uint32_t direction, int fd)
 	return 0;
 }
 
-int vu_check_device_state(struct vu_dev *d)
+int fe_check_device_state(struct fe_dev *d)
 {
 	uint64_t result;
 	int ret = get_u64(d, VHOST_USER_CHECK_DEVICE_STATE, &result);
@@ -612,7 +612,7 @@ int vu_check_device_state(struct vu_dev *d)
 	return ret;
 }
 
-void vu_close(struct vu_dev *d)
+void fe_close(struct fe_dev *d)
 {
 	unsigned i;
 
@@ -637,12 +637,12 @@ void vu_close(struct vu_dev *d)
 }
 
 /* Location of used_event (after avail->ring) and avail_event (after used->ring). */
-static volatile uint16_t *used_event_p(struct vu_queue *q)
+static volatile uint16_t *used_event_p(struct fe_queue *q)
 {
 	return (volatile uint16_t *)&q->avail->ring[q->num];
 }
 
-static volatile uint16_t *avail_event_p(struct vu_queue *q)
+static volatile uint16_t *avail_event_p(struct fe_queue *q)
 {
 	return (volatile uint16_t *)&q->used->ring[q->num];
 }
@@ -670,7 +670,7 @@ static uint32_t get_event(const struct vring_packed_desc_event *ev)
  * the chain available: the first unpublished chain's head is written at
  * the kick, so a batch appears at once, like split's avail->idx.
  */
-static int packed_add(struct vu_queue *q, uint16_t slot, const struct vu_seg *seg,
+static int packed_add(struct fe_queue *q, uint16_t slot, const struct fe_seg *seg,
 		      unsigned nseg)
 {
 	uint16_t head = q->next_avail, head_flags = 0;
@@ -728,7 +728,7 @@ static int packed_add(struct vu_queue *q, uint16_t slot, const struct vu_seg *se
 
 /* Signals the queue's kick eventfd, once the ring's suppression state
  * (split or packed) has said the backend wants to hear of new buffers. */
-static int kick(struct vu_queue *q)
+static int kick(struct fe_queue *q)
 {
 	uint64_t one = 1;
 
@@ -738,7 +738,7 @@ static int kick(struct vu_queue *q)
 	return 0;
 }
 
-static int packed_kick(struct vu_queue *q)
+static int packed_kick(struct fe_queue *q)
 {
 	uint16_t new = q->next_avail, old = (uint16_t)(new - q->added);
 	uint32_t ev;
@@ -768,14 +768,14 @@ static int packed_kick(struct vu_queue *q)
 	return need ? kick(q) : 0;
 }
 
-static bool packed_used_at(const struct vu_queue *q)
+static bool packed_used_at(const struct fe_queue *q)
 {
 	uint16_t f = __atomic_load_n(&q->pdesc[q->next_used].flags, __ATOMIC_ACQUIRE);
 
 	return !!(f & PF_AVAIL) == q->used_wrap && !!(f & PF_USED) == q->used_wrap;
 }
 
-static int packed_get_used(struct vu_queue *q, uint16_t *slot, uint32_t *len)
+static int packed_get_used(struct fe_queue *q, uint16_t *slot, uint32_t *len)
 {
 	struct vring_packed_desc *d = &q->pdesc[q->next_used];
 	uint16_t id, n;
@@ -799,7 +799,7 @@ static int packed_get_used(struct vu_queue *q, uint16_t *slot, uint32_t *len)
 	return 1;
 }
 
-static bool packed_arm(struct vu_queue *q)
+static bool packed_arm(struct fe_queue *q)
 {
 	if (q->event_idx)
 		set_event(q->driver_event,
@@ -812,14 +812,14 @@ static bool packed_arm(struct vu_queue *q)
 	return packed_used_at(q);
 }
 
-static void packed_disarm(struct vu_queue *q)
+static void packed_disarm(struct fe_queue *q)
 {
 	/* As split: with EVENT_IDX the stale DESC offset suppresses calls. */
 	if (!q->event_idx)
 		set_event(q->driver_event, 0, VRING_PACKED_EVENT_FLAG_DISABLE);
 }
 
-int vu_queue_add(struct vu_queue *q, uint16_t slot, const struct vu_seg *seg,
+int fe_queue_add(struct fe_queue *q, uint16_t slot, const struct fe_seg *seg,
 		 unsigned nseg)
 {
 	struct vring_desc *tbl;
@@ -858,7 +858,7 @@ int vu_queue_add(struct vu_queue *q, uint16_t slot, const struct vu_seg *seg,
 	return 0;
 }
 
-int vu_queue_kick(struct vu_queue *q)
+int fe_queue_kick(struct fe_queue *q)
 {
 	uint16_t old = q->kicked_idx, new = q->avail_idx;
 	bool need;
@@ -881,7 +881,7 @@ int vu_queue_kick(struct vu_queue *q)
 	return need ? kick(q) : 0;
 }
 
-int vu_queue_get_used(struct vu_queue *q, uint16_t *slot, uint32_t *len)
+int fe_queue_get_used(struct fe_queue *q, uint16_t *slot, uint32_t *len)
 {
 	struct vring_used_elem *e;
 	uint16_t idx;
@@ -908,7 +908,7 @@ int vu_queue_get_used(struct vu_queue *q, uint16_t *slot, uint32_t *len)
 	return 1;
 }
 
-bool vu_queue_arm(struct vu_queue *q)
+bool fe_queue_arm(struct fe_queue *q)
 {
 	if (q->packed)
 		return packed_arm(q);
@@ -921,7 +921,7 @@ bool vu_queue_arm(struct vu_queue *q)
 	return __atomic_load_n(&q->used->idx, __ATOMIC_ACQUIRE) != q->last_used;
 }
 
-void vu_queue_disarm(struct vu_queue *q)
+void fe_queue_disarm(struct fe_queue *q)
 {
 	/* With EVENT_IDX a stale used_event already suppresses calls: the
 	 * backend signalled once when it crossed it and will not again. */
@@ -931,7 +931,7 @@ void vu_queue_disarm(struct vu_queue *q)
 		q->avail->flags = VRING_AVAIL_F_NO_INTERRUPT;
 }
 
-void vu_queue_clear_call(struct vu_queue *q)
+void fe_queue_clear_call(struct fe_queue *q)
 {
 	uint64_t v;
 
