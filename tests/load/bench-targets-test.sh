@@ -172,9 +172,9 @@ check "lookup: met (2.40 in every round, bound 2.37)" \
     "$(verdict "$tmp/with.md" "lookup ")" "$tmp/with.md"
 check "depth 1 p50 <= 0.7: met (bound 0.62)" \
     test "$(verdict "$tmp/with.md" "randread:qd=1 p50 <= 0.7x")" = met
-check "depth 1 without build/wake-cost's figures: p50 and CPU not met, no call counted" \
+check "depth 1 without the wake-cost probe's figures: p50 and CPU not met, no call counted" \
     bash -c 'test "$0" = "not met" && test "$1" = "not met" &&
-             grep -qF "no call counted: no build/wake-cost figures in the profile" "$2"' \
+             grep -qF "no call counted: no wake-cost probe figures in the profile" "$2"' \
     "$(verdict "$tmp/with.md" "randread:qd=1 p50 <= 0.3x")" "$(verdict "$tmp/with.md" "randread:qd=1 cpu")" "$tmp/with.md"
 check "a workload the run lacks is not run" test "$(verdict "$tmp/with.md" "readdir ")" = "not run"
 check "the count says 2 met, 1 bounded" grep -q "^2 of 13 targets met .*, 1 bounded$" "$tmp/with.md"

@@ -47,6 +47,27 @@ fail:
 	}
 }
 
+/* The start of a probe whose one argument is the directory under test:
+ * checks the command line (printing the usage, with what the probe does in
+ * DIR, when it is wrong) and opens the probe's files as probe_files_open
+ * does, saying what failed. 0, -EINVAL for a wrong command line, or -errno. */
+static inline int probe_files_start(int argc, char **argv, const char *name, const char *does_in_dir,
+				    size_t slot_bytes, int *fd, uint8_t **shared)
+{
+	const char *what;
+	int ret;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s DIR  (%s;\n       pins itself to CPUs 0 and 1)\n",
+			name, does_in_dir);
+		return -EINVAL;
+	}
+	ret = probe_files_open(argv[1], name, slot_bytes, fd, shared, &what);
+	if (ret < 0)
+		fprintf(stderr, "%s: %s: %s\n", name, what, strerror(-ret));
+	return ret;
+}
+
 /* The word ferryfs-load puts at offset off of a file (fc_pattern): only
  * where it is written and read matters to the probes, not its values. */
 static inline uint64_t probe_pattern(uint64_t off)

@@ -1,4 +1,4 @@
-/* read-dest: CPU per 1 MiB pread by where the data lands: the host loop's one private buffer, rotating queue slots, a shared memfd, and slots another CPU checks, as a driver does. */
+/* read-dest: does a 1 MiB pread cost more by where its data lands? One private buffer (the host loop), rotating queue slots, a shared memfd, and slots another CPU checks, as a driver does. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -125,19 +125,12 @@ static double run(struct run *r)
 int main(int argc, char **argv)
 {
 	uint8_t *chunk, *priv, *shared;
-	const char *what;
 	int fd, ret;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: read-dest DIR  (writes a 64 MiB file there, reads it, removes it;\n"
-			"       pins itself to CPUs 0 and 1)\n");
-		return 2;
-	}
-	ret = probe_files_open(argv[1], "read-dest", (size_t)SLOTS * MIB, &fd, &shared, &what);
-	if (ret < 0) {
-		fprintf(stderr, "read-dest: %s: %s\n", what, strerror(-ret));
-		return 1;
-	}
+	ret = probe_files_start(argc, argv, "read-dest", "writes a 64 MiB file there, reads it, removes it",
+				(size_t)SLOTS * MIB, &fd, &shared);
+	if (ret < 0)
+		return ret == -EINVAL ? 2 : 1;
 	chunk = aligned_alloc(4096, MIB);
 	priv = aligned_alloc(4096, (size_t)SLOTS * MIB);
 	if (!chunk || !priv) {

@@ -1,4 +1,4 @@
-/* write-src: CPU per pwrite of 1 MiB and 64 KiB by where the data comes from: a buffer this CPU just filled (the host loop), or queue slots another CPU filled (a daemon's WRITE). */
+/* write-src: does a 1 MiB or 64 KiB pwrite cost more by where its data comes from: a buffer this CPU just filled (the host loop), or queue slots another CPU filled (a daemon's WRITE)? */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -126,19 +126,12 @@ static int check_file(int fd, uint8_t *buf)
 int main(int argc, char **argv)
 {
 	uint8_t *priv, *shared, *check;
-	const char *what;
 	int fd, ret;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: write-src DIR  (writes a 64 MiB file there, checks it, removes it;\n"
-			"       pins itself to CPUs 0 and 1)\n");
-		return 2;
-	}
-	ret = probe_files_open(argv[1], "write-src", (size_t)SLOTS_MAX * MIB, &fd, &shared, &what);
-	if (ret < 0) {
-		fprintf(stderr, "write-src: %s: %s\n", what, strerror(-ret));
-		return 1;
-	}
+	ret = probe_files_start(argc, argv, "write-src", "writes a 64 MiB file there, checks it, removes it",
+				(size_t)SLOTS_MAX * MIB, &fd, &shared);
+	if (ret < 0)
+		return ret == -EINVAL ? 2 : 1;
 	priv = aligned_alloc(4096, (size_t)SLOTS_MAX * MIB);
 	check = aligned_alloc(4096, MIB);
 	if (!priv || !check || ftruncate(fd, (off_t)FILE_MIB * MIB)) {
