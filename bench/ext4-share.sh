@@ -4,8 +4,8 @@
 # none) skips, when it allocates an inode, every free inode whose inode was deleted in the last
 # minute (six while its inode table block is dirty): recently_deleted() in fs/ext4/ialloc.c. Churn
 # of creates and unlinks then scans further the faster it goes, and whether a run lands in a block
-# group full of such inodes decides its speed: the host's own loop of create, close and unlink did
-# 10.7k or 50-183k per second from one round to the next (docs/benchmarks.md, round 19). A user's
+# group full of such inodes decides its speed: the host's own loop of create, close and unlink
+# moved several-fold from one round to the next (docs/benchmarks.md, "Conditions on this machine"). A user's
 # ext4 has a journal, and with one ext4 never makes that check.
 #
 # ext4_share_make DIR: mounts a fresh 1 GiB ext4 (mkfs.ext4's defaults, journal included, inode

@@ -33,13 +33,13 @@ slower BASE makes those larger, and would call its own shortfall a bound. A floo
       randwrite, write-fsync and mixed, the fill of the blocks it writes, which in a daemon's run
       is the driver's work (fill_us_per_op in the host column's .out; no floor where the run did
       not report it, nor from the profile, which never does);
-  the ring: the profile's build/ring-cost, what the ring adds to a pread for a 4 KiB READ, else the
+  the ring: the profile's ring-cost probe, what the ring adds to a pread for a 4 KiB READ, else the
       ring alone (no system call, no data: the least any request pays);
   at queue depth 1, a call per request where the driver forces it on any daemon: the host column's
       ferryfs-load had one queue and no --poll (and BASE has no +qN), and the host loop's p50 plus
-      the ring is longer than a kick costs the driver when nobody waits (build/wake-cost), so any
+      the ring is longer than a kick costs the driver when nobody waits (the wake-cost probe), so any
       reply comes after the driver has looked and gone to sleep: the call's cost to its writer
-      (cpu) or the driver's wake-up after it (p50), both build/wake-cost's.
+      (cpu) or the driver's wake-up after it (p50), both the wake-cost probe's.
 Throughput (ops/s, MiB/s, >=X): the budget per request is 1 / (X x AGAINST's ops/s in the round);
 bounded when the floor (host loop, less the fill, plus the ring: a one-thread daemon's CPU per
 request) or the driver's fill alone (ferryfs-load is one thread: no daemon answers faster than it
@@ -98,16 +98,16 @@ def fmt(x, metric):
     return f"{x:.1f} us" if metric in ("p50", "p99") else f"{x:.2f} us"
 
 
-RING = "(ring-cost)"  # read_profile's key for bench/ring-cost's figures, never a workload name
-WAKE = "(wake-cost)"  # and for build/wake-cost's figures on a call that wakes a sleeping reader
+RING = "(ring-cost)"  # read_profile's key for the ring-cost probe's figures, never a workload name
+WAKE = "(wake-cost)"  # and for the wake-cost probe's figures on a call that wakes a sleeping reader
 
 # The probes' lines bench/daemon-profile appends to summary.txt: (key, figure, pattern).
 PROBE_LINES = (
-    # bench/ring-cost: what a backend pays per request for the ring alone, and per 4 KiB READ over
+    # bench/probes/ring-cost: what a backend pays per request for the ring alone, and per 4 KiB READ over
     # the host's pread loop (its pread into the slots' buffers included).
     (RING, "read", r"the ring with the pread: +([\d.]+) us per READ over the host loop"),
     (RING, "alone", r"the ring alone: +([\d.]+) us per request"),
-    # build/wake-cost: what a call that wakes a reader asleep on the other CPU costs its writer, what
+    # bench/probes/wake-cost: what a call that wakes a reader asleep on the other CPU costs its writer, what
     # it costs when nobody waits (a kick to a backend that spins), and how long after the write that
     # reader runs (p50).
     (WAKE, "writer", r"one call, its writer's time: waking a reader asleep on the other CPU +([\d.]+) us"),
@@ -149,7 +149,7 @@ def read_profile(path):
 
 
 def ring_term(prof, workload):
-    """(us, label): the ring's share of a floor per request, from the profile's bench/ring-cost run:
+    """(us, label): the ring's share of a floor per request, from the profile's ring-cost probe run:
     for a 4 KiB READ what the ring adds to a pread (the probe's own request), else the ring alone
     (no system call, no data: the least any request pays); (0, None) without a ring-cost run."""
     ring = prof.get(RING, {})
@@ -241,7 +241,7 @@ def forced_call(j, base, wake, host_p50, ring):
     if j.get("queues", 1) != 1 or "+q" in base:
         return False, "the driver has several queues"
     if "idle" not in wake or "writer" not in wake or "latency" not in wake:
-        return False, "no build/wake-cost figures in the profile"
+        return False, "no wake-cost probe figures in the profile"
     if host_p50 is None or host_p50 + ring <= wake["idle"]:
         return False, "the host loop's p50 and the ring are no longer than a kick"
     return True, None
@@ -251,7 +251,7 @@ def beaten_by(ctx, wl, key, rnd, floor):
     """"DAEMON's X us" when a daemon of the run (not the host column) paid less than floor in round
     rnd, else None. Every daemon pays at least a true floor; one that paid less shows that the
     probes behind it do not hold on this machine as it ran (a loaded machine stretches
-    build/wake-cost's timings, say). BASE is a witness too: a witness can only take "bounded" away."""
+    the wake-cost probe's timings, say). BASE is a witness too: a witness can only take "bounded" away."""
     paid = [(fig[rnd], d) for (w, d, k), fig in ctx["by_round"].items()
             if w == wl and k == key and d not in HOST_COLUMNS and rnd in fig and fig[rnd] >= 0]
     least = min(paid, default=None)
@@ -468,9 +468,9 @@ def main():
         lines.append("floor / budget, in the round where it is least: the host column's loop of the same "
                      "system calls (its CPU per op, or p50; else the profile's loop), less the blocks' fill "
                      "where that loop writes (no floor where the run did not report it), plus what the ring "
-                     "costs any backend per request where the profile ran bench/ring-cost (ring+pread for a "
+                     "costs any backend per request where the profile ran the ring-cost probe (ring+pread for a "
                      "4 KiB READ, the ring alone otherwise), plus at queue depth 1 a call forced on any "
-                     "daemon (its writer's cost for cpu, the driver's wake-up for p50; build/wake-cost); "
+                     "daemon (its writer's cost for cpu, the driver's wake-up for p50; the wake-cost probe); "
                      "against 1 / (the target's ratio x its reference's ops/s) for throughput, or the "
                      "target's ratio x the reference's figure; the driver's fill (ferryfs-load's own work "
                      "per WRITE) against the same budget; at 1 or more in every round: bounded. Nothing "

@@ -2,7 +2,7 @@
 # Installs the Debian packages needed to build ferryfsd and run its QEMU end-to-end tests (idempotent).
 set -euo pipefail
 
-pkgs=(meson ninja-build pkg-config gcc liburing-dev libseccomp-dev libcap-ng-dev
+pkgs=(meson ninja-build pkg-config gcc libseccomp-dev libcap-ng-dev
       linux-libc-dev qemu-system-x86 qemu-system-common busybox-static cpio
       xz-utils zstd fio attr acl libcap2-bin jq gnuplot-nox python3 systemd help2man
       clang libclang-rt-14-dev strace

@@ -172,26 +172,26 @@ check "lookup: met (2.40 in every round, bound 2.37)" \
     "$(verdict "$tmp/with.md" "lookup ")" "$tmp/with.md"
 check "depth 1 p50 <= 0.7: met (bound 0.62)" \
     test "$(verdict "$tmp/with.md" "randread:qd=1 p50 <= 0.7x")" = met
-check "depth 1 without build/wake-cost's figures: p50 and CPU not met, no call counted" \
+check "depth 1 without the wake-cost probe's figures: p50 and CPU not met, no call counted" \
     bash -c 'test "$0" = "not met" && test "$1" = "not met" &&
-             grep -qF "no call counted: no build/wake-cost figures in the profile" "$2"' \
+             grep -qF "no call counted: no wake-cost probe figures in the profile" "$2"' \
     "$(verdict "$tmp/with.md" "randread:qd=1 p50 <= 0.3x")" "$(verdict "$tmp/with.md" "randread:qd=1 cpu")" "$tmp/with.md"
 check "a workload the run lacks is not run" test "$(verdict "$tmp/with.md" "readdir ")" = "not run"
 check "the count says 2 met, 1 bounded" grep -q "^2 of 13 targets met .*, 1 bounded$" "$tmp/with.md"
 check "the same table is in targets.md" cmp -s "$tmp/with.md" "$run/targets.md"
 
-# The same profile with bench/ring-cost's and build/wake-cost's figures, as bench/daemon-profile
+# The same profile with the ring-cost and wake-cost probes' figures, as bench/daemon-profile
 # appends them: a 4 KiB READ's floor adds what the ring adds to a pread (0.80 us), every other
 # floor the ring alone (0.16 us).
 ring=$tmp/profile-ring
 mkdir -p "$ring"
 {
     cat "$prof/summary.txt"
-    echo "== ring-cost (build/ring-cost DIR 16 3)"
+    echo "== ring-cost (build/bench/probes/ring-cost DIR 16 3)"
     echo "host pread loop:            2.100 us per 4 KiB read (/dev/shm/x)"
     echo "the ring with the pread:    0.800 us per READ over the host loop (1.38x its time; at best 0.72x its reads/s)"
     echo "the ring alone:             0.160 us per request (no system call, no data buffer)"
-    echo "== wake-cost (build/wake-cost)"
+    echo "== wake-cost (build/bench/probes/wake-cost)"
     echo "blocking read            round trip   8.59 us, waiter cpu  3.88 us"
     echo "one call, its writer's time: waking a reader asleep on the other CPU 12.00 us, nobody waiting  1.56 us"
     echo "one call, its wake-up: the reader asleep on the other CPU runs 13.00 us (p50) after the write starts"
@@ -218,7 +218,7 @@ check "depth 1 p50: the driver's wake-up after the forced call bounds it" \
              test "$1" = bounded' "$tmp/ring.md" "$(verdict "$tmp/ring.md" "randread:qd=1 p50 <= 0.3x")"
 check "with the ring and the wake-up: 2 met, 4 bounded" grep -q "^2 of 13 targets met .*, 4 bounded$" "$tmp/ring.md"
 
-# ferryfsd's own profile of randread:qd=1 (its CPU per call, lower than build/wake-cost's) changes
+# ferryfsd's own profile of randread:qd=1 (its CPU per call, lower than the wake-cost probe's) changes
 # nothing: its own figures are no floor.
 q1=$tmp/profile-q1
 mkdir -p "$q1"
@@ -240,7 +240,7 @@ check "depth 1 with a polling driver: no call counted, p50 and CPU not met" \
              grep -qF "r2: 2.00 + 0.80 ring+pread = 2.80 us / 9.15 us = 0.31; no call counted: the driver polls (the least of 3 rounds)" "$2"' \
     "$(verdict "$tmp/polled.md" "randread:qd=1 p50 <= 0.3x")" "$(verdict "$tmp/polled.md" "randread:qd=1 cpu")" "$tmp/polled.md"
 
-# A machine loaded while its probes ran: build/wake-cost's timings stretched until the depth-1
+# A machine loaded while its probes ran: the wake-cost probe's timings stretched until the depth-1
 # floors (2.0 + 0.80 + 30.0 = 32.80 us of CPU, 2.0 + 0.80 + 40.0 = 42.80 us p50) are above what the
 # daemons of the run paid (the C virtiofsd's 18.00 us of CPU, ferryfsd's 18.0 us p50 in round 1).
 # A floor some daemon beat is no floor: not met, however far over the budgets.

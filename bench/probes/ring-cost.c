@@ -1,4 +1,4 @@
-/* ring-cost: what the least a virtio backend does per 4 KiB READ costs when its driver runs on the other CPU. */
+/* ring-cost: what does the least a virtio backend does per 4 KiB READ cost when its driver runs on the other CPU, with no daemon's code? */
 #include <errno.h>
 #include <linux/fuse.h>
 #include <linux/virtio_ring.h>

@@ -1,4 +1,4 @@
-/* write-src: CPU per pwrite of 1 MiB and 64 KiB by where the data comes from: a buffer this CPU just filled (the host loop), or queue slots another CPU filled (a daemon's WRITE). */
+/* write-src: does a 1 MiB or 64 KiB pwrite cost more by where its data comes from: a buffer this CPU just filled (the host loop), or queue slots another CPU filled (a daemon's WRITE)? */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -123,29 +123,14 @@ static int check_file(int fd, uint8_t *buf)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* Times pwrites from each source, the cases alternating round by round, then
+ * checks the file. 0, or -EIO with what failed said. */
+static int measure_write_src(const struct probe_files *pf)
 {
-	uint8_t *priv, *shared, *check;
-	const char *what;
-	int fd, ret;
-
-	if (argc != 2) {
-		fprintf(stderr, "usage: write-src DIR  (writes a 64 MiB file there, checks it, removes it;\n"
-			"       pins itself to CPUs 0 and 1)\n");
-		return 2;
+	if (ftruncate(pf->fd, (off_t)FILE_MIB * MIB)) {
+		fprintf(stderr, "write-src: ftruncate: %s\n", strerror(errno));
+		return -EIO;
 	}
-	ret = probe_files_open(argv[1], "write-src", (size_t)SLOTS_MAX * MIB, &fd, &shared, &what);
-	if (ret < 0) {
-		fprintf(stderr, "write-src: %s: %s\n", what, strerror(-ret));
-		return 1;
-	}
-	priv = aligned_alloc(4096, (size_t)SLOTS_MAX * MIB);
-	check = aligned_alloc(4096, MIB);
-	if (!priv || !check || ftruncate(fd, (off_t)FILE_MIB * MIB)) {
-		fprintf(stderr, "write-src: buffers or ftruncate: %s\n", strerror(errno));
-		return 1;
-	}
-	memset(priv, 0, (size_t)SLOTS_MAX * MIB);
 
 	/* bench/compare's write:bs=1M keeps 16 in flight, write:bs=64K,qd=4 four. */
 	static const struct { uint32_t size; unsigned depth, writes; } sizes[] = {
@@ -153,7 +138,7 @@ int main(int argc, char **argv)
 		{ 64u << 10, 4, 20000 },
 	};
 	printf("CPU per pwrite (us) into a file in %s, %u rounds alternating the cases; the ratio is to the first row's median\n",
-	       argv[1], ROUNDS);
+	       pf->dir, ROUNDS);
 	for (unsigned z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
 		uint32_t size = sizes[z].size;
 		unsigned depth = sizes[z].depth, writes = sizes[z].writes;
@@ -162,11 +147,11 @@ int main(int argc, char **argv)
 			struct run r;
 		} cases[] = {
 			{ "one private buffer this CPU just filled (ferryfs-load --host)",
-			  { .fd = fd, .size = size, .writes = writes, .slots = priv, .nslots = 1 } },
+			  { .fd = pf->fd, .size = size, .writes = writes, .slots = pf->priv, .nslots = 1 } },
 			{ "slots of a shared memfd this CPU just filled",
-			  { .fd = fd, .size = size, .writes = writes, .slots = shared, .nslots = depth } },
+			  { .fd = pf->fd, .size = size, .writes = writes, .slots = pf->shared, .nslots = depth } },
 			{ "slots of a shared memfd the other CPU filled (a daemon's WRITE)",
-			  { .fd = fd, .size = size, .writes = writes, .slots = shared, .nslots = depth,
+			  { .fd = pf->fd, .size = size, .writes = writes, .slots = pf->shared, .nslots = depth,
 			    .other_cpu = true } },
 		};
 		enum { NCASES = sizeof(cases) / sizeof(cases[0]) };
@@ -177,7 +162,7 @@ int main(int argc, char **argv)
 				us[c][round] = run(&cases[c].r);
 				if (us[c][round] < 0) {
 					fprintf(stderr, "write-src: %s: failed\n", cases[c].what);
-					return 1;
+					return -EIO;
 				}
 				if (c == 0)
 					fill_us[round] = cases[c].r.fill_us / writes;
@@ -191,10 +176,15 @@ int main(int argc, char **argv)
 		       fill_us[0], fill_us[1], fill_us[2], median3(fill_us));
 	}
 	/* Every case wrote the same pattern at the same offsets. */
-	if (check_file(fd, check)) {
+	if (check_file(pf->fd, pf->scratch)) {
 		fprintf(stderr, "write-src: the file does not hold the pattern written\n");
-		return 1;
+		return -EIO;
 	}
-	close(fd);
 	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	return probe_main(argc, argv, "write-src", "writes a 64 MiB file there, checks it, removes it",
+			  (size_t)SLOTS_MAX * MIB, measure_write_src);
 }

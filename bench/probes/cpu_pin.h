@@ -1,4 +1,4 @@
-/* The bench tools' CPU pinning: a thread onto one CPU, if the machine has it. */
+/* The probes' CPU pinning: a thread onto one CPU, if the machine has it. */
 #ifndef FERRY_BENCH_CPU_PIN_H
 #define FERRY_BENCH_CPU_PIN_H
 

@@ -1,4 +1,4 @@
-/* read-cost: CPU per 4 KiB random read through pread, preadv2 and io_uring batches, to judge io_uring for READ. */
+/* read-cost: is io_uring cheaper than pread or preadv2 for 4 KiB random reads? CPU per read through each, io_uring in batches. */
 #include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>

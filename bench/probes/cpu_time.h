@@ -1,4 +1,4 @@
-/* The bench tools' CPU clocks: user+system time of the process or of the calling thread, in microseconds. */
+/* The probes' CPU clocks: user+system time of the process or of the calling thread, in microseconds. */
 #ifndef FERRY_BENCH_CPU_TIME_H
 #define FERRY_BENCH_CPU_TIME_H
 

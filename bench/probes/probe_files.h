@@ -47,6 +47,55 @@ fail:
 	}
 }
 
+/* What a probe of where data lands or comes from works on. */
+struct probe_files {
+	const char *dir;   /* the directory under test */
+	int fd;            /* the data file made there, unlinked */
+	uint8_t *shared;   /* slot_bytes of a shared memfd: memory of the kind a guest's is */
+	uint8_t *priv;     /* slot_bytes of private memory: the host loop's own buffers */
+	uint8_t *scratch;  /* one MiB to fill or check the file with */
+};
+
+/* The main of a probe whose one argument is the directory under test:
+ * checks the command line (printing the usage, with what the probe does in
+ * DIR, when it is wrong), opens the files as probe_files_open does,
+ * allocates the private buffers, zeroed, and runs measure on them. The exit
+ * status: 0, 1 when something failed (said on stderr), 2 for a wrong
+ * command line. */
+static inline int probe_main(int argc, char **argv, const char *name, const char *does_in_dir,
+			     size_t slot_bytes, int (*measure)(const struct probe_files *pf))
+{
+	struct probe_files pf;
+	const char *what;
+	int ret;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s DIR  (%s;\n       pins itself to CPUs 0 and 1)\n",
+			name, does_in_dir);
+		return 2;
+	}
+	pf.dir = argv[1];
+	ret = probe_files_open(pf.dir, name, slot_bytes, &pf.fd, &pf.shared, &what);
+	if (ret < 0) {
+		fprintf(stderr, "%s: %s: %s\n", name, what, strerror(-ret));
+		return 1;
+	}
+	pf.priv = aligned_alloc(4096, slot_bytes);
+	pf.scratch = aligned_alloc(4096, 1u << 20);
+	if (!pf.priv || !pf.scratch) {
+		fprintf(stderr, "%s: private buffers: %s\n", name, strerror(ENOMEM));
+		ret = -ENOMEM;
+	} else {
+		memset(pf.priv, 0, slot_bytes);
+		ret = measure(&pf);
+	}
+	free(pf.priv);
+	free(pf.scratch);
+	munmap(pf.shared, slot_bytes);
+	close(pf.fd);
+	return ret < 0 ? 1 : 0;
+}
+
 /* The word ferryfs-load puts at offset off of a file (fc_pattern): only
  * where it is written and read matters to the probes, not its values. */
 static inline uint64_t probe_pattern(uint64_t off)

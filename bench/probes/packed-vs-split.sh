@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# bench/packed-vs-split.sh: ferryfs-load against ferryfsd on split and on packed virtqueues, alternating rounds, medians and ratios.
-# Usage: bench/packed-vs-split.sh [ROUNDS] [WORKLOAD...]   (default 5 rounds; getattr randread)
+# Probe: does ferryfsd serve packed virtqueues faster or slower than split ones? ferryfs-load against it on each, alternating rounds, medians and ratios.
+# Usage: bench/probes/packed-vs-split.sh [ROUNDS] [WORKLOAD...]   (default 5 rounds; getattr randread)
 # Env:   BUILD=build  SECONDS_PER_RUN=3  QD=16  BS=4096
 # Each round runs every workload once on split rings, then once on packed rings, each against a
 # fresh daemon, so the two see the same machine; the ratio packed/split is of the medians.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 rounds=${1:-5}
 shift || true
 workloads=("$@")

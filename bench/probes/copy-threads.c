@@ -1,4 +1,4 @@
-/* copy-threads: 1 MiB preads (or pwrites) of a tmpfs file by one thread against two that each copy half of every MiB, the bound of splitting a READ or a WRITE. */
+/* copy-threads: can two threads that each copy half of every 1 MiB pread (or pwrite, --write) of a tmpfs file beat one thread, and by how much: the most that splitting a large READ or WRITE can gain. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>

@@ -1,4 +1,4 @@
-/* syscall-cost: what each system call around a daemon's request costs on this host, in a loop of one thread. */
+/* syscall-cost: what does each system call around a daemon's request cost on this host, in a loop of one thread? */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* read-dest: CPU per 1 MiB pread by where the data lands: the host loop's one private buffer, rotating queue slots, a shared memfd, and slots another CPU checks, as a driver does. */
+/* read-dest: does a 1 MiB pread cost more by where its data lands? One private buffer (the host loop), rotating queue slots, a shared memfd, and slots another CPU checks, as a driver does. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -122,34 +122,15 @@ static double run(struct run *r)
 	return r->err ? -1 : r->copy_us / READS;
 }
 
-int main(int argc, char **argv)
+/* Fills the file, then times its preads into each destination, the cases
+ * alternating round by round. 0, or -EIO with what failed said. */
+static int measure_read_dest(const struct probe_files *pf)
 {
-	uint8_t *chunk, *priv, *shared;
-	const char *what;
-	int fd, ret;
-
-	if (argc != 2) {
-		fprintf(stderr, "usage: read-dest DIR  (writes a 64 MiB file there, reads it, removes it;\n"
-			"       pins itself to CPUs 0 and 1)\n");
-		return 2;
-	}
-	ret = probe_files_open(argv[1], "read-dest", (size_t)SLOTS * MIB, &fd, &shared, &what);
-	if (ret < 0) {
-		fprintf(stderr, "read-dest: %s: %s\n", what, strerror(-ret));
-		return 1;
-	}
-	chunk = aligned_alloc(4096, MIB);
-	priv = aligned_alloc(4096, (size_t)SLOTS * MIB);
-	if (!chunk || !priv) {
-		fprintf(stderr, "read-dest: buffers: %s\n", strerror(errno));
-		return 1;
-	}
-	memset(priv, 0, (size_t)SLOTS * MIB);
 	for (unsigned m = 0; m < FILE_MIB; m++) {
-		probe_fill(chunk, (uint64_t)m * MIB, MIB);
-		if (pwrite(fd, chunk, MIB, (off_t)m * MIB) != (ssize_t)MIB) {
+		probe_fill(pf->scratch, (uint64_t)m * MIB, MIB);
+		if (pwrite(pf->fd, pf->scratch, MIB, (off_t)m * MIB) != (ssize_t)MIB) {
 			fprintf(stderr, "read-dest: write: %s\n", strerror(errno));
-			return 1;
+			return -EIO;
 		}
 	}
 
@@ -158,13 +139,13 @@ int main(int argc, char **argv)
 		struct run r;
 	} cases[] = {
 		{ "one private buffer, this CPU checks (ferryfs-load --host)",
-		  { .fd = fd, .slots = priv, .nslots = 1 } },
+		  { .fd = pf->fd, .slots = pf->priv, .nslots = 1 } },
 		{ "4 private slots, this CPU checks",
-		  { .fd = fd, .slots = priv, .nslots = SLOTS } },
+		  { .fd = pf->fd, .slots = pf->priv, .nslots = SLOTS } },
 		{ "4 slots of a shared memfd, this CPU checks",
-		  { .fd = fd, .slots = shared, .nslots = SLOTS } },
+		  { .fd = pf->fd, .slots = pf->shared, .nslots = SLOTS } },
 		{ "4 slots of a shared memfd, the other CPU checks (a daemon's READ)",
-		  { .fd = fd, .slots = shared, .nslots = SLOTS, .other_cpu = true } },
+		  { .fd = pf->fd, .slots = pf->shared, .nslots = SLOTS, .other_cpu = true } },
 	};
 	enum { NCASES = sizeof(cases) / sizeof(cases[0]) };
 	double us[NCASES][3];
@@ -175,7 +156,7 @@ int main(int argc, char **argv)
 			us[c][round] = run(&cases[c].r);
 			if (us[c][round] < 0) {
 				fprintf(stderr, "read-dest: %s: failed\n", cases[c].what);
-				return 1;
+				return -EIO;
 			}
 		}
 	printf("CPU per 1 MiB pread (us), 3 rounds of %u; the ratio is to the first row's median\n", READS);
@@ -183,6 +164,11 @@ int main(int argc, char **argv)
 	for (unsigned c = 0; c < NCASES; c++)
 		printf("  %-68s %6.1f %6.1f %6.1f  median %6.1f  %.2fx\n", cases[c].what, us[c][0],
 		       us[c][1], us[c][2], median3(us[c]), median3(us[c]) / base);
-	close(fd);
 	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	return probe_main(argc, argv, "read-dest", "writes a 64 MiB file there, reads it, removes it",
+			  (size_t)SLOTS * MIB, measure_read_dest);
 }

@@ -1,4 +1,4 @@
-/* wake-cost: round trip and waiter CPU of a bare kick/call eventfd ping-pong, and what one call that wakes a sleeper costs its writer and how soon the sleeper runs. */
+/* wake-cost: what do a kick/call eventfd round trip and its waiter's CPU cost, and what does one call that wakes a sleeper cost its writer, and how soon does the sleeper run? */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>

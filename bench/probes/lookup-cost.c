@@ -1,4 +1,4 @@
-/* lookup-cost: CPU per name lookup as ferryfs-load's lookup workload makes the host do it (statx of a present and a missing name in turn), the floor under a daemon's LOOKUP. */
+/* lookup-cost: what does a name lookup cost the host when made as ferryfs-load's lookup workload makes it (statx of a present and a missing name in turn): the floor under a daemon's LOOKUP. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
