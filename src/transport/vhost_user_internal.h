@@ -5,7 +5,7 @@
 /*
  * Only the vhost_user*.c files include this; the rest of the daemon sees
  * vhost_user.h. Who may touch which field, and under which lock, is said
- * at the field: the control thread (vhost_user.c, vhost_user_control.c)
+ * at the field: the control thread (vhost_user.c, vhost_user_control*.c)
  * and the workers, the threads that serve one or more queues each
  * (vhost_user_worker.c, vhost_user_queue.c, vhost_user_poll.c), share
  * these structs. "The queue thread" below is the worker serving it. When
@@ -244,7 +244,7 @@ void vu_worker_judge_cpu(struct vu_worker *w);
  * arrived (the queues that have some get q->more). */
 bool vu_worker_wait_by_polling(struct vu_worker *w);
 
-/* ---- vhost_user_control.c: the control message services ---- */
+/* ---- vhost_user_control.c: the control messages (handlers in vhost_user_control*.c) ---- */
 
 struct vu_msg;
 /* Handles one message; 0 to go on, -errno to drop the connection. */
