@@ -18,9 +18,7 @@ static const uint64_t offered_features =
 
 int vu_ctl_get_features(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
 {
-	r->p.u64 = offered_features;
-	r->size = sizeof(r->p.u64);
-	return 0;
+	return vu_reply_u64(r, offered_features);
 }
 
 int vu_ctl_set_features(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
@@ -101,9 +99,7 @@ int vu_ctl_reset_owner(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
 
 int vu_ctl_get_protocol_features(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
 {
-	r->p.u64 = dev->offered_protocol_features;
-	r->size = sizeof(r->p.u64);
-	return 0;
+	return vu_reply_u64(r, dev->offered_protocol_features);
 }
 
 int vu_ctl_set_protocol_features(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
@@ -119,9 +115,7 @@ int vu_ctl_set_protocol_features(struct vu_dev *dev, struct vu_msg *m, struct vu
 
 int vu_ctl_get_queue_num(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
 {
-	r->p.u64 = dev->nqueues;
-	r->size = sizeof(r->p.u64);
-	return 0;
+	return vu_reply_u64(r, dev->nqueues);
 }
 
 int vu_ctl_get_config(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
@@ -215,9 +209,9 @@ static const struct vu_handler handlers[] = {
 	[VU_SET_VRING_BASE] = { .fn = vu_ctl_set_vring_base, .size = sizeof(struct vu_vring_state) },
 	[VU_GET_VRING_BASE] = { .fn = vu_ctl_get_vring_base, .size = sizeof(struct vu_vring_state),
 				.has_reply = true },
-	[VU_SET_VRING_KICK] = { .fn = vu_ctl_set_vring_kick, .size = 8, .max_fds = 1 },
-	[VU_SET_VRING_CALL] = { .fn = vu_ctl_set_vring_signal_fd, .size = 8, .max_fds = 1 },
-	[VU_SET_VRING_ERR] = { .fn = vu_ctl_set_vring_signal_fd, .size = 8, .max_fds = 1 },
+	[VU_SET_VRING_KICK] = { .fn = vu_ctl_set_vring_fd, .size = 8, .max_fds = 1 },
+	[VU_SET_VRING_CALL] = { .fn = vu_ctl_set_vring_fd, .size = 8, .max_fds = 1 },
+	[VU_SET_VRING_ERR] = { .fn = vu_ctl_set_vring_fd, .size = 8, .max_fds = 1 },
 	[VU_GET_PROTOCOL_FEATURES] = { .fn = vu_ctl_get_protocol_features, .size = 0,
 				       .has_reply = true },
 	[VU_SET_PROTOCOL_FEATURES] = { .fn = vu_ctl_set_protocol_features, .size = 8 },

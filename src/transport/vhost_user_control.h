@@ -19,6 +19,14 @@ struct vu_reply {
 	uint32_t size;
 };
 
+/* The reply of a GET_* message that answers one u64. */
+static inline int vu_reply_u64(struct vu_reply *r, uint64_t value)
+{
+	r->p.u64 = value;
+	r->size = sizeof(r->p.u64);
+	return 0;
+}
+
 /* Excludes every queue thread from its batch, in index order. Queue
  * threads only ever take their own lock, so the order cannot deadlock. */
 static inline void vu_lock_all_queues(struct vu_dev *dev)
@@ -74,8 +82,7 @@ int vu_ctl_set_vring_num(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *
 int vu_ctl_set_vring_addr(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r);
 int vu_ctl_set_vring_base(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r);
 int vu_ctl_get_vring_base(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r);
-int vu_ctl_set_vring_kick(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r);
-int vu_ctl_set_vring_signal_fd(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r);
+int vu_ctl_set_vring_fd(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r);
 int vu_ctl_set_vring_enable(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r);
 
 #endif

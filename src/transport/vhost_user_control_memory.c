@@ -38,9 +38,7 @@ static void remap_all_queues(struct vu_dev *dev)
 
 int vu_ctl_get_max_mem_slots(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
 {
-	r->p.u64 = GUEST_MEM_MAX_REGIONS;
-	r->size = sizeof(r->p.u64);
-	return 0;
+	return vu_reply_u64(r, GUEST_MEM_MAX_REGIONS);
 }
 
 static void region_desc_from_wire(struct guest_region_desc *d,

@@ -171,14 +171,9 @@ static int vring_fd_msg(struct vu_dev *dev, struct vu_msg *m, struct vu_queue **
 	return 0;
 }
 
-int vu_ctl_set_vring_kick(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+/* SET_VRING_KICK's fd: the queue's thread sleeps on it. */
+static int set_kick_fd(struct vu_queue *q, int fd)
 {
-	struct vu_queue *q;
-	int fd, ret;
-
-	ret = vring_fd_msg(dev, m, &q, &fd);
-	if (ret < 0)
-		return ret;
 	if (fd < 0) {
 		/* Polling mode would mean a thread spinning on the ring. */
 		log_err("SET_VRING_KICK without fd: polling is not supported");
@@ -220,9 +215,8 @@ static void swap_queue_fd(struct vu_queue *q, int *slot, int fd)
 		close_fd(&old);
 }
 
-/* SET_VRING_CALL and SET_VRING_ERR: the fds a queue signals. Swapped on a
- * running ring too: QEMU swaps call fds there (irqfd vs. masked). */
-int vu_ctl_set_vring_signal_fd(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
+/* SET_VRING_KICK, SET_VRING_CALL and SET_VRING_ERR: a queue's fds. */
+int vu_ctl_set_vring_fd(struct vu_dev *dev, struct vu_msg *m, struct vu_reply *r)
 {
 	struct vu_queue *q;
 	int fd, ret;
@@ -230,6 +224,10 @@ int vu_ctl_set_vring_signal_fd(struct vu_dev *dev, struct vu_msg *m, struct vu_r
 	ret = vring_fd_msg(dev, m, &q, &fd);
 	if (ret < 0)
 		return ret;
+	if (m->hdr.request == VU_SET_VRING_KICK)
+		return set_kick_fd(q, fd);
+	/* The fds a queue signals are swapped on a running ring too: QEMU
+	 * swaps call fds there (irqfd vs. masked). */
 	swap_queue_fd(q, m->hdr.request == VU_SET_VRING_CALL ? &q->call_fd : &q->err_fd, fd);
 	return 0;
 }
