@@ -56,7 +56,7 @@ static int submit(struct run *r, struct lq *q, struct fc_slot *s)
 	 * the avail index, then kick_prepare). --publish-batch holds them to
 	 * the end of the round, after every completed slot is refilled: a
 	 * device then idles while the driver fills, and a polling device
-	 * gains most from its own early replies (docs/benchmarks.md, Round 17). */
+	 * gains most from its own early replies. */
 	if (!r->cfg->publish_batch)
 		return kick(q);
 	return 0;

@@ -44,8 +44,9 @@ struct host_count {
 
 /* 32 KiB, as glibc's readdir(3), which the daemons list directories with:
  * on a FUSE mount each getdents64 is a round trip, and a 6.x kernel sizes
- * its READDIRPLUS request from this buffer (a 4 KiB buffer made the loop
- * 2.5x slower than ferryfsd on a gluster mount). Compare entries/s. */
+ * its READDIRPLUS request from this buffer (a smaller one makes the loop
+ * pay a round trip per few entries, and the bound it sets too low).
+ * Compare entries/s. */
 #define HOST_DENTS_SIZE 32768
 
 /* One step of a workload: 0 done, -EBADMSG a wrong answer (said on

@@ -5,13 +5,13 @@
 #include <stdbool.h>
 
 /*
- * Waking a sleeping reader through an eventfd costs the writer a few to
- * ~12 us here (the wake-up's IPI, and the woken driver may take the
- * writer's own CPU). A thread that spins for its next job (the large-read
- * helper) has that time to spare: while it spins, a queue thread hands it
- * the call to its driver and goes on with the next request
- * (docs/benchmarks.md, Round 16). One spinner serves the process at a
- * time; every signal handed over is written, none twice.
+ * Waking a sleeping reader through an eventfd keeps the writer in the
+ * kernel for the wake-up (an interrupt to the reader's CPU, and the woken
+ * driver may take the writer's own CPU). A thread that spins for its next
+ * job (the large-read helper) has that time to spare: while it spins, a
+ * queue thread hands it the call to its driver and goes on with the next
+ * request. One spinner serves the process at a time; every signal handed
+ * over is written, none twice.
  */
 
 /* The spinner: takes the role, true if no other thread has it. */

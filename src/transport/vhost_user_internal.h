@@ -5,10 +5,11 @@
 /*
  * Only the vhost_user*.c files include this; the rest of the daemon sees
  * vhost_user.h. Who may touch which field, and under which lock, is said
- * at the field: the control thread (vhost_user.c, vhost_user_control.c)
+ * at the field: the control thread (vhost_user.c, vhost_user_control*.c)
  * and the workers, the threads that serve one or more queues each
  * (vhost_user_worker.c, vhost_user_queue.c, vhost_user_poll.c), share
- * these structs. "The queue thread" below is the worker serving it.
+ * these structs. "The queue thread" below is the worker serving it. When
+ * a batch publishes and how long a worker spins is queue_pacing.h's.
  */
 
 #include <pthread.h>
@@ -22,6 +23,7 @@
 #include "common/stats.h"
 #include "transport/dirty_log.h"
 #include "transport/guest_mem.h"
+#include "transport/queue_pacing.h"
 #include "transport/vhost_user.h"
 #include "transport/virtq.h"
 
@@ -64,7 +66,7 @@ struct vu_queue {
 	struct vu_worker *worker;
 	bool more;                /* worker thread only: run a batch before sleeping */
 	/* Worker thread only: how many requests the driver keeps in flight,
-	 * as the recent batches saw it (run_batch's publishing pace). */
+	 * as batch_pacing_end judged it after the last batch. */
 	unsigned driver_depth;
 
 	/*
@@ -140,14 +142,8 @@ struct vu_worker {
 	/* Control thread only. */
 	pthread_t thread;
 	bool thread_running;
-	/* Worker thread only. vu_worker_judge_cpu's: */
-	uint64_t nivcsw;
-	unsigned preempted_avg;
-	unsigned waits_unjudged;
-	/* The poll budget; busy passes since the last look at the fds
-	 * (worker_thread). */
-	uint64_t poll_ns;
-	unsigned passes_unlooked;
+	/* Worker thread only: its spin budget and CPU judgement. */
+	struct wait_pacing pacing;
 };
 
 struct vu_dev {
@@ -205,21 +201,6 @@ static inline void close_call_fd(int *fd)
 	close_fd(fd);
 }
 
-/* preempted_avg (in 1/256ths) above which a queue thread's CPU counts as
- * shared: ~30% of its recent waits; see vu_queue_judge_cpu in
- * vhost_user_poll.c. Inline: a batch asks after every request. */
-#define VU_SHARED_CPU_AVG 77u
-
-static inline bool vu_worker_cpu_shared(const struct vu_worker *w)
-{
-	return w->preempted_avg > VU_SHARED_CPU_AVG;
-}
-
-static inline bool vu_queue_cpu_shared(const struct vu_queue *q)
-{
-	return vu_worker_cpu_shared(q->worker);
-}
-
 /* ---- vhost_user_queue.c: a queue's batches; control-thread side ---- */
 
 /* Stops the queue after its current batch; its worker lets it go. */
@@ -255,20 +236,15 @@ int vu_worker_add(struct vu_queue *q);
 /* Control thread: the worker ends the queue; returns once it has. */
 void vu_worker_remove(struct vu_queue *q);
 
-/* ---- vhost_user_poll.c: whether a worker spins before it sleeps ---- */
+/* ---- vhost_user_poll.c: a worker spinning before it sleeps ---- */
 
 /* Once per wait, on the worker's thread: is its CPU shared? */
 void vu_worker_judge_cpu(struct vu_worker *w);
-/* Spins for up to w->poll_ns if policy allows; true if work arrived
- * (the queues that have some get q->more). */
+/* Spins for up to its budget if the wait pacing allows; true if work
+ * arrived (the queues that have some get q->more). */
 bool vu_worker_wait_by_polling(struct vu_worker *w);
-/* The next poll budget after a sleep of waited_ns. */
-uint64_t vu_poll_budget_next(uint64_t budget, uint64_t waited_ns, uint64_t max);
-/* Half the CPUs we may run on, at least one: how many request workers
- * there are and how many may busy-poll at once. */
-int vu_poll_slots_for_cpus(void);
 
-/* ---- vhost_user_control.c: the control message services ---- */
+/* ---- vhost_user_control.c: the control messages (handlers in vhost_user_control*.c) ---- */
 
 struct vu_msg;
 /* Handles one message; 0 to go on, -errno to drop the connection. */

@@ -1,9 +1,7 @@
-/* vhost-user workers' waiting policy: busy-poll budgets, poll slots, and whether a CPU is shared. */
+/* vhost-user workers spinning before they sleep: the poll loop and its slots (the budgets are queue_pacing's). */
 #include "transport/vhost_user_internal.h"
 
 #include <pthread.h>
-#include <sched.h>
-#include <sys/resource.h>
 
 #include "common/clock.h"
 
@@ -57,7 +55,7 @@ static bool worker_poll(struct vu_worker *w, uint64_t budget_ns)
 	do {
 		bool work = false;
 
-		for (unsigned i = 0; i < 16; i++)
+		for (unsigned i = 0; i < PACING_PAUSES_PER_LOOK; i++)
 			cpu_relax();
 		if (__atomic_load_n(&w->members_changed, __ATOMIC_ACQUIRE))
 			return true;
@@ -76,39 +74,19 @@ static bool worker_poll(struct vu_worker *w, uint64_t budget_ns)
 }
 
 /*
- * The next poll budget after a wait of waited_ns that polling did not end,
- * by KVM's halt-polling rule: a wait the largest budget would have covered
- * grows the budget, a longer one shrinks it, so a queue whose driver is
- * idle (or starved of CPU) soon stops spinning.
- */
-uint64_t vu_poll_budget_next(uint64_t budget, uint64_t waited_ns, uint64_t max)
-{
-	const uint64_t min = 2000;
-
-	if (waited_ns <= max)
-		budget = budget ? budget * 2 : min;
-	else
-		budget /= 2;
-	if (budget > max)
-		budget = max;
-	return budget < min ? 0 : budget;
-}
-
-/*
  * Before sleeping a request worker spins for a while: waking a sleeping
- * thread costs more than the whole request (bench/wake-cost: a kick/call
- * round trip is 6-60 us here, a 4 KiB read 2 us), and while we spin
- * with kicks off the driver does not kick at all.
+ * thread (a kick, then our call back) can cost more than a small request
+ * itself, and while we spin with kicks off the driver does not kick at
+ * all. The hiprio queue's worker never spins: its requests are rare.
  */
 bool vu_worker_wait_by_polling(struct vu_worker *w)
 {
 	struct vu_dev *dev = w->dev;
 	bool work;
 
-	if (!w->poll_ns || w->index == 0 || vu_worker_cpu_shared(w) ||
-	    !poll_slot_take(dev))
+	if (w->index == 0 || !wait_pacing_may_spin(&w->pacing) || !poll_slot_take(dev))
 		return false;
-	work = worker_poll(w, w->poll_ns);
+	work = worker_poll(w, w->pacing.poll_ns);
 	__atomic_add_fetch(&dev->poll_slots, 1, __ATOMIC_RELAXED);
 	for (unsigned i = 0; work && i < w->nqueues; i++)
 		if (w->queues[i]->more)
@@ -116,56 +94,16 @@ bool vu_worker_wait_by_polling(struct vu_worker *w)
 	return work;
 }
 
-/* Waits judged by one getrusage: it is a system call, ~1.35 us on a PVM
- * host (as much as a getattr's statx; build/syscall-cost), and a wait
- * comes after every request at queue depth 1. The preemptions of those
- * waits together count as that many preempted waits, at most one each. */
-#define JUDGE_WAITS 4u
-
-/*
- * Whether this thread shares its CPU with something runnable, judged by how
- * often it was preempted (involuntary context switches) between its recent
- * waits: in more than ~30% of them, the driver or another tenant is
- * waiting for this CPU. Then spinning only delays the driver, and so does
- * publishing every few replies: the driver cannot run before we yield, and
- * each early call wakes it for a part of the batch (randread QD16 with
- * driver and daemon on one CPU: 263-302K ops/s publishing every 4, 401-479K
- * at the end of the batch). Request workers only, before each wait.
- */
+/* Request workers only: the hiprio queue's never spins, so whether its
+ * CPU is shared does not matter. */
 void vu_worker_judge_cpu(struct vu_worker *w)
 {
-	struct rusage ru;
-	uint64_t switches;
-	unsigned preempted;
-	bool shared;
+	unsigned shared_waits;
 
-	if (w->index == 0 || ++w->waits_unjudged < JUDGE_WAITS ||
-	    getrusage(RUSAGE_THREAD, &ru) < 0)
+	if (w->index == 0)
 		return;
-	w->waits_unjudged = 0;
-	switches = (uint64_t)ru.ru_nivcsw - w->nivcsw;
-	preempted = switches < JUDGE_WAITS ? (unsigned)switches : JUDGE_WAITS;
-	w->nivcsw = (uint64_t)ru.ru_nivcsw;
-	/* A moving average in 1/256ths, each wait weighing 1/16: one stray
-	 * preemption (a kernel thread, a timer) does not flip it. */
-	for (unsigned i = 0; i < JUDGE_WAITS; i++)
-		w->preempted_avg = w->preempted_avg - w->preempted_avg / 16u +
-				   (i < preempted ? 16u : 0u);
-	shared = vu_worker_cpu_shared(w);
-	for (unsigned i = 0; shared && i < w->nqueues; i++)
+	shared_waits = wait_pacing_judge_cpu(&w->pacing);
+	for (unsigned i = 0; shared_waits && i < w->nqueues; i++)
 		if (w->queues[i]->served)
-			ferry_count(&w->queues[i]->st.shared_cpu_waits, JUDGE_WAITS);
-}
-
-/* Half the CPUs we may run on, at least one: the rest are left to the
- * guest's vCPUs (or the load generator) that make the requests. */
-int vu_poll_slots_for_cpus(void)
-{
-	cpu_set_t set;
-	int n;
-
-	if (sched_getaffinity(0, sizeof(set), &set) < 0)
-		return 1;
-	n = CPU_COUNT(&set) / 2;
-	return n > 0 ? n : 1;
+			ferry_count(&w->queues[i]->st.shared_cpu_waits, shared_waits);
 }

@@ -89,7 +89,11 @@ static unsigned queue_push_completions(struct vu_queue *q)
 	return q->vq.packed ? push_completions(q, true) : push_completions(q, false);
 }
 
-/* Makes pushed entries visible and interrupts the driver if it wants. */
+/*
+ * Makes pushed entries visible and signals the driver if the virtio rules
+ * say it wants (EVENT_IDX or the ring's flag): the notification mechanism,
+ * no choice in it. When to call it is queue_pacing's choice.
+ */
 RING_INLINE void publish(struct vu_queue *q, bool packed)
 {
 	/* The log's eventfd, if the frontend gave one, learns of new marks. */
@@ -107,7 +111,8 @@ RING_INLINE void publish(struct vu_queue *q, bool packed)
 	q->driver_notified = true;
 	ferry_count(&q->st.calls, 1);
 	/* A thread that spins idle writes it, if there is one: a call that
-	 * wakes the driver's CPU costs its writer up to ~12 us. */
+	 * wakes the driver's CPU keeps its writer in the kernel for the
+	 * wake-up, time this thread would rather spend on the next request. */
 	if (!signal_handoff_post(q->call_fd))
 		eventfd_signal(q->call_fd);
 }
@@ -134,155 +139,6 @@ static int keep_packed_chain(struct vu_deferred *l, const struct virtq *vq)
 	return 0;
 }
 
-/*
- * Requests after which a batch publishes its used entries and notifies the
- * driver if it asked to be. Publishing only at the end of a batch made the
- * driver wait for the whole batch, then the device for the driver: the two
- * took turns. Every request would wake the driver for each reply (a call
- * is the costliest syscall on the path, an IPI to the driver's CPU); every
- * 4 keeps both sides busy at queue depth 16 with a quarter of the calls.
- * A driver that keeps fewer than 8 in flight gets them back every half of
- * its depth instead (publish_pace): every 4 at depth 4 was the whole queue,
- * so the two took turns again (32 KiB writes at depth 4: 1.26x, 4 KiB
- * reads 1.22x; docs/benchmarks.md, Round 11).
- */
-#define VU_PUBLISH_REQUESTS 4u
-
-/* Replies per publish for a driver with depth requests in flight: half
- * of them, between 1 and VU_PUBLISH_REQUESTS. */
-static inline unsigned publish_pace(unsigned depth)
-{
-	unsigned pace = depth / 2u;
-
-	if (pace < 1u)
-		return 1u;
-	return pace > VU_PUBLISH_REQUESTS ? VU_PUBLISH_REQUESTS : pace;
-}
-
-/*
- * Bytes of request and reply data handled after which a batch publishes
- * what it has done so far instead of waiting for its end. One notification
- * per batch is right for small requests, but a batch of 16 1 MiB reads
- * kept the first reply from the driver for the whole ~3 ms the batch took,
- * so driver and device took turns instead of working at the same time.
- * 128 KiB is ~25 us of copying here; a batch of 4 KiB requests at queue
- * depth 16 stays below it and still publishes once.
- */
-#define VU_PUBLISH_BYTES (128u * 1024u)
-
-/*
- * A driver with fewer than 8 in flight, and awake, gets the reply to a
- * request that carried this much data (a large WRITE) at once. Its next
- * WRITE's data is the driver's own work, so the slot back early lets it fill
- * the next while the daemon copies this one: 64 KiB writes at depth 4
- * 1.12x (paired), p50 26 against 39 us, when ferryfs-load's fill took 0.7
- * of a CPU (docs/benchmarks.md, Round 12). A driver that sleeps is woken
- * by write_wake_left instead (Round 24). Replies that carry the data
- * (READs) gain nothing from it, the driver's part being a glance at the
- * data, and keep the pace above.
- */
-#define VU_PUBLISH_REQUEST_DATA (64u * 1024u)
-
-/*
- * Requests still waiting in the ring above which a due publish that would
- * wake a sleeping driver is held back, while the requests and replies
- * waiting carry at most one page of data each (LOOKUP, GETATTR, 4 KiB
- * READs and WRITEs: under VU_HOLD_BYTES each way). The driver sleeps with
- * all its requests in flight; each call is an IPI to its CPU, ~5 us of the
- * writer's time here (bench/daemon-profile lookup). Woken when 4 are left
- * it takes more replies at once and refills while we answer those: LOOKUP
- * at depth 16 1.098x ops/s paired, GETATTR 1.078x (Round 18); 4 KiB
- * randread 1.064x, write 1.158x, randwrite 1.143x (Round 20). Larger
- * replies are never held: a guest's readahead waits for the first of its
- * READs, and holding those cost sequential reads with cache=auto a fifth
- * in the guest matrix (docs/benchmarks.md, Round 18).
- */
-#define VU_WAKE_LEFT 4u
-#define VU_HOLD_BYTES (4096u + 256u) /* a page and the FUSE headers around it */
-
-/*
- * A request that carries data in, at most a page of it (a 4 KiB WRITE),
- * and has requests behind it, is handed to the service with those behind
- * it that carry such data too, up to VU_RUN_MAX: the service then writes
- * adjacent ranges of one file with one system call, ~1 us each saved on a
- * machine whose system calls are dear (docs/benchmarks.md, Round 21).
- * Only requests already in the ring join, and only small ones, so a reply
- * waits for at most a few page writes; larger WRITEs and everything else
- * go one at a time, their replies published as before.
- */
-#define VU_RUN_MIN_BYTES 1024u
-#define VU_RUN_MAX 16u
-
-static inline bool joins_run(const struct virtq_elem *e)
-{
-	return e->rd_len >= VU_RUN_MIN_BYTES && e->rd_len < VU_HOLD_BYTES;
-}
-
-/*
- * Requests still in the ring at or below which WRITEs of more than a page
- * wake a driver that sleeps: a quarter of its depth, at least 1. Their
- * replies carry no data, so nothing in the driver waits on the first of
- * them but the slot; a driver whose data costs it a copy (a guest's pages,
- * ferryfs-load since Round 24) sleeps with all of them in flight, and a
- * call per WRITE costs its writer ~6 us here. Woken with a quarter left,
- * it refills while we write those: paired, 64 KiB writes 1.17x at depth 4
- * (calls per WRITE 0.96 -> 0.60) and 1.22x at 16 (0.49 -> 0.13), 1 MiB
- * writes 1.03x (0.99 -> 0.23). Before a call the ring is looked at again:
- * the driver may have refilled since the count, and then sleeps with more
- * in flight: 64 KiB writes at depth 4 another 1.17x (0.60 -> 0.23), at 16
- * 1.09x, 1 MiB writes 0.99x (docs/benchmarks.md, Round 24). No cell of
- * the guest matrix moves more than a page per request, so none is held.
- */
-static inline unsigned write_wake_left(unsigned depth)
-{
-	return depth >= 8u ? depth / 4u : 1u;
-}
-
-/* Whether a batch publishes now, after a reply to a request that carried
- * request_bytes: pushed replies, unpublished_bytes of data (headers
- * included) and, among them, a reply or request of VU_HOLD_BYTES or more
- * (data_waiting: more than a page; reply_data_waiting: such a reply, a
- * READ's) are waiting, behind requests are still in the ring
- * (popped_behind of them popped with this one, in a run), and the driver
- * keeps depth in flight. Holding back is always safe: the batch publishes
- * at its end. */
-static inline bool publish_due(struct vu_queue *q, unsigned depth, unsigned pushed,
-			       uint64_t unpublished_bytes, uint32_t request_bytes,
-			       unsigned behind, unsigned popped_behind, bool data_waiting,
-			       bool reply_data_waiting, bool packed)
-{
-	unsigned pace = publish_pace(depth);
-
-	/* Split rings only, as below; on a CPU judged shared too, where a
-	 * woken driver also takes our CPU (the judgement flips on a machine
-	 * whose host preempts us: 1 MiB writes then had 0.35-0.52 calls per
-	 * WRITE in some rounds, 0.05-0.07 with this). behind was counted when
-	 * the request was popped: a driver that woke meanwhile may have
-	 * refilled (and gone back to sleep), so the ring is looked at again
-	 * before a call. */
-	if (!packed && data_waiting && !reply_data_waiting && virtq_would_notify(&q->vq)) {
-		unsigned left = write_wake_left(depth);
-
-		if (behind > left)
-			return false;
-		behind = virtq_unpopped_now(&q->vq) + popped_behind;
-		/* A ring that broke on that look publishes nothing more. */
-		return !q->vq.broken && behind <= left;
-	}
-	if (unpublished_bytes >= VU_PUBLISH_BYTES)
-		return true;
-	/* Below the full pace: the driver keeps fewer than 8 in flight. A
-	 * sleeping driver's large WRITEs were decided above. */
-	if (pace < VU_PUBLISH_REQUESTS && request_bytes >= VU_PUBLISH_REQUEST_DATA)
-		return true;
-	if (pushed < pace || vu_queue_cpu_shared(q))
-		return false;
-	/* Split rings only: packed ones were not measured with it. */
-	if (!packed && !data_waiting && behind > VU_WAKE_LEFT && virtq_would_notify(&q->vq))
-		return false;
-	return true;
-}
-
 /* Tells the frontend, once, that the ring broke (its err fd). With q->lock
  * held. */
 static void signal_broken(struct vu_queue *q)
@@ -292,25 +148,18 @@ static void signal_broken(struct vu_queue *q)
 	q->err_signalled = true;
 }
 
-/* Per request as it is popped: the depth the driver keeps, and where a
- * deferred reply goes. Returns how many requests are still in the ring. */
-RING_INLINE unsigned take_request(struct vu_queue *q, struct virtq_elem *e, unsigned done,
-				  unsigned pushed, unsigned *batch_depth, unsigned *depth,
-				  bool packed)
+/* Per request as it is popped: the pacing hears of it, and a deferred
+ * reply learns where it goes. Returns how many requests are still in the
+ * ring. */
+RING_INLINE unsigned take_request(struct vu_queue *q, struct batch_pacing *pace,
+				  struct virtq_elem *e, unsigned done, bool packed)
 {
-	struct virtq *vq = &q->vq;
 	/* Once: on a packed ring it is a look at the next descriptor. */
-	unsigned behind = ring_unpopped(vq, packed);
-	/* In flight, as the driver sees it: waiting in the ring, this one,
-	 * replies not yet published, and deferred ones. */
-	unsigned in_flight = behind + 1u + pushed + q->deferred_outstanding;
+	unsigned behind = ring_unpopped(&q->vq, packed);
 
 	if (done == 0)
 		ferry_hist_add(&q->st.depth, behind + 1u);
-	if (in_flight > *batch_depth)
-		*batch_depth = in_flight;
-	if (*batch_depth > *depth)
-		*depth = *batch_depth;
+	batch_pacing_taken(pace, behind, q->deferred_outstanding);
 	/* Set before serve(): the completion may come from another thread
 	 * before serve() even returns. */
 	q->deferred[e->head].head = e->head;
@@ -320,23 +169,85 @@ RING_INLINE unsigned take_request(struct vu_queue *q, struct virtq_elem *e, unsi
 	return behind;
 }
 
+/*
+ * Pops a request into run[0] and, if it may be served together with those
+ * behind it, those too (split rings only: a packed ring keeps one popped
+ * chain), at most room in all. Fills behind[] for each; returns how many
+ * were popped, 0 if none.
+ */
+RING_INLINE unsigned pop_run(struct vu_queue *q, struct batch_pacing *pace,
+			     struct virtq_elem *run, unsigned *behind, unsigned done,
+			     unsigned room, bool runs, bool packed)
+{
+	unsigned n = 1;
+
+	if (ring_pop(&q->vq, &run[0], packed) <= 0)
+		return 0;
+	behind[0] = take_request(q, pace, &run[0], done, packed);
+	if (!runs || behind[0] == 0 || !batch_pacing_joins_run(run[0].rd_len))
+		return 1;
+	while (n < PACING_RUN_MAX && n < room && batch_pacing_joins_run(run[n - 1].rd_len) &&
+	       behind[n - 1] > 0 && virtq_pop_more(&q->vq, &run[n]) > 0) {
+		behind[n] = take_request(q, pace, &run[n], done + n, packed);
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Serves request i of a run of n: alone if n is 1, else the service takes
+ * as many from i on as it can together (*together counts down those it
+ * already answered). Returns its reply's length or FERRY_DEFERRED.
+ */
+RING_INLINE uint32_t serve_in_run(struct vu_queue *q, const struct ferry_req **reqs,
+				  uint32_t *lens, unsigned i, unsigned n, unsigned *together)
+{
+	const struct ferry_service *service = q->dev->service;
+
+	if (*together == 0 && n == 1) {
+		lens[i] = service->serve(q->ctx, reqs[i]);
+		*together = 1;
+	} else if (*together == 0) {
+		*together = service->serve_run(q->ctx, reqs + i, n - i, lens + i);
+	}
+	(*together)--;
+	return lens[i];
+}
+
+/*
+ * A request the service deferred: its completion comes later, from any
+ * thread (queue_complete). A packed ring's chain is kept for the re-walk:
+ * without the copy the re-walk fails and the reply is dropped. Only this
+ * thread re-walks, after this, so a completion already on the done list
+ * waits for it. False if the ring broke.
+ */
+RING_INLINE bool defer_request(struct vu_queue *q, const struct virtq_elem *e, bool packed)
+{
+	q->deferred_outstanding++;
+	if (packed && keep_packed_chain(&q->deferred[e->head], &q->vq) < 0) {
+		virtq_mark_broken(&q->vq, "out of memory for a deferred request's chain");
+		return false;
+	}
+	return true;
+}
+
 /* Runs one batch with q->lock held. Returns true if more work may be
  * waiting, so the caller should come back without sleeping. */
 RING_INLINE bool run_batch(struct vu_queue *q, bool packed)
 {
 	struct vu_dev *dev = q->dev;
 	struct virtq *vq = &q->vq;
-	struct virtq_elem run[VU_RUN_MAX];
-	const struct ferry_req *reqs[VU_RUN_MAX];
-	uint32_t lens[VU_RUN_MAX];
-	unsigned behind[VU_RUN_MAX];
-	unsigned done = 0, pushed, depth = q->driver_depth, batch_depth = 0;
-	uint64_t unpublished_bytes = 0;
-	bool more = false, data_waiting = false, reply_data_waiting = false;
-	/* Split rings only: a packed ring keeps one popped chain. */
+	struct virtq_elem run[PACING_RUN_MAX];
+	const struct ferry_req *reqs[PACING_RUN_MAX];
+	uint32_t lens[PACING_RUN_MAX];
+	unsigned behind[PACING_RUN_MAX];
+	struct batch_pacing pace;
+	unsigned done = 0;
+	bool more = false;
 	bool runs = !packed && dev->service->serve_run;
 
-	pushed = push_completions(q, packed);
+	batch_pacing_begin(&pace, vq, &q->worker->pacing, q->driver_depth,
+			   push_completions(q, packed));
 	if (!q->enabled || vq->broken || !virtq_ready(vq))
 		goto publish;
 	if (packed)
@@ -344,66 +255,35 @@ RING_INLINE bool run_batch(struct vu_queue *q, bool packed)
 	else
 		virtq_disable_notify(vq);
 	while (done < vq->num) {
-		unsigned n = 1;
+		/* Bounded like the batch: done + n stays within num. */
+		unsigned n = pop_run(q, &pace, run, behind, done, vq->num - done, runs, packed);
 
-		if (ring_pop(vq, &run[0], packed) <= 0)
+		if (n == 0)
 			break;
-		behind[0] = take_request(q, &run[0], done, pushed, &batch_depth, &depth, packed);
-		if (runs && behind[0] > 0 && joins_run(&run[0])) {
-			/* Bounded like the batch: done + n stays within num. */
-			while (n < VU_RUN_MAX && done + n < vq->num && joins_run(&run[n - 1]) &&
-			       behind[n - 1] > 0 && virtq_pop_more(vq, &run[n]) > 0) {
-				behind[n] = take_request(q, &run[n], done + n, pushed, &batch_depth,
-							 &depth, packed);
-				n++;
-			}
-		}
 		if (!packed)
 			virtq_prefetch_ahead(vq);
 		for (unsigned i = 0; i < n; i++)
 			reqs[i] = &run[i].req;
-		for (unsigned i = 0, served = 0; i < n; i++) {
+		/* The replies of each go out before the next is served. */
+		for (unsigned i = 0, together = 0; i < n; i++) {
 			struct virtq_elem *e = &run[i];
+			uint32_t len = serve_in_run(q, reqs, lens, i, n, &together);
+			struct pacing_reply reply = {
+				.request_bytes = e->rd_len,
+				.reply_bytes = len,
+				.ring_behind = behind[i],
+				.popped_behind = n - 1 - i,
+			};
 
-			/* Served one at a time or several together; the
-			 * replies of each go out before the next is served. */
-			if (served == 0 && n == 1) {
-				lens[i] = dev->service->serve(q->ctx, reqs[i]);
-				served = 1;
-			} else if (served == 0) {
-				served = dev->service->serve_run(q->ctx, reqs + i, n - i, lens + i);
-			}
-			served--;
-
-			if (lens[i] == FERRY_DEFERRED) {
-				q->deferred_outstanding++;
-				/* Only this thread re-walks, after this: a
-				 * completion already on the done list waits for
-				 * it. Without the copy the re-walk fails and the
-				 * reply is dropped. */
-				if (packed && keep_packed_chain(&q->deferred[e->head], vq) < 0) {
-					virtq_mark_broken(vq, "out of memory for a deferred request's chain");
+			if (len == FERRY_DEFERRED) {
+				if (!defer_request(q, e, packed))
 					break;
-				}
 				continue;
 			}
-			ring_push(vq, e, lens[i], packed);
-			pushed++;
-			unpublished_bytes += (uint64_t)e->rd_len + lens[i];
-			if (e->rd_len >= VU_HOLD_BYTES || lens[i] >= VU_HOLD_BYTES)
-				data_waiting = true;
-			if (lens[i] >= VU_HOLD_BYTES)
-				reply_data_waiting = true;
-			/* Waiting behind it: those in the ring when it was
-			 * popped, and those popped after it. */
-			if (publish_due(q, depth, pushed, unpublished_bytes, e->rd_len,
-					behind[i] + (n - 1 - i), n - 1 - i, data_waiting,
-					reply_data_waiting, packed)) {
+			ring_push(vq, e, len, packed);
+			if (batch_pacing_pushed(&pace, &reply, packed) == PACING_PUBLISH) {
 				publish(q, packed);
-				pushed = 0;
-				unpublished_bytes = 0;
-				data_waiting = false;
-				reply_data_waiting = false;
+				batch_pacing_published(&pace);
 			}
 		}
 		done += n;
@@ -415,17 +295,13 @@ RING_INLINE bool run_batch(struct vu_queue *q, bool packed)
 	if (done == vq->num && vq->num > 0)
 		more = true;
 	if (done > 0) {
-		/* The deepest this batch saw, or one less than before: a
-		 * driver that lowers its depth is followed within a few
-		 * batches, one batch that caught it mid-refill changes little. */
-		q->driver_depth = batch_depth > q->driver_depth ? batch_depth
-				  : q->driver_depth - (q->driver_depth > 0);
+		q->driver_depth = batch_pacing_end(&pace);
 		ferry_count(&q->st.requests, done);
 		ferry_count(&q->st.batches, 1);
 		ferry_hist_add(&q->st.batch_size, done);
 	}
 publish:
-	if (pushed > 0 && virtq_ready(vq) && !vq->broken)
+	if (batch_pacing_unpublished(&pace) > 0 && virtq_ready(vq) && !vq->broken)
 		publish(q, packed);
 	if (vq->broken) {
 		signal_broken(q);

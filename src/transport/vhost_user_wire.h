@@ -8,7 +8,7 @@
 /*
  * Public so that the device, its unit test and its fuzzer name requests and
  * lay out payloads from one definition instead of raw numbers. The load
- * generator (load/frontend.c) keeps a copy of its own on purpose: it is
+ * generator (load/frontend_wire.h) keeps a copy of its own on purpose: it is
  * a second reading of the spec that checks this one. All fields are in the
  * host's byte order, as the spec says: both ends run on one host.
  */

@@ -144,18 +144,6 @@ static void handle_event(struct vu_worker *w, const struct epoll_event *ev)
 	unwatch(w, q->kick_fd);
 }
 
-/*
- * Passes a worker may make without looking at its fds while every queue it
- * serves has work. The look (epoll_wait with no timeout) finds nothing new
- * then: the queues' kicks and ctl events would only say "more", and
- * members_changed is read at the top of every pass. A system call costs
- * ~1.3 us on some hosts (a PVM guest: getppid 1.25-1.32 us, a getattr's
- * whole statx as much; build/syscall-cost); at queue depth 1 this was one
- * of the four calls per request. The look still comes every few passes,
- * for an fd's error and so that the eventfd counters are drained.
- */
-#define WORKER_PASSES_UNLOOKED 8u
-
 /* Whether every queue the worker serves has work waiting. */
 static bool all_more(const struct vu_worker *w)
 {
@@ -252,17 +240,20 @@ static void *worker_thread(void *arg)
 			if (dev->poll_max_ns && w->index > 0)
 				slept_from = ferry_monotonic_ns();
 		}
-		if (more && w->passes_unlooked < WORKER_PASSES_UNLOOKED && all_more(w)) {
-			w->passes_unlooked++;
+		/* With every queue busy, the look at the fds finds nothing new:
+		 * kicks and ctl events would only say "more", and
+		 * members_changed is read at the top of every pass. The wait
+		 * pacing says how often the look still comes. */
+		if (more && !wait_pacing_look_due(&w->pacing) && all_more(w)) {
+			wait_pacing_skipped_look(&w->pacing);
 			n = 0;
 		} else {
-			w->passes_unlooked = 0;
+			wait_pacing_looked(&w->pacing);
 			n = epoll_wait(w->epoll_fd, ev, WORKER_EVENTS, more ? 0 : -1);
 		}
 		if (slept_from)
-			w->poll_ns = vu_poll_budget_next(w->poll_ns,
-							 ferry_monotonic_ns() - slept_from + w->poll_ns,
-							 dev->poll_max_ns);
+			wait_pacing_slept(&w->pacing, ferry_monotonic_ns() - slept_from,
+					  dev->poll_max_ns);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -385,7 +376,7 @@ int vu_workers_new(struct vu_dev *dev)
 {
 	/* The request queues share half the CPUs' worth of threads, as many
 	 * as may busy-poll; with more CPUs than queues, a thread each. */
-	unsigned nrequest = dev->nqueues - 1, nreq_workers = (unsigned)vu_poll_slots_for_cpus();
+	unsigned nrequest = dev->nqueues - 1, nreq_workers = wait_pacing_worker_cpus();
 	int ret = 0;
 
 	if (nreq_workers > nrequest)
