@@ -49,11 +49,12 @@ void fuzz_guest_load(struct fuzz_guest *g, const uint8_t *image, size_t len)
 	memcpy(g->file_map, image, len < FUZZ_MEM_SIZE ? len : FUZZ_MEM_SIZE);
 }
 
-uint8_t *fuzz_vq_begin(struct virtq *vq, const struct fuzz_guest *g, const uint8_t *hdr)
+uint8_t *fuzz_vq_begin(struct virtq *vq, struct fuzz_guest *g, const uint8_t *data, size_t size)
 {
+	fuzz_guest_load(g, data + FUZZ_HDR, size - FUZZ_HDR);
 	virtq_init(vq, 1);
 	virtq_set_mem(vq, g->mem);
-	virtq_set_features(vq, hdr[1] & 1, hdr[1] & 2);
+	virtq_set_features(vq, data[1] & 1, data[1] & 2);
 	return g->mem->regions[0].host;
 }
 

@@ -38,9 +38,24 @@ void fuzz_guest_init(struct fuzz_guest *g, const char *name, void (*write_seeds)
  * (as much of it as fits). */
 void fuzz_guest_load(struct fuzz_guest *g, const uint8_t *image, size_t len);
 
-/* A fresh queue over g's memory with the features the input's header asks
- * for; returns the host address of A, where the rings are. */
-uint8_t *fuzz_vq_begin(struct virtq *vq, const struct fuzz_guest *g, const uint8_t *hdr);
+/* A fresh queue over g's memory for one input of size bytes (at least
+ * FUZZ_HDR): what follows the header loaded as by fuzz_guest_load, the
+ * features the header asks for; returns the host address of A, where the
+ * rings are. */
+uint8_t *fuzz_vq_begin(struct virtq *vq, struct fuzz_guest *g, const uint8_t *data, size_t size);
+
+/* The little-endian 16 bits at data[at] of the header. */
+static inline uint16_t fuzz_hdr_u16(const uint8_t *data, unsigned at)
+{
+	return (uint16_t)(data[at] | data[at + 1] << 8);
+}
+
+/* The used length to report for elem: spec (header bytes 4-5), or with its
+ * bit 15 set wr_len + 1, one past what the walker must clamp to. */
+static inline uint32_t fuzz_used_len(uint16_t spec, const struct virtq_elem *elem)
+{
+	return spec & 0x8000 ? elem->wr_len + 1 : spec;
+}
 
 /* What a walker must guarantee of every chain it pops from a ring of num:
  * an id below num, at most VIRTQ_MAX_SEGS segments, every iovec wholly

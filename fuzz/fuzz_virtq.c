@@ -42,14 +42,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < HDR)
 		return 0;
 	num = 1u << (data[0] & 7);
-	used_len_spec = (uint16_t)(data[4] | data[5] << 8);
-	fuzz_guest_load(&guest, data + HDR, size - HDR);
-
-	ring_base = fuzz_vq_begin(&vq, &guest, data);
+	used_len_spec = fuzz_hdr_u16(data, 4);
+	ring_base = fuzz_vq_begin(&vq, &guest, data, size);
 	if (virtq_set_rings(&vq, num, ring_base + RING_DESC, ring_base + RING_AVAIL,
 			    ring_base + RING_USED) < 0)
 		fuzz_fail("rings refused");
-	virtq_set_base(&vq, (uint16_t)(data[2] | data[3] << 8));
+	virtq_set_base(&vq, fuzz_hdr_u16(data, 2));
 	virtq_start(&vq);
 	virtq_disable_notify(&vq);
 
@@ -60,15 +58,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int ret;
 
 		while ((ret = virtq_pop(&vq, &elem)) == 1) {
-			uint32_t len;
-
 			FUZZ_ASSERT(++pushed <= num, "popped %u chains from a ring of %u", pushed, num);
 			fuzz_check_elem(guest.mem, &elem, num);
 			/* As the queue thread does before handling each request:
 			 * it must read only inside the rings and guest memory. */
 			virtq_prefetch_ahead(&vq);
-			len = used_len_spec & 0x8000 ? elem.wr_len + 1 : used_len_spec;
-			virtq_push(&vq, &elem, len);
+			virtq_push(&vq, &elem, fuzz_used_len(used_len_spec, &elem));
 			{
 				struct vring_used *used = (void *)(ring_base + RING_USED);
 				uint32_t got = le32toh(used->ring[(vq.used_idx - 1) & (num - 1)].len);

@@ -50,7 +50,6 @@ static void complete_all(unsigned cnt, bool reverse, uint16_t used_len_spec, uns
 	for (unsigned k = 0; k < cnt; k++) {
 		unsigned i = reverse ? cnt - 1 - k : k;
 		struct virtq_elem elem;
-		uint32_t len;
 
 		if (!inflight[i].kept || virtq_packed_rewalk(&vq, inflight[i].chain,
 							     inflight[i].n, &elem) < 0) {
@@ -61,8 +60,7 @@ static void complete_all(unsigned cnt, bool reverse, uint16_t used_len_spec, uns
 		FUZZ_ASSERT(elem.head == inflight[i].id, "re-walk gave id %u, popped %u",
 			    elem.head, inflight[i].id);
 		fuzz_check_elem(guest.mem, &elem, num);
-		len = used_len_spec & 0x8000 ? elem.wr_len + 1 : used_len_spec;
-		virtq_packed_push(&vq, &elem, len);
+		virtq_packed_push(&vq, &elem, fuzz_used_len(used_len_spec, &elem));
 		FUZZ_ASSERT(!vq.broken, "push of a popped id broke the queue");
 	}
 }
@@ -76,15 +74,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < HDR)
 		return 0;
 	num = data[0] + 1u;
-	used_len_spec = (uint16_t)(data[4] | data[5] << 8);
-	fuzz_guest_load(&guest, data + HDR, size - HDR);
-
-	base = fuzz_vq_begin(&vq, &guest, data);
+	used_len_spec = fuzz_hdr_u16(data, 4);
+	base = fuzz_vq_begin(&vq, &guest, data, size);
 	virtq_set_packed(&vq, true);
 	if (virtq_packed_set_rings(&vq, num, base + RING_DESC, base + DRIVER_EV,
 				   base + DEVICE_EV) < 0)
 		fuzz_fail("rings refused");
-	virtq_packed_set_base(&vq, (uint16_t)(data[2] | data[3] << 8));
+	virtq_packed_set_base(&vq, fuzz_hdr_u16(data, 2));
 	virtq_packed_start(&vq);
 	virtq_packed_disable_notify(&vq);
 

@@ -764,24 +764,42 @@ static int c_readdir_1000(void)
     return 0;
 }
 
+/* A raw getdents64 walk through a buffer of the caller's size: a small one makes the kernel send
+ * many READDIR requests, each resuming from the offset the daemon gave the entry before. */
+struct dirent_walk {
+    int fd;
+    char *buf;
+    size_t size;
+    long len, off;
+};
+#define DIRENT_WALK(dir_fd, buffer) { .fd = (dir_fd), .buf = (buffer), .size = sizeof(buffer) }
+
+/* Sets *name to the next entry's (struct linux_dirent64: d_reclen at 16, d_name at 19) and
+ * returns 1; 0 at the end; -1 with errno when getdents64 fails. */
+static int dirent_next(struct dirent_walk *w, const char **name)
+{
+    if (w->off >= w->len) {
+        w->len = syscall(SYS_getdents64, w->fd, w->buf, w->size);
+        w->off = 0;
+        if (w->len <= 0)
+            return w->len < 0 ? -1 : 0;
+    }
+    *name = w->buf + w->off + 19;
+    w->off += *(unsigned short *)(w->buf + w->off + 16);
+    return 1;
+}
+
 static int c_readdir_small_buf(void)
 {
-    /* Tiny getdents64 buffers force many READDIR requests that resume from stored offsets. */
     int fd = open(P("keep/dir1000"), O_RDONLY | O_DIRECTORY);
     SYS("open dir", fd);
     char buf[256];
-    int total = 0;
-    for (;;) {
-        long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
-        SYS("getdents64", n);
-        if (n == 0)
-            break;
-        for (long off = 0; off < n;) {
-            unsigned short reclen = *(unsigned short *)(buf + off + 16);
-            total++;
-            off += reclen;
-        }
-    }
+    struct dirent_walk w = DIRENT_WALK(fd, buf);
+    const char *name;
+    int total = 0, more;
+    while ((more = dirent_next(&w, &name)) > 0)
+        total++;
+    SYS("getdents64", more);
     close(fd);
     CK(total == NDIR + 2, "saw %d entries", total);
     return 0;
@@ -1268,24 +1286,19 @@ static int c_readdir_unlink_during(void)
     int dfd = open(P("rmrf"), O_RDONLY | O_DIRECTORY);
     SYS("open dir", dfd);
     char buf[512];
-    int total = 0;
-    for (;;) {
-        long n = syscall(SYS_getdents64, dfd, buf, sizeof buf);
-        SYS("getdents64", n);
-        if (n == 0)
-            break;
-        for (long off = 0; off < n;) {
-            const char *name = buf + off + 19;
-            off += *(unsigned short *)(buf + off + 16);
-            if (name[0] == '.')
-                continue;
-            int idx = atoi(name + 1);
-            CK(idx >= 0 && idx < N, "bad name %.20s", name);
-            CK(!seen[idx]++, "%s returned twice", name);
-            total++;
-            SYS("unlinkat", unlinkat(dfd, name, 0));
-        }
+    struct dirent_walk w = DIRENT_WALK(dfd, buf);
+    const char *name;
+    int total = 0, more;
+    while ((more = dirent_next(&w, &name)) > 0) {
+        if (name[0] == '.')
+            continue;
+        int idx = atoi(name + 1);
+        CK(idx >= 0 && idx < N, "bad name %.20s", name);
+        CK(!seen[idx]++, "%s returned twice", name);
+        total++;
+        SYS("unlinkat", unlinkat(dfd, name, 0));
     }
+    SYS("getdents64", more);
     close(dfd);
     CK(total == N, "saw %d of %d", total, N);
     SYS("rmdir", rmdir(P("rmrf")));

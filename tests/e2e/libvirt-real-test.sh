@@ -30,7 +30,6 @@ name=libvirt-real
 source "$(dirname "${BASH_SOURCE[0]}")/start-lib.sh"
 source "$here/libvirt-lib.sh"
 
-skip() { say "SKIP: $*"; exit 77; }
 ((EUID == 0)) || skip "not root: system-mode libvirtd and its mount namespace need root"
 # FERRYFS_LIBVIRT=current: libvirt 11.3 and QEMU 10 of the current stack instead of Debian 12's
 # (libvirt-system-current-test.sh).

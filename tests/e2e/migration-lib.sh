@@ -103,12 +103,6 @@ vm_kill_all() {
     return 0
 }
 
-wait_gone() {
-    local t=0
-    while kill -0 "$1" 2>/dev/null && ((t < $2 * 10)); do sleep 0.1; t=$((t + 1)); done
-    ! kill -0 "$1" 2>/dev/null
-}
-
 # hmp N COMMAND...: one HMP command on VM N's monitor (vring_hmp, tests/lib/vring.sh).
 hmp() { local n=$1; shift; vring_hmp "$tmp/q$n.mon" "$@"; }
 

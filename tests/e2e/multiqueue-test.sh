@@ -26,14 +26,13 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-# skip, need_cmd and FERRYFS_DAEMON_USER's functions (unpriv.sh); this test's own say, pass, fail below.
+# skip, need_cmd, the results table, wait_socket, expect_daemon_exit and FERRYFS_DAEMON_USER's
+# functions (unpriv.sh).
 source "$repo/tests/lib/common.sh"
 ferryfsd="${1:-${FERRYFSD:-$repo/build/ferryfsd}}"
 guest_timeout="${FERRYFS_E2E_TIMEOUT:-600}"
 smp="${FERRYFS_MQ_SMP:-2}"
 source "$here/stack-lib.sh"
-
-say() { echo "multiqueue-test: $*"; }
 
 if ! stack_prepare current; then
     say "SKIP: the current stack (QEMU 10, Linux 6.12) could not be fetched (see above)"
@@ -49,37 +48,13 @@ command -v jq >/dev/null || { say "SKIP: jq not installed (run scripts/deps.sh)"
 initrd="$guest_dir/initrd-fio.img"
 [[ -f "$initrd" ]] || { initrd="$guest_dir/initrd.img"; say "note: no fio in the guest image, dd/cat only"; }
 
-tmp="$(mktemp -d /tmp/ferryfs-multiqueue.XXXXXX)"
-res="$tmp/results" failed=0 pids=()
-cleanup() {
-    local p
-    for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-    unpriv_cleanup || true
-    if [[ "${FERRYFS_E2E_KEEP:-0}" == 1 ]] || ((failed)); then
-        say "logs kept in $tmp"
-    else
-        rm -rf "$tmp"
-    fi
-}
-trap cleanup EXIT
+make_tmp
+# Every daemon and guest started here is killed at exit (cleanup_pids).
+cleanup_cmds+=('unpriv_cleanup')
 # FERRYFS_DAEMON_USER=auto: the user owns $tmp (the sockets) and each ferryfsd's share.
 unpriv_setup
 unpriv_own "$tmp"
-pass() { printf '%s\tPASS\n' "$1" >>"$res"; }
-fail() { printf '%s\tFAIL %s\n' "$1" "$2" >>"$res"; failed=1; }
-check() { if [[ "$2" == 1 ]]; then pass "$1"; else fail "$1" "$3"; fi; }
-: >"$res"
-
-# wait_sock SOCK PID: true once the daemon PID listens on SOCK.
-wait_sock() {
-    local i
-    for ((i = 0; i < 100; i++)); do
-        [[ -S "$1" ]] && return 0
-        kill -0 "$2" 2>/dev/null || return 1
-        sleep 0.1
-    done
-    return 1
-}
+results_table
 
 # The main share holds the guest's script and its reports; it is not under test.
 main="$tmp/main"
@@ -87,9 +62,9 @@ mkdir -p "$main/out"
 unpriv_own "$main"
 "${unpriv_prefix[@]}" "$ferryfsd" --socket-path="$tmp/main.sock" --shared-dir="$main" >"$tmp/main.log" 2>&1 &
 main_pid=$!
-pids+=("$main_pid")
-wait_sock "$tmp/main.sock" "$main_pid" || { fail main_daemon "$(tail -2 "$tmp/main.log")"; exit 1; }
-! unpriv_active || check main-daemon_as_user "$(unpriv_runs_as_user "$main_pid" && echo 1)" "uids not $unpriv_user's"
+cleanup_pids+=("$main_pid")
+wait_socket "$tmp/main.sock" "$main_pid" || { fail main_daemon "$(tail -2 "$tmp/main.log")"; exit 1; }
+! unpriv_active || pass_if main-daemon_as_user "$(unpriv_runs_as_user "$main_pid" && echo 1)" "uids not $unpriv_user's"
 
 # Devices under test: tag, daemon, queues.
 tags=() qemu_dev=()
@@ -106,13 +81,13 @@ add_device() {  # TAG DAEMON QUEUES
             >"$tmp/$tag.log" 2>&1 &
     fi
     dpid[$tag]=$!
-    pids+=("${dpid[$tag]}")
-    if ! wait_sock "$sock" "${dpid[$tag]}"; then
+    cleanup_pids+=("${dpid[$tag]}")
+    if ! wait_socket "$sock" "${dpid[$tag]}"; then
         fail "$tag-daemon_start" "$(tail -2 "$tmp/$tag.log")"
         return
     fi
     [[ $d != ferryfsd ]] || ! unpriv_active ||
-        check "$tag-daemon_as_user" "$(unpriv_runs_as_user "${dpid[$tag]}" && echo 1)" "uids not $unpriv_user's"
+        pass_if "$tag-daemon_as_user" "$(unpriv_runs_as_user "${dpid[$tag]}" && echo 1)" "uids not $unpriv_user's"
     tags+=("$tag") queues[$tag]=$n daemon[$tag]=$d
     qemu_dev+=(-chardev "socket,id=c_$tag,path=$sock"
                -device "vhost-user-fs-pci,chardev=c_$tag,tag=$tag,num-request-queues=$n")
@@ -227,7 +202,7 @@ say "booting a $smp-vCPU $(cat "$guest_dir/kernel-version") guest: ${tags[*]} (t
     --cmd /mnt/guest.sh --log "$tmp/console.log" --quiet --timeout "$guest_timeout" --smp "$smp" \
     --watch-pid "$main_pid" -- "${qemu_dev[@]}" &
 guest_pid=$!
-pids+=("$guest_pid")
+cleanup_pids+=("$guest_pid")
 ready=0
 for ((i = 0; i < guest_timeout * 5; i++)); do
     [[ -f "$tmp/console.log" ]] && grep -aq '^FERRYFS-MQ-READY' <(tr -d '\r' <"$tmp/console.log") &&
@@ -235,7 +210,7 @@ for ((i = 0; i < guest_timeout * 5; i++)); do
     kill -0 "$guest_pid" 2>/dev/null || break
     sleep 0.2
 done
-check guest_workloads_done "$ready" "no FERRYFS-MQ-READY on the console"
+pass_if guest_workloads_done "$ready" "no FERRYFS-MQ-READY on the console"
 
 # While the guest waits: each ferryfsd's per-queue counts.
 for t in "${tags[@]}"; do
@@ -251,12 +226,12 @@ done
 touch "$main/mq-done"
 grc=0
 wait "$guest_pid" || grc=$?
-check guest_finished "$((grc == 0))" "run-guest exit $grc"
+pass_if guest_finished "$((grc == 0))" "run-guest exit $grc"
 if ((!ready)); then
     # For a run that stalled where nobody can look afterwards (CI): the guest's last words and
     # the main share's daemon's exit statistics, whose calls say whether its replies were
     # signalled (it exits once QEMU has gone).
-    for ((i = 0; i < 50; i++)); do kill -0 "$main_pid" 2>/dev/null || break; sleep 0.1; done
+    wait_gone "$main_pid" 5 || true
     say "stalled: the console's last lines"
     tr -d '\r' <"$tmp/console.log" | tail -n 15 | sed 's/^/  console: /'
     say "stalled: the main share's ferryfsd log"
@@ -265,7 +240,7 @@ fi
 console="$(tr -d '\r' <"$tmp/console.log")"
 # A reply for a request the driver does not know, or a reply twice, shows up in the guest's log.
 bad_kernel="$(grep -a -E 'WARNING:|BUG:|Oops|virtio_fs.*(error|fail|unknown)|fuse:.*(unknown|bad)' <<<"$console" | head -3 || true)"
-check guest_kernel_quiet "$([[ -z "$bad_kernel" ]] && echo 1)" "$bad_kernel"
+pass_if guest_kernel_quiet "$([[ -z "$bad_kernel" ]] && echo 1)" "$bad_kernel"
 
 # Host side: the md5s of the sources, the listing and lines each share must hold.
 listing() { (cd "$1" && for f in $(ls | LC_ALL=C sort); do echo "$f $(cat "$f")"; done); }
@@ -296,25 +271,25 @@ for t in "${tags[@]}"; do
     if [[ ${daemon[$t]} == ferryfsd ]]; then
         # Guest checks and host checks fail the test for ferryfsd's shares.
         [[ -z "$gfail" && $gpass -ge 3 ]] || { ok=0; r+=" guest:$(head -1 <<<"$gfail" | cut -c1-80)"; }
-        check "$t-guest_checks" "$([[ -z "$gfail" && $gpass -ge 3 ]] && echo 1)" "$gfail"
-        check "$t-host_files" "$([[ -z "$hbad" ]] && echo 1)" "$hbad"
+        pass_if "$t-guest_checks" "$([[ -z "$gfail" && $gpass -ge 3 ]] && echo 1)" "$gfail"
+        pass_if "$t-host_files" "$([[ -z "$hbad" ]] && echo 1)" "$hbad"
         [[ -z "$hbad" ]] || { ok=0; r+=" host:$hbad"; }
         if [[ -f "$tmp/$t.json" ]]; then
             active="$(jq '[.queues[] | select(.index >= 1 and .requests > 0)] | length' "$tmp/$t.json")"
             perq="$(jq -r '[.queues[] | select(.index >= 1) | "\(.index):\(.requests)"] | join(" ")' "$tmp/$t.json")"
             want=$((n < smp ? n : smp))
-            check "$t-driver_made_min(N,vCPUs)_queues" "$([[ "$vqs" == "$want" ]] && echo 1)" \
+            pass_if "$t-driver_made_min(N,vCPUs)_queues" "$([[ "$vqs" == "$want" ]] && echo 1)" \
                 "guest reports $vqs request queues, want $want"
             # Every queue the driver made carries requests, and none beyond them.
-            check "$t-every_queue_carries_requests" "$([[ "$active" == "$want" ]] &&
+            pass_if "$t-every_queue_carries_requests" "$([[ "$active" == "$want" ]] &&
                 jq -e --argjson w "$want" '[.queues[] | select(.index > $w and .requests > 0)] | length == 0' \
                     "$tmp/$t.json" >/dev/null && echo 1)" "queues 1..$want expected busy, got: $perq"
             [[ "$active" == "$want" ]] || { ok=0; r+=" queues:$perq"; }
             # One RENAME per mv and one UNLINK per rm: none lost, none served twice.
             cnt() { jq -r --arg op "$1" '[.ops[] | select(.op == $op) | .count] | add // 0' "$tmp/$t.json"; }
             renames="$(cnt RENAME)" unlinks="$(cnt UNLINK)"
-            check "$t-rename_count" "$((renames == jobs * dir_iters))" "RENAME $renames, guest issued $((jobs * dir_iters))"
-            check "$t-unlink_count" "$((unlinks == jobs * dir_iters / 2))" "UNLINK $unlinks, guest issued $((jobs * dir_iters / 2))"
+            pass_if "$t-rename_count" "$((renames == jobs * dir_iters))" "RENAME $renames, guest issued $((jobs * dir_iters))"
+            pass_if "$t-unlink_count" "$((unlinks == jobs * dir_iters / 2))" "UNLINK $unlinks, guest issued $((jobs * dir_iters / 2))"
             ((renames == jobs * dir_iters && unlinks == jobs * dir_iters / 2)) || { ok=0; r+=" RENAME=$renames UNLINK=$unlinks"; }
             active="$active ($perq) runs $(jq -r '.write_runs' "$tmp/$t.json")"
         else
@@ -328,26 +303,18 @@ for t in "${tags[@]}"; do
         "$( ((ok)) && echo ok || echo "FAILED:$r")")"
 done
 
-# ferryfsd must exit 0 once QEMU is gone; the Rust virtiofsd's exit is reported only.
+# ferryfsd must exit 0 once QEMU is gone (the main share's too); the Rust virtiofsd's exit is
+# not judged.
 for t in "${tags[@]}"; do
-    p=${dpid[$t]} drc=0
-    for ((i = 0; i < 100; i++)); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$p" 2>/dev/null; then
-        drc=still-running
-        kill -KILL "$p" 2>/dev/null || true
+    p=${dpid[$t]}
+    if [[ ${daemon[$t]} == ferryfsd ]]; then
+        expect_daemon_exit "$p" "$t-daemon_exit" 10 && pass "$t-daemon_exit"
+    else
+        wait_gone "$p" 10 || kill -KILL "$p" 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
     fi
-    wait "$p" 2>/dev/null || drc=$?
-    [[ ${daemon[$t]} == ferryfsd ]] && check "$t-daemon_exit" "$([[ $drc == 0 ]] && echo 1)" "exit $drc"
 done
-# The main share's ferryfsd too.
-drc=0
-for ((i = 0; i < 100; i++)); do kill -0 "$main_pid" 2>/dev/null || break; sleep 0.1; done
-if kill -0 "$main_pid" 2>/dev/null; then
-    drc=still-running
-    kill -KILL "$main_pid" 2>/dev/null || true
-fi
-wait "$main_pid" 2>/dev/null || drc=$?
-check main-daemon_exit "$([[ $drc == 0 ]] && echo 1)" "exit $drc"
+expect_daemon_exit "$main_pid" main-daemon_exit 10 && pass main-daemon_exit
 
 # Side by side: the Rust virtiofsd asked for 2 request queues.
 rs2="not run (Rust virtiofsd not cached, ferryfsd as an ordinary user, or not make check-long)"
@@ -356,8 +323,8 @@ if ((reference)); then
     "$here/virtiofsd-rs" --socket-path="$tmp/rs2.sock" --shared-dir="$tmp/rs2" --cache=never \
         >"$tmp/rs2.log" 2>&1 &
     rpid=$!
-    pids+=("$rpid")
-    if wait_sock "$tmp/rs2.sock" "$rpid"; then
+    cleanup_pids+=("$rpid")
+    if wait_socket "$tmp/rs2.sock" "$rpid"; then
         qrc=0
         "$here/run-guest.sh" --guest "$guest_dir" --sock "$tmp/rs2.sock" --tag rs2 --cmd demo \
             --log "$tmp/console-rs2.log" --quiet --timeout 90 --smp "$smp" --watch-pid "$rpid" \
@@ -382,9 +349,4 @@ echo
 printf '%-5s %-13s %-7s %-10s %-9s %-26s %s\n' tag daemon queues guest-vqs fio/seq "busy-queues (queue:reqs)" result
 for t in "${tags[@]}"; do printf '%-5s %s\n' "$t" "${row[$t]}"; done
 printf '%-5s %-13s %-7s %s\n' rs2 virtiofsd-rs 2 "$rs2"
-echo
-awk -F'\t' '{ printf "%-44s %s\n", $1, $2 }' "$res"
-p="$(grep -c $'\tPASS' "$res" || true)"
-f="$(grep -c $'\tFAIL' "$res" || true)"
-echo "multiqueue: $p passed, $f failed"
-exit "$failed"
+results_report 44

@@ -26,17 +26,13 @@ need_built "$ferryfsd"
 "$here/build-guest.sh" "$guest_dir" || skip "could not build the guest image"
 
 make_tmp
-share="$tmp/share" sock="$tmp/vhost.sock" stats="$tmp/vhost.stats" res="$tmp/results"
-daemon_pid="" guest_pid="" failed=0
+share="$tmp/share" sock="$tmp/vhost.sock" stats="$tmp/vhost.stats"
+daemon_pid="" guest_pid=""
 cleanup_cmds+=('[[ -z "$guest_pid" ]] || kill -TERM "$guest_pid" 2>/dev/null'
                '[[ -z "$daemon_pid" ]] || kill -KILL "$daemon_pid" 2>/dev/null')
-# This test's own pass/fail: rows of a results table, printed at the end.
-pass() { printf '%s\tPASS\n' "$1" >>"$res"; }
-fail() { printf '%s\tFAIL %s\n' "$1" "$2" >>"$res"; failed=1; }
-: >"$res"
+# pass NAME and fail NAME REASON are rows of a table, printed at the end.
+results_table
 mkdir -p "$share"
-cleanup_cmds+=('unpriv_cleanup')
-unpriv_setup
 
 # The guest runs this from the share: known I/O, then it waits until the host has looked.
 cat >"$share/stats-io.sh" <<EOF
@@ -45,19 +41,11 @@ cat /mnt/blocks >/dev/null
 echo FERRYFS-STATS-READY
 while [ ! -e /mnt/stats-done ]; do sleep 0.2; done
 EOF
-# Under FERRYFS_DAEMON_USER the user owns the dir of both sockets and the share.
-unpriv_own "$tmp"
-
-"${unpriv_prefix[@]}" "$ferryfsd" --socket-path="$sock" --shared-dir="$share" --cache=never \
-    --stats-socket="$stats" --log-level=info >"$tmp/daemon.log" 2>&1 &
-daemon_pid=$!
-for ((i = 0; i < 100; i++)); do
-    [[ -S "$sock" && -S "$stats" ]] && break
-    sleep 0.1
-done
-! unpriv_active || { unpriv_runs_as_user "$daemon_pid" && pass daemon_as_user ||
-    fail daemon_as_user "ferryfsd does not run as $unpriv_user"; }
-[[ -S "$stats" ]] && pass stats_socket_created || fail stats_socket_created "no $stats after 10 s"
+# Under FERRYFS_DAEMON_USER, start_daemon makes the user, who owns the share and the dir of both
+# sockets; it ends the test if ferryfsd does not listen or does not run as that user.
+start_daemon --cache=never --stats-socket="$stats" --log-level=info
+! unpriv_active || pass daemon_as_user
+wait_socket "$stats" "$daemon_pid" && pass stats_socket_created || fail stats_socket_created "no $stats after 10 s"
 
 # Before any frontend: the report is there and empty.
 if out="$("$ferryfsd" --stats="$stats" --json 2>&1)" && jq -e '.requests == 0' <<<"$out" >/dev/null; then
@@ -157,9 +145,4 @@ else
 fi
 stop_daemon "$again" daemon_again_sigterm && pass daemon_again_sigterm
 
-echo
-awk -F'\t' '{ printf "%-30s %s\n", $1, $2 }' "$res"
-p="$(grep -c $'\tPASS' "$res" || true)"
-f="$(grep -c $'\tFAIL' "$res" || true)"
-echo "stats: $p passed, $f failed"
-exit "$failed"
+results_report 30

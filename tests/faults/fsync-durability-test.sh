@@ -22,13 +22,10 @@
 #      tests/lib/guest.sh; tests/dfs/gluster-faults-test.sh).
 # Exit: 0 pass, 1 fail, 77 no guest stack or no strace.
 set -euo pipefail
-# It tests ferryfsd, not the guest's kernel: it runs on the current stack (QEMU 10, Linux 6.12),
-# or on stable where that stack cannot be had or FERRYFS_STACK says so (tests/e2e/stack-lib.sh).
-source "$(dirname "${BASH_SOURCE[0]}")/../e2e/stack-lib.sh" && stack_default_current "$0" "$@"
+# guest-lib.sh picks the stack (current, else stable) and makes $tmp, $share, $view and $sock.
 name=fsync-durability
 source "$(dirname "${BASH_SOURCE[0]}")/../e2e/guest-lib.sh"
 need_cmd strace
-share_from_env "$name"
 
 rounds=(fsync fdatasync syncfs fsyncdir)
 # Several times the largest WRITE (max_write, 1 MiB), so several WRITEs come before each sync.
@@ -81,10 +78,10 @@ cleanup_pids+=("$strace_pid")
 for p in "${procs[@]}"; do
     for ((i = 0; i < 100; i++)); do
         grep -q "Process $p attached" "$tmp/strace.err" 2>/dev/null && break
-        kill -0 "$strace_pid" 2>/dev/null || fail "strace did not attach: $(cat "$tmp/strace.err")"
+        kill -0 "$strace_pid" 2>/dev/null || die "strace did not attach: $(cat "$tmp/strace.err")"
         sleep 0.1
     done
-    grep -q "Process $p attached" "$tmp/strace.err" || fail "strace did not attach to $p: $(cat "$tmp/strace.err")"
+    grep -q "Process $p attached" "$tmp/strace.err" || die "strace did not attach to $p: $(cat "$tmp/strace.err")"
 done
 say "strace attached to ferryfsd's processes ${procs[*]}"
 
@@ -125,7 +122,7 @@ check_round() {
         case $call in
             pwrite64|pwritev|pwritev2)
                 if [[ $id == "$target" ]] && ((sync_at >= 0)); then
-                    fail "$op: a write to the file entered after its sync (line $n, sync at line $sync_at of $tmp/strace-$op.log): $line"
+                    die "$op: a write to the file entered after its sync (line $n, sync at line $sync_at of $tmp/strace-$op.log): $line"
                 fi ;;
             *)
                 ((sync_at < 0)) && [[ $call =~ $want ]] || continue
@@ -152,16 +149,16 @@ failed=()
 start_guest w /mnt/durable.sh "" --timeout 900
 for op in "${rounds[@]}"; do
     wait_console w "^DURABLE $op (written|write-failed)" 600
-    ! tr -d '\r' <"$tmp/console-w.log" | grep -aq "^DURABLE $op write-failed" || fail "$op: the guest's write failed"
+    ! tr -d '\r' <"$tmp/console-w.log" | grep -aq "^DURABLE $op write-failed" || die "$op: the guest's write failed"
     mark=$(stat -c %s "$tmp/strace.log")
     touch "$share/go-$op"
     wait_console w "^DURABLE $op synced" 600
     rc=$(tr -d '\r' <"$tmp/console-w.log" | sed -n "s/^DURABLE $op synced \([0-9]*\).*/\1/p" | head -1)
-    [[ $rc == 0 ]] || fail "$op: the guest's sync failed (exit $rc)"
+    [[ $rc == 0 ]] || die "$op: the guest's sync failed (exit $rc)"
     check_round "$op" "$mark"
 done
 wait_console w '^DURABLE done' 600
-((${#failed[@]} == 0)) || fail "no sync of the host file for: ${failed[*]}"
+((${#failed[@]} == 0)) || die "no sync of the host file for: ${failed[*]}"
 
 # Deliberately kill -9 (not stop_daemon): the point is what survives a daemon that gets no say.
 # All of the daemon's processes at once: a relay killed alone would pass SIGTERM on to the rest.
@@ -170,11 +167,11 @@ kill -KILL "${procs[@]}" "$(cat "$tmp/qemu-w.pid")"
 for op in "${rounds[@]}"; do
     if [[ $op == fsyncdir ]]; then
         [[ "$(cat "$view/durable-$op/entry" 2>/dev/null)" == "entry of $op" ]] ||
-            fail "$op: $view/durable-$op/entry missing or wrong after the kill"
+            die "$op: $view/durable-$op/entry missing or wrong after the kill"
         continue
     fi
     { yes "durable $op" || true; } | head -c "$size" >"$tmp/expect"
     cmp -s "$view/durable-$op" "$tmp/expect" ||
-        fail "$op: host file differs after the kill: $(stat -c %s "$view/durable-$op" 2>&1) bytes"
+        die "$op: host file differs after the kill: $(stat -c %s "$view/durable-$op" 2>&1) bytes"
 done
 say "PASS: fsync, fdatasync, syncfs and directory fsync each reached the host file as ferryfsd's sync call before the guest's returned; the synced data is on the host after kill -9 of both"

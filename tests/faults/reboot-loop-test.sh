@@ -11,12 +11,9 @@
 #      journal and the tree are read there (share_from_env, tests/lib/guest.sh;
 #      tests/dfs/gluster-faults-test.sh).
 set -euo pipefail
-# It tests ferryfsd, not the guest's kernel: it runs on the current stack (QEMU 10, Linux 6.12),
-# or on stable where that stack cannot be had or FERRYFS_STACK says so (tests/e2e/stack-lib.sh).
-source "$(dirname "${BASH_SOURCE[0]}")/../e2e/stack-lib.sh" && stack_default_current "$0" "$@"
+# guest-lib.sh picks the stack (current, else stable) and makes $tmp, $share, $view and $sock.
 name=reboot-loop
 source "$(dirname "${BASH_SOURCE[0]}")/../e2e/guest-lib.sh"
-share_from_env "$name"
 fd_slack=4
 rss_slack_kb=2048
 # make check: 7 boots, so 5 device resets lie between boot 2 and the last, one more than fd_slack:
@@ -63,11 +60,11 @@ PY
 }
 system_reset() { # BOOT WHY
     ((system_resets < max_system_resets)) ||
-        fail "boot $1: $2, and $system_resets system_resets were made in this run already, at most $max_system_resets allowed"
+        die "boot $1: $2, and $system_resets system_resets were made in this run already, at most $max_system_resets allowed"
     system_resets=$((system_resets + 1))
     say "boot $1: $2: system_reset ($system_resets of at most $max_system_resets)"
     vring_hmp "$tmp/monitor-loop.sock" system_reset >/dev/null ||
-        fail "boot $1: no monitor to reset the stalled guest"
+        die "boot $1: no monitor to reset the stalled guest"
 }
 wait_boot() { # N
     local f="$tmp/console-loop.log" t last ring
@@ -86,7 +83,7 @@ wait_boot() { # N
     elif init_silent "$f"; then
         ring=$(vring_state "$tmp/monitor-loop.sock")
         [[ $ring == idle:* ]] ||
-            fail "boot $1: no console output from the guest's init in 150 s; request queue: $ring"
+            die "boot $1: no console output from the guest's init in 150 s; request queue: $ring"
         [[ $ring == "idle: avail 0x0000,"* ]] || stall_resets=$((stall_resets + 1))
         system_reset "$1" "the kernel ran but its init wrote nothing to the console in 150 s, and the request queue shows every request answered ($ring): the guest stalled"
     fi
@@ -97,7 +94,7 @@ declare -A fds anon
 for n in $(seq 1 "$boots"); do
     wait_boot "$n"
     tr -d '\r' <"$tmp/console-loop.log" | grep -aq "REBOOT-LOOP boot=$n FAIL" &&
-        fail "$(tr -d '\r' <"$tmp/console-loop.log" | grep -a "REBOOT-LOOP boot=$n FAIL")"
+        die "$(tr -d '\r' <"$tmp/console-loop.log" | grep -a "REBOOT-LOOP boot=$n FAIL")"
     # The sandbox's serving child, not the relay that started it: it holds the rings and tables.
     srv=$(serving_pid "$daemon_pid")
     fds[$n]=$(fd_count "$srv")
@@ -109,24 +106,24 @@ wait_console loop "FERRYFS-GUEST-DONE rc=" 120
 rc=0
 wait "${guest_pids[0]}" || rc=$?
 elapsed=$(($(date +%s) - start))
-((rc == 0)) || fail "guest run ended with $rc: $(cat "$tmp/run-guest-loop.out")"
+((rc == 0)) || die "guest run ended with $rc: $(cat "$tmp/run-guest-loop.out")"
 
 mounts=$(tr -d '\r' <"$tmp/console-loop.log" | grep -ac 'FERRYFS-GUEST-MOUNTED')
-((mounts == boots)) || fail "$mounts mounts in the console log, want $boots"
-[[ "$(cat "$view/boots")" == "$boots" ]] || fail "boots file says '$(cat "$view/boots")'"
-diff <(seq -f 'boot %g' 1 "$boots") "$view/journal" >/dev/null || fail "journal on the host differs"
-for i in $(seq 1 50); do [[ "$(cat "$view/tree/f$i")" == "$i" ]] || fail "tree/f$i changed"; done
+((mounts == boots)) || die "$mounts mounts in the console log, want $boots"
+[[ "$(cat "$view/boots")" == "$boots" ]] || die "boots file says '$(cat "$view/boots")'"
+diff <(seq -f 'boot %g' 1 "$boots") "$view/journal" >/dev/null || die "journal on the host differs"
+for i in $(seq 1 50); do [[ "$(cat "$view/tree/f$i")" == "$i" ]] || die "tree/f$i changed"; done
 resets=$(grep -c 'device reset (rings restart' "$tmp/daemon.log" || true)
 ((resets == boots - 1 + stall_resets)) ||
-    fail "$resets device resets logged, want $((boots - 1 + stall_resets))"
+    die "$resets device resets logged, want $((boots - 1 + stall_resets))"
 
 first=2
 ((boots >= 2)) || first=1
 ((fds[$boots] <= fds[$first] + fd_slack)) ||
-    fail "fd count grew from ${fds[$first]} (boot $first) to ${fds[$boots]} (boot $boots)"
+    die "fd count grew from ${fds[$first]} (boot $first) to ${fds[$boots]} (boot $boots)"
 ((anon[$boots] <= anon[$first] + rss_slack_kb)) ||
-    fail "RssAnon grew from ${anon[$first]} kB (boot $first) to ${anon[$boots]} kB (boot $boots)"
+    die "RssAnon grew from ${anon[$first]} kB (boot $first) to ${anon[$boots]} kB (boot $boots)"
 drc=0
 wait "$daemon_pid" || drc=$?
-((drc == 0)) || fail "ferryfsd exited with $drc after the guest powered off"
+((drc == 0)) || die "ferryfsd exited with $drc after the guest powered off"
 say "PASS: $boots boots in ${elapsed} s, fds ${fds[$first]} -> ${fds[$boots]}, RssAnon ${anon[$first]} -> ${anon[$boots]} kB, $resets session resets, $system_resets system_resets of stalled boots (at most $max_system_resets)"

@@ -9,12 +9,9 @@
 #      after the mass open is read there (share_from_env, tests/lib/guest.sh;
 #      tests/dfs/gluster-faults-test.sh).
 set -euo pipefail
-# It tests ferryfsd, not the guest's kernel: it runs on the current stack (QEMU 10, Linux 6.12),
-# or on stable where that stack cannot be had or FERRYFS_STACK says so (tests/e2e/stack-lib.sh).
-source "$(dirname "${BASH_SOURCE[0]}")/../e2e/stack-lib.sh" && stack_default_current "$0" "$@"
+# guest-lib.sh picks the stack (current, else stable) and makes $tmp, $share, $view and $sock.
 name=rlimit-nofile
 source "$(dirname "${BASH_SOURCE[0]}")/../e2e/guest-lib.sh"
-share_from_env "$name"
 
 mkdir -p "$share/many"
 for i in $(seq -w 0 999); do echo "$i" >"$share/many/f$i"; done
@@ -25,17 +22,17 @@ rc=0
 wait "${guest_pids[0]}" || rc=$?
 log="$(tr -d '\r' <"$tmp/console-w.log")"
 line=$(grep -a '^MASS-OPEN' <<<"$log" || true)
-[[ -n "$line" ]] || fail "guest printed no MASS-OPEN line (run-guest $rc): $(tail -5 <<<"$log")"
+[[ -n "$line" ]] || die "guest printed no MASS-OPEN line (run-guest $rc): $(tail -5 <<<"$log")"
 say "$line"
 open=$(sed -E 's/.*open=([0-9]+).*/\1/' <<<"$line")
 errors=$(sed -E 's/.*errors=([0-9]+).*/\1/' <<<"$line")
-((open < 1000 && errors > 0)) || fail "expected failed opens: $line"
-grep -qE 'Too many open files' <<<"$line" || fail "errors are not EMFILE/ENFILE: $line"
-grep -aq '^AFTER after 1000 999' <<<"$log" || fail "share unusable after the mass open: $(grep -a '^AFTER' <<<"$log")"
-((rc == 0)) || fail "run-guest exit $rc"
-[[ "$(cat "$view/after")" == after ]] || fail "the guest's file written after the mass open is not on the host"
-kill -0 "$daemon_pid" 2>/dev/null && fail "ferryfsd still running after the guest powered off"
+((open < 1000 && errors > 0)) || die "expected failed opens: $line"
+grep -qE 'Too many open files' <<<"$line" || die "errors are not EMFILE/ENFILE: $line"
+grep -aq '^AFTER after 1000 999' <<<"$log" || die "share unusable after the mass open: $(grep -a '^AFTER' <<<"$log")"
+((rc == 0)) || die "run-guest exit $rc"
+[[ "$(cat "$view/after")" == after ]] || die "the guest's file written after the mass open is not on the host"
+kill -0 "$daemon_pid" 2>/dev/null && die "ferryfsd still running after the guest powered off"
 drc=0
 wait "$daemon_pid" || drc=$?
-((drc == 0)) || fail "ferryfsd exited with $drc"
+((drc == 0)) || die "ferryfsd exited with $drc"
 say "PASS: limit 200: $open fds held by the guest's tail, $errors opens refused, share works afterwards"

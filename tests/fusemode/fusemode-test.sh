@@ -17,16 +17,15 @@ need_built "$ferryfsd"
 make_tmp
 # The non-root checks walk to the mount point as uid 1000.
 chmod 755 "$tmp"
-share="$tmp/share" mnt="$tmp/mnt" res="$tmp/results"
-daemon_pid="" busy_pid="" failed=0
+share="$tmp/share" mnt="$tmp/mnt"
+daemon_pid="" busy_pid=""
 tmp_drop=("$share")   # a 5 GiB sparse file and 32 MiB blobs; the logs are what matter
 cleanup_cmds+=('[[ -z "$busy_pid" ]] || kill -KILL "$busy_pid" 2>/dev/null'
                '[[ -z "$daemon_pid" ]] || kill -KILL "$daemon_pid" 2>/dev/null'
                'umount -l "$mnt" 2>/dev/null')
 
-# This test's own pass/fail: rows of a results table, printed at the end.
-pass() { printf '%s\tPASS\n' "$1" >>"$res"; }
-fail() { printf '%s\tFAIL %s\n' "$1" "$2" >>"$res"; failed=1; }
+# pass NAME and fail NAME REASON are rows of a table, printed at the end.
+results_table
 # mountinfo: field 5 is the mount point; the type follows the " - " separator (optional fields vary).
 mounted() {
     awk -v m="$mnt" '{ split($0, p, " - "); split(p[2], t, " ") }
@@ -39,13 +38,13 @@ gcc -static -O2 -Wall -o "$fsops" "$repo/tests/e2e/guest-fsops.c"
 source "$repo/tests/e2e/host-checks.sh"
 
 mkdir -p "$share/host" "$mnt"
-: >"$res"
 printf 'hello from the host\n' >"$share/host/hello.txt"
 "$fsops" --expect hostpat >"$share/host/pattern.bin"
 prepare_cap_files "$share"
 
-# Starts ferryfsd on $mnt; 0 once mounted, 1 if the daemon died, 77 if the kernel refuses FUSE mounts here.
-start_daemon() { # LOG
+# mount_daemon LOG: ferryfsd serving $share on $mnt (not a socket, as common.sh's start_daemon);
+# 0 once mounted, 1 if the daemon died, 77 if the kernel refuses FUSE mounts here.
+mount_daemon() {
     "$ferryfsd" --mount="$mnt" --shared-dir="$share" --xattr --stats-socket="$tmp/stats" >"$1" 2>&1 &
     daemon_pid=$!
     local i
@@ -59,23 +58,6 @@ start_daemon() { # LOG
     daemon_pid=""
     grep -q 'cannot mount.*Operation not permitted\|cannot open /dev/fuse' "$1" && return 77
     return 1
-}
-# Waits up to 20 s for the daemon to exit; its status goes to $daemon_rc (-1: still running, killed).
-wait_daemon_exit() {
-    local i
-    daemon_rc=-1
-    for ((i = 0; i < 200; i++)); do
-        kill -0 "$daemon_pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "$daemon_pid" 2>/dev/null; then
-        kill -KILL "$daemon_pid" 2>/dev/null || true
-        wait "$daemon_pid" 2>/dev/null || true
-    else
-        daemon_rc=0
-        wait "$daemon_pid" 2>/dev/null || daemon_rc=$?
-    fi
-    daemon_pid=""
 }
 
 # ---------- the command line refuses what cannot work ----------
@@ -96,7 +78,7 @@ fi
 
 # ---------- fsops on the host mount ----------
 src=0
-start_daemon "$tmp/daemon.log" || src=$?
+mount_daemon "$tmp/daemon.log" || src=$?
 if ((src == 77)); then
     say "SKIP: the kernel refuses FUSE mounts here:"
     sed 's/^/    /' "$tmp/daemon.log"
@@ -128,10 +110,10 @@ else
     timeout --kill-after=10 900 "$fsops" "$mnt" >"$tmp/fsops.out" 2>"$tmp/fsops.times" || frc=$?
     say "fsops finished in $((SECONDS - t0))s (exit $frc)"
     grep -ao 'CHECK [A-Za-z0-9_]* \(PASS\|FAIL.*\)' "$tmp/fsops.out" |
-        awk '{ name = $2; $1 = ""; $2 = ""; sub(/^  /, ""); printf "fsops:%s\t%s\n", name, $0 }' >>"$res" || true
+        awk '{ name = $2; $1 = ""; $2 = ""; sub(/^  /, ""); printf "fsops:%s\t%s\n", name, $0 }' >>"$results" || true
     # A check that never reported (hang, crash) is a failure, not a missing row.
     while read -r c; do
-        grep -q "^fsops:$c"$'\t' "$res" || printf 'fsops:%s\tFAIL not run\n' "$c" >>"$res"
+        grep -q "^fsops:$c"$'\t' "$results" || printf 'fsops:%s\tFAIL not run\n' "$c" >>"$results"
     done < <("$fsops" --list)
 
     # The statistics see the host mount's transport and what fsops did through it.
@@ -149,15 +131,10 @@ else
     (cd "$mnt" && exec sleep 60) &
     busy_pid=$!
     sleep 0.5
-    kill -TERM "$daemon_pid"
-    wait_daemon_exit
-    if ((daemon_rc != 0)); then
-        fail sigterm_exit "$( ((daemon_rc < 0)) && echo "still running 20 s after SIGTERM" || echo "exit $daemon_rc")"
-    elif mounted; then
-        fail sigterm_exit "exited but $mnt is still mounted"
-    else
-        pass sigterm_exit
+    if stop_daemon "$daemon_pid" sigterm_exit 20; then
+        if mounted; then fail sigterm_exit "exited but $mnt is still mounted"; else pass sigterm_exit; fi
     fi
+    daemon_pid=""
     kill -KILL "$busy_pid" 2>/dev/null || true
     wait "$busy_pid" 2>/dev/null || true
     busy_pid=""
@@ -165,14 +142,14 @@ fi
 
 # ---------- what the mount left in the backing directory ----------
 if [[ -d "$share/fsops/keep" ]]; then
-    run_host_checks "$share" "$res"
+    run_host_checks "$share" "$results"
 else
     fail host_checks "no $share/fsops/keep"
 fi
 
 # ---------- an unmount from outside ends the daemon ----------
 src=0
-start_daemon "$tmp/daemon2.log" || src=$?
+mount_daemon "$tmp/daemon2.log" || src=$?
 if ((src != 0)); then
     fail external_umount "second mount failed (see $tmp/daemon2.log)"
 else
@@ -183,19 +160,9 @@ else
         fail remount_reads_back "big.bin differs through the new mount"
     fi
     umount "$mnt"
-    wait_daemon_exit
-    if ((daemon_rc == 0)); then
-        pass external_umount
-    else
-        fail external_umount "$( ((daemon_rc < 0)) && echo "still running 20 s after umount" || echo "exit $daemon_rc")"
-    fi
+    # The kernel's end of the mount is its frontend: after the umount it ends with status 0.
+    expect_daemon_exit "$daemon_pid" external_umount 20 && pass external_umount
+    daemon_pid=""
 fi
 
-echo
-awk -F'\t' '{ printf "%-34s %s\n", $1, $2 }' "$res"
-echo
-p="$(grep -c $'\tPASS' "$res" || true)"
-f="$(grep -c $'\tFAIL' "$res" || true)"
-((f == 0)) || failed=1
-echo "fusemode: $p passed, $f failed"
-exit "$failed"
+results_report 34

@@ -19,7 +19,6 @@ export FERRYFSD=/usr/bin/ferryfsd
 # The e2e harness: a share, the guest boot with the demo command, the host-side checks.
 source "$repo/tests/e2e/start-lib.sh"
 
-skip() { say "SKIP: $*"; exit 77; }
 ((EUID == 0)) || skip "not root: installing a package needs root"
 for tool in dpkg-buildpackage dh apt-get; do
     command -v "$tool" >/dev/null || skip "$tool missing (run 'make deb-deps')"

@@ -1,4 +1,4 @@
-# Sourced by the shell tests: paths, SKIP (exit 77), PASS/FAIL lines, a temp dir kept on failure, waiting for a socket.
+# Sourced by the shell tests: paths, SKIP (exit 77), PASS/FAIL lines or a results table, a temp dir kept on failure, starting and ending a daemon.
 # Every line a test says starts "NAME: ", NAME being $name when set before sourcing, else the script's name. Nothing runs at source time but the paths.
 
 lib_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -14,8 +14,16 @@ test_name="${name:-$(basename "$0" .sh)}"
 say() { echo "$test_name: $*"; }
 skip() { say "SKIP: $*"; exit 77; }
 die() { say "FAIL: $*"; fails=$((fails + 1)); exit 1; }
-pass() { say "PASS $*"; }
-fail() { say "FAIL $*"; fails=$((fails + 1)); }
+# pass WHAT... and fail WHAT...: a line each; after results_table, a row each (below).
+pass() {
+    if [[ -n $results ]]; then printf '%s\tPASS\n' "$1" >>"$results"; else say "PASS $*"; fi
+}
+fail() {
+    fails=$((fails + 1))
+    if [[ -n $results ]]; then printf '%s\tFAIL %s\n' "$1" "${*:2}" >>"$results"; else say "FAIL $*"; fi
+}
+# pass_if NAME OK REASON: pass NAME when OK is 1, else fail NAME REASON.
+pass_if() { if [[ $2 == 1 ]]; then pass "$1"; else fail "$1" "$3"; fi; }
 # check WHAT CMD...: runs CMD and says "  ok   WHAT" or "  FAIL WHAT".
 check() {
     local what=$1
@@ -29,6 +37,27 @@ finish() {
         exit 1
     fi
     say "all checks passed"
+    exit 0
+}
+
+# A test with many named checks keeps them as a table: results_table (after make_tmp) turns
+# pass NAME and fail NAME REASON into rows "NAME<TAB>PASS" and "NAME<TAB>FAIL REASON" of
+# $results, which results_report prints at the end; other helpers (host-checks.sh) may add rows.
+results=""
+results_table() {
+    results="$tmp/results"
+    : >"$results"
+}
+# results_report WIDTH: the table (names padded to WIDTH), "N passed, N failed"; exits 1 when
+# a row failed, else 0.
+results_report() {
+    local passed failed
+    echo
+    awk -F'\t' -v w="$1" '{ printf "%-" w "s %s\n", $1, $2 }' "$results"
+    passed="$(grep -c $'\tPASS' "$results" || true)"
+    failed="$(grep -c $'\tFAIL' "$results" || true)"
+    say "$passed passed, $failed failed"
+    ((failed == 0)) || exit 1
     exit 0
 }
 
@@ -82,6 +111,13 @@ wait_socket() {
         sleep 0.1
     done
     return 1
+}
+
+# wait_gone PID SECS: true once the process has ended.
+wait_gone() {
+    local t=0
+    while kill -0 "$1" 2>/dev/null && ((t < $2 * 10)); do sleep 0.1; t=$((t + 1)); done
+    ! kill -0 "$1" 2>/dev/null
 }
 
 # start_daemon [ferryfsd args...]: ferryfsd on $sock sharing $share, its
@@ -154,6 +190,17 @@ daemon_exit_status() { # PID WHAT SECS WHEN
     [[ -n $daemon_exit_why ]] || return 0
     fail "$what (pid $pid)" "$daemon_exit_why"
     return 1
+}
+
+# load_test_setup [BUILD_DIR]: how a ferryfs-load test starts: build (BUILD_DIR, default as
+# above), ferryfsd (FERRYFSD or the build's) and load (the build's ferryfs-load); skips
+# without jq or either program; makes $tmp.
+load_test_setup() {
+    build=${1:-$build}
+    ferryfsd=${FERRYFSD:-$build/ferryfsd} load=$build/ferryfs-load
+    need_cmd jq
+    need_exec "$ferryfsd" "$load"
+    make_tmp
 }
 
 # start_stats_daemon NAME [ferryfsd args...]: a ferryfsd of its own for a

@@ -74,12 +74,6 @@ wait_console() {
     die "guest $1: no '$2' on the console within $3 s: $(tr -d '\r' <"$f" 2>/dev/null | tail -5)"
 }
 
-# wait_gone PID SECS: true once the process has ended.
-wait_gone() {
-    local t=0
-    while kill -0 "$1" 2>/dev/null && ((t < $2 * 10)); do sleep 0.1; t=$((t + 1)); done
-    ! kill -0 "$1" 2>/dev/null
-}
 
 
 # boot_demo_and_check SOCK DAEMON_PID LABEL: boots the guest with the demo

@@ -5,11 +5,7 @@
 # Exit 0 pass, 1 fail, 77 skip. Usage: load-smoke-test.sh [BUILD_DIR]   (default: build/ of this checkout)
 set -uo pipefail
 source "$(dirname "$0")/../lib/common.sh"
-build=${1:-$build}
-daemon=${FERRYFSD:-$build/ferryfsd} load=$build/ferryfs-load
-need_cmd jq
-need_exec "$daemon" "$load"
-make_tmp
+load_test_setup "$@"
 pid=
 cleanup_cmds+=('[[ -z $pid ]] || kill "$pid" 2>/dev/null')
 # Answers per request slot: enough that, by pigeonhole, some slot finishes a whole chain of the
@@ -45,12 +41,12 @@ for run in read randread write randwrite getattr lookup create-unlink readdirplu
         wl=randread extra+=(--cold "$share") dextra=(--log-level=debug)
     fi
     mkdir -p "$share"
-    "$daemon" --socket-path="$sock" --shared-dir="$share" --cache never -o readdirplus \
+    "$ferryfsd" --socket-path="$sock" --shared-dir="$share" --cache never -o readdirplus \
         "${dextra[@]}" >"$tmp/$run.daemon.log" 2>&1 &
     pid=$!
     wait_socket "$sock" "$pid"
     ops=$((per_slot * depth * queues))
-    echo "$run: ferryfs-load --workload $wl --queues $queues --ops $ops against $daemon (pid $pid)"
+    echo "$run: ferryfs-load --workload $wl --queues $queues --ops $ops against $ferryfsd (pid $pid)"
     # A small directory and file keep setup short; the checks are about counts. No warmup: every
     # answer of the run is counted, so entries and cycles relate exactly.
     timeout 600 "$load" --socket "$sock" --workload "$wl" --ops "$ops" --warmup 0 \

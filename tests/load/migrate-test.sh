@@ -16,13 +16,9 @@
 # Exit 0 pass, 1 fail, 77 skip (jq missing, or no daemon here can migrate).
 set -uo pipefail
 source "$(dirname "$0")/../lib/common.sh"
-build=${1:-$build}
-load=$build/ferryfs-load ferryfsd=${FERRYFSD:-$build/ferryfsd}
+load_test_setup "$@"
 inodes=${MIGRATE_INODES:-10000}
 rs="$repo/tests/e2e/virtiofsd-rs"
-need_cmd jq
-need_exec "$load" "$ferryfsd"
-make_tmp
 pids=()
 cleanup_cmds+=('for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done')
 col_pids=()  # the daemons of the part of a column under way
@@ -60,12 +56,6 @@ ended() {
         fi
     done
     col_pids=()
-}
-# wait_gone PID SECS: true once PID has ended.
-wait_gone() {
-    local t
-    for ((t = 0; t < $2 * 10; t++)); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
-    return 1
 }
 
 # column DAEMON MODE: the move and the refused move.

@@ -7,11 +7,7 @@
 # must exit 0 once ferryfs-load has left.
 set -uo pipefail
 source "$(dirname "$0")/../lib/common.sh"
-build=${1:-$build}
-ferryfsd=$build/ferryfsd load=$build/ferryfs-load
-need_cmd jq
-need_exec "$ferryfsd" "$load"
-make_tmp
+load_test_setup "$@"
 
 jq_ok() { jq -e "$@" >/dev/null; }
 

@@ -9,11 +9,7 @@
 # wrong place or lost some fails the randread below.
 set -uo pipefail
 source "$(dirname "$0")/../lib/common.sh"
-build=${1:-$build}
-ferryfsd=$build/ferryfsd load=$build/ferryfs-load
-need_cmd jq
-need_exec "$ferryfsd" "$load"
-make_tmp
+load_test_setup "$@"
 
 # daemon_done: the run's frontend has left; its ferryfsd must exit 0 (README.md).
 daemon_done() {

@@ -11,12 +11,9 @@
 # passwd, never the host's. In (b) a device node cannot be made (EPERM) while files and FIFOs can.
 # Exit: 0 pass, 1 fail, 77 skipped (no QEMU or guest image).
 set -euo pipefail
-# It tests ferryfsd, not the guest's kernel: it runs on the current stack (QEMU 10, Linux 6.12),
-# or on stable where that stack cannot be had or FERRYFS_STACK says so (tests/e2e/stack-lib.sh).
-source "$(dirname "${BASH_SOURCE[0]}")/../e2e/stack-lib.sh" && stack_default_current "$0" "$@"
+# guest-lib.sh picks the stack (current, else stable) and makes $tmp, $share, $view and $sock.
 name=sandbox
 source "$(dirname "${BASH_SOURCE[0]}")/../e2e/guest-lib.sh"
-
 outside="$tmp/outside"
 marker="FERRYFS-OUTSIDE-MARKER-$$-$RANDOM"
 mkdir -p "$outside"
@@ -85,52 +82,52 @@ check_process() {
     local mode=$1 pid=$2
     shift 2
     local want got f
-    [[ "$(status_field "$pid" Seccomp)" == 2 ]] || fail "$mode: Seccomp: $(status_field "$pid" Seccomp), want 2 (filter)"
-    [[ "$(status_field "$pid" NoNewPrivs)" == 1 ]] || fail "$mode: NoNewPrivs: $(status_field "$pid" NoNewPrivs)"
+    [[ "$(status_field "$pid" Seccomp)" == 2 ]] || die "$mode: Seccomp: $(status_field "$pid" Seccomp), want 2 (filter)"
+    [[ "$(status_field "$pid" NoNewPrivs)" == 1 ]] || die "$mode: NoNewPrivs: $(status_field "$pid" NoNewPrivs)"
     want=$(cap_mask "$@")
     for f in CapEff CapPrm CapBnd; do
         got=$(status_field "$pid" "$f")
-        [[ "$got" == "$want" ]] || fail "$mode: $f $got, want $want ($*)"
+        [[ "$got" == "$want" ]] || die "$mode: $f $got, want $want ($*)"
     done
-    [[ "$(status_field "$pid" CapAmb)" == 0000000000000000 ]] || fail "$mode: ambient caps $(status_field "$pid" CapAmb)"
+    [[ "$(status_field "$pid" CapAmb)" == 0000000000000000 ]] || die "$mode: ambient caps $(status_field "$pid" CapAmb)"
     # Its "/" is the share: a host path outside it does not exist for the process.
     [[ "$(stat -L -c %d:%i "/proc/$pid/root/")" == "$(stat -c %d:%i "$share")" ]] ||
-        fail "$mode: the process's root is not the share"
+        die "$mode: the process's root is not the share"
     [[ ! -e "/proc/$pid/root/etc/passwd" && ! -e "/proc/$pid/root$outside/marker" ]] ||
-        fail "$mode: host paths visible in the process's root"
+        die "$mode: host paths visible in the process's root"
 }
 
 # guest_saw MODE: what the guest printed must show no host file and the expected errors.
 guest_saw() {
     local mode=$1 out own l n=0
     out="$(tr -d '\r' <"$tmp/console-$mode.log")"
-    grep -aq '^READ inside: inside-the-share$' <<<"$out" || fail "$mode: the guest could not read a file of the share"
-    ! grep -aqF "$marker" <<<"$out" || fail "$mode: the guest read the marker outside the share: $(grep -aF "$marker" <<<"$out" | head -3)"
+    grep -aq '^READ inside: inside-the-share$' <<<"$out" || die "$mode: the guest could not read a file of the share"
+    ! grep -aqF "$marker" <<<"$out" || die "$mode: the guest read the marker outside the share: $(grep -aF "$marker" <<<"$out" | head -3)"
     # The guest resolves symlinks itself: both /etc/passwd links show its own file...
-    grep -aq '^READ abs-passwd: guest:x:1000:' <<<"$out" || fail "$mode: abs-passwd did not resolve to the guest's passwd"
-    grep -aq '^READ rel-passwd: guest:x:1000:' <<<"$out" || fail "$mode: rel-passwd did not resolve to the guest's passwd"
+    grep -aq '^READ abs-passwd: guest:x:1000:' <<<"$out" || die "$mode: abs-passwd did not resolve to the guest's passwd"
+    grep -aq '^READ rel-passwd: guest:x:1000:' <<<"$out" || die "$mode: rel-passwd did not resolve to the guest's passwd"
     # ...and no line of the host's that the guest's lacks.
     own="$(sed -n 's/^OWN: //p' <<<"$out")"
-    [[ -n "$own" ]] || fail "$mode: the guest printed no passwd of its own"
+    [[ -n "$own" ]] || die "$mode: the guest printed no passwd of its own"
     while IFS= read -r l; do
         grep -qxF -- "$l" <<<"$own" && continue
         n=$((n + 1))
-        ! grep -aqxF -- "READ abs-passwd: $l" <<<"$out" || fail "$mode: host passwd line via abs-passwd: $l"
-        ! grep -aqxF -- "READ rel-passwd: $l" <<<"$out" || fail "$mode: host passwd line via rel-passwd: $l"
+        ! grep -aqxF -- "READ abs-passwd: $l" <<<"$out" || die "$mode: host passwd line via abs-passwd: $l"
+        ! grep -aqxF -- "READ rel-passwd: $l" <<<"$out" || die "$mode: host passwd line via rel-passwd: $l"
     done </etc/passwd
-    ((n > 0)) || fail "$mode: the host's /etc/passwd has no line the guest's lacks: the check would prove nothing"
+    ((n > 0)) || die "$mode: the host's /etc/passwd has no line the guest's lacks: the check would prove nothing"
     for l in abs-marker rel-marker outdir-link abs-outdir-link dotdot dotdot-deep host-path; do
         grep -aq "^NOREAD $l: .*No such file or directory" <<<"$out" ||
-            fail "$mode: $l: $(grep -a " $l: " <<<"$out" | head -1)"
+            die "$mode: $l: $(grep -a " $l: " <<<"$out" | head -1)"
     done
-    grep -aqx 'PARENT: mnt' <<<"$out" || fail "$mode: '..' of /mnt is not the guest's root"
-    ! grep -aqx "PARENT: outside" <<<"$out" || fail "$mode: the guest's root lists the host's $outside"
+    grep -aqx 'PARENT: mnt' <<<"$out" || die "$mode: '..' of /mnt is not the guest's root"
+    ! grep -aqx "PARENT: outside" <<<"$out" || die "$mode: the guest's root lists the host's $outside"
     # Hard links: the guest can only name the symlinks, never the marker.
-    [[ "$(stat -c %h "$outside/marker")" == 1 ]] || fail "$mode: the marker gained a link"
-    [[ -z "$(find "$share" -samefile "$outside/marker")" ]] || fail "$mode: the marker is linked into the share"
-    [[ ! -e "$share/hl-dotdot" ]] || fail "$mode: a link through '..' was made"
-    grep -aqx 'MKNOD-FIFO made' <<<"$out" || fail "$mode: mknod of a FIFO failed"
-    grep -aqx 'REGULAR made' <<<"$out" || fail "$mode: a regular file could not be written"
+    [[ "$(stat -c %h "$outside/marker")" == 1 ]] || die "$mode: the marker gained a link"
+    [[ -z "$(find "$share" -samefile "$outside/marker")" ]] || die "$mode: the marker is linked into the share"
+    [[ ! -e "$share/hl-dotdot" ]] || die "$mode: a link through '..' was made"
+    grep -aqx 'MKNOD-FIFO made' <<<"$out" || die "$mode: mknod of a FIFO failed"
+    grep -aqx 'REGULAR made' <<<"$out" || die "$mode: a regular file could not be written"
 }
 
 # run_mode MODE [ferryfsd args...]: one boot against one daemon; sets $serving.
@@ -152,42 +149,42 @@ finish_mode() {
     local rc=0
     : >"$share/host-done"
     wait "${guest_pids[-1]}" || rc=$?
-    ((rc == 0)) || fail "$1: run-guest exit $rc: $(tr -d '\r' <"$tmp/console-$1.log" | tail -5)"
-    wait_gone "$daemon_pid" 30 || fail "$1: ferryfsd still running after the guest quit"
+    ((rc == 0)) || die "$1: run-guest exit $rc: $(tr -d '\r' <"$tmp/console-$1.log" | tail -5)"
+    wait_gone "$daemon_pid" 30 || die "$1: ferryfsd still running after the guest quit"
     rc=0
     wait "$daemon_pid" || rc=$?
-    ((rc == 0)) || fail "$1: ferryfsd exited $rc: $(tail -3 "$tmp/daemon.log")"
+    ((rc == 0)) || die "$1: ferryfsd exited $rc: $(tail -3 "$tmp/daemon.log")"
 }
 
 # --- a) the default sandbox: namespaces, seccomp kill.
 run_mode ns --seccomp=kill
 serving=$(ps -o pid= --ppid "$daemon_pid" | tr -d ' ')
-[[ "$serving" =~ ^[0-9]+$ ]] || fail "ns: no single child of $daemon_pid: '$serving'"
+[[ "$serving" =~ ^[0-9]+$ ]] || die "ns: no single child of $daemon_pid: '$serving'"
 for n in mnt pid net; do
     [[ "$(readlink "/proc/$serving/ns/$n")" != "$(readlink "/proc/self/ns/$n")" ]] ||
-        fail "ns: the serving process shares the host's $n namespace"
+        die "ns: the serving process shares the host's $n namespace"
 done
 [[ "$(status_field "$daemon_pid" CapEff)" == 0000000000000000 ]] ||
-    fail "ns: the waiting parent keeps capabilities $(status_field "$daemon_pid" CapEff)"
+    die "ns: the waiting parent keeps capabilities $(status_field "$daemon_pid" CapEff)"
 check_process ns "$serving" chown dac_override fowner fsetid setgid setuid mknod setfcap
 # Without file handles each inode the guest holds pins an O_PATH fd.
 fds_ns=$(fd_count "$serving")
-((fds_ns > 300)) || fail "ns: $fds_ns fds while the guest holds 300 inodes: the guest holds nothing?"
+((fds_ns > 300)) || die "ns: $fds_ns fds while the guest holds 300 inodes: the guest holds nothing?"
 finish_mode ns
 guest_saw ns
-grep -aqx 'MKNOD-CHR made' < <(tr -d '\r' <"$tmp/console-ns.log") || fail "ns: mknod of a char device failed with all kept caps"
-[[ -c "$share/cdev" ]] || fail "ns: no char device on the host"
+grep -aqx 'MKNOD-CHR made' < <(tr -d '\r' <"$tmp/console-ns.log") || die "ns: mknod of a char device failed with all kept caps"
+[[ -c "$share/cdev" ]] || die "ns: no char device on the host"
 say "ns: child $serving in its own mnt/pid/net namespaces, Seccomp 2, NoNewPrivs 1, CapEff $(cap_mask chown dac_override fowner fsetid setgid setuid mknod setfcap), root = share, $fds_ns fds for 300 held inodes; nothing outside the share reachable"
 
 # --- b) chroot, file handles, no CAP_MKNOD.
 run_mode chroot --sandbox=chroot --inode-file-handles=mandatory --modcaps=-mknod
 check_process chroot "$serving" chown dac_override dac_read_search fowner fsetid setgid setuid setfcap
 fds_chroot=$(fd_count "$serving")
-((fds_chroot < 100)) || fail "chroot: $fds_chroot fds while the guest holds 300 inodes under mandatory file handles"
+((fds_chroot < 100)) || die "chroot: $fds_chroot fds while the guest holds 300 inodes under mandatory file handles"
 finish_mode chroot
 guest_saw chroot
 grep -aq '^MKNOD-CHR: .*Operation not permitted' < <(tr -d '\r' <"$tmp/console-chroot.log") ||
-    fail "chroot: mknod of a char device without CAP_MKNOD: $(tr -d '\r' <"$tmp/console-chroot.log" | grep -a MKNOD-CHR)"
-[[ ! -e "$share/cdev" ]] || fail "chroot: a device node was made without CAP_MKNOD"
+    die "chroot: mknod of a char device without CAP_MKNOD: $(tr -d '\r' <"$tmp/console-chroot.log" | grep -a MKNOD-CHR)"
+[[ ! -e "$share/cdev" ]] || die "chroot: a device node was made without CAP_MKNOD"
 say "chroot: Seccomp 2, NoNewPrivs 1, CapEff $(cap_mask chown dac_override dac_read_search fowner fsetid setgid setuid setfcap), root = share, $fds_chroot fds for 300 held inodes, mknod c EPERM, FIFO and files work; nothing outside the share reachable"
 say PASS

@@ -21,8 +21,7 @@
 set -euo pipefail
 name=unprivileged
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/guest.sh"
-# Every check says its verdict; the test fails at the end if one failed.
-fail() { say "FAIL: $*"; fails=$((fails + 1)); }
+# Every check says its verdict (pass, fail); the test fails at the end if one failed.
 
 # fsops checks that need host root, and why (docs/security.md, "Without root"):
 #   setattr_chown, nonroot_user, sgid_dir, sgid_dir_outsider, suid_cleared_on_chown,

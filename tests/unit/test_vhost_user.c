@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -19,6 +18,7 @@
 #include "common/log.h"
 #include "transport/vhost_user.h"
 #include "transport/vhost_user_wire.h"
+#include "../common/virtq_fixture.h"
 #include "../common/vu_client.h"
 #include "../common/vu_session.h"
 #include "../common/check.h"
@@ -102,6 +102,13 @@ static unsigned count_fds(void)
 	return n;
 }
 
+/* The frontend's guest memory, MEM_SIZE at gpa 0 and UVA; exits if it cannot be had. */
+static void guest_new(struct vqf_frontend_mem *g)
+{
+	if (vqf_frontend_mem_new(g, MEM_SIZE) < 0)
+		exit(1);
+}
+
 static void test_control_messages(struct vu_dev *dev)
 {
 	struct session s;
@@ -110,12 +117,15 @@ static void test_control_messages(struct vu_dev *dev)
 	struct vu_vring_state st;
 	struct vu_mem_table mt = { 0 };
 	uint64_t v;
-	int memfd = memfd_create("ferry-test", MFD_CLOEXEC);
+	struct vqf_frontend_mem g;
 	int efd = eventfd(0, EFD_CLOEXEC);
 	int fds[2];
+	int memfd;
 
 	printf("-- control messages (REPLY_ACK negotiated)\n");
-	if (memfd < 0 || efd < 0 || ftruncate(memfd, MEM_SIZE) < 0)
+	guest_new(&g);
+	memfd = g.memfd;
+	if (efd < 0)
 		exit(1);
 	session_start(&s, dev);
 	v = get_u64(s.fd, VU_GET_FEATURES);
@@ -204,7 +214,7 @@ static void test_control_messages(struct vu_dev *dev)
 	 * to say error, REPLY_ACK or not: the device drops the connection. */
 	vu_client_send(s.fd, VU_GET_FEATURES, VU_FLAG_NEED_REPLY, &v, 8, NULL, 0);
 	CHECK_MSG(dropped(&s), "malformed GET_FEATURES: connection dropped");
-	close(memfd);
+	vqf_frontend_mem_free(&g);
 	close(efd);
 }
 
@@ -285,6 +295,14 @@ static void ring_request(struct ring *r, const char *text, uint64_t wr_gpa)
 	__atomic_store_n(&r->avail->idx, r->avail_idx, __ATOMIC_RELEASE);
 }
 
+/* Points r at the rings of a queue at off in the guest memory at base (gpa 0):
+ * DESC, AVAIL, USED and its request buffers at BUF, each past off. */
+static void ring_at(struct ring *r, uint8_t *base, uint64_t off)
+{
+	*r = (struct ring){ (void *)(base + off + DESC), (void *)(base + off + AVAIL),
+			    (void *)(base + off + USED), base, off + BUF, 0 };
+}
+
 static void test_live_queue(struct vu_dev *dev)
 {
 	struct session s;
@@ -295,22 +313,19 @@ static void test_live_queue(struct vu_dev *dev)
 	struct vu_vring_addr addr;
 	struct vu_msg_hdr h;
 	uint64_t v;
-	int memfd = memfd_create("ferry-guest", MFD_CLOEXEC);
-	int memfd2 = memfd_create("ferry-guest2", MFD_CLOEXEC);
+	struct vqf_frontend_mem g, g2;    /* g2: the region added while the queue runs */
 	int kick = eventfd(0, EFD_CLOEXEC), call = eventfd(0, EFD_CLOEXEC);
 	int err = eventfd(0, EFD_CLOEXEC);
+	int memfd, memfd2;
 
 	printf("-- a live queue: threads, notification, memory changes, stop\n");
-	if (memfd < 0 || memfd2 < 0 || kick < 0 || call < 0 || err < 0 ||
-	    ftruncate(memfd, MEM_SIZE) < 0 || ftruncate(memfd2, MEM_SIZE) < 0)
+	guest_new(&g);
+	guest_new(&g2);
+	memfd = g.memfd;
+	memfd2 = g2.memfd;
+	if (kick < 0 || call < 0 || err < 0)
 		exit(1);
-	r.base = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
-	if (r.base == MAP_FAILED)
-		exit(1);
-	r.desc = (void *)(r.base + DESC);
-	r.avail = (void *)(r.base + AVAIL);
-	r.used = (void *)(r.base + USED);
-	r.buf = BUF;
+	ring_at(&r, g.base, 0);
 
 	session_start(&s, dev);
 	v = BIT(VU_PROTO_F_REPLY_ACK) | BIT(VU_PROTO_F_MQ) | BIT(VU_PROTO_F_CONFIGURE_MEM_SLOTS);
@@ -371,12 +386,10 @@ static void test_live_queue(struct vu_dev *dev)
 	ring_request(&r, "ping2", 0x10000000);
 	eventfd_write(kick, 1);
 	{
-		char *p2 = mmap(NULL, MEM_SIZE, PROT_READ, MAP_SHARED, memfd2, 0);
+		const char *p2 = (const char *)g2.base;
 
-		CHECK_MSG(wait_readable(call, 2000) && r.used->idx == 2 && p2 != MAP_FAILED &&
-		          strcmp(p2, "pong") == 0, "reply written into the added region");
-		if (p2 != MAP_FAILED)
-			munmap(p2, MEM_SIZE);
+		CHECK_MSG(wait_readable(call, 2000) && r.used->idx == 2 && strcmp(p2, "pong") == 0,
+		          "reply written into the added region");
 	}
 	CHECK_MSG(acked_ok(s.fd, VU_REM_MEM_REG, &ms, sizeof(ms), NULL, 0), "REM_MEM_REG while running");
 	CHECK_MSG(nacked(s.fd, VU_REM_MEM_REG, &ms, sizeof(ms), NULL, 0), "REM_MEM_REG of a removed region refused");
@@ -428,9 +441,8 @@ static void test_live_queue(struct vu_dev *dev)
 		CHECK_MSG(read(s.fd, &b, 1) == 0, "connection closed by the device");
 	}
 	close(s.fd);
-	munmap(r.base, MEM_SIZE);
-	close(memfd);
-	close(memfd2);
+	vqf_frontend_mem_free(&g);
+	vqf_frontend_mem_free(&g2);
 	close(kick);
 	close(call);
 	close(err);
@@ -479,18 +491,6 @@ static void *complete_from_thread(void *token)
 	return NULL;
 }
 
-/* Maps the memfd as guest memory and points r at its rings. */
-static void ring_map(struct ring *r, int memfd)
-{
-	r->base = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
-	if (r->base == MAP_FAILED)
-		exit(1);
-	r->desc = (void *)(r->base + DESC);
-	r->avail = (void *)(r->base + AVAIL);
-	r->used = (void *)(r->base + USED);
-	r->buf = BUF;
-}
-
 /* Features, memory table, ring size, addresses and call fd for queue 1,
  * without protocol features (no acks); the kick fd, sent next, starts it. */
 static bool queue1_prepare(int fd, int memfd, int call)
@@ -515,27 +515,28 @@ static void single_queue_begin(const struct ferry_service *h, struct vu_fs_confi
 			       struct vu_dev **dev, struct session *s, struct ring *r,
 			       int *memfd, int *kick, int *call)
 {
-	*memfd = memfd_create("ferry-guest", MFD_CLOEXEC);
+	struct vqf_frontend_mem g;
+
+	guest_new(&g);
+	*memfd = g.memfd;
 	*kick = eventfd(0, EFD_CLOEXEC);
 	*call = eventfd(0, EFD_CLOEXEC);
-	if (*memfd < 0 || *kick < 0 || *call < 0 || ftruncate(*memfd, MEM_SIZE) < 0 ||
-	    vu_dev_new(dev, cfg, h, cfg) < 0)
+	if (*kick < 0 || *call < 0 || vu_dev_new(dev, cfg, h, cfg) < 0)
 		exit(1);
-	ring_map(r, *memfd);
+	ring_at(r, g.base, 0);
 	session_start(s, *dev);
 	CHECK_MSG(queue1_prepare(s->fd, *memfd, *call),
 	          "queue 1 set up, no kick fd yet: requests wait until all are in the ring");
 }
 
-/* Ends a test that used ring_map and one queue: the frontend leaves in
+/* Ends a test that single_queue_begin started: the frontend leaves in
  * order and everything is released. */
 static void single_queue_end(struct session *s, struct vu_dev *dev, struct ring *r,
 			     int memfd, int kick, int call)
 {
 	CHECK_MSG(session_end(s) == 0, "orderly end");
 	vu_dev_free(dev);
-	munmap(r->base, MEM_SIZE);
-	close(memfd);
+	vqf_frontend_mem_free(&(struct vqf_frontend_mem){ memfd, r->base, MEM_SIZE });
 	close(kick);
 	close(call);
 }
@@ -550,16 +551,18 @@ static void test_deferred(void)
 	struct vu_msg_hdr h;
 	pthread_t completer;
 	void *token;
-	int memfd = memfd_create("ferry-guest", MFD_CLOEXEC);
+	struct vqf_frontend_mem g;
 	int kick = eventfd(0, EFD_CLOEXEC), call = eventfd(0, EFD_CLOEXEC);
 	int handled_before = __atomic_load_n(&handled, __ATOMIC_SEQ_CST);
 	int stopped_before = __atomic_load_n(&stopped_queues, __ATOMIC_SEQ_CST);
+	int memfd;
 
 	printf("-- deferred requests: no stall, completion from another thread, cancel at stop\n");
-	if (memfd < 0 || kick < 0 || call < 0 || ftruncate(memfd, MEM_SIZE) < 0 ||
-	    vu_dev_new(&dev, &cfg, &deferring_ops, &cfg) < 0)
+	guest_new(&g);
+	memfd = g.memfd;
+	if (kick < 0 || call < 0 || vu_dev_new(&dev, &cfg, &deferring_ops, &cfg) < 0)
 		exit(1);
-	ring_map(&r, memfd);
+	ring_at(&r, g.base, 0);
 
 	session_start(&s, dev);
 	CHECK_MSG(queue1_prepare(s.fd, memfd, call) &&
@@ -872,25 +875,23 @@ static void test_broken_queue_isolated(void)
 	struct ring r1 = { 0 }, r2 = { 0 };
 	struct vu_mem_table mt = { 0 };
 	uint64_t v;
-	int memfd = memfd_create("ferry-guest", MFD_CLOEXEC);
+	struct vqf_frontend_mem g;
 	int kick1 = eventfd(0, EFD_CLOEXEC), call1 = eventfd(0, EFD_CLOEXEC);
 	int err1 = eventfd(0, EFD_CLOEXEC), kick2 = eventfd(0, EFD_CLOEXEC);
 	int call2 = eventfd(0, EFD_CLOEXEC), err2 = eventfd(0, EFD_CLOEXEC);
 	int pipefd[2];
 	int base_handled;
 	uint8_t *base;
+	int memfd;
 
 	printf("-- a broken queue does not take the other queue down\n");
-	if (memfd < 0 || ftruncate(memfd, MEM_SIZE) < 0 || pipe2(pipefd, O_CLOEXEC) < 0 ||
-	    vu_dev_new(&dev, &cfg, &ops, &cfg) < 0)
+	guest_new(&g);
+	memfd = g.memfd;
+	base = g.base;
+	if (pipe2(pipefd, O_CLOEXEC) < 0 || vu_dev_new(&dev, &cfg, &ops, &cfg) < 0)
 		exit(1);
-	base = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
-	if (base == MAP_FAILED)
-		exit(1);
-	r1 = (struct ring){ (void *)(base + DESC), (void *)(base + AVAIL),
-			    (void *)(base + USED), base, BUF, 0 };
-	r2 = (struct ring){ (void *)(base + off2 + DESC), (void *)(base + off2 + AVAIL),
-			    (void *)(base + off2 + USED), base, off2 + BUF, 0 };
+	ring_at(&r1, base, 0);
+	ring_at(&r2, base, off2);
 
 	session_start(&s, dev);
 	v = BIT(VU_PROTO_F_REPLY_ACK) | BIT(VU_PROTO_F_MQ) | BIT(VU_PROTO_F_CONFIGURE_MEM_SLOTS);
@@ -963,8 +964,7 @@ static void test_broken_queue_isolated(void)
 	CHECK_MSG(get_u64(s.fd, VU_GET_FEATURES) & BIT(VIRTIO_F_VERSION_1), "the connection still answers (GET_FEATURES)");
 	CHECK_MSG(session_end(&s) == 0, "frontend leaves: orderly end");
 	vu_dev_free(dev);
-	munmap(base, MEM_SIZE);
-	close(memfd);
+	vqf_frontend_mem_free(&g);
 	close(pipefd[0]);
 	close(pipefd[1]);
 	close(kick1); close(call1); close(err1);
@@ -999,14 +999,16 @@ static void test_stop_while_kicked(void)
 	struct vu_msg_hdr h;
 	pthread_t kth;
 	uint64_t v;
-	int memfd = memfd_create("ferry-guest", MFD_CLOEXEC);
+	struct vqf_frontend_mem g;
 	int kick = eventfd(0, EFD_CLOEXEC), call = eventfd(0, EFD_CLOEXEC);
 	int err = eventfd(0, EFD_CLOEXEC);
 	int i, stopped = 0;
+	int memfd;
 
 	printf("-- stopping a queue while kicks keep its thread busy\n");
-	if (memfd < 0 || kick < 0 || call < 0 || err < 0 || ftruncate(memfd, MEM_SIZE) < 0 ||
-	    vu_dev_new(&dev, &cfg, &ops, &cfg) < 0)
+	guest_new(&g);
+	memfd = g.memfd;
+	if (kick < 0 || call < 0 || err < 0 || vu_dev_new(&dev, &cfg, &ops, &cfg) < 0)
 		exit(1);
 	session_start(&s, dev);
 	v = BIT(VU_PROTO_F_REPLY_ACK) | BIT(VU_PROTO_F_MQ);
@@ -1041,7 +1043,7 @@ static void test_stop_while_kicked(void)
 	}
 	CHECK_MSG(session_end(&s) == 0, "orderly end");
 	vu_dev_free(dev);
-	close(memfd);
+	vqf_frontend_mem_free(&g);
 	close(kick);
 	close(call);
 	close(err);

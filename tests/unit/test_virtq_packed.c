@@ -423,19 +423,16 @@ static void test_notify(void)
 
 int main(void)
 {
+	static const struct vqf_region regions[] = {
+		{ GPA_A, REG_SIZE, UVA_BASE, 0 },
+		{ GPA_B, REG_SIZE, UVA_BASE + 0x100000, REG_SIZE },
+	};
 	int ret;
 
 	ferry_log_init(LOG_LVL_WARN, false);
-	ret = vqf_guest_new(&memfd, &mem, 2 * REG_SIZE);
-	if (ret < 0) {
-		printf("SKIP  no memfd for guest memory (%s)\n", strerror(-ret));
-		return TEST_SKIP;
-	}
-	if (vqf_add_region(mem, memfd, GPA_A, REG_SIZE, UVA_BASE, 0) < 0 ||
-	    vqf_add_region(mem, memfd, GPA_B, REG_SIZE, UVA_BASE + 0x100000, REG_SIZE) < 0) {
-		fprintf(stderr, "cannot build guest memory\n");
-		return 1;
-	}
+	ret = vqf_guest_build(&memfd, &mem, 2 * REG_SIZE, regions, 2);
+	if (ret)
+		return ret;
 	test_init_keeps_arrays();
 	test_good_chains();
 	test_hostile();
