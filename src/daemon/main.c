@@ -723,7 +723,7 @@ static int serve(const struct ferry_options *o)
 		goto out_listen;
 	}
 	st.pt = pt;
-	daemon_migration_config(o, &st);
+	options_to_migration(o, &st.mig);
 	ret = fuse_server_new(&st.session, &se_opts, &passthrough_ops, pt);
 	if (ret) {
 		log_err("FUSE session: %s", strerror(-ret));

@@ -11,7 +11,7 @@
 #include "backend/passthrough_modes.h"
 #include "backend/xattrmap.h"
 #include "common/log.h"
-#include "common/migration_stream.h"
+#include "migration/stream.h"
 
 /* The first fd a socket-activating manager passes (SD_LISTEN_FDS_START). */
 #define FERRY_LISTEN_FDS_START 3

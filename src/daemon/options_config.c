@@ -1,4 +1,4 @@
-/* Translates ferryfsd's parsed options into the backend's and the FUSE session's configurations. */
+/* Translates ferryfsd's parsed options into the backend's, the FUSE session's and the migration's configurations. */
 #include "daemon/options_config.h"
 
 #include <string.h>
@@ -38,6 +38,45 @@ void options_to_session(const struct ferry_options *o, struct fuse_server_opts *
 	se->announce_submounts = o->announce_submounts;
 	se->allow_mmap = o->allow_mmap;
 	se->readonly = o->readonly;
+}
+
+static const uint8_t cache_modes[] = {
+	[CACHE_AUTO] = MIG_CACHE_AUTO, [CACHE_ALWAYS] = MIG_CACHE_ALWAYS,
+	[CACHE_NEVER] = MIG_CACHE_NEVER, [CACHE_METADATA] = MIG_CACHE_METADATA,
+};
+static const uint8_t file_handle_modes[] = {
+	[FILE_HANDLES_NEVER] = MIG_FH_NEVER, [FILE_HANDLES_PREFER] = MIG_FH_PREFER,
+	[FILE_HANDLES_MANDATORY] = MIG_FH_MANDATORY,
+};
+
+void options_to_migration(const struct ferry_options *o, struct migration_config *m)
+{
+	struct mig_options *agreed = &m->agreed;
+	const struct { bool on; uint32_t bit; } flags[] = {
+		{ o->writeback, MIG_OPT_WRITEBACK }, { o->posix_acl, MIG_OPT_POSIX_ACL },
+		{ o->xattr, MIG_OPT_XATTR },
+		{ o->announce_submounts, MIG_OPT_ANNOUNCE_SUBMOUNTS },
+		{ o->killpriv_v2, MIG_OPT_KILLPRIV_V2 },
+		{ o->readdirplus, MIG_OPT_READDIRPLUS },
+		{ o->security_label, MIG_OPT_SECURITY_LABEL }, { o->flock, MIG_OPT_FLOCK },
+		{ o->posix_lock, MIG_OPT_POSIX_LOCK }, { o->allow_mmap, MIG_OPT_ALLOW_MMAP },
+		{ o->readonly, MIG_OPT_READONLY },
+		{ o->allow_direct_io, MIG_OPT_ALLOW_DIRECT_IO },
+		{ o->preserve_noatime, MIG_OPT_PRESERVE_NOATIME },
+	};
+
+	memset(m, 0, sizeof(*m));
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		if (flags[i].on)
+			agreed->flags |= flags[i].bit;
+	agreed->cache_mode = cache_modes[o->cache];
+	agreed->file_handles = file_handle_modes[o->inode_file_handles];
+	agreed->migration_mode = (uint8_t)o->migration_mode;
+	agreed->config_digest = migration_config_digest(&o->uid_map, &o->gid_map, &o->xattrmap);
+	m->backend.mode = o->migration_mode;
+	m->backend.guest_error = o->migration_on_error == MIGRATION_ON_ERROR_GUEST_ERROR;
+	m->backend.verify_handles = o->migration_verify_handles;
+	m->backend.confirm_paths = o->migration_confirm_paths;
 }
 
 enum seccomp_mode options_seccomp_mode(const struct ferry_options *o)
