@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "daemon/options_table.h"
 #include "daemon/seccomp.h"
 
 /* options.def's "to" column: which of the two configurations get a field,
@@ -51,23 +52,15 @@ static const uint8_t file_handle_modes[] = {
 void options_to_migration(const struct ferry_options *o, struct migration_config *m)
 {
 	struct mig_options *agreed = &m->agreed;
-	const struct { bool on; uint32_t bit; } flags[] = {
-		{ o->writeback, MIG_OPT_WRITEBACK }, { o->posix_acl, MIG_OPT_POSIX_ACL },
-		{ o->xattr, MIG_OPT_XATTR },
-		{ o->announce_submounts, MIG_OPT_ANNOUNCE_SUBMOUNTS },
-		{ o->killpriv_v2, MIG_OPT_KILLPRIV_V2 },
-		{ o->readdirplus, MIG_OPT_READDIRPLUS },
-		{ o->security_label, MIG_OPT_SECURITY_LABEL }, { o->flock, MIG_OPT_FLOCK },
-		{ o->posix_lock, MIG_OPT_POSIX_LOCK }, { o->allow_mmap, MIG_OPT_ALLOW_MMAP },
-		{ o->readonly, MIG_OPT_READONLY },
-		{ o->allow_direct_io, MIG_OPT_ALLOW_DIRECT_IO },
-		{ o->preserve_noatime, MIG_OPT_PRESERVE_NOATIME },
-	};
 
 	memset(m, 0, sizeof(*m));
-	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
-		if (flags[i].on)
-			agreed->flags |= flags[i].bit;
+	/* The bool fields whose row names a MIG_OPT_* bit (options.def). */
+	for (size_t i = 0; i < opt_row_count; i++) {
+		const struct opt_row *r = &opt_rows[i];
+
+		if (r->agreed && *(const bool *)((const char *)o + r->field - 1))
+			agreed->flags |= r->agreed;
+	}
 	agreed->cache_mode = cache_modes[o->cache];
 	agreed->file_handles = file_handle_modes[o->inode_file_handles];
 	agreed->migration_mode = (uint8_t)o->migration_mode;

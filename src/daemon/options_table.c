@@ -149,8 +149,9 @@ const struct opt_row opt_rows[] = {
 #define ROW(...) { __VA_ARGS__ },
 /* A switch of both dialects: --LONG and -o C set the field, -o no_C
  * clears it; the C dialect's synopsis names both forms. */
-#define SWITCH(field, to, long_, c, help_text, c_text, c_at) \
+#define SWITCH(field, to, agreed_bit, long_, c, help_text, c_text, c_at) \
 	{ .long_name = long_, .c_name = c, OPT_FIELD(field), SETS(true), \
+	  .agreed = (agreed_bit), \
 	  .help = { .text = help_text }, \
 	  .c_help = { .synopsis = "-o " c ", -o no_" c, .text = c_text }, .c_help_at = (c_at) }, \
 	{ .c_name = "no_" c, OPT_FIELD(field), SETS(false) },
