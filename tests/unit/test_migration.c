@@ -23,9 +23,9 @@
 #include "../common/scratch.h"
 #include "backend/passthrough.h"
 #include "common/log.h"
-#include "migration/stream.h"
 #include "daemon/options_config.h"
 #include "daemon/service.h"
+#include "migration/stream.h"
 #include "../common/check.h"
 
 static char scratch[] = "/tmp/ferry-migration-XXXXXX";
