@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common/migration_stream.h"
+#include "migration/stream.h"
 #include "fuzz_common.h"
 
 /*

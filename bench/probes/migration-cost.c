@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "common/migration_stream.h"
+#include "migration/stream.h"
 
 /*
  * Usage: migration-cost [INODES] [--handles]

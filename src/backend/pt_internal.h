@@ -44,7 +44,7 @@
 #include "backend/passthrough.h"
 #include "backend/reads.h"
 #include "backend/sync.h"
-#include "common/migration_stream.h"
+#include "migration/stream.h"
 
 #define PROC_FD_NAME_MAX 16
 #define PROC_FD_PATH_MAX 40

@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "backend/passthrough.h"
-#include "common/migration_stream.h"
+#include "migration/stream.h"
 
 /* The four --migration-* options (docs/options.md, docs/migration.md). */
 struct pt_mig_opts {

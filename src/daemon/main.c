@@ -1,14 +1,10 @@
 /* ferryfsd: wires a transport (vhost-user or /dev/fuse), the FUSE protocol and the passthrough backend. */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,11 +13,13 @@
 #include "common/log.h"
 #include "common/unix_socket.h"
 #include "daemon/caps.h"
-#include "daemon/fork_pipe.h"
 #include "daemon/fusermount.h"
+#include "daemon/lifecycle.h"
+#include "daemon/listener.h"
 #include "daemon/service.h"
 #include "daemon/options.h"
 #include "daemon/options_config.h"
+#include "daemon/print_capabilities.h"
 #include "daemon/sandbox.h"
 #include "daemon/seccomp.h"
 #include "daemon/stats.h"
@@ -64,28 +62,6 @@ static void install_stop_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-static int raise_nofile_limit(const struct ferry_options *o)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl))
-		return -errno;
-	if (o->rlimit_nofile_set) {
-		if (o->rlimit_nofile == 0)
-			return 0;
-		rl.rlim_cur = o->rlimit_nofile;
-		if (rl.rlim_max < rl.rlim_cur)
-			rl.rlim_max = rl.rlim_cur;
-	} else {
-		/* One O_PATH fd per inode the guest knows: large trees need far
-		 * more than the usual soft limit of 1024. */
-		rl.rlim_cur = rl.rlim_max;
-	}
-	if (setrlimit(RLIMIT_NOFILE, &rl))
-		return -errno;
-	return 0;
-}
-
 static int check_shared_dir(const char *dir)
 {
 	struct stat st;
@@ -95,18 +71,6 @@ static int check_shared_dir(const char *dir)
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
 	return 0;
-}
-
-static void print_capabilities(void)
-{
-	/* libvirt reads this. "migrate-precopy": the vhost-user device can be
-	 * migrated (docs/migration.md). "separate-options" is left out on
-	 * purpose although ferryfsd understands the --shared-dir dialect:
-	 * libvirt 10+ refuses <lock> for a daemon that lists it, and passes
-	 * -o source=...,flock,posix_lock (with --uid-map and the rest) to
-	 * one that does not (README "With libvirt"). */
-	printf("{\n  \"type\": \"fs\",\n  \"features\": [\n"
-	       "    \"migrate-precopy\"\n  ]\n}\n");
 }
 
 /*
@@ -143,239 +107,6 @@ out:
 	return ret;
 }
 
-/* --stats-socket: listening before the sandbox hides the host's paths;
- * answered once the transport exists and the process is in its final form
- * (daemon() forks, and threads do not follow). */
-struct stats_socket {
-	const char *path;      /* NULL: no --stats-socket */
-	int fd;                /* listening; -1 once the server took it */
-	bool remove_at_exit;   /* the host's paths are still ours to see */
-};
-
-static int stats_begin(struct stats_socket *ss, const struct stats_sources *src,
-		       struct stats_server **srv)
-{
-	int ret;
-
-	*srv = NULL;
-	if (ss->fd < 0)
-		return 0;
-	ret = stats_server_start(srv, ss->fd, ss->remove_at_exit ? ss->path : NULL, src);
-	ss->fd = -1;
-	if (ret)
-		log_err("--stats-socket=%s: %s", ss->path, strerror(-ret));
-	else
-		log_info("statistics on %s (ferryfsd --stats=%s)", ss->path, ss->path);
-	return ret;
-}
-
-/* The report at exit, with --log-level=info or more. */
-static void stats_end(const struct stats_sources *src, struct stats_server *srv)
-{
-	stats_server_stop(srv);
-	stats_log_table(src);
-}
-
-/* *out = path made absolute (NULL for NULL); the caller frees it. */
-static int absolute_path(const char *path, char **out)
-{
-	char *cwd;
-	int ret = 0;
-
-	*out = NULL;
-	if (!path)
-		return 0;
-	if (path[0] == '/') {
-		*out = strdup(path);
-		return *out ? 0 : -ENOMEM;
-	}
-	cwd = getcwd(NULL, 0);
-	if (!cwd)
-		return -errno;
-	if (asprintf(out, "%s/%s", cwd, path) < 0) {
-		*out = NULL;
-		ret = -ENOMEM;
-	}
-	free(cwd);
-	return ret;
-}
-
-/*
- * Locks PID_PATH (the socket path plus ".pid") for the daemon's lifetime, as
- * the Rust virtiofsd does. It must happen before the socket is touched:
- * probing a socket another daemon listens on would be taken as its frontend,
- * and unlinking it would orphan that daemon.
- */
-static int lock_pid_file(const char *pid_path, const char *socket_path,
-			 int *pid_fd)
-{
-	struct stat held, named;
-	char owner[32] = "";
-	ssize_t n;
-	int fd, ret;
-
-	for (;;) {
-		fd = open(pid_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (fd < 0) {
-			ret = -errno;
-			log_err("pid file %s (beside --socket-path): %s; its "
-				"directory must exist and be writable", pid_path,
-				strerror(-ret));
-			goto out;
-		}
-		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-			ret = -errno;
-			if (ret != -EWOULDBLOCK) {
-				log_err("cannot lock pid file %s: %s", pid_path,
-					strerror(-ret));
-				goto out_close;
-			}
-			n = pread(fd, owner, sizeof(owner) - 1, 0);
-			owner[n > 0 ? n : 0] = '\0';
-			owner[strcspn(owner, "\n")] = '\0';
-			log_err("another ferryfsd (pid %s) is serving %s: its pid file "
-				"%s is locked; not touching the socket (stop that "
-				"daemon or choose another --socket-path)",
-				owner[0] ? owner : "unknown", socket_path, pid_path);
-			ret = -EADDRINUSE;
-			goto out_close;
-		}
-		/* A daemon that exits unlinks the file while holding the lock;
-		 * a lock won on that unlinked inode guards nothing. */
-		if (fstat(fd, &held) == 0 && stat(pid_path, &named) == 0 &&
-		    held.st_dev == named.st_dev && held.st_ino == named.st_ino)
-			break;
-		close(fd);
-	}
-	*pid_fd = fd;
-	return 0;
-
-out_close:
-	close(fd);
-out:
-	return ret;
-}
-
-static int write_pid(int pid_fd)
-{
-	char buf[32];
-	int len = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
-
-	if (ftruncate(pid_fd, 0) < 0 || pwrite(pid_fd, buf, len, 0) != len)
-		return -errno;
-	return 0;
-}
-
-/* An inherited fd must already be a listening stream socket: accepting on
- * anything else would fail later with a message that hides the cause. */
-static int check_inherited_socket(int fd)
-{
-	int type = 0, listening = 0;
-	socklen_t len = sizeof(type);
-
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
-		return -errno;
-	len = sizeof(listening);
-	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0)
-		return -errno;
-	if (type != SOCK_STREAM || !listening)
-		return -EINVAL;
-	/* Inherited without CLOEXEC; nothing we start should keep it. */
-	if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
-		return -errno;
-	return 0;
-}
-
-/*
- * --daemonize: forks; the parent waits until the child calls daemon_ready()
- * (it listens or is mounted), then exits 0, or 1 if the child failed first,
- * so whatever is started after the parent returns can connect. Runs before
- * the backend is set up: threads do not follow fork, and the backend's
- * /proc/self/fd handle would stay the parent's (the guest then saw an empty
- * share once the parent exited).
- */
-static int daemonize(int *ready_fd)
-{
-	pid_t pid = fork_with_pipe(false, ready_fd);
-	char status;
-
-	if (pid < 0)
-		return pid;
-	if (pid > 0) {
-		if (read(*ready_fd, &status, 1) == 1 && status == 0)
-			_exit(0);
-		fprintf(stderr, "ferryfsd: the background daemon failed to start "
-			"(its messages are above, or in syslog with --syslog)\n");
-		_exit(1);
-	}
-	setsid();
-	return 0;
-}
-
-/* Before the sandbox: its relay process outside keeps whatever stdio it
- * has, and the caller's output must not stay open for the daemon's life. */
-static void daemon_detach_stdio(void)
-{
-	int null_fd = open("/dev/null", O_RDWR);
-
-	if (null_fd < 0)
-		return;
-	dup2(null_fd, STDIN_FILENO);
-	dup2(null_fd, STDOUT_FILENO);
-	dup2(null_fd, STDERR_FILENO);
-	if (null_fd > STDERR_FILENO)
-		close(null_fd);
-}
-
-/* Leaves the working directory (relative paths are resolved by now) and
- * lets the waiting parent exit. */
-static void daemon_ready(int ready_fd)
-{
-	char ok = 0;
-
-	if (ready_fd < 0)
-		return;
-	if (chdir("/") < 0)
-		log_warn("chdir /: %s", strerror(errno));
-	if (write(ready_fd, &ok, 1) != 1)
-		log_warn("could not tell the parent we are ready: %s", strerror(errno));
-	close(ready_fd);
-}
-
-/* The vhost-user socket and the pid file locked next to it. */
-struct vu_listener {
-	int fd;
-	bool inherited;
-	char *socket_path;     /* absolute: removed at exit, after a chdir */
-	char *pid_path;
-	int pid_fd;
-	char where[64];
-};
-
-/* Ends what listen_vhost_user began; the socket and pid file are removed
- * only when this daemon created them and still sees the host's paths (in a
- * sandbox the same path would name a file in the share). */
-static void unlisten_vhost_user(struct vu_listener *l, bool paths_reachable)
-{
-	if (l->fd >= 0 && !l->inherited)
-		close(l->fd);
-	l->fd = -1;
-	/* unlinkat: the seccomp filter allows it, not unlink. */
-	if (paths_reachable && l->socket_path && l->pid_fd >= 0)
-		unlinkat(AT_FDCWD, l->socket_path, 0);
-	/* Unlinked while still locked, so no other daemon can hold a lock on
-	 * this file's inode meanwhile (see lock_pid_file). */
-	if (l->pid_fd >= 0) {
-		if (paths_reachable)
-			unlinkat(AT_FDCWD, l->pid_path, 0);
-		close(l->pid_fd);
-		l->pid_fd = -1;
-	}
-	free(l->pid_path);
-	free(l->socket_path);
-	l->pid_path = l->socket_path = NULL;
-}
-
 /* Both modes, once only serving is left: the seccomp filter (host_fuse
  * adds what /dev/fuse and the unmount need), then the statistics server. */
 static int begin_serving(const struct ferry_options *o, bool host_fuse,
@@ -389,7 +120,7 @@ static int begin_serving(const struct ferry_options *o, bool host_fuse,
 			"runs without it)", strerror(-ret));
 		return ret;
 	}
-	return stats_begin(ss, src, srv);
+	return stats_socket_serve(ss, src, srv);
 }
 
 /* Host FUSE mode: the same session and backend behind the host's /dev/fuse. */
@@ -458,7 +189,7 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 	else
 		log_info("%s unmounted; exiting", o->mountpoint);
 	running_mount = NULL;
-	stats_end(&stats_src, stats_srv);
+	stats_socket_end(&stats_src, stats_srv);
 out_df:
 	devfuse_free(df);
 	if (fuse_fd >= 0)
@@ -557,60 +288,12 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 
 out_stats:
 	stop_listen_fd = -1;
-	stats_end(&stats_src, stats_srv);
+	stats_socket_end(&stats_src, stats_srv);
 out_listen:
 	running_dev = NULL;
 	if (conn_fd >= 0)
 		close(conn_fd);
 	vu_dev_free(dev);
-	return ret;
-}
-
-/* The vhost-user socket is set up before the sandbox hides host paths. */
-static int listen_vhost_user(const struct ferry_options *o, struct vu_listener *l)
-{
-	int ret;
-
-	if (o->listen_fd >= 0) {
-		l->fd = o->listen_fd;
-		l->inherited = true;
-		snprintf(l->where, sizeof(l->where), "%s fd %d",
-			 o->socket_activated ? "the socket-activated" : "the inherited",
-			 l->fd);
-		ret = check_inherited_socket(l->fd);
-		if (ret)
-			log_err("%s is not a listening stream socket (%s): %s",
-				l->where, ret == -EINVAL ? "wrong type or not listening" :
-				strerror(-ret), o->socket_activated ?
-				"the socket unit needs one ListenStream=" :
-				"--fd=N must name a socket the caller listens on");
-		return ret;
-	}
-	ret = absolute_path(o->socket_path, &l->socket_path);
-	if (!ret && asprintf(&l->pid_path, "%s.pid", l->socket_path) < 0) {
-		l->pid_path = NULL;
-		ret = -ENOMEM;
-	}
-	if (ret) {
-		log_err("--socket-path: %s", strerror(-ret));
-		return ret;
-	}
-	ret = lock_pid_file(l->pid_path, l->socket_path, &l->pid_fd);
-	if (ret)
-		return ret;
-	ret = ferry_unix_listen(l->socket_path, o->socket_group, &l->fd);
-	if (ret) {
-		log_err("cannot listen on %s: %s (--socket-path needs an "
-			"existing, writable directory)", l->socket_path,
-			strerror(-ret));
-		/* The pid file is ours, the socket is not. */
-		free(l->socket_path);
-		l->socket_path = NULL;
-		return ret;
-	}
-	ret = write_pid(l->pid_fd);
-	if (ret)
-		log_err("cannot write pid file %s: %s", l->pid_path, strerror(-ret));
 	return ret;
 }
 
@@ -696,15 +379,9 @@ static int serve(const struct ferry_options *o)
 		log_info("--mount: no sandbox yet, only the seccomp filter "
 			 "(docs/security.md)");
 	}
-	if (stats_path) {
-		ss.path = stats_path;
-		ss.remove_at_exit = o->sandbox == SANDBOX_NONE;
-		ret = stats_listen(stats_path, &ss.fd);
-		if (ret) {
-			log_err("--stats-socket=%s: %s", stats_path, strerror(-ret));
-			goto out_listen;
-		}
-	}
+	ret = stats_socket_listen(&ss, stats_path, o->sandbox == SANDBOX_NONE);
+	if (ret)
+		goto out_listen;
 	/* Before the sandbox forks: pid 1 of a pid namespace only gets the
 	 * signals it has a handler for. */
 	install_stop_signals();
@@ -723,7 +400,7 @@ static int serve(const struct ferry_options *o)
 		goto out_listen;
 	}
 	st.pt = pt;
-	daemon_migration_config(o, &st);
+	options_to_migration(o, &st.mig);
 	ret = fuse_server_new(&st.session, &se_opts, &passthrough_ops, pt);
 	if (ret) {
 		log_err("FUSE session: %s", strerror(-ret));
@@ -745,11 +422,7 @@ out:
 	/* Closed without the ready byte: the waiting parent exits 1. */
 	if (ready_fd >= 0)
 		close(ready_fd);
-	if (ss.fd >= 0) {
-		close(ss.fd);
-		if (ss.remove_at_exit)
-			unlinkat(AT_FDCWD, stats_path, 0);
-	}
+	stats_socket_close(&ss);
 	free(stats_path);
 	return ret;
 }
@@ -768,7 +441,7 @@ int main(int argc, char **argv)
 		printf("ferryfsd %s\n", FERRYFS_VERSION);
 		return 0;
 	case ACTION_PRINT_CAPS:
-		print_capabilities();
+		print_capabilities(stdout);
 		return 0;
 	case ACTION_STATS:
 		return stats_query(opts.stats_query, opts.stats_json, stdout, stderr) ? 1 : 0;

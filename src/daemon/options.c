@@ -1,4 +1,4 @@
-/* ferryfsd's command line: both the Rust virtiofsd's and QEMU's C virtiofsd's dialects (options_table.c lists them). */
+/* ferryfsd's command line: both the Rust virtiofsd's and QEMU's C virtiofsd's dialects (options.def lists them). */
 #include "daemon/options.h"
 
 #include <string.h>
@@ -7,15 +7,10 @@
 
 void options_defaults(struct ferry_options *o)
 {
-	memset(o, 0, sizeof(*o));
-	o->action = ACTION_SERVE;
-	o->listen_fd = -1;
-	o->cache = CACHE_AUTO;
-	o->timeout = -1;
-	o->readdirplus = true;
-	o->announce_submounts = true;
-	o->log_level = LOG_LVL_INFO;
-	o->poll_max_us = FERRY_POLL_MAX_US_DEFAULT;
+	memset(o, 0, sizeof(*o));   /* and so every SWITCH off */
+#define OPTION(type, field, default_, to, ...) o->field = (type)default_;
+#define STATE(type, field, default_) o->field = (type)default_;
+#include "daemon/options.def"
 }
 
 int ferry_options_parse(struct ferry_options *o, int argc, char **argv,

@@ -11,7 +11,7 @@
 #include "backend/passthrough_modes.h"
 #include "backend/xattrmap.h"
 #include "common/log.h"
-#include "common/migration_stream.h"
+#include "migration/stream.h"
 
 /* The first fd a socket-activating manager passes (SD_LISTEN_FDS_START). */
 #define FERRY_LISTEN_FDS_START 3
@@ -28,58 +28,14 @@ enum sandbox_mode { SANDBOX_NAMESPACE, SANDBOX_CHROOT, SANDBOX_NONE };
 enum migration_on_error { MIGRATION_ON_ERROR_ABORT, MIGRATION_ON_ERROR_GUEST_ERROR };
 enum seccomp_mode { SECCOMP_KILL, SECCOMP_LOG, SECCOMP_TRAP, SECCOMP_NONE };
 
-/* What the command line says. The rows of options_table.c set these
- * fields; options_config.c hands them on to the backend and session. */
+/* What the command line says: one field per entry of options.def, whose
+ * rows (options_table.c) set them; options_config.c hands them on to the
+ * backend, the session and the migration. */
 struct ferry_options {
-	enum run_action action;
-	const char *socket_path;
-	const char *socket_group;
-	const char *mountpoint;       /* --mount: serve through host /dev/fuse */
-	const char *stats_socket;     /* --stats-socket: serve statistics there */
-	const char *stats_query;      /* --stats: ask the daemon at this socket */
-	bool stats_json;              /* --json: with --stats, JSON instead of a table */
-	int listen_fd;                /* --fd or socket activation; else -1 */
-	bool socket_activated;        /* listen_fd came from LISTEN_FDS */
-	const char *shared_dir;
-	const char *tag;
-	enum cache_mode cache;
-	double timeout;               /* <0: follow the cache mode */
-	bool xattr;
-	bool posix_acl;               /* FUSE_POSIX_ACL (needs xattr) */
-	bool security_label;          /* FUSE_SECURITY_CTX */
-	struct xattrmap xattrmap;     /* --xattrmap; count 0 when not given */
-	bool writeback;
-	bool allow_direct_io;
-	bool readdirplus;
-	bool readdirplus_set;         /* the user chose; else it follows cache */
-	bool posix_lock;              /* host-backed POSIX locks (off: guest-local) */
-	bool flock;                   /* host-backed flock locks (off: guest-local) */
-	bool readonly;
-	bool announce_submounts;      /* default on, as the Rust virtiofsd */
-	bool killpriv_v2;             /* default off, as both virtiofsds */
-	bool preserve_noatime;
-	bool allow_mmap;
-	struct idmap uid_map;         /* --translate-uid, --uid-map */
-	struct idmap gid_map;         /* --translate-gid, --gid-map */
-	bool syslog;
-	bool daemonize;
-	bool keep_listening;          /* serve frontend after frontend */
-	unsigned long rlimit_nofile;  /* 0: leave the limit as it is */
-	bool rlimit_nofile_set;
-	unsigned poll_max_us;         /* queue busy-poll ceiling; 0: never */
-	unsigned thread_pool_size;
-	bool thread_pool_size_set;
-	enum log_level log_level;
-	enum sandbox_mode sandbox;
-	bool sandbox_set;
-	enum seccomp_mode seccomp;
-	bool seccomp_set;             /* else sanitizer builds default to log */
-	const char *modcaps;          /* "+cap:-cap..." checked when parsed, applied by caps.c */
-	enum inode_file_handles inode_file_handles;
-	enum mig_mode migration_mode;           /* --migration-mode */
-	enum migration_on_error migration_on_error;
-	bool migration_verify_handles;
-	bool migration_confirm_paths;
+#define OPTION(type, field, default_, to, ...) type field;
+#define SWITCH(field, ...) bool field;
+#define STATE(type, field, default_) type field;
+#include "daemon/options.def"
 };
 
 /*

@@ -3,6 +3,7 @@
 #define FERRY_OPTIONS_TABLE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "daemon/options.h"
@@ -68,6 +69,9 @@ struct opt_row {
 	struct opt_help help;     /* its entry among the Rust dialect's options */
 	struct opt_help c_help;   /* among the C dialect's, printed by c_help_at */
 	int c_help_at;
+	/* A bool field's MIG_OPT_* bit: source and destination of a
+	 * migration must agree on it (options_to_migration); 0: none. */
+	uint32_t agreed;
 };
 
 extern const struct opt_row opt_rows[];

@@ -63,10 +63,24 @@ static void client_reset(void *opaque)
 
 const struct ferry_service daemon_service = { SESSION_WORKERS };
 
+static int save_state(void *opaque, int fd, char *reason, size_t reason_size)
+{
+	struct daemon_state *st = opaque;
+
+	return migration_save(st->session, st->pt, &st->mig, fd, reason, reason_size);
+}
+
+static int load_state(void *opaque, int fd, char *reason, size_t reason_size)
+{
+	struct daemon_state *st = opaque;
+
+	return migration_load(st->session, st->pt, &st->mig, fd, reason, reason_size);
+}
+
 /* Only vhost-user migrates: a /dev/fuse session lives in the host kernel,
  * which cannot move it. */
 const struct ferry_service daemon_service_migratable = {
 	SESSION_WORKERS,
-	.save_state = daemon_save_state,
-	.load_state = daemon_load_state,
+	.save_state = save_state,
+	.load_state = load_state,
 };

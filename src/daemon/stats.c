@@ -435,3 +435,52 @@ out:
 	close(fd);
 	return ret;
 }
+
+/* ---- --stats-socket over the daemon's life --------------------------- */
+
+int stats_socket_listen(struct stats_socket *ss, const char *path, bool remove_at_exit)
+{
+	int ret;
+
+	if (!path)
+		return 0;
+	ss->path = path;
+	ss->remove_at_exit = remove_at_exit;
+	ret = stats_listen(path, &ss->fd);
+	if (ret)
+		log_err("--stats-socket=%s: %s", path, strerror(-ret));
+	return ret;
+}
+
+int stats_socket_serve(struct stats_socket *ss, const struct stats_sources *src,
+		       struct stats_server **srv)
+{
+	int ret;
+
+	*srv = NULL;
+	if (ss->fd < 0)
+		return 0;
+	ret = stats_server_start(srv, ss->fd, ss->remove_at_exit ? ss->path : NULL, src);
+	ss->fd = -1;
+	if (ret)
+		log_err("--stats-socket=%s: %s", ss->path, strerror(-ret));
+	else
+		log_info("statistics on %s (ferryfsd --stats=%s)", ss->path, ss->path);
+	return ret;
+}
+
+void stats_socket_end(const struct stats_sources *src, struct stats_server *srv)
+{
+	stats_server_stop(srv);
+	stats_log_table(src);
+}
+
+void stats_socket_close(struct stats_socket *ss)
+{
+	if (ss->fd < 0)
+		return;
+	close(ss->fd);
+	ss->fd = -1;
+	if (ss->remove_at_exit)
+		unlinkat(AT_FDCWD, ss->path, 0);
+}

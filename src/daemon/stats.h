@@ -35,6 +35,26 @@ int stats_server_start(struct stats_server **out, int listen_fd, const char *pat
 /* Stops the thread, closes the socket and removes its path. NULL is fine. */
 void stats_server_stop(struct stats_server *srv);
 
+/* --stats-socket: listening before the sandbox hides the host's paths;
+ * answered once the transport exists and the process is in its final form
+ * (daemon() forks, and threads do not follow). */
+struct stats_socket {
+	const char *path;      /* NULL: no --stats-socket */
+	int fd;                /* listening; -1 once the server took it */
+	bool remove_at_exit;   /* the host's paths are still ours to see */
+};
+/* Listens on path (NULL: nothing to do); logs why it cannot. */
+int stats_socket_listen(struct stats_socket *ss, const char *path, bool remove_at_exit);
+/* Once only serving is left: the server takes the socket over; *srv is
+ * NULL when there is none. Logs where it answers, or why not. */
+int stats_socket_serve(struct stats_socket *ss, const struct stats_sources *src,
+		       struct stats_server **srv);
+/* Stops the server (NULL is fine) and logs the report at exit, with
+ * --log-level=info or more. */
+void stats_socket_end(const struct stats_sources *src, struct stats_server *srv);
+/* A socket the server never took: closed, and removed when ours to. */
+void stats_socket_close(struct stats_socket *ss);
+
 /* The --stats client: asks the daemon at path and copies the report to
  * out. Returns 0 or -errno (with a message on err). */
 int stats_query(const char *path, bool json, FILE *out, FILE *err);

@@ -7,7 +7,7 @@
 #include <sys/uio.h>
 
 #include "common/ferry_req.h"
-#include "common/migration_stream.h"
+#include "migration/stream.h"
 #include "common/stats.h"
 #include "protocol/fuse_ops.h"
 

@@ -1,7 +1,7 @@
 /* A realistic migration state for the stream's tests: nested directories, files, file handles, open handles, locks. */
 #include "migration_model.h"
 
-#include "common/migration_internal.h"
+#include "migration/stream_internal.h"
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
 
 #include <stdbool.h>
 
-#include "common/migration_stream.h"
+#include "migration/stream.h"
 
 #define N_DIRS 60
 #define N_FILES 440

@@ -23,8 +23,9 @@
 #include "../common/scratch.h"
 #include "backend/passthrough.h"
 #include "common/log.h"
-#include "common/migration_stream.h"
+#include "daemon/options_config.h"
 #include "daemon/service.h"
+#include "migration/stream.h"
 #include "../common/check.h"
 
 static char scratch[] = "/tmp/ferry-migration-XXXXXX";
@@ -77,7 +78,7 @@ static int side_open(struct side *s, enum mig_mode mode, bool guest_error)
 		return -1;
 	s->st.session = s->ps.se;
 	s->st.pt = s->ps.pt;
-	daemon_migration_config(&s->o, &s->st);
+	options_to_migration(&s->o, &s->st.mig);
 	return 0;
 }
 
@@ -263,7 +264,8 @@ static int save(struct side *s, char *reason, size_t size, int *ret)
 {
 	int fd = memfd_create("state", MFD_CLOEXEC);
 
-	*ret = s->st.pt ? daemon_save_state(&s->st, fd, reason, size) : -EINVAL;
+	*ret = s->st.pt ? migration_save(s->st.session, s->st.pt, &s->st.mig, fd, reason,
+					  size) : -EINVAL;
 	lseek(fd, 0, SEEK_SET);
 	return fd;
 }
@@ -273,7 +275,7 @@ static int load_fd(struct side *s, int fd, char *reason, size_t size)
 	int ret;
 
 	lseek(fd, 0, SEEK_SET);
-	ret = daemon_load_state(&s->st, fd, reason, size);
+	ret = migration_load(s->st.session, s->st.pt, &s->st.mig, fd, reason, size);
 	return ret;
 }
 
@@ -308,7 +310,7 @@ static void test_round_trip(enum mig_mode mode)
 	if (!sides_open(&a, &b, mode, false))
 		return;
 	/* The source's own checks find nothing wrong on a quiet share. */
-	a.st.mig.verify_handles = a.st.mig.confirm_paths = true;
+	a.st.mig.backend.verify_handles = a.st.mig.backend.confirm_paths = true;
 	CHECK_EQ(init(&a), 0);
 	d = lookup(&a, FUSE_ROOT_ID, "d");
 	f1 = lookup(&a, d, "f1");
@@ -561,11 +563,11 @@ static void test_options_mismatch(void)
 	lookup(&a, FUSE_ROOT_ID, "keep");
 	fd = save(&a, reason, sizeof(reason), &ret);
 	before = fd_count();
-	b.st.mig_options.flags ^= MIG_OPT_WRITEBACK;
+	b.st.mig.agreed.flags ^= MIG_OPT_WRITEBACK;
 	ret = load_fd(&b, fd, reason, sizeof(reason));
 	CHECK_MSG(ret == -EINVAL && strstr(reason, "writeback"), "writeback: %s", reason);
 	CHECK_EQ(fd_count(), before);
-	b.st.mig_options.flags ^= MIG_OPT_WRITEBACK;
+	b.st.mig.agreed.flags ^= MIG_OPT_WRITEBACK;
 	/* The migration mode is how the source names its inodes: a
 	 * file-handles destination reads a find-paths stream (and the other
 	 * way round), as the Rust virtiofsd's does. */
@@ -694,7 +696,7 @@ static void hostile_base(struct hostile *h, const struct side *b)
 	h->session = (struct mig_session){ .initialized = true, .major = 7, .minor = 38,
 		.max_write = 1024 * 1024, .flags = FUSE_ASYNC_READ | FUSE_INIT_EXT,
 		.max_readahead = 4096, .time_gran = 1, .max_pages = 256 };
-	h->options = b->st.mig_options;
+	h->options = b->st.mig.agreed;
 	h->counters.next_fh = 100;
 	h->counters.shard_bits = 6;
 	for (unsigned i = 0; i < 64; i++)

@@ -7,8 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/migration_internal.h"
-#include "common/migration_stream.h"
+#include "migration/stream_internal.h"
+#include "migration/stream.h"
 #include "migration_model.h"
 #include "../common/check.h"
 

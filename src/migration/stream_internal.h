@@ -1,15 +1,15 @@
 /* What the migration stream's encoder, decoder and helpers share and nobody else uses. */
-#ifndef FERRY_MIGRATION_INTERNAL_H
-#define FERRY_MIGRATION_INTERNAL_H
+#ifndef FERRY_MIGRATION_STREAM_INTERNAL_H
+#define FERRY_MIGRATION_STREAM_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/hash.h"
-#include "common/migration_stream.h"
+#include "migration/stream.h"
 
-/* Fixed body sizes of version 1 (migration_stream.h). */
+/* Fixed body sizes of version 1 (migration/stream.h). */
 #define MIG_SESSION_SIZE 40u
 #define MIG_OPTIONS_SIZE 16u
 #define MIG_COUNTERS_FIXED 16u

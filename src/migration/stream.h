@@ -198,10 +198,11 @@ struct mig_lock {
 };
 
 /* Caps on what a stream may make the decoder allocate: a hostile stream
- * could otherwise claim millions of inodes. The decoded state takes at
- * most about 3 times the stream's size (measured 2.3-2.7x), so the default
- * 256 MiB (room for 4 million inodes with paths) bounds it near 1 GiB; a
- * daemon sets the caps from its own inode and fd limits. */
+ * could otherwise claim millions of inodes. The decoded state is a small
+ * multiple of the stream's size (each record becomes a struct and its
+ * index slots), so the default 256 MiB (room for 4 million inodes with
+ * paths) bounds it near 1 GiB; a daemon sets the caps from its own inode
+ * and fd limits. */
 struct mig_limits {
 	size_t max_stream_bytes;
 	size_t max_inodes;

@@ -1,5 +1,5 @@
 /* The migration stream's shared pieces: CRC32C, hashing, the index and arena, state look-ups, fd I/O. */
-#include "common/migration_internal.h"
+#include "migration/stream_internal.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /* Writes the migration stream from plain structs handed over by callbacks. */
-#include "common/migration_internal.h"
+#include "migration/stream_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

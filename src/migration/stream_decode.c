@@ -1,5 +1,5 @@
 /* Reads and validates a migration stream completely before anything in it is used. */
-#include "common/migration_internal.h"
+#include "migration/stream_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
