@@ -821,7 +821,7 @@ static void test_lengths(struct fuse_worker *w)
 		run(w);
 		EXPECT_ERR(EINVAL);
 		if (res.out.error != -EINVAL)
-			printf("FAIL  (the line above is lies[%zu]'s)\n", i);
+			fprintf(stderr, "FAIL  (the line above is lies[%zu]'s)\n", i);
 	}
 	EXPECT_NO_CALLS();
 
@@ -1305,7 +1305,7 @@ static void run_case(struct fuse_worker *w, const struct op_case *c)
 	CHECK(rec.mode == c->mode && rec.umask == c->umask && rec.flags == c->flags);
 	CHECK(rec.sleep == c->sleep);
 	if (failures != failures_before)
-		printf("FAIL  (the lines above are %s's)\n", c->what);
+		fprintf(stderr, "FAIL  (the lines above are %s's)\n", c->what);
 }
 
 /* RENAME or RENAME2 of "old" in dir to "new" in the fixed struct's newdir;
