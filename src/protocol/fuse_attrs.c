@@ -11,21 +11,6 @@ int fuse_do_getattr(struct fuse_request *req)
 	return REPLY_OUT(req, rc, attr);
 }
 
-int fuse_do_setattr(struct fuse_request *req)
-{
-	const struct fuse_setattr_in *in = arg_fixed(req, sizeof(*in));
-	int rc = OPS(req)->setattr(FS(req), &req->ctx, req->in.nodeid, in, &req->out.attr);
-
-	return REPLY_OUT(req, rc, attr);
-}
-
-int fuse_do_access(struct fuse_request *req)
-{
-	const struct fuse_access_in *in = arg_fixed(req, sizeof(*in));
-
-	return OPS(req)->access(FS(req), &req->ctx, req->in.nodeid, in->mask);
-}
-
 int fuse_do_readlink(struct fuse_request *req)
 {
 	size_t room = reply_room(req, PATH_MAX);
@@ -39,11 +24,26 @@ int fuse_do_readlink(struct fuse_request *req)
 	return 0;
 }
 
+int fuse_do_setattr(struct fuse_request *req)
+{
+	const struct fuse_setattr_in *in = arg_fixed(req, sizeof(*in));
+	int rc = OPS(req)->setattr(FS(req), &req->ctx, req->in.nodeid, in, &req->out.attr);
+
+	return REPLY_OUT(req, rc, attr);
+}
+
 int fuse_do_statfs(struct fuse_request *req)
 {
 	int rc = OPS(req)->statfs(FS(req), &req->ctx, req->in.nodeid, &req->out.statfs.st);
 
 	return REPLY_OUT(req, rc, statfs);
+}
+
+int fuse_do_access(struct fuse_request *req)
+{
+	const struct fuse_access_in *in = arg_fixed(req, sizeof(*in));
+
+	return OPS(req)->access(FS(req), &req->ctx, req->in.nodeid, in->mask);
 }
 
 int fuse_do_syncfs(struct fuse_request *req)

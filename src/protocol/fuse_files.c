@@ -166,14 +166,6 @@ int fuse_do_lseek(struct fuse_request *req)
 	return REPLY_OUT(req, rc, lseek);
 }
 
-int fuse_do_getlk(struct fuse_request *req)
-{
-	const struct fuse_lk_in *in = arg_fixed(req, sizeof(*in));
-	int rc = OPS(req)->getlk(FS(req), &req->ctx, req->in.nodeid, in, &req->out.lk);
-
-	return REPLY_OUT(req, rc, lk);
-}
-
 /* SETLK and SETLKW, which may wait (sleep) for the lock. */
 int fuse_do_setlk(struct fuse_request *req)
 {
@@ -181,4 +173,12 @@ int fuse_do_setlk(struct fuse_request *req)
 	bool sleep = req->in.opcode == FUSE_SETLKW;
 
 	return not_stranded(req, OPS(req)->setlk(FS(req), &req->ctx, req->in.nodeid, in, sleep));
+}
+
+int fuse_do_getlk(struct fuse_request *req)
+{
+	const struct fuse_lk_in *in = arg_fixed(req, sizeof(*in));
+	int rc = OPS(req)->getlk(FS(req), &req->ctx, req->in.nodeid, in, &req->out.lk);
+
+	return REPLY_OUT(req, rc, lk);
 }
