@@ -2,7 +2,6 @@
 #include "protocol/fuse_opcodes.h"
 
 #include <stddef.h>
-#include <string.h>
 
 #define ROW(code, handler, fs_op, min, reply, fl) \
 	[code] = { .name = #code, .run = fuse_do_##handler, \
@@ -26,15 +25,4 @@ const struct fuse_op_desc *fuse_op_lookup(uint32_t opcode)
 		return NULL;
 	desc = &fuse_ops_table[opcode];
 	return desc->name ? desc : NULL;
-}
-
-bool fuse_backend_has_op(const struct fs_ops *ops, const struct fuse_op_desc *desc)
-{
-	void (*op)(void);
-
-	if (desc->backend_op == FUSE_NO_BACKEND_OP)
-		return true;
-	/* Every fs_ops member is a function pointer; only NULL-ness is read. */
-	memcpy(&op, (const char *)ops + desc->backend_op, sizeof(op));
-	return op != NULL;
 }

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/uio.h>
 
 #include "common/iov.h"
@@ -232,8 +233,18 @@ struct fuse_op_desc {
 
 /* NULL for opcodes we do not know at all. */
 const struct fuse_op_desc *fuse_op_lookup(uint32_t opcode);
-/* Whether the backend has the op the opcode's handler calls. */
-bool fuse_backend_has_op(const struct fs_ops *ops, const struct fuse_op_desc *desc);
+/* Whether the backend has the op the opcode's handler calls; inline, as
+ * it runs for every request. */
+static inline bool fuse_backend_has_op(const struct fs_ops *ops, const struct fuse_op_desc *desc)
+{
+	void (*op)(void);
+
+	if (desc->backend_op == FUSE_NO_BACKEND_OP)
+		return true;
+	/* Every fs_ops member is a function pointer; only NULL-ness is read. */
+	memcpy(&op, (const char *)ops + desc->backend_op, sizeof(op));
+	return op != NULL;
+}
 
 /* ---- fuse_args.c: the arguments after an op's fixed struct ---- */
 
