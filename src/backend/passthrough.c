@@ -41,49 +41,11 @@ static void pt_destroy(void *fs)
 	inode_forget_all(pt->inodes);
 }
 
-/* Each op lives in the file of its concern (pt_internal.h lists them); FUSE
- * ops not here are answered ENOSYS by the protocol. */
-const struct fs_ops passthrough_ops = {
-	.init = pt_init,
-	.destroy = pt_destroy,
-	.lookup = pt_lookup,
-	.forget = pt_forget,
-	.getattr = pt_getattr,
-	.setattr = pt_setattr,
-	.readlink = pt_readlink,
-	.symlink = pt_symlink,
-	.mknod = pt_mknod,
-	.mkdir = pt_mkdir,
-	.unlink = pt_unlink,
-	.rmdir = pt_rmdir,
-	.rename = pt_rename,
-	.link = pt_link,
-	.open = pt_open,
-	.read = pt_read,
-	.write = pt_write,
-	.statfs = pt_statfs,
-	.release = pt_release,
-	.fsync = pt_fsync,
-	.flush = pt_flush,
-	.opendir = pt_opendir,
-	.readdir = pt_readdir,
-	.releasedir = pt_releasedir,
-	.fsyncdir = pt_fsyncdir,
-	.setxattr = pt_setxattr,
-	.getxattr = pt_getxattr,
-	.listxattr = pt_listxattr,
-	.removexattr = pt_removexattr,
-	.access = pt_access,
-	.create = pt_create,
-	.fallocate = pt_fallocate,
-	.lseek = pt_lseek,
-	.copy_file_range = pt_copy_file_range,
-	.syncfs = pt_syncfs,
-	.tmpfile = pt_tmpfile,
-	/* Offered to the guest only with --posix-lock / --flock. */
-	.getlk = pt_getlk,
-	.setlk = pt_setlk,
-};
+/* Every fs_ops member as its pt_<member>: each lives in the file of its
+ * concern (pt_internal.h declares them), INIT and DESTROY above. getlk
+ * and setlk are offered to the guest only with --posix-lock / --flock. */
+#define PT_OP(op) .op = pt_##op,
+const struct fs_ops passthrough_ops = { FS_OPS(PT_OP) };
 
 /* ---- setup ------------------------------------------------------------ */
 

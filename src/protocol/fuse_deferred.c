@@ -1,5 +1,5 @@
-/* Deferred requests: an op answers after handle() returned, through the request's channel; INTERRUPT and cancellation. */
-#include "protocol/fuse_internal.h"
+/* Deferred requests: an op answers after its handler returned, through the request's channel; INTERRUPT and cancellation. */
+#include "protocol/fuse_handlers.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -144,6 +144,15 @@ void fuse_deferred_interrupt(struct fuse_server *se, uint64_t unique)
 		}
 	}
 	pthread_mutex_unlock(&se->deferred_lock);
+}
+
+/* Only deferred requests can still be in flight. */
+int fuse_do_interrupt(struct fuse_request *req)
+{
+	const struct fuse_interrupt_in *in = arg_fixed(req, sizeof(*in));
+
+	fuse_deferred_interrupt(req->se, in->unique);
+	return 0;
 }
 
 void fuse_worker_cancel_deferred(struct fuse_worker *w)

@@ -1,4 +1,4 @@
-/* Protocol-layer internals shared by the session, the dispatch table, argument parsing and the deferred requests. */
+/* Protocol-layer internals shared by the session, the opcode table and handlers, argument parsing and the deferred requests. */
 #ifndef FERRY_FUSE_INTERNAL_H
 #define FERRY_FUSE_INTERNAL_H
 
@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/uio.h>
 
 #include "common/iov.h"
@@ -210,9 +211,14 @@ struct fuse_request {
 	uint64_t start_ns;            /* when it was taken, for the stats */
 };
 
+/* One row of the opcode table (fuse_opcodes.h). */
 struct fuse_op_desc {
 	const char *name;
 	int (*run)(struct fuse_request *req);  /* NULL: ENOSYS */
+	/* offsetof the struct fs_ops member the handler calls: a backend
+	 * without it answers ENOSYS. FUSE_NO_BACKEND_OP: the protocol
+	 * answers whatever the backend has. */
+	uint16_t backend_op;
 	uint32_t min_arg;     /* fixed argument bytes the op needs */
 	uint32_t reply_arg;   /* fixed reply bytes, checked before the op runs */
 	unsigned flags;
@@ -223,8 +229,22 @@ struct fuse_op_desc {
 #define FUSE_OP_HEAD_ONLY  (1u << 2)  /* copy only min_arg: payload stays in rd */
 #define FUSE_OP_MODIFIES   (1u << 3)  /* always a change: EROFS with opts->readonly */
 
+#define FUSE_NO_BACKEND_OP UINT16_MAX
+
 /* NULL for opcodes we do not know at all. */
 const struct fuse_op_desc *fuse_op_lookup(uint32_t opcode);
+/* Whether the backend has the op the opcode's handler calls; inline, as
+ * it runs for every request. */
+static inline bool fuse_backend_has_op(const struct fs_ops *ops, const struct fuse_op_desc *desc)
+{
+	void (*op)(void);
+
+	if (desc->backend_op == FUSE_NO_BACKEND_OP)
+		return true;
+	/* Every fs_ops member is a function pointer; only NULL-ness is read. */
+	memcpy(&op, (const char *)ops + desc->backend_op, sizeof(op));
+	return op != NULL;
+}
 
 /* ---- fuse_args.c: the arguments after an op's fixed struct ---- */
 
@@ -239,12 +259,10 @@ int fuse_arg_xattr_name(struct fuse_request *req, const char **name);
  * req->ctx: an argument before 7.38, extensions from 7.38 on. */
 int fuse_arg_create_ext(struct fuse_request *req);
 
-int fuse_do_init(struct fuse_request *req);
+/* ---- fuse_server.c: the request path the other files share ---- */
+
 /* Every INIT flag this session offers (what a client may agree to). */
 uint64_t fuse_init_offered_flags(const struct fuse_server *se);
-int fuse_do_destroy(struct fuse_request *req);
-
-/* ---- fuse_server.c: the request path the other files share ---- */
 
 /* The one place an op's result becomes a FUSE reply; returns its length. */
 uint32_t fuse_request_reply(struct fuse_request *req, int rc);
@@ -267,7 +285,7 @@ int fuse_write_run_hold(struct fuse_request *req, const struct fuse_write_in *in
 /* Writes what is held, answers each member, and lets the worker idle. */
 void fuse_write_run_flush(struct fuse_worker *w);
 
-/* ---- fuse_deferred.c: requests an op answers after handle() returned ---- */
+/* ---- fuse_deferred.c: requests an op answers after its handler returned ---- */
 
 /* Sets up a new session's slots; 0 or -errno. */
 int fuse_deferred_init(struct fuse_server *se);

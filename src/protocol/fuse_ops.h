@@ -197,4 +197,22 @@ struct fs_ops {
 		     const struct fuse_lk_in *in, bool sleep);
 };
 
+/*
+ * Every member of struct fs_ops, for a backend that implements them all
+ * to fill its table from (the passthrough's is { FS_OPS(...) }, each
+ * member its pt_<member>). A member missing here fails the assertion.
+ */
+#define FS_OPS(X) \
+	X(init) X(destroy) X(lookup) X(forget) X(getattr) X(setattr) X(readlink) \
+	X(symlink) X(mknod) X(mkdir) X(unlink) X(rmdir) X(rename) X(link) X(open) \
+	X(read) X(write) X(statfs) X(release) X(fsync) X(flush) X(opendir) \
+	X(readdir) X(releasedir) X(fsyncdir) X(setxattr) X(getxattr) X(listxattr) \
+	X(removexattr) X(access) X(create) X(fallocate) X(lseek) X(copy_file_range) \
+	X(syncfs) X(tmpfile) X(getlk) X(setlk)
+
+#define FS_OPS_ONE_(op) + 1
+_Static_assert(sizeof(struct fs_ops) == (0 FS_OPS(FS_OPS_ONE_)) * sizeof(void (*)(void)),
+	       "FS_OPS must name every member of struct fs_ops");
+#undef FS_OPS_ONE_
+
 #endif

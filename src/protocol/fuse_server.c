@@ -1,5 +1,5 @@
 /* FUSE session lifetime, INIT/DESTROY, and the copy-then-validate request path. */
-#include "protocol/fuse_internal.h"
+#include "protocol/fuse_opcodes.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -463,6 +463,9 @@ static int req_prepare(struct fuse_request *req, const struct fuse_op_desc *desc
 		req->payload_len = req->arg_len - copy_len;
 		req->arg_len = copy_len;
 	}
+	/* Last, so a request that is malformed as well is refused as such. */
+	if (!fuse_backend_has_op(se->ops, desc))
+		return -ENOSYS;
 	return 0;
 }
 

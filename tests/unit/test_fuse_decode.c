@@ -66,6 +66,12 @@ static void fill_entry(struct fuse_entry_out *e, uint64_t nodeid)
 	e->attr.mode = 040755;
 }
 
+static int fill_open(struct fuse_open_out *out, uint64_t fh)
+{
+	out->fh = fh;
+	return 0;
+}
+
 static int t_init(void *fs, const struct fuse_conn_params *conn)
 {
 	rec.calls[C_INIT]++;
@@ -134,15 +140,32 @@ static int t_symlink(void *fs, const struct fuse_request_ctx *ctx, uint64_t pare
 	return 0;
 }
 
+/* What a creating op was handed (name, the caller's group and security
+ * context, mode and umask); the entry it makes is nodeid. */
+static int record_new(const struct fuse_request_ctx *ctx, const char *name, uint32_t mode,
+		      uint32_t umask, struct fuse_entry_out *out, uint64_t nodeid)
+{
+	snprintf(rec.name, sizeof(rec.name), "%s", name);
+	rec.has_supp_gid = ctx->has_supp_gid;
+	rec.supp_gid = ctx->supp_gid;
+	if (ctx->secctx_name) {
+		snprintf(rec.secctx_name, sizeof(rec.secctx_name), "%s", ctx->secctx_name);
+		rec.secctx_size = ctx->secctx_size;
+		if (ctx->secctx_size < sizeof(rec.secctx_value))
+			memcpy(rec.secctx_value, ctx->secctx_value, ctx->secctx_size);
+	}
+	rec.mode = mode;
+	rec.umask = umask;
+	fill_entry(out, nodeid);
+	return 0;
+}
+
 static int t_mknod(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 		   const char *name, const struct fuse_mknod_in *in,
 		   struct fuse_entry_out *out)
 {
 	rec.calls[C_MKNOD]++;
-	rec.mode = in->mode;
-	rec.umask = in->umask;
-	fill_entry(out, 44);
-	return 0;
+	return record_new(ctx, name, in->mode, in->umask, out, 44);
 }
 
 static int t_mkdir(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
@@ -150,13 +173,7 @@ static int t_mkdir(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent
 		   struct fuse_entry_out *out)
 {
 	rec.calls[C_MKDIR]++;
-	snprintf(rec.name, sizeof(rec.name), "%s", name);
-	rec.has_supp_gid = ctx->has_supp_gid;
-	rec.supp_gid = ctx->supp_gid;
-	rec.mode = in->mode;
-	rec.umask = in->umask;
-	fill_entry(out, 45);
-	return 0;
+	return record_new(ctx, name, in->mode, in->umask, out, 45);
 }
 
 static int t_unlink(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
@@ -167,12 +184,23 @@ static int t_unlink(void *fs, const struct fuse_request_ctx *ctx, uint64_t paren
 	return -ENOENT;
 }
 
-static int t_rmdir(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
-		   const char *name)
-{
-	rec.calls[C_RMDIR]++;
-	return 0;
-}
+/* Backend ops the tests only count: each records its call and succeeds. */
+#define COUNTING_OP(fn, call, arg_type) \
+	static int fn(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid, \
+		      arg_type arg) \
+	{ \
+		rec.calls[call]++; \
+		return 0; \
+	}
+
+COUNTING_OP(t_rmdir, C_RMDIR, const char *)
+COUNTING_OP(t_release, C_RELEASE, const struct fuse_release_in *)
+COUNTING_OP(t_fsync, C_FSYNC, const struct fuse_fsync_in *)
+COUNTING_OP(t_flush, C_FLUSH, const struct fuse_flush_in *)
+COUNTING_OP(t_releasedir, C_RELEASEDIR, const struct fuse_release_in *)
+COUNTING_OP(t_fsyncdir, C_FSYNCDIR, const struct fuse_fsync_in *)
+COUNTING_OP(t_removexattr, C_REMOVEXATTR, const char *)
+COUNTING_OP(t_fallocate, C_FALLOCATE, const struct fuse_fallocate_in *)
 
 static int t_rename(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 		    const char *name, uint64_t newparent, const char *newname,
@@ -198,12 +226,12 @@ static int t_link(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	return 0;
 }
 
+/* OPEN and OPENDIR hand out fh 7 and 8, so a reply shows which op ran. */
 static int t_open(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		  const struct fuse_open_in *in, struct fuse_open_out *out)
 {
 	rec.calls[C_OPEN]++;
-	out->fh = 7;
-	return 0;
+	return fill_open(out, 7);
 }
 
 /* Fills dst with a counting pattern, as much as the iovecs hold. */
@@ -247,33 +275,11 @@ static int t_statfs(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodei
 	return 0;
 }
 
-static int t_release(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
-		     const struct fuse_release_in *in)
-{
-	rec.calls[C_RELEASE]++;
-	return 0;
-}
-
-static int t_fsync(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
-		   const struct fuse_fsync_in *in)
-{
-	rec.calls[C_FSYNC]++;
-	return 0;
-}
-
-static int t_flush(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
-		   const struct fuse_flush_in *in)
-{
-	rec.calls[C_FLUSH]++;
-	return 0;
-}
-
 static int t_opendir(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		     const struct fuse_open_in *in, struct fuse_open_out *out)
 {
 	rec.calls[C_OPENDIR]++;
-	out->fh = 8;
-	return 0;
+	return fill_open(out, 8);
 }
 
 static const char *const dir_names[] = { ".", "..", "a", "bcdefghi", "j2345678901" };
@@ -300,20 +306,6 @@ static int t_readdir(void *fs, const struct fuse_request_ctx *ctx, uint64_t node
 		if (rc < 0)
 			return rc;
 	}
-	return 0;
-}
-
-static int t_releasedir(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
-			const struct fuse_release_in *in)
-{
-	rec.calls[C_RELEASEDIR]++;
-	return 0;
-}
-
-static int t_fsyncdir(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
-		      const struct fuse_fsync_in *in)
-{
-	rec.calls[C_FSYNCDIR]++;
 	return 0;
 }
 
@@ -359,13 +351,6 @@ static ssize_t t_listxattr(void *fs, const struct fuse_request_ctx *ctx, uint64_
 	return sizeof(names);
 }
 
-static int t_removexattr(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
-			 const char *name)
-{
-	rec.calls[C_REMOVEXATTR]++;
-	return 0;
-}
-
 static int t_access(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		    uint32_t mask)
 {
@@ -379,27 +364,8 @@ static int t_create(void *fs, const struct fuse_request_ctx *ctx, uint64_t paren
 		    struct fuse_entry_out *entry, struct fuse_open_out *open)
 {
 	rec.calls[C_CREATE]++;
-	snprintf(rec.name, sizeof(rec.name), "%s", name);
-	rec.has_supp_gid = ctx->has_supp_gid;
-	rec.supp_gid = ctx->supp_gid;
-	if (ctx->secctx_name) {
-		snprintf(rec.secctx_name, sizeof(rec.secctx_name), "%s", ctx->secctx_name);
-		rec.secctx_size = ctx->secctx_size;
-		if (ctx->secctx_size < sizeof(rec.secctx_value))
-			memcpy(rec.secctx_value, ctx->secctx_value, ctx->secctx_size);
-	}
-	rec.mode = in->mode;
-	rec.umask = in->umask;
-	fill_entry(entry, 46);
 	open->fh = 9;
-	return 0;
-}
-
-static int t_fallocate(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
-		       const struct fuse_fallocate_in *in)
-{
-	rec.calls[C_FALLOCATE]++;
-	return 0;
+	return record_new(ctx, name, in->mode, in->umask, entry, 46);
 }
 
 static int t_lseek(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
@@ -589,6 +555,26 @@ static void run(struct fuse_worker *w)
 	run_raw(w, rq.len, 7, 4096 + 256, 13);
 }
 
+/* The usual request: opcode on nodeid with a fixed argument (size bytes;
+ * none when 0) and tail_len bytes after it, run as run() does. */
+static void send_req_tail(struct fuse_worker *w, uint32_t opcode, uint64_t nodeid,
+			  const void *arg, size_t size, const void *tail, size_t tail_len)
+{
+	rq_start(opcode, nodeid);
+	if (size)
+		rq_add(arg, size);
+	if (tail_len)
+		rq_add(tail, tail_len);
+	run(w);
+}
+
+/* The same with a name (or nothing, NULL) after the fixed argument. */
+static void send_req(struct fuse_worker *w, uint32_t opcode, uint64_t nodeid,
+		     const void *arg, size_t size, const char *name)
+{
+	send_req_tail(w, opcode, nodeid, arg, size, name, name ? strlen(name) + 1 : 0);
+}
+
 static uint64_t last_unique(void)
 {
 	return rq_hdr()->unique;
@@ -642,9 +628,7 @@ static void send_init(struct fuse_worker *w, uint32_t major, uint32_t minor,
 				   .max_readahead = 131072, .flags = flags,
 				   .flags2 = flags2 };
 
-	rq_start(FUSE_INIT, 0);
-	rq_add(&in, sizeof(in));
-	run(w);
+	send_req(w, FUSE_INIT, 0, &in, sizeof(in), NULL);
 }
 
 #define ALL_FLAGS 0xffffffffu
@@ -682,9 +666,7 @@ static void test_before_init_and_init(void)
 	CHECK(fuse_worker_new(se, &w) == 0);
 	rec_reset();
 
-	rq_start(FUSE_GETATTR, 1);
-	rq_add(&ga, sizeof(ga));
-	run(w);
+	send_req(w, FUSE_GETATTR, 1, &ga, sizeof(ga), NULL);
 	EXPECT_ERR(EIO);
 	EXPECT_NO_CALLS();
 
@@ -701,9 +683,7 @@ static void test_before_init_and_init(void)
 	memcpy(&out, res.body, sizeof(out));
 	CHECK(out.major == 7 && out.minor == 38 && out.flags == 0 && out.max_write == 0);
 	EXPECT_NO_CALLS();
-	rq_start(FUSE_GETATTR, 1);
-	rq_add(&ga, sizeof(ga));
-	run(w);
+	send_req(w, FUSE_GETATTR, 1, &ga, sizeof(ga), NULL);
 	EXPECT_ERR(EIO);
 
 	/* INIT shorter than the 16-byte compat struct. */
@@ -737,21 +717,16 @@ static void test_before_init_and_init(void)
 	EXPECT_ERR(EIO);
 	EXPECT_NO_CALLS();
 
-	rq_start(FUSE_GETATTR, 5);
-	rq_add(&ga, sizeof(ga));
-	run(w);
+	send_req(w, FUSE_GETATTR, 5, &ga, sizeof(ga), NULL);
 	EXPECT_OK(sizeof(struct fuse_attr_out));
 	CHECK(rec.calls[C_GETATTR] == 1 && rec.nodeid == 5);
 
 	/* DESTROY: backend told, session back to waiting for INIT. */
 	rec_reset();
-	rq_start(FUSE_DESTROY, 0);
-	run(w);
+	send_req(w, FUSE_DESTROY, 0, NULL, 0, NULL);
 	EXPECT_OK(0);
 	CHECK(rec.calls[C_DESTROY] == 1);
-	rq_start(FUSE_GETATTR, 5);
-	rq_add(&ga, sizeof(ga));
-	run(w);
+	send_req(w, FUSE_GETATTR, 5, &ga, sizeof(ga), NULL);
 	EXPECT_ERR(EIO);
 
 	/* A guest reboot: the transport resets the session without DESTROY;
@@ -763,9 +738,7 @@ static void test_before_init_and_init(void)
 	CHECK(rec.calls[C_DESTROY] == 1);
 	fuse_server_reset(se);
 	CHECK(rec.calls[C_DESTROY] == 1);
-	rq_start(FUSE_GETATTR, 5);
-	rq_add(&ga, sizeof(ga));
-	run(w);
+	send_req(w, FUSE_GETATTR, 5, &ga, sizeof(ga), NULL);
 	EXPECT_ERR(EIO);
 	send_init(w, 7, 38, ALL_FLAGS, 0);
 	EXPECT_OK(sizeof(out));
@@ -789,9 +762,7 @@ static void test_old_init_and_defaults(void)
 	CHECK(fuse_server_new(&se, &opts, &test_ops, &rec) == 0);
 	CHECK(fuse_worker_new(se, &w) == 0);
 	rec_reset();
-	rq_start(FUSE_INIT, 0);
-	rq_add(old, sizeof(old));
-	run(w);
+	send_req(w, FUSE_INIT, 0, old, sizeof(old), NULL);
 	EXPECT_OK(sizeof(out));
 	memcpy(&out, res.body, sizeof(out));
 	CHECK(out.minor == 31);
@@ -817,9 +788,7 @@ static void test_old_init_and_defaults(void)
 	{
 		struct fuse_read_in rin = { .size = 4096 };
 
-		rq_start(FUSE_READDIRPLUS, 1);
-		rq_add(&rin, sizeof(rin));
-		run(w);
+		send_req(w, FUSE_READDIRPLUS, 1, &rin, sizeof(rin), NULL);
 		EXPECT_ERR(ENOSYS);
 	}
 	EXPECT_NO_CALLS();
@@ -829,6 +798,14 @@ static void test_old_init_and_defaults(void)
 
 static void test_lengths(struct fuse_worker *w)
 {
+	/* Headers that lie about the request: in.len set to len, or to the
+	 * request's true length plus len_delta; total_extlen to extlen. */
+	static const struct { uint32_t len; int len_delta; uint16_t extlen; } lies[] = {
+		{ .len_delta = 1 },   /* in.len larger than the chain */
+		{ .len = sizeof(struct fuse_in_header) - 1 },   /* shorter than the header */
+		{ .len_delta = -1 },  /* in.len cutting into the arguments */
+		{ .extlen = 3 },      /* extensions longer than the request */
+	};
 	struct fuse_getattr_in ga = { 0 };
 
 	rec_reset();
@@ -839,33 +816,17 @@ static void test_lengths(struct fuse_worker *w)
 	CHECK(res.ret == 0);
 	CHECK(res.out.len == 0xEEEEEEEE);
 
-	/* in.len larger than the chain. */
-	rq_start(FUSE_GETATTR, 1);
-	rq_add(&ga, sizeof(ga));
-	rq_hdr()->len += 1;
-	run(w);
-	EXPECT_ERR(EINVAL);
-
-	/* in.len shorter than the header. */
-	rq_start(FUSE_GETATTR, 1);
-	rq_add(&ga, sizeof(ga));
-	rq_hdr()->len = 39;
-	run(w);
-	EXPECT_ERR(EINVAL);
-
-	/* in.len cutting into the arguments. */
-	rq_start(FUSE_GETATTR, 1);
-	rq_add(&ga, sizeof(ga));
-	rq_hdr()->len -= 1;
-	run(w);
-	EXPECT_ERR(EINVAL);
-
-	/* Extensions longer than the request. */
-	rq_start(FUSE_GETATTR, 1);
-	rq_add(&ga, sizeof(ga));
-	rq_hdr()->total_extlen = 3;
-	run(w);
-	EXPECT_ERR(EINVAL);
+	for (size_t i = 0; i < sizeof(lies) / sizeof(lies[0]); i++) {
+		rq_start(FUSE_GETATTR, 1);
+		rq_add(&ga, sizeof(ga));
+		rq_hdr()->len = lies[i].len ? lies[i].len
+					    : (uint32_t)((int)rq.len + lies[i].len_delta);
+		rq_hdr()->total_extlen = lies[i].extlen;
+		run(w);
+		EXPECT_ERR(EINVAL);
+		if (res.out.error != -EINVAL)
+			fprintf(stderr, "FAIL  (the line above is lies[%zu]'s)\n", i);
+	}
 	EXPECT_NO_CALLS();
 
 	/* in.len smaller than the chain: the tail is ignored, so a name that
@@ -885,11 +846,9 @@ static void test_lengths(struct fuse_worker *w)
 	EXPECT_NO_CALLS();
 
 	/* Unknown and unimplemented opcodes. */
-	rq_start(9999, 1);
-	run(w);
+	send_req(w, 9999, 1, NULL, 0, NULL);
 	EXPECT_ERR(ENOSYS);
-	rq_start(7, 1);
-	run(w);
+	send_req(w, 7, 1, NULL, 0, NULL);
 	EXPECT_ERR(ENOSYS);
 	rq_start(FUSE_BMAP, 1);
 	rq_fill(0, 16);
@@ -937,21 +896,14 @@ static void test_names(struct fuse_worker *w)
 
 	rec_reset();
 	/* Not NUL-terminated within the request. */
-	rq_start(FUSE_LOOKUP, 1);
-	rq_add("abc", 3);
-	run(w);
+	send_req(w, FUSE_LOOKUP, 1, "abc", 3, NULL);
 	EXPECT_ERR(EINVAL);
 	/* No name at all. */
-	rq_start(FUSE_LOOKUP, 1);
-	run(w);
+	send_req(w, FUSE_LOOKUP, 1, NULL, 0, NULL);
 	EXPECT_ERR(EINVAL);
-	rq_start(FUSE_LOOKUP, 1);
-	rq_str("");
-	run(w);
+	send_req(w, FUSE_LOOKUP, 1, NULL, 0, "");
 	EXPECT_ERR(EINVAL);
-	rq_start(FUSE_LOOKUP, 1);
-	rq_str("a/b");
-	run(w);
+	send_req(w, FUSE_LOOKUP, 1, NULL, 0, "a/b");
 	EXPECT_ERR(EINVAL);
 	memset(long_name, 'n', 256);
 	long_name[256] = '\0';
@@ -969,39 +921,23 @@ static void test_names(struct fuse_worker *w)
 	CHECK(strlen(rec.name) == 255);
 
 	/* LOOKUP passes "." and ".." on; everything else refuses them. */
-	rq_start(FUSE_LOOKUP, 9);
-	rq_str("..");
-	run(w);
+	send_req(w, FUSE_LOOKUP, 9, NULL, 0, "..");
 	EXPECT_OK(sizeof(struct fuse_entry_out));
 	CHECK(strcmp(rec.name, "..") == 0 && rec.nodeid == 9);
-	rq_start(FUSE_LOOKUP, 9);
-	rq_str(".");
-	run(w);
+	send_req(w, FUSE_LOOKUP, 9, NULL, 0, ".");
 	EXPECT_OK(sizeof(struct fuse_entry_out));
 
 	rec_reset();
-	rq_start(FUSE_MKDIR, 1);
-	rq_add(&mk, sizeof(mk));
-	rq_str(".");
-	run(w);
+	send_req(w, FUSE_MKDIR, 1, &mk, sizeof(mk), ".");
 	EXPECT_ERR(EINVAL);
-	rq_start(FUSE_MKDIR, 1);
-	rq_add(&mk, sizeof(mk));
-	rq_str("..");
-	run(w);
+	send_req(w, FUSE_MKDIR, 1, &mk, sizeof(mk), "..");
 	EXPECT_ERR(EINVAL);
-	rq_start(FUSE_UNLINK, 1);
-	rq_str("..");
-	run(w);
+	send_req(w, FUSE_UNLINK, 1, NULL, 0, "..");
 	EXPECT_ERR(EINVAL);
-	rq_start(FUSE_RMDIR, 1);
-	rq_str("x/..");
-	run(w);
+	send_req(w, FUSE_RMDIR, 1, NULL, 0, "x/..");
 	EXPECT_ERR(EINVAL);
 	/* MKDIR whose fixed part is short. */
-	rq_start(FUSE_MKDIR, 1);
-	rq_add(&mk, 4);
-	run(w);
+	send_req(w, FUSE_MKDIR, 1, &mk, 4, NULL);
 	EXPECT_ERR(EINVAL);
 	EXPECT_NO_CALLS();
 	{
@@ -1038,9 +974,7 @@ static void test_names(struct fuse_worker *w)
 		rq_str(target);
 		run(w);
 		EXPECT_ERR(ENAMETOOLONG);
-		rq_start(FUSE_SYMLINK, 1);
-		rq_str("l");
-		run(w);
+		send_req(w, FUSE_SYMLINK, 1, NULL, 0, "l");
 		EXPECT_ERR(EINVAL);
 	}
 	EXPECT_NO_CALLS();
@@ -1065,15 +999,10 @@ static void test_write(struct fuse_worker *w)
 	EXPECT_ERR(EINVAL);
 	/* More than the request holds. */
 	wi.size = 100;
-	rq_start(FUSE_WRITE, 2);
-	rq_add(&wi, sizeof(wi));
-	rq_add(payload, 99);
-	run(w);
+	send_req_tail(w, FUSE_WRITE, 2, &wi, sizeof(wi), payload, 99);
 	EXPECT_ERR(EINVAL);
 	/* The compat 24-byte fuse_write_in is pre-7.9 only. */
-	rq_start(FUSE_WRITE, 2);
-	rq_add(&wi, 24);
-	run(w);
+	send_req(w, FUSE_WRITE, 2, &wi, 24, NULL);
 	EXPECT_ERR(EINVAL);
 	EXPECT_NO_CALLS();
 
@@ -1134,9 +1063,7 @@ static void test_read(struct fuse_worker *w)
 
 	/* Short fuse_read_in. */
 	rec_reset();
-	rq_start(FUSE_READ, 2);
-	rq_add(&ri, 24);
-	run(w);
+	send_req(w, FUSE_READ, 2, &ri, 24, NULL);
 	EXPECT_ERR(EINVAL);
 	EXPECT_NO_CALLS();
 }
@@ -1148,9 +1075,7 @@ static void test_forget(struct fuse_worker *w)
 	struct fuse_forget_one ones[3] = { { 10, 1 }, { 11, 2 }, { 12, 4 } };
 
 	rec_reset();
-	rq_start(FUSE_FORGET, 10);
-	rq_add(&fi, sizeof(fi));
-	run(w);
+	send_req(w, FUSE_FORGET, 10, &fi, sizeof(fi), NULL);
 	CHECK(res.ret == 0 && res.out.len == 0xEEEEEEEE);
 	CHECK(rec.calls[C_FORGET] == 1 && rec.forget_nlookup_sum == 3);
 	/* No reply even without any writable part (the hiprio queue). */
@@ -1161,21 +1086,13 @@ static void test_forget(struct fuse_worker *w)
 
 	/* Malformed FORGET: dropped silently. */
 	rec_reset();
-	rq_start(FUSE_FORGET, 10);
-	rq_add(&fi, 4);
-	run(w);
+	send_req(w, FUSE_FORGET, 10, &fi, 4, NULL);
 	CHECK(res.ret == 0);
 	/* count beyond the entries present. */
-	rq_start(FUSE_BATCH_FORGET, 0);
-	rq_add(&bf, sizeof(bf));
-	rq_add(ones, 2 * sizeof(ones[0]));
-	run(w);
+	send_req_tail(w, FUSE_BATCH_FORGET, 0, &bf, sizeof(bf), ones, 2 * sizeof(ones[0]));
 	CHECK(res.ret == 0);
 	bf.count = 0x20000000; /* count * 16 wraps 32 bits */
-	rq_start(FUSE_BATCH_FORGET, 0);
-	rq_add(&bf, sizeof(bf));
-	rq_add(ones, sizeof(ones));
-	run(w);
+	send_req_tail(w, FUSE_BATCH_FORGET, 0, &bf, sizeof(bf), ones, sizeof(ones));
 	CHECK(res.ret == 0);
 	EXPECT_NO_CALLS();
 
@@ -1218,17 +1135,12 @@ static void test_xattr(struct fuse_worker *w)
 	rq_fill('v', 65537);
 	run_raw(w, rq.len, 4096, 64, 64);
 	EXPECT_ERR(E2BIG);
+	/* Extended struct negotiated: the 8-byte compat one is too short. */
+	send_req(w, FUSE_SETXATTR, 1, &sx, 8, NULL);
+	EXPECT_ERR(EINVAL);
 	/* Name not terminated. */
 	sx.size = 0;
-	rq_start(FUSE_SETXATTR, 1);
-	rq_add(&sx, sizeof(sx));
-	rq_add("user.k", 6);
-	run(w);
-	EXPECT_ERR(EINVAL);
-	/* Extended struct negotiated: the 8-byte compat one is too short. */
-	rq_start(FUSE_SETXATTR, 1);
-	rq_add(&sx, 8);
-	run(w);
+	send_req_tail(w, FUSE_SETXATTR, 1, &sx, sizeof(sx), "user.k", 6);
 	EXPECT_ERR(EINVAL);
 	EXPECT_NO_CALLS();
 
@@ -1244,19 +1156,13 @@ static void test_xattr(struct fuse_worker *w)
 	CHECK(rec.flags == 1 && rec.xattr_flags2 == 1);
 
 	/* Size 0: the needed size. */
-	rq_start(FUSE_GETXATTR, 1);
-	rq_add(&gx, sizeof(gx));
-	rq_str("user.k");
-	run(w);
+	send_req(w, FUSE_GETXATTR, 1, &gx, sizeof(gx), "user.k");
 	EXPECT_OK(sizeof(go));
 	memcpy(&go, res.body, sizeof(go));
 	CHECK(go.size == 10);
 	/* Too small. */
 	gx.size = 4;
-	rq_start(FUSE_GETXATTR, 1);
-	rq_add(&gx, sizeof(gx));
-	rq_str("user.k");
-	run(w);
+	send_req(w, FUSE_GETXATTR, 1, &gx, sizeof(gx), "user.k");
 	EXPECT_ERR(ERANGE);
 	/* Big enough, but the reply room is not. */
 	gx.size = 100;
@@ -1265,36 +1171,25 @@ static void test_xattr(struct fuse_worker *w)
 	rq_str("user.k");
 	run_raw(w, rq.len, 7, 16 + 6, 5);
 	EXPECT_ERR(ERANGE);
-	rq_start(FUSE_GETXATTR, 1);
-	rq_add(&gx, sizeof(gx));
-	rq_str("user.k");
-	run(w);
+	send_req(w, FUSE_GETXATTR, 1, &gx, sizeof(gx), "user.k");
 	EXPECT_OK(10);
 	CHECK(memcmp(res.body, xattr_value, 10) == 0);
 
 	gx.size = 0;
-	rq_start(FUSE_LISTXATTR, 1);
-	rq_add(&gx, sizeof(gx));
-	run(w);
+	send_req(w, FUSE_LISTXATTR, 1, &gx, sizeof(gx), NULL);
 	EXPECT_OK(sizeof(go));
 	memcpy(&go, res.body, sizeof(go));
 	CHECK(go.size == 14);
 	gx.size = 14;
-	rq_start(FUSE_LISTXATTR, 1);
-	rq_add(&gx, sizeof(gx));
-	run(w);
+	send_req(w, FUSE_LISTXATTR, 1, &gx, sizeof(gx), NULL);
 	EXPECT_OK(14);
 	CHECK(memcmp(res.body, "user.a\0user.b", 14) == 0);
 
 	rec_reset();
-	rq_start(FUSE_REMOVEXATTR, 1);
-	rq_str("");
-	run(w);
+	send_req(w, FUSE_REMOVEXATTR, 1, NULL, 0, "");
 	EXPECT_ERR(EINVAL);
 	EXPECT_NO_CALLS();
-	rq_start(FUSE_REMOVEXATTR, 1);
-	rq_str("user.k");
-	run(w);
+	send_req(w, FUSE_REMOVEXATTR, 1, NULL, 0, "user.k");
 	EXPECT_OK(0);
 	CHECK(rec.calls[C_REMOVEXATTR] == 1);
 }
@@ -1349,18 +1244,14 @@ static void test_readdir(struct fuse_worker *w)
 	CHECK(fuse_dirbuf_add(&db, "", 0, 7, 8, 3) == -EINVAL);
 
 	rec_reset();
-	rq_start(FUSE_READDIR, 1);
-	rq_add(&ri, sizeof(ri));
-	run(w);
+	send_req(w, FUSE_READDIR, 1, &ri, sizeof(ri), NULL);
 	CHECK(res.ret > 16 && res.out.error == 0 && res.out.len == res.ret);
 	CHECK(check_dirents(res.body, res.ret - 16, false) == 5);
 	CHECK(rec.calls[C_READDIR] == 1 && !rec.plus);
 
 	/* A small size: whole entries only. */
 	ri.size = 70;
-	rq_start(FUSE_READDIR, 1);
-	rq_add(&ri, sizeof(ri));
-	run(w);
+	send_req(w, FUSE_READDIR, 1, &ri, sizeof(ri), NULL);
 	CHECK(res.ret == 16 + 32 + 32 && res.out.error == 0);
 	CHECK(check_dirents(res.body, res.ret - 16, false) == 2);
 
@@ -1373,48 +1264,134 @@ static void test_readdir(struct fuse_worker *w)
 	CHECK(rec.plus);
 }
 
+/*
+ * A request with a fixed argument and perhaps a name, and what it must
+ * come to: the one backend op it reaches, the reply (or error), one field
+ * of the reply the backend set, and what the backend was handed (mode and
+ * umask, flags, whether SETLK may sleep; 0 where the op hands none).
+ */
+struct op_case {
+	const char *what;
+	uint32_t opcode;
+	uint64_t nodeid;
+	const void *arg;
+	size_t arg_size;
+	const char *name;
+	int err;
+	size_t reply;
+	enum call call;
+	size_t field_at, field_size;   /* field_size 0: none checked */
+	uint64_t field;
+	uint32_t mode, umask, flags;
+	bool sleep;
+};
+
+#define OPC(code) .what = #code, .opcode = (code)
+#define ARG(a) .arg = &(a), .arg_size = sizeof(a)
+#define REPLY_FIELD(type, member, want) .reply = sizeof(type), \
+	.field_at = offsetof(type, member), .field_size = sizeof(((type *)0)->member), \
+	.field = (want)
+
+static void run_case(struct fuse_worker *w, const struct op_case *c)
+{
+	int failures_before = failures;
+	uint64_t field = 0;
+
+	rec_reset();
+	send_req(w, c->opcode, c->nodeid, c->arg, c->arg_size, c->name);
+	if (c->err)
+		EXPECT_ERR(c->err);
+	else
+		EXPECT_OK(c->reply);
+	CHECK(rec.calls[c->call] == 1 && total_calls() == 1);
+	memcpy(&field, res.body + c->field_at, c->field_size);
+	CHECK(field == c->field);
+	CHECK(rec.mode == c->mode && rec.umask == c->umask && rec.flags == c->flags);
+	CHECK(rec.sleep == c->sleep);
+	if (failures != failures_before)
+		fprintf(stderr, "FAIL  (the lines above are %s's)\n", c->what);
+}
+
+/* RENAME or RENAME2 of "old" in dir to "new" in the fixed struct's newdir;
+ * both names must reach the backend. */
+static void send_rename(struct fuse_worker *w, uint32_t opcode, uint64_t dir,
+			const void *arg, size_t size)
+{
+	rec_reset();
+	send_req(w, opcode, dir, arg, size, "old");
+	CHECK(rec.calls[C_RENAME] == 0);   /* "new" missing */
+	rq_start(opcode, dir);
+	rq_add(arg, size);
+	rq_str("old");
+	rq_str("new");
+	run(w);
+	EXPECT_OK(0);
+	CHECK(strcmp(rec.name, "old") == 0 && strcmp(rec.name2, "new") == 0);
+}
+
 static void test_positive(struct fuse_worker *w)
 {
+	static const struct fuse_setattr_in sa = { .valid = FATTR_SIZE, .size = 77 };
+	static const struct fuse_mknod_in mn = { .mode = 010644, .umask = 022 };
+	static const struct fuse_open_in oi = { .flags = 0 };
+	static const struct fuse_release_in rl = { .fh = 7 };
+	static const struct fuse_fsync_in fs = { .fh = 7 };
+	static const struct fuse_flush_in fl = { .fh = 7 };
+	static const struct fuse_access_in ac = { .mask = 4 };
+	static const struct fuse_fallocate_in fa = { .fh = 7, .length = 10 };
+	static const struct fuse_syncfs_in sf = { 0 };
+	static const struct fuse_lseek_in ls = { .fh = 7, .offset = 99, .whence = 3 };
+	static const struct fuse_copy_file_range_in cf = { .fh_in = 7, .len = 12345 };
+	static const struct fuse_lk_in lk = { .fh = 7, .lk = { .start = 1, .end = 9, .type = 1 } };
+	static const struct op_case cases[] = {
+		{ OPC(FUSE_SETATTR), .nodeid = 3, ARG(sa), .call = C_SETATTR,
+		  REPLY_FIELD(struct fuse_attr_out, attr.size, 77) },
+		{ OPC(FUSE_MKNOD), .nodeid = 1, ARG(mn), .name = "fifo", .call = C_MKNOD,
+		  REPLY_FIELD(struct fuse_entry_out, nodeid, 44), .mode = 010644, .umask = 022 },
+		{ OPC(FUSE_UNLINK), .nodeid = 1, .name = "gone", .call = C_UNLINK, .err = ENOENT },
+		{ OPC(FUSE_RMDIR), .nodeid = 1, .name = "dir", .call = C_RMDIR },
+		{ OPC(FUSE_OPEN), .nodeid = 3, ARG(oi), .call = C_OPEN,
+		  REPLY_FIELD(struct fuse_open_out, fh, 7) },
+		{ OPC(FUSE_OPENDIR), .nodeid = 3, ARG(oi), .call = C_OPENDIR,
+		  REPLY_FIELD(struct fuse_open_out, fh, 8) },
+		{ OPC(FUSE_STATFS), .nodeid = 1, .call = C_STATFS,
+		  REPLY_FIELD(struct fuse_statfs_out, st.bsize, 4096) },
+		{ OPC(FUSE_FLUSH), .nodeid = 3, ARG(fl), .call = C_FLUSH },
+		{ OPC(FUSE_FSYNC), .nodeid = 3, ARG(fs), .call = C_FSYNC },
+		{ OPC(FUSE_FSYNCDIR), .nodeid = 3, ARG(fs), .call = C_FSYNCDIR },
+		{ OPC(FUSE_RELEASE), .nodeid = 3, ARG(rl), .call = C_RELEASE },
+		{ OPC(FUSE_RELEASEDIR), .nodeid = 3, ARG(rl), .call = C_RELEASEDIR },
+		{ OPC(FUSE_ACCESS), .nodeid = 3, ARG(ac), .call = C_ACCESS, .flags = 4 },
+		{ OPC(FUSE_FALLOCATE), .nodeid = 3, ARG(fa), .call = C_FALLOCATE },
+		{ OPC(FUSE_SYNCFS), .nodeid = 1, ARG(sf), .call = C_SYNCFS },
+		{ OPC(FUSE_LSEEK), .nodeid = 3, ARG(ls), .call = C_LSEEK,
+		  REPLY_FIELD(struct fuse_lseek_out, offset, 100) },
+		{ OPC(FUSE_COPY_FILE_RANGE), .nodeid = 3, ARG(cf), .call = C_COPY,
+		  REPLY_FIELD(struct fuse_write_out, size, 12345) },
+		{ OPC(FUSE_GETLK), .nodeid = 3, ARG(lk), .call = C_GETLK,
+		  REPLY_FIELD(struct fuse_lk_out, lk.end, 9) },
+		{ OPC(FUSE_SETLKW), .nodeid = 3, ARG(lk), .call = C_SETLK, .sleep = true },
+		{ OPC(FUSE_SETLK), .nodeid = 3, ARG(lk), .call = C_SETLK },
+	};
 	struct fuse_entry_out e;
 	struct fuse_open_out o;
 
-	rec_reset();
-	{
-		struct fuse_setattr_in sa = { .valid = FATTR_SIZE, .size = 77 };
-		struct fuse_attr_out ao;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		run_case(w, &cases[i]);
 
-		rq_start(FUSE_SETATTR, 3);
-		rq_add(&sa, sizeof(sa));
-		run(w);
-		EXPECT_OK(sizeof(ao));
-		memcpy(&ao, res.body, sizeof(ao));
-		CHECK(ao.attr.size == 77);
-		rq_start(FUSE_SETATTR, 3);
-		rq_add(&sa, sizeof(sa) - 8);
-		run(w);
-		EXPECT_ERR(EINVAL);
-	}
+	/* SETATTR's fixed struct cut short. */
+	rec_reset();
+	send_req(w, FUSE_SETATTR, 3, &sa, sizeof(sa) - 8, NULL);
+	EXPECT_ERR(EINVAL);
+	EXPECT_NO_CALLS();
 	{
 		struct fuse_mkdir_in mk = { .mode = 0750, .umask = 027 };
 
-		rq_start(FUSE_MKDIR, 1);
-		rq_add(&mk, sizeof(mk));
-		rq_str("dir");
-		run(w);
+		send_req(w, FUSE_MKDIR, 1, &mk, sizeof(mk), "dir");
 		EXPECT_OK(sizeof(e));
 		memcpy(&e, res.body, sizeof(e));
 		CHECK(e.nodeid == 45 && rec.mode == 0750 && rec.umask == 027);
 		CHECK(strcmp(rec.name, "dir") == 0);
-	}
-	{
-		struct fuse_mknod_in mn = { .mode = 010644, .umask = 022 };
-
-		rq_start(FUSE_MKNOD, 1);
-		rq_add(&mn, sizeof(mn));
-		rq_str("fifo");
-		run(w);
-		EXPECT_OK(sizeof(e));
-		CHECK(rec.mode == 010644 && rec.umask == 022);
 	}
 	{
 		struct fuse_create_in ci = { .flags = 2, .mode = 0600, .umask = 077 };
@@ -1433,10 +1410,7 @@ static void test_positive(struct fuse_worker *w)
 		CHECK(strcmp(rec.name, "file") == 0 && rec.secctx_name[0] == '\0');
 
 		/* O_TMPFILE sends the unnamed dentry's name, "/". */
-		rq_start(FUSE_TMPFILE, 1);
-		rq_add(&ci, sizeof(ci));
-		rq_str("/");
-		run(w);
+		send_req(w, FUSE_TMPFILE, 1, &ci, sizeof(ci), "/");
 		EXPECT_OK(sizeof(e) + sizeof(o));
 		memcpy(&o, res.body + sizeof(e), sizeof(o));
 		CHECK(rec.calls[C_TMPFILE] == 1 && o.fh == 10);
@@ -1449,8 +1423,7 @@ static void test_positive(struct fuse_worker *w)
 		EXPECT_OK(sizeof(e));
 		CHECK(strcmp(rec.name, "link") == 0 && strcmp(rec.name2, "../a/b") == 0);
 
-		rq_start(FUSE_READLINK, 43);
-		run(w);
+		send_req(w, FUSE_READLINK, 43, NULL, 0, NULL);
 		EXPECT_OK(10);
 		CHECK(memcmp(res.body, "some/where", 10) == 0);
 	}
@@ -1458,147 +1431,17 @@ static void test_positive(struct fuse_worker *w)
 		struct fuse_rename_in rn = { .newdir = 5 };
 		struct fuse_rename2_in rn2 = { .newdir = 6, .flags = 1 /* NOREPLACE */ };
 
-		rq_start(FUSE_RENAME, 1);
-		rq_add(&rn, sizeof(rn));
-		rq_str("old");
-		rq_str("new");
-		run(w);
-		EXPECT_OK(0);
+		send_rename(w, FUSE_RENAME, 1, &rn, sizeof(rn));
 		CHECK(rec.nodeid == 1 && rec.nodeid2 == 5 && rec.flags == 0);
-		CHECK(strcmp(rec.name, "old") == 0 && strcmp(rec.name2, "new") == 0);
-		rq_start(FUSE_RENAME2, 2);
-		rq_add(&rn2, sizeof(rn2));
-		rq_str("o2");
-		rq_str("n2");
-		run(w);
-		EXPECT_OK(0);
+		send_rename(w, FUSE_RENAME2, 2, &rn2, sizeof(rn2));
 		CHECK(rec.nodeid == 2 && rec.nodeid2 == 6 && rec.flags == 1);
 	}
 	{
 		struct fuse_link_in li = { .oldnodeid = 33 };
 
-		rq_start(FUSE_LINK, 4);
-		rq_add(&li, sizeof(li));
-		rq_str("hard");
-		run(w);
+		send_req(w, FUSE_LINK, 4, &li, sizeof(li), "hard");
 		EXPECT_OK(sizeof(e));
 		CHECK(rec.nodeid == 33 && rec.nodeid2 == 4);
-	}
-	{
-		rq_start(FUSE_UNLINK, 1);
-		rq_str("gone");
-		run(w);
-		EXPECT_ERR(ENOENT);
-		CHECK(rec.calls[C_UNLINK] == 1);
-	}
-	{
-		struct fuse_open_in oi = { .flags = 0 };
-
-		rq_start(FUSE_OPEN, 3);
-		rq_add(&oi, sizeof(oi));
-		run(w);
-		EXPECT_OK(sizeof(o));
-		memcpy(&o, res.body, sizeof(o));
-		CHECK(o.fh == 7);
-		rq_start(FUSE_OPENDIR, 3);
-		rq_add(&oi, sizeof(oi));
-		run(w);
-		EXPECT_OK(sizeof(o));
-	}
-	{
-		struct fuse_statfs_out so;
-
-		rq_start(FUSE_STATFS, 1);
-		run(w);
-		EXPECT_OK(sizeof(so));
-		memcpy(&so, res.body, sizeof(so));
-		CHECK(so.st.bsize == 4096);
-	}
-	{
-		struct fuse_release_in rl = { .fh = 7 };
-		struct fuse_fsync_in fs = { .fh = 7 };
-		struct fuse_flush_in fl = { .fh = 7 };
-		struct fuse_access_in ac = { .mask = 4 };
-		struct fuse_fallocate_in fa = { .fh = 7, .length = 10 };
-		struct fuse_syncfs_in sf = { 0 };
-
-		rq_start(FUSE_FLUSH, 3);
-		rq_add(&fl, sizeof(fl));
-		run(w);
-		EXPECT_OK(0);
-		rq_start(FUSE_FSYNC, 3);
-		rq_add(&fs, sizeof(fs));
-		run(w);
-		EXPECT_OK(0);
-		rq_start(FUSE_FSYNCDIR, 3);
-		rq_add(&fs, sizeof(fs));
-		run(w);
-		EXPECT_OK(0);
-		rq_start(FUSE_RELEASE, 3);
-		rq_add(&rl, sizeof(rl));
-		run(w);
-		EXPECT_OK(0);
-		rq_start(FUSE_RELEASEDIR, 3);
-		rq_add(&rl, sizeof(rl));
-		run(w);
-		EXPECT_OK(0);
-		rq_start(FUSE_ACCESS, 3);
-		rq_add(&ac, sizeof(ac));
-		run(w);
-		EXPECT_OK(0);
-		CHECK(rec.flags == 4);
-		rq_start(FUSE_FALLOCATE, 3);
-		rq_add(&fa, sizeof(fa));
-		run(w);
-		EXPECT_OK(0);
-		rq_start(FUSE_SYNCFS, 1);
-		rq_add(&sf, sizeof(sf));
-		run(w);
-		EXPECT_OK(0);
-		CHECK(rec.calls[C_FLUSH] == 1 && rec.calls[C_FSYNC] == 1 &&
-		      rec.calls[C_FSYNCDIR] == 1 && rec.calls[C_RELEASE] == 1 &&
-		      rec.calls[C_RELEASEDIR] == 1 && rec.calls[C_ACCESS] == 1 &&
-		      rec.calls[C_FALLOCATE] == 1 && rec.calls[C_SYNCFS] == 1);
-	}
-	{
-		struct fuse_lseek_in ls = { .fh = 7, .offset = 99, .whence = 3 };
-		struct fuse_lseek_out lo;
-		struct fuse_copy_file_range_in cf = { .fh_in = 7, .len = 12345 };
-		struct fuse_write_out wo;
-
-		rq_start(FUSE_LSEEK, 3);
-		rq_add(&ls, sizeof(ls));
-		run(w);
-		EXPECT_OK(sizeof(lo));
-		memcpy(&lo, res.body, sizeof(lo));
-		CHECK(lo.offset == 100);
-		rq_start(FUSE_COPY_FILE_RANGE, 3);
-		rq_add(&cf, sizeof(cf));
-		run(w);
-		EXPECT_OK(sizeof(wo));
-		memcpy(&wo, res.body, sizeof(wo));
-		CHECK(wo.size == 12345);
-	}
-	{
-		struct fuse_lk_in lk = { .fh = 7, .lk = { .start = 1, .end = 9, .type = 1 } };
-		struct fuse_lk_out lo;
-
-		rq_start(FUSE_GETLK, 3);
-		rq_add(&lk, sizeof(lk));
-		run(w);
-		EXPECT_OK(sizeof(lo));
-		memcpy(&lo, res.body, sizeof(lo));
-		CHECK(lo.lk.start == 1 && lo.lk.end == 9);
-		rq_start(FUSE_SETLKW, 3);
-		rq_add(&lk, sizeof(lk));
-		run(w);
-		EXPECT_OK(0);
-		CHECK(rec.sleep);
-		rq_start(FUSE_SETLK, 3);
-		rq_add(&lk, sizeof(lk));
-		run(w);
-		EXPECT_OK(0);
-		CHECK(!rec.sleep && rec.calls[C_SETLK] == 2);
 	}
 }
 
@@ -1621,13 +1464,9 @@ static void test_missing_ops(void)
 	memcpy(&out, res.body, sizeof(out));
 	CHECK(!(out.flags & (FUSE_POSIX_LOCKS | FUSE_FLOCK_LOCKS)));
 	rec_reset();
-	rq_start(FUSE_GETLK, 1);
-	rq_add(&lk, sizeof(lk));
-	run(w);
+	send_req(w, FUSE_GETLK, 1, &lk, sizeof(lk), NULL);
 	EXPECT_ERR(ENOSYS);
-	rq_start(FUSE_SETLKW, 1);
-	rq_add(&lk, sizeof(lk));
-	run(w);
+	send_req(w, FUSE_SETLKW, 1, &lk, sizeof(lk), NULL);
 	EXPECT_ERR(ENOSYS);
 	EXPECT_NO_CALLS();
 	fuse_worker_free(w);
@@ -1666,16 +1505,10 @@ static void test_readonly(void)
 	}
 	EXPECT_NO_CALLS();
 
-	rq_start(FUSE_GETATTR, 2);
-	rq_add(&ga, sizeof(ga));
-	run(w);
+	send_req(w, FUSE_GETATTR, 2, &ga, sizeof(ga), NULL);
 	EXPECT_OK(sizeof(struct fuse_attr_out));
-	rq_start(FUSE_SETATTR, 2);
-	rq_add(&sa, sizeof(sa));
-	run(w);
-	rq_start(FUSE_OPEN, 2);
-	rq_add(&oi, sizeof(oi));
-	run(w);
+	send_req(w, FUSE_SETATTR, 2, &sa, sizeof(sa), NULL);
+	send_req(w, FUSE_OPEN, 2, &oi, sizeof(oi), NULL);
 	CHECK(rec.calls[C_GETATTR] == 1 && rec.calls[C_SETATTR] == 1 && rec.calls[C_OPEN] == 1);
 	fuse_worker_free(w);
 	fuse_server_free(se);
@@ -1699,6 +1532,28 @@ static void rq_secctx(const char *name, const char *value, uint32_t hdr_type_or_
 	rq_fill(0, total - (rq.len - start));
 }
 
+#define NO_FIELD SIZE_MAX
+
+/* CREATE of "f" in 1 with a security context extension ("label"), its
+ * 32-bit field at field_at bytes into the extension overwritten with value
+ * (NO_FIELD: as built). No padding before it: the extension is found from
+ * the end. */
+static void send_create_secctx(struct fuse_worker *w, const struct fuse_create_in *ci,
+			       size_t field_at, uint32_t value)
+{
+	size_t before;
+
+	rq_start(FUSE_CREATE, 1);
+	rq_add(ci, sizeof(*ci));
+	rq_str("f");
+	before = rq.len;
+	rq_secctx("security.selinux", "label", 1);
+	if (field_at != NO_FIELD)
+		memcpy(rq.b + before + field_at, &value, sizeof(value));
+	rq_hdr()->total_extlen = (uint16_t)((rq.len - before) / 8);
+	run(w);
+}
+
 static void test_secctx(void)
 {
 	struct fuse_server_opts opts = default_opts();
@@ -1708,17 +1563,7 @@ static void test_secctx(void)
 
 	/* 7.38: the context is an extension counted by total_extlen. */
 	open_session(&se, &w, &opts);
-	rq_start(FUSE_CREATE, 1);
-	rq_add(&ci, sizeof(ci));
-	rq_str("f");
-	/* No padding before it: the extension is found from the end. */
-	{
-		size_t before = rq.len;
-
-		rq_secctx("security.selinux", "label", 1);
-		rq_hdr()->total_extlen = (uint16_t)((rq.len - before) / 8);
-	}
-	run(w);
+	send_create_secctx(w, &ci, NO_FIELD, 0);
 	EXPECT_OK(sizeof(struct fuse_entry_out) + sizeof(struct fuse_open_out));
 	CHECK(strcmp(rec.name, "f") == 0);
 	CHECK(strcmp(rec.secctx_name, "security.selinux") == 0);
@@ -1726,32 +1571,11 @@ static void test_secctx(void)
 
 	/* An extension claiming more than the request holds. */
 	rec_reset();
-	rq_start(FUSE_CREATE, 1);
-	rq_add(&ci, sizeof(ci));
-	rq_str("f");
-	{
-		size_t before = rq.len;
-		uint32_t big = 4096;
-
-		rq_secctx("security.selinux", "label", 1);
-		memcpy(rq.b + before + offsetof(struct fuse_secctx_header, size), &big, 4);
-		rq_hdr()->total_extlen = (uint16_t)((rq.len - before) / 8);
-	}
-	run(w);
+	send_create_secctx(w, &ci, offsetof(struct fuse_secctx_header, size), 4096);
 	EXPECT_ERR(EINVAL);
 	/* A context value longer than its block. */
-	rq_start(FUSE_CREATE, 1);
-	rq_add(&ci, sizeof(ci));
-	rq_str("f");
-	{
-		size_t before = rq.len;
-		uint32_t big = 1000;
-
-		rq_secctx("security.selinux", "label", 1);
-		memcpy(rq.b + before + 8 + offsetof(struct fuse_secctx, size), &big, 4);
-		rq_hdr()->total_extlen = (uint16_t)((rq.len - before) / 8);
-	}
-	run(w);
+	send_create_secctx(w, &ci, sizeof(struct fuse_secctx_header) + offsetof(struct fuse_secctx, size),
+			   1000);
 	EXPECT_ERR(EINVAL);
 	EXPECT_NO_CALLS();
 	fuse_worker_free(w);
@@ -1963,18 +1787,14 @@ static void send_setlkw(struct fuse_worker *w)
 {
 	struct fuse_lk_in lk = { .fh = 7, .lk = { .start = 0, .end = 9, .type = 1 } };
 
-	rq_start(FUSE_SETLKW, 3);
-	rq_add(&lk, sizeof(lk));
-	run(w);
+	send_req(w, FUSE_SETLKW, 3, &lk, sizeof(lk), NULL);
 }
 
 static void send_interrupt(struct fuse_worker *w, uint64_t unique)
 {
 	struct fuse_interrupt_in in = { .unique = unique };
 
-	rq_start(FUSE_INTERRUPT, 0);
-	rq_add(&in, sizeof(in));
-	run(w);
+	send_req(w, FUSE_INTERRUPT, 0, &in, sizeof(in), NULL);
 }
 
 static void *finish_when_cancelled(void *arg)
