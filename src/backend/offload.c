@@ -32,8 +32,21 @@ struct offload {
 	struct offload_job *head, **tail;
 	unsigned queued, threads, idle;
 	bool stopping;
-	bool held;                 /* tests: see offload_hold */
+#ifdef FERRY_TEST_HOOKS
+	bool held;                 /* see offload_hold */
+#endif
 };
+
+/* Whether a test holds the queued jobs back; never in the daemon. */
+static inline bool jobs_held(const struct offload *o)
+{
+#ifdef FERRY_TEST_HOOKS
+	return o->held;
+#else
+	(void)o;
+	return false;
+#endif
+}
 
 int offload_new(struct offload **out)
 {
@@ -60,7 +73,9 @@ void offload_free(struct offload *o)
 		return;
 	pthread_mutex_lock(&o->lock);
 	o->stopping = true;
+#ifdef FERRY_TEST_HOOKS
 	o->held = false;
+#endif
 	pthread_cond_broadcast(&o->work);
 	thread_count_wait_none(&o->threads, &o->none_left, &o->lock);
 	pthread_mutex_unlock(&o->lock);
@@ -76,7 +91,7 @@ static void *offload_thread(void *arg)
 
 	pthread_mutex_lock(&o->lock);
 	for (;;) {
-		struct offload_job *job = o->held ? NULL : o->head;
+		struct offload_job *job = jobs_held(o) ? NULL : o->head;
 		struct timespec until;
 		int rc;
 
@@ -97,7 +112,7 @@ static void *offload_thread(void *arg)
 		o->idle++;
 		rc = pthread_cond_timedwait(&o->work, &o->lock, &until);
 		o->idle--;
-		if (rc == ETIMEDOUT && !o->head && !o->held)
+		if (rc == ETIMEDOUT && !o->head && !jobs_held(o))
 			break;
 	}
 	/* offload_free may free o once it sees 0, but only after this
@@ -145,6 +160,7 @@ out:
 	return ret;
 }
 
+#ifdef FERRY_TEST_HOOKS
 unsigned offload_threads(struct offload *o)
 {
 	unsigned n;
@@ -162,3 +178,4 @@ void offload_hold(struct offload *o, bool hold)
 	pthread_cond_broadcast(&o->work);
 	pthread_mutex_unlock(&o->lock);
 }
+#endif

@@ -18,11 +18,14 @@ void offload_free(struct offload *o);
 /* Queues job for a pool thread: 0, or -errno when there is no thread to
  * run it (none could start); then the job is still the caller's. */
 int offload_submit(struct offload *o, struct offload_job *job);
-/* Threads alive now, for tests. */
+
+#ifdef FERRY_TEST_HOOKS
+/* Test builds only (passthrough_test_hooks.h): threads alive now; */
 unsigned offload_threads(struct offload *o);
-/* Tests: while held, queued jobs wait and no thread takes them (threads
- * still start), so a test can fill the queue deterministically.
- * offload_free lets go of a hold. */
+/* while held, queued jobs wait and no thread takes them (threads still
+ * start), so a test can fill the queue deterministically. offload_free
+ * lets go of a hold. */
 void offload_hold(struct offload *o, bool hold);
+#endif
 
 #endif

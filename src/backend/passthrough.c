@@ -206,10 +206,10 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 	ret = offload_new(&pt->offload);
 	if (ret < 0)
 		goto err_locks;
-	ret = sync_runner_new(&pt->syncs, pt->open_files, pt->offload, opts->defer_every_sync);
+	ret = sync_runner_new(&pt->syncs, pt->open_files, pt->offload);
 	if (ret < 0)
 		goto err_offload;
-	ret = read_runner_new(&pt->reads, pt->open_files, pt->offload, opts->defer_every_read);
+	ret = read_runner_new(&pt->reads, pt->open_files, pt->offload);
 	if (ret < 0)
 		goto err_syncs;
 	*out = pt;

@@ -47,8 +47,10 @@ struct read_runner {
 	struct open_file_table *open_files;
 	struct offload *offload;        /* the passthrough's, freed before us */
 	struct read_split *split;       /* large inline reads on two threads */
-	bool defer_all;
-	atomic_bool pretend_uncached;   /* tests */
+#ifdef FERRY_TEST_HOOKS
+	atomic_bool defer_all;          /* see read_runner_defer_all */
+	atomic_bool pretend_uncached;   /* see read_runner_pretend_uncached */
+#endif
 	struct dev_slots devs;
 	/* Per slot of devs; > 0: reads there try RWF_NOWAIT for this many
 	 * more reads. */
@@ -70,8 +72,44 @@ struct read_job {
  * not share a counter's cache line. */
 static __thread unsigned read_count;
 
+/* The test switches: in the daemon constant false, so the request path
+ * has no branch for them. */
+#ifdef FERRY_TEST_HOOKS
+static bool defers_all(struct read_runner *r)
+{
+	return atomic_load_explicit(&r->defer_all, memory_order_relaxed);
+}
+
+static bool pretends_uncached(struct read_runner *r)
+{
+	return atomic_load_explicit(&r->pretend_uncached, memory_order_relaxed);
+}
+
+void read_runner_defer_all(struct read_runner *r, bool on)
+{
+	atomic_store_explicit(&r->defer_all, on, memory_order_relaxed);
+}
+
+void read_runner_pretend_uncached(struct read_runner *r, bool on)
+{
+	atomic_store_explicit(&r->pretend_uncached, on, memory_order_relaxed);
+}
+#else
+static inline bool defers_all(struct read_runner *r)
+{
+	(void)r;
+	return false;
+}
+
+static inline bool pretends_uncached(struct read_runner *r)
+{
+	(void)r;
+	return false;
+}
+#endif
+
 int read_runner_new(struct read_runner **out, struct open_file_table *handles,
-		    struct offload *offload, bool defer_all)
+		    struct offload *offload)
 {
 	struct read_runner *r = calloc(1, sizeof(*r));
 
@@ -79,18 +117,12 @@ int read_runner_new(struct read_runner **out, struct open_file_table *handles,
 		return -ENOMEM;
 	r->open_files = handles;
 	r->offload = offload;
-	r->defer_all = defer_all;
 	if (read_split_new(&r->split, true) < 0) {
 		free(r);
 		return -ENOMEM;
 	}
 	*out = r;
 	return 0;
-}
-
-void read_runner_pretend_uncached(struct read_runner *r, bool on)
-{
-	atomic_store_explicit(&r->pretend_uncached, on, memory_order_relaxed);
 }
 
 void read_runner_free(struct read_runner *r)
@@ -207,10 +239,10 @@ ssize_t read_handle(struct read_runner *r, const struct fuse_request_ctx *ctx,
 	}
 	if (credit == NOWAIT_UNSUPPORTED)
 		goto inline_read;
-	if (!r->defer_all && credit <= 0 && ++read_count % READ_SAMPLE != 0)
+	if (!defers_all(r) && credit <= 0 && ++read_count % READ_SAMPLE != 0)
 		goto inline_read;
 
-	if (atomic_load_explicit(&r->pretend_uncached, memory_order_relaxed))
+	if (pretends_uncached(r))
 		ret = -EAGAIN;
 	else
 		ret = read_nowait(h->fd, dst, dst_cnt, size, off);

@@ -12,17 +12,22 @@
 
 struct read_runner;
 
-/* defer_all: every read that may wait is tried without waiting, as on a
- * file system known to be cold (tests). Deferred reads run on offload,
- * which must end (offload_free) before the runner is freed. */
+/* Deferred reads run on offload, which must end (offload_free) before the
+ * runner is freed. */
 int read_runner_new(struct read_runner **out, struct open_file_table *handles,
-		    struct offload *offload, bool defer_all);
+		    struct offload *offload);
 void read_runner_free(struct read_runner *r);
-/* Tests: every read that may be deferred finds its data "not cached"
- * without asking the kernel. A real RWF_NOWAIT miss starts readahead and
- * returns the data if the disk was quick, which on a busy machine (the
- * reader preempted meanwhile) is nearly every time. */
+
+#ifdef FERRY_TEST_HOOKS
+/* Test builds only (passthrough_test_hooks.h). on: every read that may
+ * wait is tried without waiting, as on a file system known to be cold; */
+void read_runner_defer_all(struct read_runner *r, bool on);
+/* on: every read that may be deferred finds its data "not cached" without
+ * asking the kernel. A real RWF_NOWAIT miss starts readahead and returns
+ * the data if the disk was quick, which on a busy machine (the reader
+ * preempted meanwhile) is nearly every time. */
 void read_runner_pretend_uncached(struct read_runner *r, bool on);
+#endif
 
 /*
  * Reads up to size bytes at off from h->fd into dst, taking over the

@@ -2,6 +2,7 @@
 #include "backend/sync.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,9 @@
 
 struct sync_runner {
 	struct open_file_table *open_files;
-	bool defer_all;
+#ifdef FERRY_TEST_HOOKS
+	atomic_bool defer_all;          /* see sync_runner_defer_all */
+#endif
 	struct dev_slots slow_devs;     /* file systems slow to sync */
 	struct offload *offload;        /* the passthrough's, freed before us */
 };
@@ -36,15 +39,34 @@ struct sync_job {
 	struct fuse_deferred *deferred;
 };
 
+/* The test switch: in the daemon constant false, so the request path has
+ * no branch for it. */
+#ifdef FERRY_TEST_HOOKS
+static bool defers_all(struct sync_runner *r)
+{
+	return atomic_load_explicit(&r->defer_all, memory_order_relaxed);
+}
+
+void sync_runner_defer_all(struct sync_runner *r, bool on)
+{
+	atomic_store_explicit(&r->defer_all, on, memory_order_relaxed);
+}
+#else
+static inline bool defers_all(struct sync_runner *r)
+{
+	(void)r;
+	return false;
+}
+#endif
+
 int sync_runner_new(struct sync_runner **out, struct open_file_table *handles,
-		    struct offload *offload, bool defer_all)
+		    struct offload *offload)
 {
 	struct sync_runner *r = calloc(1, sizeof(*r));
 
 	if (!r)
 		return -ENOMEM;
 	r->open_files = handles;
-	r->defer_all = defer_all;
 	r->offload = offload;
 	*out = r;
 	return 0;
@@ -135,7 +157,7 @@ int sync_handle(struct sync_runner *r, const struct fuse_request_ctx *ctx,
 	/* A thread only pays when something waits behind the sync; alone on
 	 * its queue, the sync is quicker done here (no thread to start, no
 	 * reply to hand back). */
-	if (r->defer_all || (ctx->queued_behind && dev_is_slow(r, dev))) {
+	if (defers_all(r) || (ctx->queued_behind && dev_is_slow(r, dev))) {
 		ret = sync_start_thread(r, ctx, h, datasync);
 		if (ret == FERRY_DEFERRED)
 			return ret;

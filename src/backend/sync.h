@@ -10,12 +10,17 @@
 
 struct sync_runner;
 
-/* defer_all: every sync goes to a thread, as on a slow file system (tests).
- * Deferred syncs run on offload, which must end (offload_free) before the
+/* Deferred syncs run on offload, which must end (offload_free) before the
  * runner is freed. */
 int sync_runner_new(struct sync_runner **out, struct open_file_table *handles,
-		    struct offload *offload, bool defer_all);
+		    struct offload *offload);
 void sync_runner_free(struct sync_runner *r);
+
+#ifdef FERRY_TEST_HOOKS
+/* Test builds only (passthrough_test_hooks.h). on: every sync goes to a
+ * thread, as on a slow file system. */
+void sync_runner_defer_all(struct sync_runner *r, bool on);
+#endif
 
 /*
  * fsync(2) (fdatasync(2) with datasync) of h->fd, taking over the caller's

@@ -106,8 +106,7 @@ static int session_open(struct session *s, const char *dir, bool defer_every_syn
 			bool defer_every_read)
 {
 	struct passthrough_opts pt_opts = { .shared_dir = dir, .cache = CACHE_NEVER,
-					    .timeout = -1, .defer_every_sync = defer_every_sync,
-					    .defer_every_read = defer_every_read };
+					    .timeout = -1 };
 	struct fuse_server_opts se_opts = { .max_write = 1024 * 1024 };
 	struct fuse_init_in init = { .major = FUSE_KERNEL_VERSION,
 				     .minor = FUSE_KERNEL_MINOR_VERSION,
@@ -119,6 +118,8 @@ static int session_open(struct session *s, const char *dir, bool defer_every_syn
 	memset(s, 0, sizeof(*s));
 	if (pt_session_open(&s->ps, &pt_opts, &se_opts) < 0)
 		return -1;
+	passthrough_defer_every_sync(s->ps.pt, defer_every_sync);
+	passthrough_defer_every_read(s->ps.pt, defer_every_read);
 	send_req(s->ps.w, FUSE_INIT, 0, &init, sizeof(init), NULL, NULL);
 	if (rep.h.error)
 		return -1;
