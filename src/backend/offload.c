@@ -1,4 +1,4 @@
-/* The pool that runs deferred requests' work (cold reads, slow syncs) off their queue: threads started when needed, reused, ended when idle. */
+/* The one executor for the backend's deferred requests: a pool for work that ends on its own (cold reads, slow syncs), a thread each for waits that may not (blocking locks). */
 #include "backend/offload.h"
 
 #include <errno.h>
@@ -8,7 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend/deferred_threads.h"
 #include "common/log.h"
 
 /*
@@ -28,9 +27,10 @@
 struct offload {
 	pthread_mutex_t lock;
 	pthread_cond_t work;       /* a job was queued, or the pool stops */
-	pthread_cond_t none_left;  /* threads reached 0 */
+	pthread_cond_t none_left;  /* threads and blocking reached 0 */
 	struct offload_job *head, **tail;
 	unsigned queued, threads, idle;
+	unsigned blocking;         /* threads of offload_submit_blocking */
 	bool stopping;
 #ifdef FERRY_TEST_HOOKS
 	bool held;                 /* see offload_hold */
@@ -46,6 +46,29 @@ static inline bool jobs_held(const struct offload *o)
 	(void)o;
 	return false;
 #endif
+}
+
+/* pthread_create of a detached thread: 0 or -errno. */
+static int thread_start_detached(void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	pthread_t thread;
+	int ret;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	ret = -pthread_create(&thread, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return ret;
+}
+
+/* With o->lock held, the last step of a thread of either kind: count is
+ * its kind's. offload_free may free o once both are 0, but only after
+ * the ending thread has let go of the lock. */
+static void thread_ended(struct offload *o, unsigned *count)
+{
+	if (--*count == 0 && o->threads + o->blocking == 0)
+		pthread_cond_broadcast(&o->none_left);
 }
 
 int offload_new(struct offload **out)
@@ -77,7 +100,8 @@ void offload_free(struct offload *o)
 	o->held = false;
 #endif
 	pthread_cond_broadcast(&o->work);
-	thread_count_wait_none(&o->threads, &o->none_left, &o->lock);
+	while (o->threads + o->blocking > 0)
+		pthread_cond_wait(&o->none_left, &o->lock);
 	pthread_mutex_unlock(&o->lock);
 	pthread_cond_destroy(&o->none_left);
 	pthread_cond_destroy(&o->work);
@@ -115,9 +139,7 @@ static void *offload_thread(void *arg)
 		if (rc == ETIMEDOUT && !o->head && !jobs_held(o))
 			break;
 	}
-	/* offload_free may free o once it sees 0, but only after this
-	 * thread has let go of the lock. */
-	thread_count_done(&o->threads, &o->none_left);
+	thread_ended(o, &o->threads);
 	pthread_mutex_unlock(&o->lock);
 	return NULL;
 }
@@ -155,6 +177,36 @@ int offload_submit(struct offload *o, struct offload_job *job)
 	}
 	if (o->idle > 0)
 		pthread_cond_signal(&o->work);
+out:
+	pthread_mutex_unlock(&o->lock);
+	return ret;
+}
+
+static void *blocking_thread(void *arg)
+{
+	struct offload_job *job = arg;
+	struct offload *o = job->owner;    /* run() may free the job */
+
+	job->run(job);
+	pthread_mutex_lock(&o->lock);
+	thread_ended(o, &o->blocking);
+	pthread_mutex_unlock(&o->lock);
+	return NULL;
+}
+
+int offload_submit_blocking(struct offload *o, struct offload_job *job)
+{
+	int ret = -ESHUTDOWN;
+
+	pthread_mutex_lock(&o->lock);
+	if (o->stopping)
+		goto out;
+	job->owner = o;
+	/* Counted after it starts: it waits for the lock we hold before it
+	 * can end. */
+	ret = thread_start_detached(blocking_thread, job);
+	if (ret == 0)
+		o->blocking++;
 out:
 	pthread_mutex_unlock(&o->lock);
 	return ret;

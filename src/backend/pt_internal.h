@@ -62,7 +62,7 @@ struct passthrough {
 	struct lock_table *locks;
 	struct sync_runner *syncs;
 	struct read_runner *reads;
-	struct offload *offload;    /* slow syncs and cold reads */
+	struct offload *offload;    /* slow syncs, cold reads, lock waits */
 	pthread_mutex_t mounts_lock;
 	struct { int mnt_id; int fd; } mounts[MOUNT_FDS_MAX];
 	atomic_uint nmounts;

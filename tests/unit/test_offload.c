@@ -107,10 +107,11 @@ static int session_open(struct session *s, const char *dir, bool defer_every_syn
 {
 	struct passthrough_opts pt_opts = { .shared_dir = dir, .cache = CACHE_NEVER,
 					    .timeout = -1 };
-	struct fuse_server_opts se_opts = { .max_write = 1024 * 1024 };
+	struct fuse_server_opts se_opts = { .max_write = 1024 * 1024, .posix_lock = true };
 	struct fuse_init_in init = { .major = FUSE_KERNEL_VERSION,
 				     .minor = FUSE_KERNEL_MINOR_VERSION,
-				     .max_readahead = 65536, .flags = FUSE_INIT_EXT };
+				     .max_readahead = 65536,
+				     .flags = FUSE_INIT_EXT | FUSE_POSIX_LOCKS };
 	struct fuse_create_in ci = { .flags = O_RDWR, .mode = 0600 };
 	struct fuse_entry_out e;
 	struct fuse_open_out o;
@@ -231,6 +232,58 @@ static void test_quick_sync_inline(void)
 	used = send_req(s.ps.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token);
 	CHECK_MSG(used == sizeof(rep.h) && rep.h.error == 0,
 	          "the first FSYNC on a file system is answered inline");
+	session_close(&s);
+}
+
+/* ---- SETLKW waits beside the pool ---- */
+
+/* More lock waits than the pool has threads: none of them may keep a sync
+ * (or a read) from a pool thread, since a wait may last for ever. */
+#define LOCK_WAITERS 70
+
+static void test_lock_waits_leave_pool_free(void)
+{
+	struct flock host_lock = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	struct fuse_lk_in lk = { .lk = { .type = F_RDLCK, .end = INT64_MAX } };
+	struct fuse_fsync_in fs = { 0 };
+	unsigned replies = later.count, waiting = 0;
+	char path[256];
+	int tokens[LOCK_WAITERS], token, host_fd;
+	uint64_t unique;
+	uint32_t used;
+	struct session s;
+
+	/* session_open creates it again (test_slow_sync_deferred made it). */
+	snprintf(path, sizeof(path), "%s/slow", scratch);
+	unlink(path);
+	if (!session_ready(&s, scratch, true, false, " with every sync deferred"))
+		return;
+	host_fd = open(path, O_RDWR | O_CLOEXEC);
+	if (host_fd < 0 || fcntl(host_fd, F_OFD_SETLK, &host_lock) < 0) {
+		CHECK_MSG(0, "a host write lock on %s: %s", path, strerror(errno));
+		goto out;
+	}
+	lk.fh = s.fh;
+	for (unsigned i = 0; i < LOCK_WAITERS; i++) {
+		lk.owner = 1000 + i;
+		used = send_req(s.ps.w, FUSE_SETLKW, s.nodeid, &lk, sizeof(lk), NULL, &tokens[i]);
+		waiting += used == FERRY_DEFERRED;
+	}
+	CHECK_MSG(waiting == LOCK_WAITERS, "%u SETLKW behind a host lock wait, deferred (%u)",
+	          LOCK_WAITERS, waiting);
+	fs.fh = s.fh;
+	unique = next_unique;
+	used = send_req(s.ps.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token);
+	CHECK_MSG(used == FERRY_DEFERRED && wait_later(replies + 1) && later.token == &token &&
+	          later.h.unique == unique && later.h.error == 0,
+	          "an FSYNC deferred behind them is answered while they all still wait");
+	/* As a queue stop does: every wait ends with EINTR. */
+	fuse_worker_cancel_deferred(s.ps.w);
+	CHECK_MSG(wait_later(replies + 1 + waiting) && later.h.error == -EINTR,
+	          "the cancelled waits are answered, with EINTR (%d)", later.h.error);
+out:
+	if (host_fd >= 0)
+		close(host_fd);
 	session_close(&s);
 }
 
@@ -662,6 +715,7 @@ int main(void)
 	test_pool();
 	test_slow_sync_deferred();
 	test_quick_sync_inline();
+	test_lock_waits_leave_pool_free();
 	test_cold_read_deferred(scratch);
 	test_cold_read_budget(scratch);
 	test_read_nowait_unsupported();
