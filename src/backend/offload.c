@@ -21,7 +21,8 @@
 
 /* A thread with no job for this long ends: a burst of cold reads leaves
  * no threads behind, and a steady stream reuses the same ones instead of
- * paying ~30-50 us for a thread start per job. */
+ * paying a thread start (a clone, a fresh stack and its page faults,
+ * several times an idle thread's wake-up) per job. */
 #define OFFLOAD_IDLE_S 5
 
 struct offload {

@@ -15,17 +15,18 @@
 
 /*
  * A queue thread runs its requests one after the other, so a read that
- * waits for the disk (~50-100 us for 4 KiB on a virtio disk here, more on
- * a busy or remote one) holds up every request behind it, and the disk
- * sees one read at a time however many the guest sent. preadv2 with
- * RWF_NOWAIT tells whether the data is cached without waiting; only then
- * does the read go to another thread.
+ * waits for the disk (a device round trip, far longer than a copy from
+ * the page cache) holds up every request behind it, and the disk sees one
+ * read at a time however many the guest sent. preadv2 with RWF_NOWAIT
+ * tells whether the data is cached without waiting; only then does the
+ * read go to another thread.
  *
- * RWF_NOWAIT costs more than pread (~0.1-0.3 us of a ~1 us cached read: the
- * kernel imports an iovec array), so a file system is only asked that way
- * while it has lately had data that was not cached: once every
+ * RWF_NOWAIT costs more than pread (the kernel imports an iovec array, a
+ * visible part of a small cached read), so a file system is only asked
+ * that way while it has lately had data that was not cached: once every
  * READ_SAMPLE reads, and on every read for READ_COLD_CREDIT reads after
- * one that would have waited. A warm file system pays 1/64 of the extra.
+ * one that would have waited. On a warm file system one read in
+ * READ_SAMPLE pays the extra.
  */
 #define READ_SAMPLE 64u
 #define READ_COLD_CREDIT 4096

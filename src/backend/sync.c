@@ -15,10 +15,10 @@
 /*
  * A sync that took longer than this marks its file system slow. Handing a
  * sync to an offload thread costs a wake-up and a reply through the queue
- * thread, tens of microseconds here, which a tmpfs or page-cache-only
- * fsync (well under a microsecond) would pay many times over; a disk's
- * journal commit takes milliseconds, during which every request queued
- * behind it on the same virtqueue would wait.
+ * thread, more than a tmpfs or page-cache-only fsync costs in all; a
+ * disk's journal commit waits for the device, far longer than that hand-
+ * over, and every request queued behind it on the same virtqueue would
+ * wait too. A millisecond lies well between the two.
  */
 #define SLOW_SYNC_NS (1000u * 1000u)
 
