@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend/test_switch.h"
 #include "common/log.h"
 
 /*
@@ -34,20 +35,9 @@ struct offload {
 	unsigned blocking;         /* threads of offload_submit_blocking */
 	bool stopping;
 #ifdef FERRY_TEST_HOOKS
-	bool held;                 /* see offload_hold */
+	test_switch held;          /* see offload_hold */
 #endif
 };
-
-/* Whether a test holds the queued jobs back; never in the daemon. */
-static inline bool jobs_held(const struct offload *o)
-{
-#ifdef FERRY_TEST_HOOKS
-	return o->held;
-#else
-	(void)o;
-	return false;
-#endif
-}
 
 /* pthread_create of a detached thread: 0 or -errno. */
 static int thread_start_detached(void *(*fn)(void *), void *arg)
@@ -97,9 +87,7 @@ void offload_free(struct offload *o)
 		return;
 	pthread_mutex_lock(&o->lock);
 	o->stopping = true;
-#ifdef FERRY_TEST_HOOKS
-	o->held = false;
-#endif
+	test_switch_set(o->held, false);
 	pthread_cond_broadcast(&o->work);
 	while (o->threads + o->blocking > 0)
 		pthread_cond_wait(&o->none_left, &o->lock);
@@ -116,7 +104,7 @@ static void *offload_thread(void *arg)
 
 	pthread_mutex_lock(&o->lock);
 	for (;;) {
-		struct offload_job *job = jobs_held(o) ? NULL : o->head;
+		struct offload_job *job = test_switch_on(o->held) ? NULL : o->head;
 		struct timespec until;
 		int rc;
 
@@ -137,7 +125,7 @@ static void *offload_thread(void *arg)
 		o->idle++;
 		rc = pthread_cond_timedwait(&o->work, &o->lock, &until);
 		o->idle--;
-		if (rc == ETIMEDOUT && !o->head && !jobs_held(o))
+		if (rc == ETIMEDOUT && !o->head && !test_switch_on(o->held))
 			break;
 	}
 	thread_ended(o, &o->threads);
@@ -213,6 +201,27 @@ out:
 	return ret;
 }
 
+/* Runs under the protocol's lock; see fuse_deferred_cancel_fn. A disk read
+ * or a sync ends on its own soon, and the queue waits for it. */
+static void pool_job_cancel(void *job)
+{
+	(void)job;
+}
+
+int offload_defer(struct offload *o, const struct fuse_request_ctx *ctx,
+		  struct offload_job *job, struct fuse_deferred **deferred)
+{
+	int ret = fuse_deferred_begin(ctx, pool_job_cancel, job, deferred);
+
+	if (ret < 0)
+		return ret;
+	/* Already deferred: with no thread for it, it is answered that way
+	 * from here (offload_submit said why). */
+	if (offload_submit(o, job) < 0)
+		job->run(job);
+	return FERRY_DEFERRED;
+}
+
 #ifdef FERRY_TEST_HOOKS
 unsigned offload_threads(struct offload *o)
 {
@@ -227,7 +236,7 @@ unsigned offload_threads(struct offload *o)
 void offload_hold(struct offload *o, bool hold)
 {
 	pthread_mutex_lock(&o->lock);
-	o->held = hold;
+	test_switch_set(o->held, hold);
 	pthread_cond_broadcast(&o->work);
 	pthread_mutex_unlock(&o->lock);
 }

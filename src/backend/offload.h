@@ -4,6 +4,8 @@
 
 #include <stdbool.h>
 
+#include "protocol/fuse_ops.h"
+
 struct offload;
 
 /* Embedded in the caller's job; run() owns the job from then on. */
@@ -27,6 +29,17 @@ int offload_submit(struct offload *o, struct offload_job *job);
  * from the reads and syncs queued behind it. 0, or -errno when no thread
  * started; then the job is still the caller's. */
 int offload_submit_blocking(struct offload *o, struct offload_job *job);
+
+/*
+ * A request answered from the pool (a cold read, a slow sync): defers it
+ * (fuse_deferred_begin, *deferred set for job->run to finish it) and
+ * queues job. FERRY_DEFERRED once deferred, even when no thread could take
+ * the job: it then runs here. -errno when the request cannot be deferred;
+ * the job is still the caller's, to do the work inline instead. Such work
+ * cannot be cut short: a cancel lets it end on its own.
+ */
+int offload_defer(struct offload *o, const struct fuse_request_ctx *ctx,
+		  struct offload_job *job, struct fuse_deferred **deferred);
 
 #ifdef FERRY_TEST_HOOKS
 /* Test builds only (passthrough_test_hooks.h): pool threads alive now; */

@@ -11,6 +11,7 @@
 #include "backend/dev_slots.h"
 #include "backend/file_io.h"
 #include "backend/read_split.h"
+#include "backend/test_switch.h"
 #include "common/log.h"
 
 /*
@@ -49,8 +50,8 @@ struct read_runner {
 	struct offload *offload;        /* the passthrough's, freed before us */
 	struct read_split *split;       /* large inline reads on two threads */
 #ifdef FERRY_TEST_HOOKS
-	atomic_bool defer_all;          /* see read_runner_defer_all */
-	atomic_bool pretend_uncached;   /* see read_runner_pretend_uncached */
+	test_switch defer_all;          /* see read_runner_defer_all */
+	test_switch pretend_uncached;   /* see read_runner_pretend_uncached */
 #endif
 	struct dev_slots devs;
 	/* Per slot of devs; > 0: reads there try RWF_NOWAIT for this many
@@ -73,39 +74,15 @@ struct read_job {
  * not share a counter's cache line. */
 static __thread unsigned read_count;
 
-/* The test switches: in the daemon constant false, so the request path
- * has no branch for them. */
 #ifdef FERRY_TEST_HOOKS
-static bool defers_all(struct read_runner *r)
-{
-	return atomic_load_explicit(&r->defer_all, memory_order_relaxed);
-}
-
-static bool pretends_uncached(struct read_runner *r)
-{
-	return atomic_load_explicit(&r->pretend_uncached, memory_order_relaxed);
-}
-
 void read_runner_defer_all(struct read_runner *r, bool on)
 {
-	atomic_store_explicit(&r->defer_all, on, memory_order_relaxed);
+	test_switch_set(r->defer_all, on);
 }
 
 void read_runner_pretend_uncached(struct read_runner *r, bool on)
 {
-	atomic_store_explicit(&r->pretend_uncached, on, memory_order_relaxed);
-}
-#else
-static inline bool defers_all(struct read_runner *r)
-{
-	(void)r;
-	return false;
-}
-
-static inline bool pretends_uncached(struct read_runner *r)
-{
-	(void)r;
-	return false;
+	test_switch_set(r->pretend_uncached, on);
 }
 #endif
 
@@ -148,13 +125,6 @@ static void read_run(struct offload_job *oj)
 	free(job);
 }
 
-/* Runs under the protocol's lock; see fuse_deferred_cancel_fn. A read from
- * the disk ends on its own soon, and the queue waits for it. */
-static void read_cancel(void *arg)
-{
-	(void)arg;
-}
-
 /* FERRY_DEFERRED once the read is deferred; -errno when it cannot
  * be, to read inline instead. */
 static int read_defer(struct read_runner *r, const struct fuse_request_ctx *ctx,
@@ -180,15 +150,9 @@ static int read_defer(struct read_runner *r, const struct fuse_request_ctx *ctx,
 	job->h = h;
 	job->size = size;
 	job->off = off;
-	ret = fuse_deferred_begin(ctx, read_cancel, job, &job->deferred);
-	if (ret < 0)
-		goto err;
-	ret = offload_submit(r->offload, &job->job);
-	if (ret < 0) {
-		/* Already deferred: answer that way, reading here. */
-		read_run(&job->job);
-	}
-	return FERRY_DEFERRED;
+	ret = offload_defer(r->offload, ctx, &job->job, &job->deferred);
+	if (ret == FERRY_DEFERRED)
+		return ret;
 err:
 	free(job->buf);
 	free(job);
@@ -240,10 +204,10 @@ ssize_t read_handle(struct read_runner *r, const struct fuse_request_ctx *ctx,
 	}
 	if (credit == NOWAIT_UNSUPPORTED)
 		goto inline_read;
-	if (!defers_all(r) && credit <= 0 && ++read_count % READ_SAMPLE != 0)
+	if (!test_switch_on(r->defer_all) && credit <= 0 && ++read_count % READ_SAMPLE != 0)
 		goto inline_read;
 
-	if (pretends_uncached(r))
+	if (test_switch_on(r->pretend_uncached))
 		ret = -EAGAIN;
 	else
 		ret = read_nowait(h->fd, dst, dst_cnt, size, off);

@@ -2,13 +2,12 @@
 #include "backend/sync.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "backend/dev_slots.h"
+#include "backend/test_switch.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -25,7 +24,7 @@
 struct sync_runner {
 	struct open_file_table *open_files;
 #ifdef FERRY_TEST_HOOKS
-	atomic_bool defer_all;          /* see sync_runner_defer_all */
+	test_switch defer_all;          /* see sync_runner_defer_all */
 #endif
 	struct dev_slots slow_devs;     /* file systems slow to sync */
 	struct offload *offload;        /* the passthrough's, freed before us */
@@ -39,23 +38,10 @@ struct sync_job {
 	struct fuse_deferred *deferred;
 };
 
-/* The test switch: in the daemon constant false, so the request path has
- * no branch for it. */
 #ifdef FERRY_TEST_HOOKS
-static bool defers_all(struct sync_runner *r)
-{
-	return atomic_load_explicit(&r->defer_all, memory_order_relaxed);
-}
-
 void sync_runner_defer_all(struct sync_runner *r, bool on)
 {
-	atomic_store_explicit(&r->defer_all, on, memory_order_relaxed);
-}
-#else
-static inline bool defers_all(struct sync_runner *r)
-{
-	(void)r;
-	return false;
+	test_switch_set(r->defer_all, on);
 }
 #endif
 
@@ -112,17 +98,10 @@ static void sync_run(struct offload_job *oj)
 	job_done(job, do_sync(job->h->fd, job->datasync));
 }
 
-/* Runs under the protocol's lock; see fuse_deferred_cancel_fn. A sync cannot
- * be cut short: it ends on its own, and the queue waits for it. */
-static void sync_cancel(void *arg)
-{
-	(void)arg;
-}
-
 /* FERRY_DEFERRED once the request is deferred (answered even if
  * no thread starts); -errno when it cannot be, to sync inline instead. */
-static int sync_start_thread(struct sync_runner *r, const struct fuse_request_ctx *ctx,
-			     struct open_file *h, bool datasync)
+static int sync_defer(struct sync_runner *r, const struct fuse_request_ctx *ctx,
+		      struct open_file *h, bool datasync)
 {
 	struct sync_job *job = calloc(1, sizeof(*job));
 	int ret;
@@ -133,19 +112,10 @@ static int sync_start_thread(struct sync_runner *r, const struct fuse_request_ct
 	job->r = r;
 	job->h = h;
 	job->datasync = datasync;
-	ret = fuse_deferred_begin(ctx, sync_cancel, job, &job->deferred);
-	if (ret < 0) {
+	ret = offload_defer(r->offload, ctx, &job->job, &job->deferred);
+	if (ret < 0)
 		free(job);
-		return ret;
-	}
-	ret = offload_submit(r->offload, &job->job);
-	if (ret < 0) {
-		/* Already deferred: answer that way, after syncing here. */
-		log_warn("sync: no thread for a slow sync (%s); it runs on the queue",
-			 strerror(-ret));
-		job_done(job, do_sync(h->fd, datasync));
-	}
-	return FERRY_DEFERRED;
+	return ret;
 }
 
 int sync_handle(struct sync_runner *r, const struct fuse_request_ctx *ctx,
@@ -157,8 +127,8 @@ int sync_handle(struct sync_runner *r, const struct fuse_request_ctx *ctx,
 	/* A thread only pays when something waits behind the sync; alone on
 	 * its queue, the sync is quicker done here (no thread to start, no
 	 * reply to hand back). */
-	if (defers_all(r) || (ctx->queued_behind && dev_is_slow(r, dev))) {
-		ret = sync_start_thread(r, ctx, h, datasync);
+	if (test_switch_on(r->defer_all) || (ctx->queued_behind && dev_is_slow(r, dev))) {
+		ret = sync_defer(r, ctx, h, datasync);
 		if (ret == FERRY_DEFERRED)
 			return ret;
 	}
