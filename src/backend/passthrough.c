@@ -207,17 +207,12 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 			     pt->offload);
 	if (ret < 0)
 		goto err_offload;
-	ret = sync_runner_new(&pt->syncs, pt->open_files, pt->offload);
+	ret = io_offload_new(&pt->io, pt->open_files, pt->offload);
 	if (ret < 0)
 		goto err_locks;
-	ret = read_runner_new(&pt->reads, pt->open_files, pt->offload);
-	if (ret < 0)
-		goto err_syncs;
 	*out = pt;
 	return 0;
 
-err_syncs:
-	sync_runner_free(pt->syncs);
 err_locks:
 	lock_table_free(pt->locks);
 err_offload:
@@ -244,11 +239,10 @@ void passthrough_free(struct passthrough *pt)
 {
 	if (!pt)
 		return;
-	/* First: its jobs (reads, syncs, lock waits) still use the runners
-	 * and the lock table, and hold handles. */
+	/* First: its jobs (reads, syncs, lock waits) still use io and the
+	 * lock table, and hold handles. */
 	offload_free(pt->offload);
-	read_runner_free(pt->reads);
-	sync_runner_free(pt->syncs);
+	io_offload_free(pt->io);
 	lock_table_free(pt->locks);
 	open_file_table_free(pt->open_files);
 	inode_table_free(pt->inodes);

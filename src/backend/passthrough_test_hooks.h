@@ -10,17 +10,21 @@
 
 struct passthrough;
 
-/* Every FSYNC is answered from an offload thread, as on a file system
- * where syncs have been slow (sync_runner_defer_all). */
-void passthrough_defer_every_sync(struct passthrough *pt, bool on);
-/* Every READ with requests queued behind it is tried without waiting
- * (RWF_NOWAIT), as on a file system with data not cached
- * (read_runner_defer_all). */
-void passthrough_defer_every_read(struct passthrough *pt, bool on);
-/* Holds the offload pool's queued jobs back (offload_hold). */
-void passthrough_hold_offload(struct passthrough *pt, bool hold);
-/* Reads that may be deferred take their data as not cached
- * (read_runner_pretend_uncached). */
-void passthrough_pretend_uncached(struct passthrough *pt, bool on);
+enum passthrough_test_switch {
+	/* Every FSYNC is answered from an offload thread, as on a file
+	 * system where syncs have been slow. */
+	PT_DEFER_EVERY_SYNC,
+	/* Every READ with requests queued behind it is tried without waiting
+	 * (RWF_NOWAIT), as on a file system with data not cached. */
+	PT_DEFER_EVERY_READ,
+	/* Reads that may be deferred take their data as not cached
+	 * (io_offload_switches). */
+	PT_PRETEND_UNCACHED,
+	/* The offload pool's queued jobs are held back (offload_hold). */
+	PT_HOLD_OFFLOAD,
+};
+
+void passthrough_test_switch(struct passthrough *pt, enum passthrough_test_switch which,
+			     bool on);
 
 #endif

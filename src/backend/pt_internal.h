@@ -39,11 +39,10 @@
 #include "backend/fd_budget.h"
 #include "backend/open_files.h"
 #include "backend/inode_table.h"
+#include "backend/io_offload.h"
 #include "backend/locks.h"
 #include "backend/offload.h"
 #include "backend/passthrough.h"
-#include "backend/reads.h"
-#include "backend/sync.h"
 #include "common/migration_stream.h"
 
 #define PROC_FD_NAME_MAX 16
@@ -60,8 +59,7 @@ struct passthrough {
 	struct inode_table *inodes;
 	struct open_file_table *open_files;
 	struct lock_table *locks;
-	struct sync_runner *syncs;
-	struct read_runner *reads;
+	struct io_offload *io;      /* READ and FSYNC, inline or on offload */
 	struct offload *offload;    /* slow syncs, cold reads, lock waits */
 	pthread_mutex_t mounts_lock;
 	struct { int mnt_id; int fd; } mounts[MOUNT_FDS_MAX];

@@ -3,22 +3,18 @@
 
 #include "backend/pt_internal.h"
 
-void passthrough_defer_every_sync(struct passthrough *pt, bool on)
+void passthrough_test_switch(struct passthrough *pt, enum passthrough_test_switch which,
+			     bool on)
 {
-	sync_runner_defer_all(pt->syncs, on);
-}
+	struct io_offload_switches *io = io_offload_switches(pt->io);
+	test_switch *io_switch[] = {
+		[PT_DEFER_EVERY_SYNC] = &io->defer_every_sync,
+		[PT_DEFER_EVERY_READ] = &io->defer_every_read,
+		[PT_PRETEND_UNCACHED] = &io->pretend_uncached,
+	};
 
-void passthrough_defer_every_read(struct passthrough *pt, bool on)
-{
-	read_runner_defer_all(pt->reads, on);
-}
-
-void passthrough_hold_offload(struct passthrough *pt, bool hold)
-{
-	offload_hold(pt->offload, hold);
-}
-
-void passthrough_pretend_uncached(struct passthrough *pt, bool on)
-{
-	read_runner_pretend_uncached(pt->reads, on);
+	if (which == PT_HOLD_OFFLOAD)
+		offload_hold(pt->offload, on);
+	else
+		test_switch_set(*io_switch[which], on);
 }

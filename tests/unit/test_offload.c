@@ -119,8 +119,8 @@ static int session_open(struct session *s, const char *dir, bool defer_every_syn
 	memset(s, 0, sizeof(*s));
 	if (pt_session_open(&s->ps, &pt_opts, &se_opts) < 0)
 		return -1;
-	passthrough_defer_every_sync(s->ps.pt, defer_every_sync);
-	passthrough_defer_every_read(s->ps.pt, defer_every_read);
+	passthrough_test_switch(s->ps.pt, PT_DEFER_EVERY_SYNC, defer_every_sync);
+	passthrough_test_switch(s->ps.pt, PT_DEFER_EVERY_READ, defer_every_read);
 	send_req(s->ps.w, FUSE_INIT, 0, &init, sizeof(init), NULL, NULL);
 	if (rep.h.error)
 		return -1;
@@ -431,9 +431,9 @@ static uint32_t send_cold_read(struct session *s, const char *dir, uint64_t off,
 	}
 	printf("note  the disk answered 5 cold READs within RWF_NOWAIT; the next takes "
 	       "its data as not cached\n");
-	passthrough_pretend_uncached(s->ps.pt, true);
+	passthrough_test_switch(s->ps.pt, PT_PRETEND_UNCACHED, true);
 	used = send_read(s, off, size, queued_behind, token);
-	passthrough_pretend_uncached(s->ps.pt, false);
+	passthrough_test_switch(s->ps.pt, PT_PRETEND_UNCACHED, false);
 	return used;
 }
 
@@ -596,8 +596,8 @@ static void test_cold_read_budget(const char *dir)
 	/* The budget, not the kernel, is under test here: a READ the disk
 	 * answered within RWF_NOWAIT (see send_cold_read) would end the
 	 * count early. */
-	passthrough_pretend_uncached(s.ps.pt, true);
-	passthrough_hold_offload(s.ps.pt, true);
+	passthrough_test_switch(s.ps.pt, PT_PRETEND_UNCACHED, true);
+	passthrough_test_switch(s.ps.pt, PT_HOLD_OFFLOAD, true);
 	for (i = 33; i > 0; i--) {
 		used = send_read_mib(&s, (uint64_t)i << 20, 1, &token);
 		if (used != FERRY_DEFERRED)
@@ -608,14 +608,14 @@ static void test_cold_read_budget(const char *dir)
 	CHECK_MSG(used == sizeof(struct fuse_out_header) + (1u << 20) &&
 	          pattern_ok(big_reply + sizeof(struct fuse_out_header), 1u << 20, 1ull << 20),
 	          "the 33rd, past 32 MiB of buffers, is read inline (%u bytes)", used);
-	passthrough_hold_offload(s.ps.pt, false);
+	passthrough_test_switch(s.ps.pt, PT_HOLD_OFFLOAD, false);
 	CHECK_MSG(wait_later(replies + deferred) && later.h.error == 0 && later.data_len <= sizeof(later.data),
 	          "the 32 held back are answered once the pool runs");
 	used = send_read_mib(&s, 0, 1, &token);
 	CHECK_MSG(used == FERRY_DEFERRED && wait_later(replies + deferred + 1) &&
 	          later.h.len == sizeof(later.h) + (1u << 20),
 	          "their buffers are given back: the next cold READ is deferred again");
-	passthrough_pretend_uncached(s.ps.pt, false);
+	passthrough_test_switch(s.ps.pt, PT_PRETEND_UNCACHED, false);
 out:
 	if (fd >= 0)
 		close(fd);
