@@ -215,8 +215,8 @@ int offload_defer(struct offload *o, const struct fuse_request_ctx *ctx,
 
 	if (ret < 0)
 		return ret;
-	/* Already deferred: with no thread for it, it is answered that way
-	 * from here (offload_submit said why). */
+	/* Already deferred: with no thread for it (offload_submit logs a
+	 * failed start), it is answered that way from here. */
 	if (offload_submit(o, job) < 0)
 		job->run(job);
 	return FERRY_DEFERRED;
