@@ -13,7 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend/deferred_threads.h"
 #include "common/log.h"
 
 #define OWNER_SHARDS 64u
@@ -41,12 +40,13 @@ struct lock_table {
 	struct fd_budget *fds;
 	int proc_self_fd;
 	struct owner_shard shards[OWNER_SHARDS];
-	/* Waiter threads alive, so the table outlives them. */
-	struct deferred_threads waiters;
+	struct offload *offload;    /* runs the waiters; ends before us */
 };
 
-/* One deferred SETLKW, on its own thread: blocking locks are rare. */
+/* One deferred SETLKW, on an offload thread of its own: blocking locks
+ * are rare, and a wait may last for ever. */
 struct lock_waiter {
+	struct offload_job job;     /* first: run() gets it */
 	struct lock_table *t;
 	struct fuse_deferred *deferred;
 	struct open_file *h;
@@ -76,7 +76,7 @@ static struct owner_shard *shard_of(struct lock_table *t, uint64_t nodeid)
 }
 
 int lock_table_new(struct lock_table **out, struct open_file_table *handles,
-		   struct fd_budget *fds, int proc_self_fd)
+		   struct fd_budget *fds, int proc_self_fd, struct offload *offload)
 {
 	struct sigaction sa = { .sa_handler = on_wake_signal };
 	struct lock_table *t;
@@ -90,9 +90,9 @@ int lock_table_new(struct lock_table **out, struct open_file_table *handles,
 	t->open_files = handles;
 	t->fds = fds;
 	t->proc_self_fd = proc_self_fd;
+	t->offload = offload;
 	for (unsigned i = 0; i < OWNER_SHARDS; i++)
 		pthread_mutex_init(&t->shards[i].lock, NULL);
-	deferred_threads_init(&t->waiters);
 	*out = t;
 	return 0;
 }
@@ -101,7 +101,6 @@ void lock_table_free(struct lock_table *t)
 {
 	if (!t)
 		return;
-	deferred_threads_destroy(&t->waiters);
 	locks_drop_all(t);
 	for (unsigned i = 0; i < OWNER_SHARDS; i++)
 		pthread_mutex_destroy(&t->shards[i].lock);
@@ -424,10 +423,9 @@ static int recheck_timer_start(timer_t *timer)
 	return 0;
 }
 
-static void *waiter_thread(void *arg)
+static void waiter_run(struct offload_job *job)
 {
-	struct lock_waiter *w = arg;
-	struct lock_table *t = w->t;    /* w is freed before the thread ends */
+	struct lock_waiter *w = (struct lock_waiter *)job;
 	sigset_t wake;
 	timer_t timer;
 	int ret;
@@ -455,12 +453,9 @@ static void *waiter_thread(void *arg)
 	timer_delete(timer);
 finish:
 	waiter_done(w, ret);
-	/* The table may go away once this thread is no longer counted. */
-	deferred_threads_exit(&t->waiters);
-	return NULL;
 }
 
-/* Hands the wait to a thread of its own. On success the request is
+/* Hands the wait to an offload thread of its own. On success the request is
  * deferred and w belongs to the thread. */
 static int waiter_start(struct lock_waiter *w, const struct fuse_request_ctx *ctx)
 {
@@ -469,7 +464,8 @@ static int waiter_start(struct lock_waiter *w, const struct fuse_request_ctx *ct
 	ret = fuse_deferred_begin(ctx, waiter_cancel, w, &w->deferred);
 	if (ret < 0)
 		return ret;
-	ret = deferred_threads_start(&w->t->waiters, waiter_thread, w);
+	w->job.run = waiter_run;
+	ret = offload_submit_blocking(w->t->offload, &w->job);
 	if (ret == 0)
 		return FERRY_DEFERRED;
 	/* The request is already deferred: answer it that way. */

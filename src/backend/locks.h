@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "backend/fd_budget.h"
+#include "backend/offload.h"
 #include "backend/open_files.h"
 #include "protocol/fuse_ops.h"
 
@@ -20,10 +21,11 @@
  */
 struct lock_table;
 
+/* A SETLKW that waits runs on offload (offload_submit_blocking), which
+ * must end (offload_free) before the table is freed: queue stop and
+ * DESTROY cancel the waits first. */
 int lock_table_new(struct lock_table **out, struct open_file_table *handles,
-		   struct fd_budget *fds, int proc_self_fd);
-/* Waits for lock waiters still winding down (their requests were already
- * answered: queue stop and DESTROY cancel them first). */
+		   struct fd_budget *fds, int proc_self_fd, struct offload *offload);
 void lock_table_free(struct lock_table *t);
 
 int locks_getlk(struct lock_table *t, struct open_file *h, uint64_t nodeid,

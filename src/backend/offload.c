@@ -1,4 +1,4 @@
-/* The pool that runs deferred requests' work (cold reads, slow syncs) off their queue: threads started when needed, reused, ended when idle. */
+/* The one executor for the backend's deferred requests: a pool for work that ends on its own (cold reads, slow syncs), a thread each for waits that may not (blocking locks). */
 #include "backend/offload.h"
 
 #include <errno.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend/deferred_threads.h"
+#include "backend/test_switch.h"
 #include "common/log.h"
 
 /*
@@ -22,18 +22,45 @@
 
 /* A thread with no job for this long ends: a burst of cold reads leaves
  * no threads behind, and a steady stream reuses the same ones instead of
- * paying ~30-50 us for a thread start per job. */
+ * paying a thread start (a clone, a fresh stack and its page faults,
+ * several times an idle thread's wake-up) per job. */
 #define OFFLOAD_IDLE_S 5
 
 struct offload {
 	pthread_mutex_t lock;
 	pthread_cond_t work;       /* a job was queued, or the pool stops */
-	pthread_cond_t none_left;  /* threads reached 0 */
+	pthread_cond_t none_left;  /* threads and blocking reached 0 */
 	struct offload_job *head, **tail;
 	unsigned queued, threads, idle;
+	unsigned blocking;         /* threads of offload_submit_blocking */
 	bool stopping;
-	bool held;                 /* tests: see offload_hold */
+#ifdef FERRY_TEST_HOOKS
+	test_switch held;          /* see offload_hold */
+#endif
 };
+
+/* pthread_create of a detached thread: 0 or -errno. */
+static int thread_start_detached(void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	pthread_t thread;
+	int ret;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	ret = -pthread_create(&thread, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return ret;
+}
+
+/* With o->lock held, the last step of a thread of either kind: count is
+ * its kind's. offload_free may free o once both are 0, but only after
+ * the ending thread has let go of the lock. */
+static void thread_ended(struct offload *o, unsigned *count)
+{
+	if (--*count == 0 && o->threads + o->blocking == 0)
+		pthread_cond_broadcast(&o->none_left);
+}
 
 int offload_new(struct offload **out)
 {
@@ -60,9 +87,10 @@ void offload_free(struct offload *o)
 		return;
 	pthread_mutex_lock(&o->lock);
 	o->stopping = true;
-	o->held = false;
+	test_switch_set(o->held, false);
 	pthread_cond_broadcast(&o->work);
-	thread_count_wait_none(&o->threads, &o->none_left, &o->lock);
+	while (o->threads + o->blocking > 0)
+		pthread_cond_wait(&o->none_left, &o->lock);
 	pthread_mutex_unlock(&o->lock);
 	pthread_cond_destroy(&o->none_left);
 	pthread_cond_destroy(&o->work);
@@ -76,7 +104,7 @@ static void *offload_thread(void *arg)
 
 	pthread_mutex_lock(&o->lock);
 	for (;;) {
-		struct offload_job *job = o->held ? NULL : o->head;
+		struct offload_job *job = test_switch_on(o->held) ? NULL : o->head;
 		struct timespec until;
 		int rc;
 
@@ -97,12 +125,10 @@ static void *offload_thread(void *arg)
 		o->idle++;
 		rc = pthread_cond_timedwait(&o->work, &o->lock, &until);
 		o->idle--;
-		if (rc == ETIMEDOUT && !o->head && !o->held)
+		if (rc == ETIMEDOUT && !o->head && !test_switch_on(o->held))
 			break;
 	}
-	/* offload_free may free o once it sees 0, but only after this
-	 * thread has let go of the lock. */
-	thread_count_done(&o->threads, &o->none_left);
+	thread_ended(o, &o->threads);
 	pthread_mutex_unlock(&o->lock);
 	return NULL;
 }
@@ -145,6 +171,58 @@ out:
 	return ret;
 }
 
+static void *blocking_thread(void *arg)
+{
+	struct offload_job *job = arg;
+	struct offload *o = job->owner;    /* run() may free the job */
+
+	job->run(job);
+	pthread_mutex_lock(&o->lock);
+	thread_ended(o, &o->blocking);
+	pthread_mutex_unlock(&o->lock);
+	return NULL;
+}
+
+int offload_submit_blocking(struct offload *o, struct offload_job *job)
+{
+	int ret = -ESHUTDOWN;
+
+	pthread_mutex_lock(&o->lock);
+	if (o->stopping)
+		goto out;
+	job->owner = o;
+	/* Counted after it starts: it waits for the lock we hold before it
+	 * can end. */
+	ret = thread_start_detached(blocking_thread, job);
+	if (ret == 0)
+		o->blocking++;
+out:
+	pthread_mutex_unlock(&o->lock);
+	return ret;
+}
+
+/* Runs under the protocol's lock; see fuse_deferred_cancel_fn. A disk read
+ * or a sync ends on its own soon, and the queue waits for it. */
+static void pool_job_cancel(void *job)
+{
+	(void)job;
+}
+
+int offload_defer(struct offload *o, const struct fuse_request_ctx *ctx,
+		  struct offload_job *job, struct fuse_deferred **deferred)
+{
+	int ret = fuse_deferred_begin(ctx, pool_job_cancel, job, deferred);
+
+	if (ret < 0)
+		return ret;
+	/* Already deferred: with no thread for it (offload_submit logs a
+	 * failed start), it is answered that way from here. */
+	if (offload_submit(o, job) < 0)
+		job->run(job);
+	return FERRY_DEFERRED;
+}
+
+#ifdef FERRY_TEST_HOOKS
 unsigned offload_threads(struct offload *o)
 {
 	unsigned n;
@@ -158,7 +236,8 @@ unsigned offload_threads(struct offload *o)
 void offload_hold(struct offload *o, bool hold)
 {
 	pthread_mutex_lock(&o->lock);
-	o->held = hold;
+	test_switch_set(o->held, hold);
 	pthread_cond_broadcast(&o->work);
 	pthread_mutex_unlock(&o->lock);
 }
+#endif

@@ -162,27 +162,23 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 	ret = open_file_table_new(&pt->open_files, pt->inodes, &pt->fds);
 	if (ret < 0)
 		goto err_inodes;
-	ret = lock_table_new(&pt->locks, pt->open_files, &pt->fds, pt->proc_self_fd);
-	if (ret < 0)
-		goto err_handles;
 	ret = offload_new(&pt->offload);
 	if (ret < 0)
-		goto err_locks;
-	ret = sync_runner_new(&pt->syncs, pt->open_files, pt->offload, opts->defer_every_sync);
+		goto err_handles;
+	ret = lock_table_new(&pt->locks, pt->open_files, &pt->fds, pt->proc_self_fd,
+			     pt->offload);
 	if (ret < 0)
 		goto err_offload;
-	ret = read_runner_new(&pt->reads, pt->open_files, pt->offload, opts->defer_every_read);
+	ret = io_offload_new(&pt->io, pt->open_files, pt->offload);
 	if (ret < 0)
-		goto err_syncs;
+		goto err_locks;
 	*out = pt;
 	return 0;
 
-err_syncs:
-	sync_runner_free(pt->syncs);
-err_offload:
-	offload_free(pt->offload);
 err_locks:
 	lock_table_free(pt->locks);
+err_offload:
+	offload_free(pt->offload);
 err_handles:
 	open_file_table_free(pt->open_files);
 err_inodes:
@@ -205,10 +201,10 @@ void passthrough_free(struct passthrough *pt)
 {
 	if (!pt)
 		return;
-	/* First: its jobs still use the runners and hold handles. */
+	/* First: its jobs (reads, syncs, lock waits) still use io and the
+	 * lock table, and hold handles. */
 	offload_free(pt->offload);
-	read_runner_free(pt->reads);
-	sync_runner_free(pt->syncs);
+	io_offload_free(pt->io);
 	lock_table_free(pt->locks);
 	open_file_table_free(pt->open_files);
 	inode_table_free(pt->inodes);

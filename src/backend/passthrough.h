@@ -23,12 +23,6 @@ struct passthrough_opts {
 	 * (SETATTR, OPEN for writing, ACCESS W_OK); the session refuses the
 	 * ops that always change something before they get here. */
 	bool readonly;
-	/* Tests: every FSYNC is answered from a thread of its own, as on a
-	 * file system where syncs have been slow. */
-	bool defer_every_sync;
-	/* Tests: every READ with requests queued behind it is tried without
-	 * waiting (RWF_NOWAIT), as on a file system with data not cached. */
-	bool defer_every_read;
 	bool announce_submounts;
 	enum inode_file_handles file_handles;
 	/* A sandbox hides /proc: it opens /proc/self/fd first and hands it
@@ -49,6 +43,6 @@ extern const struct fs_ops passthrough_ops;
  * calls name inodes relative to it). On success it owns opts->proc_self_fd. */
 int passthrough_new(struct passthrough **out, const struct passthrough_opts *opts);
 void passthrough_free(struct passthrough *pt);
-/* Test-only entry points: backend/passthrough_test_hooks.h. */
+/* Switches that only test builds have: backend/passthrough_test_hooks.h. */
 
 #endif

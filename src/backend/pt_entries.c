@@ -150,6 +150,18 @@ ssize_t pt_readlink(void *fs, const struct fuse_request_ctx *ctx,
 	return ret;
 }
 
+/* The directory a name is made in or removed from: the name checked, and
+ * a request ref on parent's inode for the caller to put. */
+static int dir_for_name(struct passthrough *pt, uint64_t parent, const char *name,
+			struct inode **dir)
+{
+	int ret = pt_check_name(name);
+
+	if (ret < 0)
+		return ret;
+	return inode_get(pt->inodes, parent, dir);
+}
+
 /* Shared tail of MKNOD/MKDIR/SYMLINK: make the node as the guest, then
  * look it up as the daemon. */
 enum make_kind { MAKE_NODE, MAKE_DIR, MAKE_SYMLINK };
@@ -163,10 +175,7 @@ static int make_node(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 	struct statx stx;
 	int ret;
 
-	ret = pt_check_name(name);
-	if (ret < 0)
-		goto out;
-	ret = inode_get(pt->inodes, parent, &dir);
+	ret = dir_for_name(pt, parent, name, &dir);
 	if (ret < 0)
 		goto out;
 	ret = pt_begin_create(pt, ctx, guest_umask);
@@ -237,10 +246,7 @@ static int remove_name(struct passthrough *pt, const struct fuse_request_ctx *ct
 	struct inode *dir;
 	int ret;
 
-	ret = pt_check_name(name);
-	if (ret < 0)
-		goto out;
-	ret = inode_get(pt->inodes, parent, &dir);
+	ret = dir_for_name(pt, parent, name, &dir);
 	if (ret < 0)
 		goto out;
 	ret = pt_check_caller(pt, ctx);
@@ -306,15 +312,12 @@ int pt_link(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	struct statx stx;
 	int ret;
 
-	ret = pt_check_name(newname);
+	ret = dir_for_name(pt, newparent, newname, &newdir);
 	if (ret < 0)
 		goto out;
 	ret = inode_get(pt->inodes, nodeid, &inode);
 	if (ret < 0)
-		goto out;
-	ret = inode_get(pt->inodes, newparent, &newdir);
-	if (ret < 0)
-		goto put_inode;
+		goto put_newdir;
 	/* linkat(fd, "", AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH, which the
 	 * sandbox keeps only for file handles; the /proc link names the inode
 	 * too (even an O_TMPFILE one) and the magic link stops at the inode
@@ -322,20 +325,20 @@ int pt_link(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	pt_proc_fd_name(name, inode->fd);
 	ret = pt_check_caller(pt, ctx);
 	if (ret < 0)
-		goto put_newdir;
+		goto put_inode;
 	ret = pt_errno_or(linkat(pt->proc_self_fd, name, newdir->fd, newname,
 				 AT_SYMLINK_FOLLOW));
 	if (ret < 0)
-		goto put_newdir;
+		goto put_inode;
 	ret = pt_stat_fd(inode->fd, &stx);
 	if (ret < 0)
-		goto put_newdir;
+		goto put_inode;
 	inode_add_lookup(pt->inodes, inode);
 	pt_fill_entry(pt, newdir, inode, &stx, out);
-put_newdir:
-	inode_put(pt->inodes, newdir);
 put_inode:
 	inode_put(pt->inodes, inode);
+put_newdir:
+	inode_put(pt->inodes, newdir);
 out:
 	return ret;
 }

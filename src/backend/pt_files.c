@@ -275,7 +275,7 @@ ssize_t pt_read(void *fs, const struct fuse_request_ctx *ctx,
 	ret = pt_get_handle(pt, nodeid, in->fh, false, &h);
 	if (ret < 0)
 		return ret;
-	return read_handle(pt->reads, ctx, h, dst, dst_cnt, in->size, in->offset);
+	return read_handle(pt->io, ctx, h, dst, dst_cnt, in->size, in->offset);
 }
 
 ssize_t pt_write(void *fs, const struct fuse_request_ctx *ctx,
@@ -359,7 +359,7 @@ int pt_fsync(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	ret = open_file_get(pt->open_files, in->fh, nodeid, &h);
 	if (ret < 0)
 		return ret;
-	return sync_handle(pt->syncs, ctx, h, in->fsync_flags & FUSE_FSYNC_FDATASYNC);
+	return sync_handle(pt->io, ctx, h, in->fsync_flags & FUSE_FSYNC_FDATASYNC);
 }
 
 int pt_fallocate(void *fs, const struct fuse_request_ctx *ctx,

@@ -16,7 +16,7 @@
  *   pt_dirs.c         open directories and READDIR(PLUS)
  *   pt_xattrs.c       the xattr ops, and the label of a new inode
  *   pt_syncfs.c       SYNCFS, also of the host mounts below the share
- *   pt_test_hooks.c   test-only entry points (passthrough_test_hooks.h)
+ *   pt_test_hooks.c   switches for tests, in the test build only (passthrough_test_hooks.h)
  *   pt_mig_save.c     live migration: the tables saved (pt_migration.h)
  *   pt_mig_load.c     live migration: a state resolved and installed
  *   pt_mig_util.c     what those two share
@@ -39,11 +39,10 @@
 #include "backend/fd_budget.h"
 #include "backend/open_files.h"
 #include "backend/inode_table.h"
+#include "backend/io_offload.h"
 #include "backend/locks.h"
 #include "backend/offload.h"
 #include "backend/passthrough.h"
-#include "backend/reads.h"
-#include "backend/sync.h"
 #include "migration/stream.h"
 
 #define PROC_FD_NAME_MAX 16
@@ -60,9 +59,8 @@ struct passthrough {
 	struct inode_table *inodes;
 	struct open_file_table *open_files;
 	struct lock_table *locks;
-	struct sync_runner *syncs;
-	struct read_runner *reads;
-	struct offload *offload;    /* slow syncs and cold reads */
+	struct io_offload *io;      /* READ and FSYNC, inline or on offload */
+	struct offload *offload;    /* slow syncs, cold reads, lock waits */
 	pthread_mutex_t mounts_lock;
 	struct { int mnt_id; int fd; } mounts[MOUNT_FDS_MAX];
 	atomic_uint nmounts;

@@ -17,24 +17,23 @@
 #include "common/signal_handoff.h"
 
 /*
- * A 1 MiB READ from the page cache is ~100-200 us of copying in the
- * kernel (copy_to_iter and the page cache lookups are ~95% of the queue
- * thread's profile): one queue does one such copy at a time on one CPU,
- * the host's own single-thread pread bounds it, and so does every daemon
- * that reads a request on one thread. Split in chunks, a second thread
- * copies some of them at the same time. Chunks are claimed one at a time
- * by whichever thread is free, so a helper that is slow to wake (an idle
- * vCPU takes ~60 us here) or preempted by another tenant takes fewer, and
- * the queue thread never waits for more than the chunk the helper is
- * copying.
+ * A large READ from the page cache is nearly all copying in the kernel
+ * (copy_to_iter and the page cache lookups): one queue does one such copy
+ * at a time on one CPU, the host's own single-thread pread bounds it, and
+ * so does every daemon that reads a request on one thread. Split in
+ * chunks, a second thread copies some of them at the same time. Chunks
+ * are claimed one at a time by whichever thread is free, so a helper that
+ * is slow to wake (an idle vCPU may take longer than a chunk's copy) or
+ * preempted by another tenant takes fewer, and the queue thread never
+ * waits for more than the chunk the helper is copying.
  */
 #define CHUNK_MIN (128u << 10)
 #define CHUNKS_MAX 64u
 
 /* After its last chunk the helper watches for the next read this long
  * before it sleeps: at queue depth > 1 the next large READ follows within
- * a chunk's time, and a futex wake per request costs the queue thread
- * ~3-5 us and the helper a wake-up. */
+ * a chunk's time, and a futex wake per request would cost the queue
+ * thread a system call and the helper a wake-up on every read. */
 #define HELPER_SPIN_NS 50000
 
 /* The queue thread spins this long for the helper's last chunk before it
@@ -47,17 +46,16 @@
  * thread, less the queue thread's wait for its last one (the helper
  * preempted in the middle of a chunk: the queue thread waits out whoever
  * took its CPU), and a chunk's worth lost when it took none. When the
- * average of the last ~16 reads is a loss, another tenant has the second
- * CPU: large reads are then read alone for the next BACKOFF_READS, and
- * tried split again after.
+ * average of the last 16 or so reads is a loss, another tenant has the
+ * second CPU: large reads are then read alone for the next BACKOFF_READS,
+ * and tried split again after.
  *
- * It used to count a read "late" when the wait was over half of what the
- * helper saved, and back off at more than 1 in 8 such reads. The driver
- * itself (a guest's vCPU, or ferryfs-load) wakes for every reply and
- * preempts one of the two copiers often enough that this backed off for
- * two thirds of all 1 MiB READs at queue depth 16, though each split read
- * still gained on average: 1.21x READs/s without that, and the same
- * back-offs beside a CPU hog (docs/benchmarks.md, Round 12).
+ * The average, not a count of reads that waited long: the driver itself
+ * (a guest's vCPU, or ferryfs-load) wakes for every reply and preempts one
+ * of the two copiers now and then, so single reads wait long even when
+ * splitting gains on the whole, and a count of them would back off where
+ * the average still gains. A tenant that keeps the second CPU busy makes
+ * the average a loss, and that is what backs off.
  */
 #define BACKOFF_READS 1024u
 

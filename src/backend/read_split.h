@@ -14,8 +14,8 @@
 struct read_split;
 
 /* The helper thread starts on the first large read, in the process that
- * reads (ferryfsd forks after setup). enabled false: never split (one
- * CPU, or the option that turns it off). */
+ * reads (ferryfsd forks after setup). Splitting is off with one CPU, or
+ * with enabled false (tests read that way for the reference). */
 int read_split_new(struct read_split **out, bool enabled);
 /* Stops and joins the helper; no read may be running. */
 void read_split_free(struct read_split *s);
@@ -37,7 +37,8 @@ ssize_t read_split_read(struct read_split *s, int fd, const struct iovec *iov,
  * for the tests. */
 int64_t read_split_gain(unsigned chunks, unsigned own, uint64_t per_chunk_ns, uint64_t waited_ns);
 
-/* Tests: chunks the helper has read since the start. */
+/* Chunks the helper has read since the start (the log at the end, and
+ * tests). */
 uint64_t read_split_helped(struct read_split *s);
 
 #endif

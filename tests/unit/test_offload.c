@@ -106,12 +106,12 @@ static int session_open(struct session *s, const char *dir, bool defer_every_syn
 			bool defer_every_read)
 {
 	struct passthrough_opts pt_opts = { .shared_dir = dir, .cache = CACHE_NEVER,
-					    .timeout = -1, .defer_every_sync = defer_every_sync,
-					    .defer_every_read = defer_every_read };
-	struct fuse_server_opts se_opts = { .max_write = 1024 * 1024 };
+					    .timeout = -1 };
+	struct fuse_server_opts se_opts = { .max_write = 1024 * 1024, .posix_lock = true };
 	struct fuse_init_in init = { .major = FUSE_KERNEL_VERSION,
 				     .minor = FUSE_KERNEL_MINOR_VERSION,
-				     .max_readahead = 65536, .flags = FUSE_INIT_EXT };
+				     .max_readahead = 65536,
+				     .flags = FUSE_INIT_EXT | FUSE_POSIX_LOCKS };
 	struct fuse_create_in ci = { .flags = O_RDWR, .mode = 0600 };
 	struct fuse_entry_out e;
 	struct fuse_open_out o;
@@ -119,6 +119,8 @@ static int session_open(struct session *s, const char *dir, bool defer_every_syn
 	memset(s, 0, sizeof(*s));
 	if (pt_session_open(&s->ps, &pt_opts, &se_opts) < 0)
 		return -1;
+	passthrough_test_switch(s->ps.pt, PT_DEFER_EVERY_SYNC, defer_every_sync);
+	passthrough_test_switch(s->ps.pt, PT_DEFER_EVERY_READ, defer_every_read);
 	send_req(s->ps.w, FUSE_INIT, 0, &init, sizeof(init), NULL, NULL);
 	if (rep.h.error)
 		return -1;
@@ -230,6 +232,58 @@ static void test_quick_sync_inline(void)
 	used = send_req(s.ps.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token);
 	CHECK_MSG(used == sizeof(rep.h) && rep.h.error == 0,
 	          "the first FSYNC on a file system is answered inline");
+	session_close(&s);
+}
+
+/* ---- SETLKW waits beside the pool ---- */
+
+/* More lock waits than the pool has threads: none of them may keep a sync
+ * (or a read) from a pool thread, since a wait may last for ever. */
+#define LOCK_WAITERS 70
+
+static void test_lock_waits_leave_pool_free(void)
+{
+	struct flock host_lock = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	struct fuse_lk_in lk = { .lk = { .type = F_RDLCK, .end = INT64_MAX } };
+	struct fuse_fsync_in fs = { 0 };
+	unsigned replies = later.count, waiting = 0;
+	char path[256];
+	int tokens[LOCK_WAITERS], token, host_fd;
+	uint64_t unique;
+	uint32_t used;
+	struct session s;
+
+	/* session_open creates it again (test_slow_sync_deferred made it). */
+	snprintf(path, sizeof(path), "%s/slow", scratch);
+	unlink(path);
+	if (!session_ready(&s, scratch, true, false, " with every sync deferred"))
+		return;
+	host_fd = open(path, O_RDWR | O_CLOEXEC);
+	if (host_fd < 0 || fcntl(host_fd, F_OFD_SETLK, &host_lock) < 0) {
+		CHECK_MSG(0, "a host write lock on %s: %s", path, strerror(errno));
+		goto out;
+	}
+	lk.fh = s.fh;
+	for (unsigned i = 0; i < LOCK_WAITERS; i++) {
+		lk.owner = 1000 + i;
+		used = send_req(s.ps.w, FUSE_SETLKW, s.nodeid, &lk, sizeof(lk), NULL, &tokens[i]);
+		waiting += used == FERRY_DEFERRED;
+	}
+	CHECK_MSG(waiting == LOCK_WAITERS, "%u SETLKW behind a host lock wait, deferred (%u)",
+	          LOCK_WAITERS, waiting);
+	fs.fh = s.fh;
+	unique = next_unique;
+	used = send_req(s.ps.w, FUSE_FSYNC, s.nodeid, &fs, sizeof(fs), NULL, &token);
+	CHECK_MSG(used == FERRY_DEFERRED && wait_later(replies + 1) && later.token == &token &&
+	          later.h.unique == unique && later.h.error == 0,
+	          "an FSYNC deferred behind them is answered while they all still wait");
+	/* As a queue stop does: every wait ends with EINTR. */
+	fuse_worker_cancel_deferred(s.ps.w);
+	CHECK_MSG(wait_later(replies + 1 + waiting) && later.h.error == -EINTR,
+	          "the cancelled waits are answered, with EINTR (%d)", later.h.error);
+out:
+	if (host_fd >= 0)
+		close(host_fd);
 	session_close(&s);
 }
 
@@ -377,9 +431,9 @@ static uint32_t send_cold_read(struct session *s, const char *dir, uint64_t off,
 	}
 	printf("note  the disk answered 5 cold READs within RWF_NOWAIT; the next takes "
 	       "its data as not cached\n");
-	passthrough_pretend_uncached(s->ps.pt, true);
+	passthrough_test_switch(s->ps.pt, PT_PRETEND_UNCACHED, true);
 	used = send_read(s, off, size, queued_behind, token);
-	passthrough_pretend_uncached(s->ps.pt, false);
+	passthrough_test_switch(s->ps.pt, PT_PRETEND_UNCACHED, false);
 	return used;
 }
 
@@ -542,8 +596,8 @@ static void test_cold_read_budget(const char *dir)
 	/* The budget, not the kernel, is under test here: a READ the disk
 	 * answered within RWF_NOWAIT (see send_cold_read) would end the
 	 * count early. */
-	passthrough_pretend_uncached(s.ps.pt, true);
-	passthrough_hold_offload(s.ps.pt, true);
+	passthrough_test_switch(s.ps.pt, PT_PRETEND_UNCACHED, true);
+	passthrough_test_switch(s.ps.pt, PT_HOLD_OFFLOAD, true);
 	for (i = 33; i > 0; i--) {
 		used = send_read_mib(&s, (uint64_t)i << 20, 1, &token);
 		if (used != FERRY_DEFERRED)
@@ -554,14 +608,14 @@ static void test_cold_read_budget(const char *dir)
 	CHECK_MSG(used == sizeof(struct fuse_out_header) + (1u << 20) &&
 	          pattern_ok(big_reply + sizeof(struct fuse_out_header), 1u << 20, 1ull << 20),
 	          "the 33rd, past 32 MiB of buffers, is read inline (%u bytes)", used);
-	passthrough_hold_offload(s.ps.pt, false);
+	passthrough_test_switch(s.ps.pt, PT_HOLD_OFFLOAD, false);
 	CHECK_MSG(wait_later(replies + deferred) && later.h.error == 0 && later.data_len <= sizeof(later.data),
 	          "the 32 held back are answered once the pool runs");
 	used = send_read_mib(&s, 0, 1, &token);
 	CHECK_MSG(used == FERRY_DEFERRED && wait_later(replies + deferred + 1) &&
 	          later.h.len == sizeof(later.h) + (1u << 20),
 	          "their buffers are given back: the next cold READ is deferred again");
-	passthrough_pretend_uncached(s.ps.pt, false);
+	passthrough_test_switch(s.ps.pt, PT_PRETEND_UNCACHED, false);
 out:
 	if (fd >= 0)
 		close(fd);
@@ -661,6 +715,7 @@ int main(void)
 	test_pool();
 	test_slow_sync_deferred();
 	test_quick_sync_inline();
+	test_lock_waits_leave_pool_free();
 	test_cold_read_deferred(scratch);
 	test_cold_read_budget(scratch);
 	test_read_nowait_unsupported();
