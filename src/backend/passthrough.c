@@ -17,7 +17,7 @@
 
 /* ---- ops -------------------------------------------------------------- */
 
-static int pt_init(void *fs, const struct fuse_conn_params *conn)
+int pt_init(void *fs, const struct fuse_conn_params *conn)
 {
 	struct passthrough *pt = fs;
 
@@ -32,7 +32,7 @@ static int pt_init(void *fs, const struct fuse_conn_params *conn)
 }
 
 /* The guest unmounted: it names no file any more. A new INIT may follow. */
-static void pt_destroy(void *fs)
+void pt_destroy(void *fs)
 {
 	struct passthrough *pt = fs;
 

@@ -45,6 +45,12 @@
 #include "backend/passthrough.h"
 #include "migration/stream.h"
 
+/* The ops of struct fs_ops: each member's pt_<member>, declared from the
+ * member's own type, so an op added to fs_ops needs no line here. */
+#define PT_DECLARE_OP(op) extern __typeof__(*((struct fs_ops *)0)->op) pt_##op;
+FS_OPS(PT_DECLARE_OP)
+#undef PT_DECLARE_OP
+
 #define PROC_FD_NAME_MAX 16
 #define PROC_FD_PATH_MAX 40
 /* Mounts below the share that file handles can reach; beyond that the
@@ -198,16 +204,6 @@ void pt_close_mount_fds(struct passthrough *pt);
 
 /* ---- pt_xattrs.c: the xattr ops, and a new inode's label ------------- */
 
-int pt_setxattr(void *fs, const struct fuse_request_ctx *ctx,
-		uint64_t nodeid, const char *name, const void *value,
-		size_t size, uint32_t flags, uint32_t setxattr_flags);
-ssize_t pt_getxattr(void *fs, const struct fuse_request_ctx *ctx,
-		    uint64_t nodeid, const char *name, void *value,
-		    size_t size);
-ssize_t pt_listxattr(void *fs, const struct fuse_request_ctx *ctx,
-		     uint64_t nodeid, char *list, size_t size);
-int pt_removexattr(void *fs, const struct fuse_request_ctx *ctx,
-		   uint64_t nodeid, const char *name);
 int pt_apply_secctx(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 		    struct inode *inode);
 
@@ -217,30 +213,6 @@ int pt_inode_from_fd(struct passthrough *pt, int fd, struct inode **inode,
 		     struct statx *stx);
 int pt_lookup_entry(struct passthrough *pt, struct inode *dir,
 		    const char *name, struct fuse_entry_out *out);
-int pt_lookup(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
-	      const char *name, struct fuse_entry_out *out);
-void pt_forget(void *fs, uint64_t nodeid, uint64_t nlookup);
-ssize_t pt_readlink(void *fs, const struct fuse_request_ctx *ctx,
-		    uint64_t nodeid, char *buf, size_t size);
-int pt_symlink(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
-	       const char *name, const char *target,
-	       struct fuse_entry_out *out);
-int pt_mknod(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
-	     const char *name, const struct fuse_mknod_in *in,
-	     struct fuse_entry_out *out);
-int pt_mkdir(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
-	     const char *name, const struct fuse_mkdir_in *in,
-	     struct fuse_entry_out *out);
-int pt_unlink(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
-	      const char *name);
-int pt_rmdir(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
-	     const char *name);
-int pt_rename(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
-	      const char *name, uint64_t newparent, const char *newname,
-	      uint32_t flags);
-int pt_link(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
-	    uint64_t newparent, const char *newname,
-	    struct fuse_entry_out *out);
 
 /* ---- pt_files.c: open, create and the ops on an open file ------------ */
 
@@ -250,63 +222,12 @@ int pt_open_for_guest(struct passthrough *pt, const struct fuse_request_ctx *ctx
 		      struct inode *inode, int flags, uint32_t open_flags);
 int pt_open_reply(struct passthrough *pt, struct inode *inode, int fd, DIR *dir,
 		  struct fuse_open_out *out);
-int pt_open(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
-	    const struct fuse_open_in *in, struct fuse_open_out *out);
-int pt_create(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
-	      const char *name, const struct fuse_create_in *in,
-	      struct fuse_entry_out *entry, struct fuse_open_out *open);
-int pt_tmpfile(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
-	       const struct fuse_create_in *in,
-	       struct fuse_entry_out *entry, struct fuse_open_out *open);
-ssize_t pt_read(void *fs, const struct fuse_request_ctx *ctx,
-		uint64_t nodeid, const struct fuse_read_in *in,
-		const struct iovec *dst, unsigned dst_cnt);
-ssize_t pt_write(void *fs, const struct fuse_request_ctx *ctx,
-		 uint64_t nodeid, const struct fuse_write_in *in,
-		 const struct iovec *src, unsigned src_cnt);
-int pt_flush(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
-	     const struct fuse_flush_in *in);
-int pt_release(void *fs, const struct fuse_request_ctx *ctx,
-	       uint64_t nodeid, const struct fuse_release_in *in);
-int pt_fsync(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
-	     const struct fuse_fsync_in *in);
-int pt_fallocate(void *fs, const struct fuse_request_ctx *ctx,
-		 uint64_t nodeid, const struct fuse_fallocate_in *in);
-int pt_lseek(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
-	     const struct fuse_lseek_in *in, struct fuse_lseek_out *out);
-ssize_t pt_copy_file_range(void *fs, const struct fuse_request_ctx *ctx,
-			   uint64_t nodeid,
-			   const struct fuse_copy_file_range_in *in);
-int pt_getlk(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
-	     const struct fuse_lk_in *in, struct fuse_lk_out *out);
-int pt_setlk(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
-	     const struct fuse_lk_in *in, bool sleep);
 
 /* ---- pt_attr.c: getattr, setattr, access, statfs --------------------- */
 
-int pt_getattr(void *fs, const struct fuse_request_ctx *ctx,
-	       uint64_t nodeid, const struct fuse_getattr_in *in,
-	       struct fuse_attr_out *out);
-int pt_setattr(void *fs, const struct fuse_request_ctx *ctx,
-	       uint64_t nodeid, const struct fuse_setattr_in *in,
-	       struct fuse_attr_out *out);
-int pt_access(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
-	      uint32_t mask);
-int pt_statfs(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
-	      struct fuse_kstatfs *out);
 
 /* ---- pt_dirs.c: open directories and their listing ------------------- */
 
-int pt_opendir(void *fs, const struct fuse_request_ctx *ctx,
-	       uint64_t nodeid, const struct fuse_open_in *in,
-	       struct fuse_open_out *out);
-int pt_readdir(void *fs, const struct fuse_request_ctx *ctx,
-	       uint64_t nodeid, const struct fuse_read_in *in, bool plus,
-	       struct fuse_dirbuf *db);
-int pt_releasedir(void *fs, const struct fuse_request_ctx *ctx,
-		  uint64_t nodeid, const struct fuse_release_in *in);
-int pt_fsyncdir(void *fs, const struct fuse_request_ctx *ctx,
-		uint64_t nodeid, const struct fuse_fsync_in *in);
 
 /* ---- pt_mig_util.c: what saving and loading the tables share -------- */
 
@@ -345,6 +266,5 @@ bool pt_mig_same_inode(const struct statx *a, const struct statx *b);
 
 /* ---- pt_syncfs.c ----------------------------------------------------- */
 
-int pt_syncfs(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid);
 
 #endif
