@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/wake_signal.h"
 
 #define OWNER_SHARDS 64u
 /* FUSE's "to the end of the file". */
@@ -58,18 +59,6 @@ struct lock_waiter {
 	pthread_t thread;
 };
 
-static int wake_signal(void)
-{
-	return SIGRTMIN;
-}
-
-/* Does nothing: its only job is to make the blocking call return EINTR,
- * which needs a handler installed without SA_RESTART. */
-static void on_wake_signal(int sig)
-{
-	(void)sig;
-}
-
 static struct owner_shard *shard_of(struct lock_table *t, uint64_t nodeid)
 {
 	return &t->shards[nodeid % OWNER_SHARDS];
@@ -78,12 +67,11 @@ static struct owner_shard *shard_of(struct lock_table *t, uint64_t nodeid)
 int lock_table_new(struct lock_table **out, struct open_file_table *handles,
 		   struct fd_budget *fds, int proc_self_fd, struct offload *offload)
 {
-	struct sigaction sa = { .sa_handler = on_wake_signal };
 	struct lock_table *t;
+	int ret = wake_signal_install();
 
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(wake_signal(), &sa, NULL) < 0)
-		return -errno;
+	if (ret < 0)
+		return ret;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;

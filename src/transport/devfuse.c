@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/wake_signal.h"
 
 /* The kernel refuses reads into buffers smaller than this (fuse_i.h). */
 #define DEVFUSE_MIN_READ_BUFFER 8192u
@@ -199,13 +200,6 @@ static void wake(struct devfuse *df)
 	(void)r;   /* only fails if the counter overflows: already awake */
 }
 
-/* Readers in read() are woken by this signal at stop; it does nothing
- * else, and is never sent while serving. */
-static void on_wake_signal(int sig)
-{
-	(void)sig;
-}
-
 static void reader_serve(struct devfuse_reader *r, void *ctx)
 {
 	struct devfuse *df = r->df;
@@ -316,7 +310,7 @@ static void stop_readers(struct devfuse *df)
 			/* A signal sent just before the reader blocks in read()
 			 * is lost; sending again until the join succeeds covers
 			 * that window. */
-			pthread_kill(r->thread, SIGRTMIN);
+			pthread_kill(r->thread, wake_signal());
 			clock_gettime(CLOCK_REALTIME, &deadline);
 			deadline.tv_nsec += 50 * 1000 * 1000;
 			if (deadline.tv_nsec >= 1000000000) {
@@ -331,13 +325,12 @@ static void stop_readers(struct devfuse *df)
 
 int devfuse_serve(struct devfuse *df)
 {
-	struct sigaction sa = { .sa_handler = on_wake_signal };
 	unsigned started = 0;
 	int ret = 0;
 
-	/* No SA_RESTART: read() on /dev/fuse must return EINTR. */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGRTMIN, &sa, NULL);
+	/* Readers in read() are woken by it at stop, and only then: their
+	 * read() must return EINTR. It cannot fail for a valid signal. */
+	wake_signal_install();
 	for (unsigned i = 0; i < df->nthreads; i++) {
 		struct devfuse_reader *r = &df->readers[i];
 
