@@ -175,9 +175,8 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 	if (ret)
 		goto out_df;
 	running_mount = df;
-	install_stop_signals();
-	/* A stop asked for before running_mount was set found nothing to
-	 * stop. */
+	/* A stop asked for before running_mount was set (the handler is in
+	 * place since serve()) found nothing to stop. */
 	if (stop_requested)
 		devfuse_stop(df);
 	log_info("sharing %s on %s", o->shared_dir, o->mountpoint);
@@ -243,7 +242,6 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 		goto out_listen;
 
 	running_dev = dev;
-	install_stop_signals();
 	/* A stop asked for earlier (even in the sandbox's parent, before it
 	 * forked us) must not leave us waiting in accept for ever. */
 	if (!l->inherited)   /* shutdown would reach the socket's other holders */
@@ -382,8 +380,9 @@ static int serve(const struct ferry_options *o)
 	ret = stats_socket_listen(&ss, stats_path, o->sandbox == SANDBOX_NONE);
 	if (ret)
 		goto out_listen;
-	/* Before the sandbox forks: pid 1 of a pid namespace only gets the
-	 * signals it has a handler for. */
+	/* Once, for both modes, and before the sandbox forks: pid 1 of a pid
+	 * namespace only gets the signals it has a handler for, and the
+	 * child keeps the handler. */
 	install_stop_signals();
 	if (ready_fd >= 0)
 		daemon_detach_stdio();
