@@ -83,6 +83,26 @@ static long guest_fd_limit(void)
 	return rl.rlim_cur / 2;
 }
 
+/* Also passthrough_new's way out: it takes down what is set up and skips
+ * what is not yet. */
+void passthrough_free(struct passthrough *pt)
+{
+	if (!pt)
+		return;
+	/* First: its jobs (reads, syncs, lock waits) still use io and the
+	 * lock table, and hold handles. */
+	offload_free(pt->offload);
+	io_offload_free(pt->io);
+	lock_table_free(pt->locks);
+	open_file_table_free(pt->open_files);
+	inode_table_free(pt->inodes);   /* closes the root's fd */
+	if (pt->proc_self_fd >= 0)
+		close(pt->proc_self_fd);
+	pt_close_mount_fds(pt);
+	free(pt->shared_dir);
+	free(pt);
+}
+
 int passthrough_new(struct passthrough **out, const struct passthrough_opts *opts)
 {
 	struct passthrough *pt;
@@ -93,18 +113,19 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 	if (!opts || !opts->shared_dir)
 		return -EINVAL;
 	pt = calloc(1, sizeof(*pt));
-	if (!pt) {
-		ret = -ENOMEM;
-		goto err;
-	}
+	if (!pt)
+		return -ENOMEM;
+	/* A failure from here on ends in passthrough_free: it takes down what
+	 * is set up so far and skips what is not yet. */
+	pthread_mutex_init(&pt->mounts_lock, NULL);
+	pt->proc_self_fd = -1;
 	pt->opts = *opts;
 	pt->shared_dir = strdup(opts->shared_dir);
 	if (!pt->shared_dir) {
 		ret = -ENOMEM;
-		goto err_free;
+		goto err;
 	}
 	pt->opts.shared_dir = pt->shared_dir;
-	pthread_mutex_init(&pt->mounts_lock, NULL);
 	pt->writeback = opts->writeback;
 	set_timeout(pt);
 	pt->fds.limit = guest_fd_limit();
@@ -114,7 +135,7 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 		ret = creds_drop_supplementary_groups();
 		if (ret < 0) {
 			log_err("cannot drop supplementary groups: %s", strerror(-ret));
-			goto err_dir;
+			goto err;
 		}
 		/* Here, before any serving thread starts and before the
 		 * daemon gives up CAP_SETPCAP: every thread inherits it. */
@@ -122,7 +143,7 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 		if (ret < 0) {
 			log_err("cannot keep capabilities across id switches "
 				"(SECBIT_NO_SETUID_FIXUP): %s", strerror(-ret));
-			goto err_dir;
+			goto err;
 		}
 	}
 
@@ -133,14 +154,14 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 	if (pt->proc_self_fd < 0) {
 		ret = -errno;
 		log_err("cannot open /proc/self/fd: %s", strerror(errno));
-		goto err_dir;
+		goto err;
 	}
 	root_fd = open(opts->shared_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root_fd < 0) {
 		ret = -errno;
 		log_err("cannot open shared dir %s: %s", opts->shared_dir,
 			strerror(errno));
-		goto err_proc;
+		goto err;
 	}
 	ret = pt_stat_fd(root_fd, &stx);
 	if (ret < 0)
@@ -159,57 +180,26 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 	ret = inode_table_new(&pt->inodes, &pt->fds, root_fd, &root_key);
 	if (ret < 0)
 		goto err_root;
+	/* The inode table has root_fd now: passthrough_free closes it. */
 	ret = open_file_table_new(&pt->open_files, pt->inodes, &pt->fds);
 	if (ret < 0)
-		goto err_inodes;
+		goto err;
 	ret = offload_new(&pt->offload);
 	if (ret < 0)
-		goto err_handles;
+		goto err;
 	ret = lock_table_new(&pt->locks, pt->open_files, &pt->fds, pt->proc_self_fd,
 			     pt->offload);
 	if (ret < 0)
-		goto err_offload;
+		goto err;
 	ret = io_offload_new(&pt->io, pt->open_files, pt->offload);
 	if (ret < 0)
-		goto err_locks;
+		goto err;
 	*out = pt;
 	return 0;
 
-err_locks:
-	lock_table_free(pt->locks);
-err_offload:
-	offload_free(pt->offload);
-err_handles:
-	open_file_table_free(pt->open_files);
-err_inodes:
-	inode_table_free(pt->inodes);   /* closes root_fd */
-	goto err_proc;
 err_root:
 	close(root_fd);
-err_proc:
-	close(pt->proc_self_fd);
-err_dir:
-	pt_close_mount_fds(pt);
-	free(pt->shared_dir);
-err_free:
-	free(pt);
 err:
+	passthrough_free(pt);
 	return ret;
-}
-
-void passthrough_free(struct passthrough *pt)
-{
-	if (!pt)
-		return;
-	/* First: its jobs (reads, syncs, lock waits) still use io and the
-	 * lock table, and hold handles. */
-	offload_free(pt->offload);
-	io_offload_free(pt->io);
-	lock_table_free(pt->locks);
-	open_file_table_free(pt->open_files);
-	inode_table_free(pt->inodes);
-	close(pt->proc_self_fd);
-	pt_close_mount_fds(pt);
-	free(pt->shared_dir);
-	free(pt);
 }
