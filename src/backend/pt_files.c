@@ -292,7 +292,7 @@ ssize_t pt_write(void *fs, const struct fuse_request_ctx *ctx,
 
 	ret = pt_get_handle(pt, nodeid, in->fh, false, &h);
 	if (ret < 0)
-		goto out;
+		return ret;
 	ret = pt_drop_mapped_capability(pt, h->fd);
 	if (ret < 0)
 		goto put;
@@ -314,7 +314,6 @@ ssize_t pt_write(void *fs, const struct fuse_request_ctx *ctx,
 		pt_as_daemon(pt);
 put:
 	open_file_put(pt->open_files, h);
-out:
 	return ret;
 }
 
@@ -412,7 +411,7 @@ ssize_t pt_copy_file_range(void *fs, const struct fuse_request_ctx *ctx,
 
 	ret = pt_get_handle(pt, nodeid, in->fh_in, false, &src);
 	if (ret < 0)
-		goto out;
+		return ret;
 	ret = pt_get_handle(pt, in->nodeid_out, in->fh_out, false, &dst);
 	if (ret < 0)
 		goto put_src;
@@ -423,7 +422,6 @@ ssize_t pt_copy_file_range(void *fs, const struct fuse_request_ctx *ctx,
 	open_file_put(pt->open_files, dst);
 put_src:
 	open_file_put(pt->open_files, src);
-out:
 	return ret;
 }
 
