@@ -64,7 +64,7 @@ static struct owner_shard *shard_of(struct lock_table *t, uint64_t nodeid)
 	return &t->shards[nodeid % OWNER_SHARDS];
 }
 
-int lock_table_new(struct lock_table **out, struct open_file_table *handles,
+int lock_table_new(struct lock_table **out, struct open_file_table *open_files,
 		   struct fd_budget *fds, int proc_self_fd, struct offload *offload)
 {
 	struct lock_table *t;
@@ -75,7 +75,7 @@ int lock_table_new(struct lock_table **out, struct open_file_table *handles,
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	t->open_files = handles;
+	t->open_files = open_files;
 	t->fds = fds;
 	t->proc_self_fd = proc_self_fd;
 	t->offload = offload;

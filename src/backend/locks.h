@@ -24,7 +24,7 @@ struct lock_table;
 /* A SETLKW that waits runs on offload (offload_submit_blocking), which
  * must end (offload_free) before the table is freed: queue stop and
  * DESTROY cancel the waits first. */
-int lock_table_new(struct lock_table **out, struct open_file_table *handles,
+int lock_table_new(struct lock_table **out, struct open_file_table *open_files,
 		   struct fd_budget *fds, int proc_self_fd, struct offload *offload);
 void lock_table_free(struct lock_table *t);
 
