@@ -64,9 +64,9 @@ deb="$(ls "$out"/ferryfs_*.deb)"
 pass "make deb built $(basename "$deb") in $((SECONDS - t0)) s"
 # dh_auto_test ran meson's unit suite and nothing else: no guest, QEMU or e2e test in a
 # package build. (With DEB_BUILD_OPTIONS=nocheck dh_auto_test runs nothing at all.)
-ran="$(grep -E '^ *[0-9]+/[0-9]+ ferryfs:[a-z-]+ / ' "$out/build.log" || true)"
+ran="$(grep -E '^ *[0-9]+/[0-9]+ ferryfs:[a-z0-9-]+ / ' "$out/build.log" || true)"
 units="$(grep -c 'ferryfs:unit / ' <<<"$ran" || true)"
-others="$(grep -v 'ferryfs:unit / ' <<<"$ran" | sed -E 's/^ *[0-9]+\/[0-9]+ ferryfs:([a-z-]+) \/ ([^ ]+).*/\1\/\2/' | tr '\n' ' ')"
+others="$(grep -v 'ferryfs:unit / ' <<<"$ran" | sed -E 's/^ *[0-9]+\/[0-9]+ ferryfs:([a-z0-9-]+) \/ ([^ ]+).*/\1\/\2/' | tr '\n' ' ' || true)"
 if [[ " ${DEB_BUILD_OPTIONS:-} " == *" nocheck "* ]]; then
     say "DEB_BUILD_OPTIONS has nocheck: the package build ran no tests, none checked"
 elif ((units > 0)) && [[ -z ${others// /} ]] && grep -q '^Fail: *0 *$' "$out/build.log"; then
