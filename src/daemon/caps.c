@@ -41,21 +41,6 @@ int ferry_modcaps_walk(const char *list, int (*each)(int cap, bool add, void *op
 	return 0;
 }
 
-static int note_dac_read_search(int cap, bool add, void *opaque)
-{
-	if (cap == CAP_DAC_READ_SEARCH)
-		*(bool *)opaque = !add;
-	return 0;
-}
-
-bool caps_modcaps_drop_dac_read_search(const char *list)
-{
-	bool dropped = false;
-
-	return list && ferry_modcaps_walk(list, note_dac_read_search, &dropped) == 0 &&
-	       dropped;
-}
-
 /* What the file operations need: ownership and mode changes, bypassing
  * permission checks as root does, switching to the guest's ids, device
  * nodes and file capabilities. */

@@ -20,8 +20,4 @@ int caps_limit(const char *modcaps, bool file_handles);
 int ferry_modcaps_walk(const char *list, int (*each)(int cap, bool add, void *opaque),
 		       void *opaque);
 
-/* Whether a valid --modcaps list removes CAP_DAC_READ_SEARCH (its last
- * item naming it is a '-'), which open_by_handle_at needs. */
-bool caps_modcaps_drop_dac_read_search(const char *list);
-
 #endif

@@ -348,17 +348,6 @@ static int serve(const struct ferry_options *o)
 			 "handles this daemon sends load only into a root destination "
 			 "(open_by_handle_at needs CAP_DAC_READ_SEARCH on the host); "
 			 "find-paths streams load");
-	/* Refused as the Rust virtiofsd refuses it: handles that could not
-	 * be opened again would fail every lookup. */
-	if (pt_opts.file_handles != FILE_HANDLES_NEVER &&
-	    caps_modcaps_drop_dac_read_search(o->modcaps)) {
-		log_err("--modcaps removes dac_read_search, which "
-			"--inode-file-handles=prefer|mandatory needs "
-			"(open_by_handle_at): keep it, or give "
-			"--inode-file-handles=never");
-		ret = -EINVAL;
-		goto out;
-	}
 	ret = raise_nofile_limit(o);
 	/* A limit asked for stops the start when it cannot be set, as in the
 	 * Rust virtiofsd; the default one is only raised where it can be. */
