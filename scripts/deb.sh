@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # `make deb`: builds the ferryfs binary package from this tree with Debian's tools (dpkg-buildpackage, debhelper, meson) in a temporary copy and checks it with lintian.
 #
+# The build's check step runs the unit suite only (debian/rules), as a build chroot can;
+# DEB_BUILD_OPTIONS=nocheck skips it.
+#
 # Usage: scripts/deb.sh [OUTDIR]   build; OUTDIR (default build-deb) receives the .deb,
 #                                   .buildinfo, .changes and lintian.txt
 #        scripts/deb.sh deps       install the build tools and debian/control's Build-Depends

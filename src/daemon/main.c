@@ -347,6 +347,14 @@ static int serve(const struct ferry_options *o)
 			 "(open_by_handle_at needs CAP_DAC_READ_SEARCH on the host); "
 			 "find-paths streams load");
 	ret = raise_nofile_limit(o);
+	/* A limit asked for stops the start when it cannot be set, as in the
+	 * Rust virtiofsd; the default one is only raised where it can be. */
+	if (ret && o->rlimit_nofile_set) {
+		log_err("--rlimit-nofile=%lu: %s (above the hard limit only as "
+			"root, and never above /proc/sys/fs/nr_open)",
+			o->rlimit_nofile, strerror(-ret));
+		goto out;
+	}
 	if (ret)
 		log_warn("could not set the open-file limit: %s", strerror(-ret));
 	if (o->thread_pool_size_set && o->thread_pool_size > 0)

@@ -71,12 +71,11 @@ int options_check(struct ferry_options *o, FILE *err)
 			"give one of them\n");
 		return -EINVAL;
 	}
-	/* The guest's kernel reads and writes ACLs as xattrs. */
-	if (o->posix_acl && !o->xattr) {
-		fprintf(err, "ferryfsd: --posix-acl (-o posix_acl) needs --xattr "
-			"(-o xattr)\n");
-		return -EINVAL;
-	}
+	/* As in the Rust virtiofsd: the guest's kernel reads and writes ACLs
+	 * and security labels as xattrs, and a map is pointless without
+	 * them, so each turns xattrs on, whatever -o no_xattr said. */
+	if (o->posix_acl || o->security_label || o->xattrmap.count)
+		o->xattr = true;
 	if (o->socket_group && !o->socket_path) {
 		fprintf(err, "ferryfsd: --socket-group needs --socket-path (with --fd or "
 			"socket activation, whoever creates the socket sets its group)\n");

@@ -1,6 +1,7 @@
 /* ferryfsd's options as data: options.def's rows, and how a row's value is checked and stored. */
 #include "daemon/options_table.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -38,9 +39,16 @@ int opt_parse_ulong(const char *s, unsigned long max, unsigned long *out)
 
 /* Value parsers of the options with a syntax of their own. */
 
+/* In any case, as the Rust virtiofsd takes them ("DEBUG"). */
 static int parse_log_level(const struct opt_use *use, void *field, const char *val)
 {
-	if (ferry_log_level_parse(val, field))
+	char lower[16];
+	size_t i;
+
+	for (i = 0; val[i] && i < sizeof(lower) - 1; i++)
+		lower[i] = (char)tolower((unsigned char)val[i]);
+	lower[i] = '\0';
+	if (val[i] || ferry_log_level_parse(lower, field))
 		return opt_bad_value(use->err, use->label, val);
 	return 0;
 }
@@ -110,7 +118,8 @@ static int parse_modcaps(const struct opt_use *use, void *field, const char *val
 
 /* Choice lists; each enum lists its names in the Rust virtiofsd's order. */
 
-/* QEMU's C virtiofsd has no metadata mode: its -o takes the first four. */
+/* none is QEMU's C virtiofsd's name of never; -o takes metadata too, as
+ * the Rust virtiofsd's -o does. */
 static const struct opt_choice cache_choices[] = {
 	{ "auto", CACHE_AUTO }, { "always", CACHE_ALWAYS }, { "never", CACHE_NEVER },
 	{ "none", CACHE_NEVER }, { "metadata", CACHE_METADATA }, { NULL, 0 },
