@@ -3,6 +3,7 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 
 bool acl_xattr_name(const char *name)
@@ -73,6 +74,10 @@ static int check_value(const unsigned char *v, size_t size)
 	if (get_le32(v) != ACL_XATTR_VERSION)
 		return -EINVAL;
 	count = (size - ACL_XATTR_HEADER_SIZE) / ACL_XATTR_ENTRY_SIZE;
+	/* FUSE bounds a value far below this; a caller passing more gets
+	 * a refusal, not a wrapped count. */
+	if (count > INT_MAX)
+		return -EINVAL;
 	for (size_t i = 0; i < count; i++) {
 		const unsigned char *e = v + ACL_XATTR_HEADER_SIZE + i * ACL_XATTR_ENTRY_SIZE;
 		uint16_t tag = get_le16(e), perm = get_le16(e + 2);
@@ -82,7 +87,6 @@ static int check_value(const unsigned char *v, size_t size)
 		if (!tag_has_id(tag) && get_le32(e + 4) != ACL_XATTR_UNDEFINED_ID)
 			return -EINVAL;
 	}
-	/* At most XATTR_SIZE_MAX / 8 entries: the count fits an int. */
 	return (int)count;
 }
 

@@ -49,9 +49,10 @@ sem_append="security=selinux"
 sem_daemon ferry "$share" --xattr --posix-acl --security-label --modcaps=+sys_admin "--xattrmap=$map"
 
 # ACL ids under id maps. A daemon run as an ordinary user (FERRYFS_DAEMON_USER) could not set
-# ACLs for other host ids: those runs leave the two shares out.
+# ACLs for other host ids, and a run about another share root (FERRYFS_SHARE_ROOT) is not about
+# id maps: those runs leave the two shares out.
 acl_ids=0
-unpriv_active || acl_ids=1
+unpriv_active || [[ -n "${FERRYFS_SHARE_ROOT:-}" ]] || acl_ids=1
 if ((acl_ids)); then
     tools="$share/acltools"
     mkdir -p "$tools"
