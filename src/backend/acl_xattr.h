@@ -58,7 +58,8 @@ int acl_xattr_to_host(const struct idmap *uids, const struct idmap *gids,
  * with no guest id, and (uid_t)-1 (what the host kernel shows for an id
  * the daemon's own user namespace cannot name), become IDMAP_OVERFLOW_ID:
  * the guest's kernel refuses a whole ACL holding (uid_t)-1, so the entry
- * shows as the overflow id, as the owner of such a file does. -EIO for a
+ * shows as the overflow id, as the owner of such a file does. With both
+ * maps empty only (uid_t)-1 changes. -EIO, the value untouched, for a
  * stored value that is not an ACL; 0 otherwise.
  */
 int acl_xattr_to_guest(const struct idmap *uids, const struct idmap *gids,

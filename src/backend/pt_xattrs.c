@@ -64,19 +64,25 @@ static void xattr_end(struct passthrough *pt, struct xattr_op *x)
 }
 
 /*
- * Whether the value of this xattr holds ids to translate: under a uid or
- * gid map, when the guest's name is an ACL's (the guest's kernel reads and
- * writes the value as one, in guest ids) or the host's name is (the host's
- * kernel enforces it, in host ids). Both count under --xattrmap: an ACL the
- * map stores under another name keeps host ids on the host, as the files'
- * owners do, and a guest name the map turns into a host ACL name cannot
- * grant a host id the map would refuse.
+ * Whether the value of this xattr is an ACL with ids: when the guest's name
+ * is an ACL's (the guest's kernel reads and writes the value as one, in
+ * guest ids) or the host's name is (the host's kernel enforces it, in host
+ * ids). Both count under --xattrmap: an ACL the map stores under another
+ * name keeps host ids on the host, as the files' owners do, and a guest
+ * name the map turns into a host ACL name cannot grant a host id the map
+ * would refuse.
  */
+static bool acl_value(const char *guest_name, const struct xattr_op *x)
+{
+	return acl_xattr_name(guest_name) || acl_xattr_name(x->host_name);
+}
+
+/* An ACL value whose ids a uid or gid map translates. */
 static bool acl_ids_translated(struct passthrough *pt, const char *guest_name,
 			       const struct xattr_op *x)
 {
 	return acl_xattr_translates(&pt->opts.uid_map, &pt->opts.gid_map) &&
-	       (acl_xattr_name(guest_name) || acl_xattr_name(x->host_name));
+	       acl_value(guest_name, x);
 }
 
 /*
@@ -194,12 +200,18 @@ static ssize_t xattr_read(struct passthrough *pt, const struct fuse_request_ctx 
 	 * mapped list is never longer, and the guest copes with that. */
 	else if (!name && ret > 0 && size > 0)
 		ret = filter_xattr_list(pt, buf, ret, ctx->uid == 0);
-	/* An ACL in guest ids; a size probe's answer holds already, since
-	 * translating changes no length. */
-	else if (name && size > 0 && acl_ids_translated(pt, name, &x)) {
+	/*
+	 * An ACL in guest ids; a size probe's answer holds already, since
+	 * translating changes no length. Without a map this still shows an
+	 * id the host gave as (uid_t)-1 as the overflow id: a daemon in a user
+	 * namespace (an unprivileged start) gets -1 for every id outside it,
+	 * and the guest's kernel would refuse the whole ACL. A value that is
+	 * no ACL is then left as the host had it.
+	 */
+	else if (name && size > 0 && acl_value(name, &x)) {
 		int translated = acl_xattr_to_guest(&pt->opts.uid_map, &pt->opts.gid_map,
 						    buf, (size_t)ret);
-		if (translated < 0)
+		if (translated < 0 && acl_ids_translated(pt, name, &x))
 			ret = translated;
 	}
 end:

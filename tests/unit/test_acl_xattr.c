@@ -435,6 +435,49 @@ static void test_namespace_session(void)
 	pt_session_close(&ses);
 }
 
+/*
+ * No map: a daemon in a user namespace (an unprivileged start) gets
+ * (uid_t)-1 from the host for ids outside it, which the guest's kernel
+ * cannot take. A renamed ACL lets the host hold such bytes here.
+ */
+static void test_no_map_session(void)
+{
+	static struct passthrough_opts pt_opts;
+	char err[256];
+	const struct acl_entry_le host_acl[] = {
+		{ UOBJ, 6, NOID }, { USR, 4, 1234 }, { USR, 4, NOID }, { GOBJ, 4, NOID },
+		{ GRP, 4, NOID }, { MSK, 4, NOID }, { OTH, 0, NOID },
+	};
+	uint8_t v[256], got[256];
+	size_t n, len;
+	uint64_t nm;
+
+	memset(&uids, 0, sizeof(uids));
+	memset(&gids, 0, sizeof(gids));
+	memset(&pt_opts, 0, sizeof(pt_opts));
+	CHECK_MSG(xattrmap_parse(&pt_opts.xattrmap,
+				 ":prefix:client:system.posix_acl_access:user.stored.: :ok:all:::",
+				 err, sizeof(err)) == 0, "the map parses: %s", err);
+	make_host_file("nm", false);
+	session_begin(&pt_opts, "no map");
+	nm = lookup("nm");
+	CHECK_MSG(nm != 0, "LOOKUP");
+	n = acl_blob(v, host_acl, 7);
+	CHECK_MSG(host_set("nm", "user.stored.system.posix_acl_access", v, n) == 0, "host: setxattr nm");
+	CHECK_MSG(get_req(nm, "system.posix_acl_access", sizeof(got), got, &len) == 0 && len == n &&
+	          id_at(got, 1) == 1234 && id_at(got, 2) == IDMAP_OVERFLOW_ID &&
+	          id_at(got, 4) == IDMAP_OVERFLOW_ID && id_at(got, 0) == NOID,
+	          "(uid_t)-1 from the host read as 65534, other ids as they are");
+	CHECK_MSG(host_set("nm", "user.stored.system.posix_acl_access", "junk", 4) == 0 &&
+	          get_req(nm, "system.posix_acl_access", sizeof(got), got, &len) == 0 && len == 4 &&
+	          memcmp(got, "junk", 4) == 0, "without a map a value that is no ACL passes as before");
+	n = acl_blob(v, host_acl, 7);
+	CHECK_MSG(set_req(nm, "system.posix_acl_access", v, n) == 0 &&
+	          host_get("nm", "user.stored.system.posix_acl_access", got, sizeof(got)) == (ssize_t)n &&
+	          memcmp(got, v, n) == 0, "without a map SETXATTR stores the bytes sent");
+	pt_session_close(&ses);
+}
+
 int main(void)
 {
 	test_codec();
@@ -448,5 +491,6 @@ int main(void)
 	}
 	test_translate_session();
 	test_namespace_session();
+	test_no_map_session();
 	return scratch_finish(scratch, check_result());
 }
