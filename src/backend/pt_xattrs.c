@@ -1,8 +1,10 @@
 /* Extended attributes of passthrough inodes: the four xattr ops, one preamble, and a new inode's security label. */
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include "backend/acl_xattr.h"
 #include "backend/pt_internal.h"
 
 /* Without POSIX ACLs negotiated the guest's kernel does not enforce them,
@@ -62,6 +64,28 @@ static void xattr_end(struct passthrough *pt, struct xattr_op *x)
 }
 
 /*
+ * Whether the value of this xattr is an ACL with ids: when the guest's name
+ * is an ACL's (the guest's kernel reads and writes the value as one, in
+ * guest ids) or the host's name is (the host's kernel enforces it, in host
+ * ids). Both count under --xattrmap: an ACL the map stores under another
+ * name keeps host ids on the host, as the files' owners do, and a guest
+ * name the map turns into a host ACL name cannot grant a host id the map
+ * would refuse.
+ */
+static bool acl_value(const char *guest_name, const struct xattr_op *x)
+{
+	return acl_xattr_name(guest_name) || acl_xattr_name(x->host_name);
+}
+
+/* An ACL value whose ids a uid or gid map translates. */
+static bool acl_ids_translated(struct passthrough *pt, const char *guest_name,
+			       const struct xattr_op *x)
+{
+	return acl_xattr_translates(&pt->opts.uid_map, &pt->opts.gid_map) &&
+	       acl_value(guest_name, x);
+}
+
+/*
  * xattrs go through the /proc/self/fd path so no inode is opened for them
  * (FIFOs and devices stay O_PATH); the path-following calls stop at the
  * inode the magic link names, symlinks included. They run as the daemon:
@@ -73,6 +97,7 @@ int pt_setxattr(void *fs, const struct fuse_request_ctx *ctx,
 		size_t size, uint32_t flags, uint32_t setxattr_flags)
 {
 	struct passthrough *pt = fs;
+	void *host_value = NULL;
 	bool host_judges_sgid;
 	struct xattr_op x;
 	int ret;
@@ -80,6 +105,20 @@ int pt_setxattr(void *fs, const struct fuse_request_ctx *ctx,
 	ret = xattr_begin(pt, nodeid, name, &x);
 	if (ret < 0)
 		return ret;
+	/* The ACL in host ids, before anything is written: an id the map
+	 * refuses leaves the file as it was. */
+	if (acl_ids_translated(pt, name, &x)) {
+		host_value = malloc(size ? size : 1);
+		if (!host_value) {
+			ret = -ENOMEM;
+			goto put;
+		}
+		ret = acl_xattr_to_host(&pt->opts.uid_map, &pt->opts.gid_map, value, size,
+					host_value);
+		if (ret < 0)
+			goto put;
+		value = host_value;
+	}
 	/* A guest that cannot say whether an access ACL drops sgid leaves it
 	 * to the host: the caller's ids without CAP_FSETID, as for creates. */
 	host_judges_sgid = !pt->guest_kills_acl_sgid &&
@@ -108,6 +147,7 @@ int pt_setxattr(void *fs, const struct fuse_request_ctx *ctx,
 						   stx.stx_mode & 07777 & ~S_ISGID, 0));
 	}
 put:
+	free(host_value);
 	xattr_end(pt, &x);
 	return ret;
 }
@@ -160,6 +200,20 @@ static ssize_t xattr_read(struct passthrough *pt, const struct fuse_request_ctx 
 	 * mapped list is never longer, and the guest copes with that. */
 	else if (!name && ret > 0 && size > 0)
 		ret = filter_xattr_list(pt, buf, ret, ctx->uid == 0);
+	/*
+	 * An ACL in guest ids; a size probe's answer holds already, since
+	 * translating changes no length. Without a map this still shows an
+	 * id the host gave as (uid_t)-1 as the overflow id: a daemon in a user
+	 * namespace (an unprivileged start) gets -1 for every id outside it,
+	 * and the guest's kernel would refuse the whole ACL. A value that is
+	 * no ACL is then left as the host had it.
+	 */
+	else if (name && size > 0 && acl_value(name, &x)) {
+		int translated = acl_xattr_to_guest(&pt->opts.uid_map, &pt->opts.gid_map,
+						    buf, (size_t)ret);
+		if (translated < 0 && acl_ids_translated(pt, name, &x))
+			ret = translated;
+	}
 end:
 	xattr_end(pt, &x);
 	return ret;

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Guest e2e (make check): --xattrmap, --posix-acl, --security-label and trusted.* in a real guest, with the host checking the names, ACLs and labels on disk.
+# Guest e2e (make check): --xattrmap, --posix-acl, --security-label and trusted.* in a real guest, with the host checking the names, ACLs and labels on disk; ACL ids under --translate-uid/gid and --uid-map/--gid-map.
 #
 # One boot with SELinux active in the guest (security=selinux, no policy loaded: it still labels new
 # files, so the kernel sends FUSE_SECURITY_CTX). The share uses --xattrmap=':map:security.:user.guest.:'
 # and --modcaps=+sys_admin (trusted.* needs CAP_SYS_ADMIN on the host). A reference virtiofsd runs the
 # same guest program as a column (QEMU's C virtiofsd on stable, the Rust one on current); only
 # ferryfsd's results decide.
+# Two more ferryfsd shares in the same boot, aclx (--translate-uid/gid) and aclns (--uid-map/
+# --gid-map), take ACLs with ACL_USER and ACL_GROUP entries from the host's setfacl/getfacl run in
+# the guest (guest-acl-idmap.sh): the guest sees what the same commands show on its own tmpfs, the
+# host's getfacl shows the mapped host ids, and ids the maps refuse fail with EINVAL and change
+# nothing. (The Rust virtiofsd refuses --posix-acl with id translation: no column for these.)
 # Usage: xattr-test.sh   Env: FERRYFSD, VIRTIOFSD, FERRYFS_GUEST_DIR. Exit: 0 pass, 1 fail, 77 skip.
 #        FERRYFS_SHARE_ROOT=DIR: the share in a fresh subdirectory of DIR (e.g. a GlusterFS mount:
 #        tests/dfs/gluster-semantics-test.sh); sockets and binaries stay in /tmp; no reference column.
@@ -42,7 +47,34 @@ fi
 prepare "$share"
 sem_append="security=selinux"
 sem_daemon ferry "$share" --xattr --posix-acl --security-label --modcaps=+sys_admin "--xattrmap=$map"
-sem_boot 600
+
+# ACL ids under id maps. A daemon run as an ordinary user (FERRYFS_DAEMON_USER) could not set
+# ACLs for other host ids, and a run about another share root (FERRYFS_SHARE_ROOT) is not about
+# id maps: those runs leave the two shares out.
+acl_ids=0
+unpriv_active || [[ -n "${FERRYFS_SHARE_ROOT:-}" ]] || acl_ids=1
+if ((acl_ids)); then
+    tools="$share/acltools"
+    mkdir -p "$tools"
+    cp -L "$(command -v setfacl)" "$(command -v getfacl)" "$tools/"
+    # The host's dynamic setfacl/getfacl, run in the guest through the host's own loader.
+    ldd "$(command -v setfacl)" "$(command -v getfacl)" | awk '/=> \// {print $3}' | sort -u |
+        while read -r lib; do cp -L "$lib" "$tools/"; done
+    cp -L "$(ldd "$(command -v setfacl)" | awk '/^\t\/.*ld-/ {print $1}')" "$tools/ld.so"
+    cp "$here/guest-acl-idmap.sh" "$share/acl-idmap.sh"
+    aclx="$sem_tmp/aclx" aclns="$sem_tmp/aclns"
+    mkdir -p "$aclx" "$aclns"
+    for d in "$aclx" "$aclns"; do : >"$d/h"; chmod 644 "$d/h"; done
+    setfacl -m u:5007:r,g:6008:w "$aclx/h"
+    setfacl -m u:5007:r,u:7777:r,g:6008:w,g:7777:r "$aclns/h"
+    sem_daemon aclx "$aclx" --xattr --posix-acl \
+        --translate-uid map:1000:5000:10 --translate-uid forbid-guest:4000:10 \
+        --translate-gid map:2000:6000:10 --translate-gid forbid-guest:4000:10
+    sem_daemon aclns "$aclns" --xattr --posix-acl --uid-map=:0:0:1: --uid-map=:1000:5000:10: \
+        --gid-map=:0:0:1: --gid-map=:2000:6000:10:
+    { sem_mount_line; echo 'sh /mnt/acl-idmap.sh'; } >>"$share/guest.sh"
+fi
+sem_boot 900
 echo "$sem_out" | sed 's/^/  ferryfsd: /'
 grep -a '^GUEST lsm=' "$sem_tmp/console.log" | tr -d '\r' | sed 's/^/  ferryfsd: /' || true
 
@@ -50,6 +82,24 @@ sem_expect xattr-user xattr-security-mapped xattr-trusted xattr-mapped-name-refu
     xattr-list-unmapped xattr-list-hidden xattr-list-probe acl-set acl-allows-read acl-denies-write \
     acl-none-denies acl-default-set acl-default-no-umask acl-default-inherited \
     umask-without-default-acl acl-sgid-setup acl-sgid-cleared cap-set cap-write cap-cleared-in-guest
+
+if ((acl_ids)); then
+    for s in aclx aclns; do
+        sem_expect $s-access $s-default $s-default-inherited $s-host-set
+    done
+    sem_expect aclx-forbidden-uid aclx-forbidden-gid aclx-forbidden-default \
+        aclns-unmapped-uid aclns-unmapped-gid aclns-unmapped-default
+    ah() { getfacl -nc "$@" 2>/dev/null | tr '\n' ' '; }
+    for s in aclx aclns; do
+        d="$sem_tmp/$s"
+        sem_host "$s-access-on-host" "$(ah "$d/f" | grep -q 'user:5003:rw- .*group:6005:r--' && echo 1)" "$(ah "$d/f")"
+        sem_host "$s-default-on-host" "$(ah -d "$d/d" | grep -q 'user:5004:rwx .*group:6006:r-x' && echo 1)" \
+            "$(ah -d "$d/d")"
+        sem_host "$s-inherited-on-host" "$(ah "$d/d/in" | grep -q 'user:5004:rwx' && echo 1)" "$(ah "$d/d/in")"
+        all="$(ah "$d/f"; ah -d "$d/d"; ah "$d/d/in")"
+        sem_host "$s-refused-not-on-host" "$(grep -Eq ':(4001|4002|4003|1500|2500|3000):' <<<"$all" || echo 1)" "$all"
+    done
+fi
 
 flags="$(sem_init_flags ferry)"
 sem_host init-posix-acl-dont-mask $(( (flags & 0x100000) && (flags & 0x40) ? 1 : 0 )) "flags $flags"
