@@ -313,9 +313,24 @@ static int file_handles_without_root(struct passthrough_opts *pt_opts)
 		return -EPERM;
 	}
 	log_info("--inode-file-handles=prefer: without root file handles cannot "
-		 "be opened (CAP_DAC_READ_SEARCH on the host); inodes keep O_PATH fds");
+		 "be opened (open_by_handle_at needs CAP_DAC_READ_SEARCH on the host); "
+		 "inodes keep O_PATH fds");
 	pt_opts->file_handles = FILE_HANDLES_NEVER;
 	return 0;
+}
+
+/* The start's one line when no mount is judged for handles: why every
+ * inode keeps its fd. The mounts that are judged say so themselves
+ * (pt_file_handles.c), the share's at start and others when first met. */
+static void log_no_file_handles(const struct ferry_options *o)
+{
+	if (o->inode_file_handles != FILE_HANDLES_NEVER)
+		return;
+	if (o->inode_file_handles_set)
+		log_info("--inode-file-handles=never: every inode keeps an O_PATH fd");
+	else
+		log_info("--inode-file-handles: never, as QEMU's C virtiofsd (the share "
+			 "is named by -o source=): every inode keeps an O_PATH fd");
 }
 
 static int serve(const struct ferry_options *o)
@@ -339,6 +354,7 @@ static int serve(const struct ferry_options *o)
 			strerror(-ret));
 		goto out;
 	}
+	log_no_file_handles(o);
 	ret = file_handles_without_root(&pt_opts);
 	if (ret)
 		goto out;
