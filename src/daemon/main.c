@@ -326,7 +326,7 @@ static void log_no_file_handles(const struct ferry_options *o)
 {
 	if (o->inode_file_handles != FILE_HANDLES_NEVER)
 		return;
-	if (o->inode_file_handles_set)
+	if (o->inode_file_handles_set || !o->share_named_by_c_dialect)
 		log_info("--inode-file-handles=never: every inode keeps an O_PATH fd");
 	else
 		log_info("--inode-file-handles: never, as QEMU's C virtiofsd (the share "
