@@ -12,8 +12,8 @@
 #     daemon exits 0 when the guest powers off.
 # The same walk under --inode-file-handles=never fails with ENFILE in the guest: the default is what
 # makes it pass. In make check-long on the current stack the Rust virtiofsd walks the same tree as
-# a reference column. Needs root (without it file handles cannot be opened: the daemon says so and keeps
-# fds, tests/security/unprivileged-test.sh).
+# a reference column. Needs root (without it file handles cannot be opened: the daemon says so and
+# keeps fds, tests/security/unprivileged-test.sh).
 # Env: FERRYFS_WALK_FILES (default 100000, a multiple of 1000: 1000 files per directory).
 set -euo pipefail
 name=fd-budget-walk
