@@ -1,6 +1,7 @@
 /* ferryfsd: wires a transport (vhost-user or /dev/fuse), the FUSE protocol and the passthrough backend. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -297,14 +298,43 @@ out_listen:
 	return ret;
 }
 
+/* Whether a --modcaps list leaves CAP_DAC_READ_SEARCH out (its last word
+ * on it wins, as when caps_limit applies it). */
+static int note_handle_cap(int cap, bool add, void *dropped)
+{
+	if (cap == CAP_DAC_READ_SEARCH)
+		*(bool *)dropped = !add;
+	return 0;
+}
+
 /*
  * open_by_handle_at() needs CAP_DAC_READ_SEARCH in the initial user
  * namespace, which an ordinary user's start (its own user namespace
- * included) never has: say so once, at start, in those words.
+ * included) never has, nor a root daemon whose --modcaps drops it (it is
+ * dropped only once serving, after the share's mount was judged usable):
+ * say so once, at start, in those words.
  */
-static int file_handles_without_root(struct passthrough_opts *pt_opts)
+static int file_handles_without_root(const struct ferry_options *o,
+				     struct passthrough_opts *pt_opts)
 {
-	if (geteuid() == 0 || pt_opts->file_handles == FILE_HANDLES_NEVER)
+	bool cap_dropped = false;
+
+	if (pt_opts->file_handles == FILE_HANDLES_NEVER)
+		return 0;
+	if (geteuid() == 0 && o->modcaps)
+		ferry_modcaps_walk(o->modcaps, note_handle_cap, &cap_dropped);
+	if (cap_dropped) {
+		if (pt_opts->file_handles == FILE_HANDLES_MANDATORY) {
+			log_err("--inode-file-handles=mandatory needs CAP_DAC_READ_SEARCH, "
+				"which --modcaps drops");
+			return -EPERM;
+		}
+		log_info("--inode-file-handles=prefer: --modcaps drops CAP_DAC_READ_SEARCH, "
+			 "which open_by_handle_at needs; inodes keep O_PATH fds");
+		pt_opts->file_handles = FILE_HANDLES_NEVER;
+		return 0;
+	}
+	if (geteuid() == 0)
 		return 0;
 	if (pt_opts->file_handles == FILE_HANDLES_MANDATORY) {
 		log_err("--inode-file-handles=mandatory needs root (open_by_handle_at "
@@ -355,7 +385,7 @@ static int serve(const struct ferry_options *o)
 		goto out;
 	}
 	log_no_file_handles(o);
-	ret = file_handles_without_root(&pt_opts);
+	ret = file_handles_without_root(o, &pt_opts);
 	if (ret)
 		goto out;
 	if (o->migration_mode == MIG_MODE_FILE_HANDLES && geteuid() != 0)
