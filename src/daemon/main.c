@@ -314,7 +314,7 @@ static int note_handle_cap(int cap, bool add, void *dropped)
  * dropped only once serving, after the share's mount was judged usable):
  * say so once, at start, in those words.
  */
-static int file_handles_without_root(const struct ferry_options *o,
+static int file_handles_without_capability(const struct ferry_options *o,
 				     struct passthrough_opts *pt_opts)
 {
 	bool cap_dropped = false;
@@ -385,7 +385,7 @@ static int serve(const struct ferry_options *o)
 		goto out;
 	}
 	log_no_file_handles(o);
-	ret = file_handles_without_root(o, &pt_opts);
+	ret = file_handles_without_capability(o, &pt_opts);
 	if (ret)
 		goto out;
 	if (o->migration_mode == MIG_MODE_FILE_HANDLES && geteuid() != 0)
