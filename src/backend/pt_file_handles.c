@@ -154,21 +154,26 @@ static int add_mount(struct passthrough *pt, int mnt_id, int fd, int name_err,
 	} else {
 		ret = probe_mount(pt, fd, fh, &why);
 	}
+	mount_name(pt, mnt_id, fd, name, sizeof(name));
 	if (ret >= 0) {
 		pt->mounts[n].mnt_id = mnt_id;
 		pt->mounts[n].fd = ret;
 		atomic_store_explicit(&pt->nmounts, n + 1, memory_order_release);
+		log_info("--inode-file-handles=%s: file handles on %s; inodes there "
+			 "hold no fd while idle",
+			 pt->opts.file_handles == FILE_HANDLES_MANDATORY ? "mandatory" : "prefer",
+			 name);
 		goto out;
 	}
 	pt->no_handles[nbad].mnt_id = mnt_id;
 	pt->no_handles[nbad].err = ret;
 	atomic_store_explicit(&pt->nno_handles, nbad + 1, memory_order_release);
-	mount_name(pt, mnt_id, fd, name, sizeof(name));
+	/* prefer is the default: keeping fds on such a mount is its design. */
 	if (pt->opts.file_handles == FILE_HANDLES_MANDATORY)
 		log_err("--inode-file-handles=mandatory: no usable file handles on %s: %s (%s)",
 			name, why ? why : "", strerror(-ret));
 	else
-		log_warn("--inode-file-handles=prefer: no usable file handles on %s: %s (%s); "
+		log_info("--inode-file-handles=prefer: no usable file handles on %s: %s (%s); "
 			 "inodes there keep O_PATH fds", name, why ? why : "", strerror(-ret));
 out:
 	pthread_mutex_unlock(&pt->mounts_lock);

@@ -1,6 +1,7 @@
 /* ferryfsd: wires a transport (vhost-user or /dev/fuse), the FUSE protocol and the passthrough backend. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -295,14 +296,43 @@ out_listen:
 	return ret;
 }
 
+/* Whether a --modcaps list leaves CAP_DAC_READ_SEARCH out (its last word
+ * on it wins, as when caps_limit applies it). */
+static int note_handle_cap(int cap, bool add, void *dropped)
+{
+	if (cap == CAP_DAC_READ_SEARCH)
+		*(bool *)dropped = !add;
+	return 0;
+}
+
 /*
  * open_by_handle_at() needs CAP_DAC_READ_SEARCH in the initial user
  * namespace, which an ordinary user's start (its own user namespace
- * included) never has: say so once, at start, in those words.
+ * included) never has, nor a root daemon whose --modcaps drops it (it is
+ * dropped only once serving, after the share's mount was judged usable):
+ * say so once, at start, in those words.
  */
-static int file_handles_without_root(struct passthrough_opts *pt_opts)
+static int file_handles_without_capability(const struct ferry_options *o,
+				     struct passthrough_opts *pt_opts)
 {
-	if (geteuid() == 0 || pt_opts->file_handles == FILE_HANDLES_NEVER)
+	bool cap_dropped = false;
+
+	if (pt_opts->file_handles == FILE_HANDLES_NEVER)
+		return 0;
+	if (geteuid() == 0 && o->modcaps)
+		ferry_modcaps_walk(o->modcaps, note_handle_cap, &cap_dropped);
+	if (cap_dropped) {
+		if (pt_opts->file_handles == FILE_HANDLES_MANDATORY) {
+			log_err("--inode-file-handles=mandatory needs CAP_DAC_READ_SEARCH, "
+				"which --modcaps drops");
+			return -EPERM;
+		}
+		log_info("--inode-file-handles=prefer: --modcaps drops CAP_DAC_READ_SEARCH, "
+			 "which open_by_handle_at needs; inodes keep O_PATH fds");
+		pt_opts->file_handles = FILE_HANDLES_NEVER;
+		return 0;
+	}
+	if (geteuid() == 0)
 		return 0;
 	if (pt_opts->file_handles == FILE_HANDLES_MANDATORY) {
 		log_err("--inode-file-handles=mandatory needs root (open_by_handle_at "
@@ -311,9 +341,24 @@ static int file_handles_without_root(struct passthrough_opts *pt_opts)
 		return -EPERM;
 	}
 	log_info("--inode-file-handles=prefer: without root file handles cannot "
-		 "be opened (CAP_DAC_READ_SEARCH on the host); inodes keep O_PATH fds");
+		 "be opened (open_by_handle_at needs CAP_DAC_READ_SEARCH on the host); "
+		 "inodes keep O_PATH fds");
 	pt_opts->file_handles = FILE_HANDLES_NEVER;
 	return 0;
+}
+
+/* The start's one line when no mount is judged for handles: why every
+ * inode keeps its fd. The mounts that are judged say so themselves
+ * (pt_file_handles.c), the share's at start and others when first met. */
+static void log_no_file_handles(const struct ferry_options *o)
+{
+	if (o->inode_file_handles != FILE_HANDLES_NEVER)
+		return;
+	if (o->inode_file_handles_set || !o->share_named_by_c_dialect)
+		log_info("--inode-file-handles=never: every inode keeps an O_PATH fd");
+	else
+		log_info("--inode-file-handles: never, as QEMU's C virtiofsd (the share "
+			 "is named by -o source=): every inode keeps an O_PATH fd");
 }
 
 static int serve(const struct ferry_options *o)
@@ -337,7 +382,8 @@ static int serve(const struct ferry_options *o)
 			strerror(-ret));
 		goto out;
 	}
-	ret = file_handles_without_root(&pt_opts);
+	log_no_file_handles(o);
+	ret = file_handles_without_capability(o, &pt_opts);
 	if (ret)
 		goto out;
 	if (o->migration_mode == MIG_MODE_FILE_HANDLES && geteuid() != 0)

@@ -1,5 +1,6 @@
 /* The -o lexer: QEMU's C virtiofsd's "key[=value],..." lists, looked up by the rows' C names. */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "daemon/options_table.h"
@@ -9,6 +10,7 @@ static int lex_item(struct ferry_options *o, char *item, FILE *err)
 {
 	char *val = strchr(item, '=');
 	const struct opt_row *row;
+	int ret;
 
 	if (val)
 		*val++ = '\0';
@@ -23,7 +25,12 @@ static int lex_item(struct ferry_options *o, char *item, FILE *err)
 			val ? "=" : "", val ? val : "");
 		return -EINVAL;
 	}
-	return opt_apply(o, row, OPT_C, val, err);
+	ret = opt_apply(o, row, OPT_C, val, err);
+	/* A command line for QEMU's C virtiofsd: options_check gives it that
+	 * daemon's defaults where ferryfsd's differ. */
+	if (!ret && row->field == offsetof(struct ferry_options, shared_dir) + 1)
+		o->share_named_by_c_dialect = true;
+	return ret;
 }
 
 /* Splits the list on ',' in place. As in libfuse's option parser, a

@@ -97,6 +97,11 @@ int options_check(struct ferry_options *o, FILE *err)
 	 * because the entries it would cache expire at once. */
 	if (!o->readdirplus_set && o->cache == CACHE_NEVER)
 		o->readdirplus = false;
+	/* QEMU's C virtiofsd had no file handles: its command line keeps an
+	 * O_PATH fd per inode, and the capability set that daemon kept
+	 * (handles need CAP_DAC_READ_SEARCH), unless it asks for handles. */
+	if (o->share_named_by_c_dialect && !o->inode_file_handles_set)
+		o->inode_file_handles = FILE_HANDLES_NEVER;
 	return 0;
 }
 

@@ -141,9 +141,11 @@ static const struct opt_choice migration_on_error_choices[] = {
 	{ "abort", MIGRATION_ON_ERROR_ABORT },
 	{ "guest-error", MIGRATION_ON_ERROR_GUEST_ERROR }, { NULL, 0 },
 };
+/* fallback: the Rust virtiofsd's older name of prefer, which it still takes. */
 static const struct opt_choice file_handles_choices[] = {
 	{ "never", FILE_HANDLES_NEVER }, { "prefer", FILE_HANDLES_PREFER },
-	{ "mandatory", FILE_HANDLES_MANDATORY }, { NULL, 0 },
+	{ "mandatory", FILE_HANDLES_MANDATORY }, { "fallback", FILE_HANDLES_PREFER },
+	{ NULL, 0 },
 };
 
 /* Row shorthands: an option without a value that stores v (true, false,

@@ -31,8 +31,9 @@
 #                  after the source saved and before the destination loads; meanwhile the host
 #                  renames, deletes and replaces three files the guest holds. Whatever happens,
 #                  the fds must read the original file or fail: reading the replacement = FAIL
-#   m  modes       a file-handles source into a find-paths destination (no CAP_DAC_READ_SEARCH
-#                  there): refused, the reason in the destination's log, the source serves on
+#   m  modes       a file-handles source into a find-paths destination without CAP_DAC_READ_SEARCH
+#                  (--modcaps=-dac_read_search: the default file handles keep it): refused, the
+#                  reason in the destination's log, the source serves on
 #   n  no root     (FERRYFS_DAEMON_USER=auto only) --inode-file-handles=mandatory refused at
 #                  start naming CAP_DAC_READ_SEARCH; a --migration-mode=file-handles daemon warns,
 #                  takes a find-paths stream, and its stream of handles is refused by the next
@@ -462,12 +463,17 @@ if want g; then
     done
 fi
 
-# m: a file-handles source (the loop ends there) and a find-paths destination, which keeps no
-# CAP_DAC_READ_SEARCH and so cannot open files named by handle: ferryfsd must refuse and say what
-# to do, and the source goes on. The Rust virtiofsd here has --modcaps=+dac_read_search on every
-# daemon (migration-lib.sh): its answer is recorded.
+# m: a file-handles source (the loop ends there) and a find-paths destination without
+# CAP_DAC_READ_SEARCH, which so cannot open files named by handle: ferryfsd must refuse and say
+# what to do, and the source goes on. ferryfsd keeps that capability for its default
+# --inode-file-handles=prefer, so the destination drops it by --modcaps (a default destination
+# loads the stream). The Rust virtiofsd here has --modcaps=+dac_read_search on every daemon
+# (migration-lib.sh): its answer is recorded.
 if want m && [[ $srcmode == file-handles ]]; then
-    vm_start "$next" find-paths abort "unix:$tmp/in$next.sock" || die "cannot start VM $next"
+    no_handle_cap=()
+    [[ $mig_daemon == virtiofsd-rs ]] || no_handle_cap=(--modcaps=-dac_read_search)
+    vm_start "$next" find-paths abort "unix:$tmp/in$next.sock" "${no_handle_cap[@]}" ||
+        die "cannot start VM $next"
     st=$(migrate "$cur" "unix:$tmp/in$next.sock" 120)
     label="m file-handles source, find-paths destination"
     if [[ $st == completed ]]; then

@@ -2,7 +2,8 @@
 # Guest e2e (make check): the process that serves a real guest is confined as docs/security.md says (seccomp, no new privileges, the kept capabilities, its own namespaces and root), and the guest cannot read a host file outside the share by any path.
 #
 # Two boots, one daemon each:
-#   a) the defaults: --sandbox=namespace --seccomp=kill (the serving process is the forked child)
+#   a) the defaults: --sandbox=namespace --seccomp=kill --inode-file-handles=prefer (the serving
+#      process is the forked child)
 #   b) --sandbox=chroot --inode-file-handles=mandatory --modcaps=-mknod (the process itself serves)
 # While the guest holds 300 looked-up inodes, the host reads /proc/PID/{status,ns,root,fd} of the
 # serving process. The guest tries to read a marker file that lies next to the share on the host
@@ -166,15 +167,18 @@ for n in mnt pid net; do
 done
 [[ "$(status_field "$daemon_pid" CapEff)" == 0000000000000000 ]] ||
     die "ns: the waiting parent keeps capabilities $(status_field "$daemon_pid" CapEff)"
-check_process ns "$serving" chown dac_override fowner fsetid setgid setuid mknod setfcap
-# Without file handles each inode the guest holds pins an O_PATH fd.
+# The default --inode-file-handles=prefer keeps CAP_DAC_READ_SEARCH for open_by_handle_at, and the
+# inodes the guest holds keep handles, not fds.
+check_process ns "$serving" chown dac_override dac_read_search fowner fsetid setgid setuid mknod setfcap
 fds_ns=$(fd_count "$serving")
-((fds_ns > 300)) || die "ns: $fds_ns fds while the guest holds 300 inodes: the guest holds nothing?"
+((fds_ns < 100)) || die "ns: $fds_ns fds while the guest holds 300 inodes under the default file handles"
+grep -q -- "--inode-file-handles=prefer: file handles on " "$tmp/daemon.log" ||
+    die "ns: the start log does not name the share's mount as using file handles"
 finish_mode ns
 guest_saw ns
 grep -aqx 'MKNOD-CHR made' < <(tr -d '\r' <"$tmp/console-ns.log") || die "ns: mknod of a char device failed with all kept caps"
 [[ -c "$share/cdev" ]] || die "ns: no char device on the host"
-say "ns: child $serving in its own mnt/pid/net namespaces, Seccomp 2, NoNewPrivs 1, CapEff $(cap_mask chown dac_override fowner fsetid setgid setuid mknod setfcap), root = share, $fds_ns fds for 300 held inodes; nothing outside the share reachable"
+say "ns: child $serving in its own mnt/pid/net namespaces, Seccomp 2, NoNewPrivs 1, CapEff $(cap_mask chown dac_override dac_read_search fowner fsetid setgid setuid mknod setfcap), root = share, $fds_ns fds for 300 held inodes (file handles); nothing outside the share reachable"
 
 # --- b) chroot, file handles, no CAP_MKNOD.
 run_mode chroot --sandbox=chroot --inode-file-handles=mandatory --modcaps=-mknod

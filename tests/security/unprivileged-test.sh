@@ -186,6 +186,9 @@ others=$(find "$share" \( ! -user "$uid" -o ! -group "$gid" \) -printf '%u:%g %P
 [[ -z "$others" ]] || fail "files in the share not owned by $uid:$gid: $others"
 [[ "$(stat -c %u:%g "$share/by-guest")" == "$uid:$gid" ]] || fail "by-guest: $(stat -c %u:%g "$share/by-guest")"
 grep -q "user namespace with one id" "$tmp/daemon.log" || fail "the single-id fallback was not logged"
+# The default --inode-file-handles=prefer cannot open handles without root: said once, fds kept.
+n=$(grep -c "without root file handles cannot be opened" "$tmp/daemon.log" || true)
+((n == 1)) || fail "the file-handle fallback was logged $n times, not once: $(grep -- --inode-file-handles "$tmp/daemon.log" | head -3)"
 
 # --- Ranges: README.md's second command, --uid-map/--gid-map through newuidmap/newgidmap with the
 # user's /etc/subuid and /etc/subgid ranges (useradd gave them). The id checks left out above run.

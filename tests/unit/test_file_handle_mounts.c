@@ -1,4 +1,4 @@
-/* --inode-file-handles decided per mount: a mount without handles below the share falls back (prefer) or is refused (mandatory), logged once naming it. */
+/* --inode-file-handles decided per mount: a mount without handles below the share falls back (prefer) or is refused (mandatory); each mount logged once naming it, with handles or without. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -77,6 +77,8 @@ static void test_prefer(void)
 	if (!pt)
 		return;
 	CHECK_EQ(log_lines("no usable file handles", scratch), 0);
+	/* The share's mount is judged at start and says it keeps handles. */
+	CHECK_EQ(log_lines("--inode-file-handles=prefer: file handles on ", "hold no fd"), 1);
 	/* tmpfs: its files keep handles, no fds. */
 	CHECK_EQ(lookup(pt, 1, "tmp", &tmp_id), 0);
 	snprintf(tmpfs_file, sizeof(tmpfs_file), "%s/tmp/f", scratch);
@@ -99,6 +101,7 @@ static void test_prefer(void)
 	}
 	CHECK_EQ(log_lines("prefer: no usable file handles on", "/proc (proc, mount"), 1);
 	CHECK_EQ(log_lines("no usable file handles", "/tmp (tmpfs"), 0);
+	CHECK_EQ(log_lines("prefer: file handles on ", "/tmp (tmpfs"), 1);
 	ops->forget(pt, sys_id, 1);
 	ops->forget(pt, proc_id, 1);
 	ops->forget(pt, file_id, 1);

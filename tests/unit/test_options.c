@@ -208,8 +208,36 @@ int main(void)
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d", NULL);
 	CHECK_MSG(ret == 0 && o.sandbox == SANDBOX_NAMESPACE && !o.seccomp_set &&
 	          o.seccomp == SECCOMP_KILL && !o.modcaps &&
-	          o.inode_file_handles == FILE_HANDLES_NEVER,
-	          "defaults: namespace sandbox, seccomp kill, no file handles");
+	          o.inode_file_handles == FILE_HANDLES_PREFER,
+	          "defaults: namespace sandbox, seccomp kill, file handles where they work");
+
+	/* prefer's other name, as the Rust virtiofsd still takes it. */
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--inode-file-handles=fallback", NULL);
+	CHECK_MSG(ret == 0 && o.inode_file_handles == FILE_HANDLES_PREFER,
+	          "--inode-file-handles=fallback is prefer: %s", err);
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--inode-file-handles", "never", NULL);
+	CHECK_MSG(ret == 0 && o.inode_file_handles == FILE_HANDLES_NEVER,
+	          "--inode-file-handles never");
+	/* A share named as QEMU's C virtiofsd names it keeps that daemon's fd
+	 * per inode, unless file handles are asked for; -o items beside
+	 * --shared-dir change nothing. */
+	ret = parse(&o, err, sizeof(err), "--fd=3", "-o", "source=/d,cache=auto,xattr", NULL);
+	CHECK_MSG(ret == 0 && o.inode_file_handles == FILE_HANDLES_NEVER,
+	          "-o source=: no file handles, as QEMU's C virtiofsd");
+	ret = parse(&o, err, sizeof(err), "--fd=3", "-o", "source=/d",
+		    "--inode-file-handles=prefer", NULL);
+	CHECK_MSG(ret == 0 && o.inode_file_handles == FILE_HANDLES_PREFER,
+	          "-o source= with --inode-file-handles=prefer");
+	ret = parse(&o, err, sizeof(err), "--inode-file-handles=mandatory", "--fd=3",
+		    "-o", "source=/d", NULL);
+	CHECK_MSG(ret == 0 && o.inode_file_handles == FILE_HANDLES_MANDATORY,
+	          "--inode-file-handles=mandatory before -o source=");
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "-o", "cache=auto,xattr", NULL);
+	CHECK_MSG(ret == 0 && o.inode_file_handles == FILE_HANDLES_PREFER,
+	          "--shared-dir with -o items keeps prefer");
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--sandbox", "none", "--seccomp=none", NULL);
