@@ -153,6 +153,11 @@ behind="$(doc_flags behind)" never="$(doc_flags never)"
 sem_host docs-init-section-parsed "$([[ -n $behind && -n $never ]] && echo 1)" \
     "no flags behind options or not served found in docs/options.md's INIT section"
 expected="$(printf '0x%x' $((offer_612 & ~$(mask $(cut -d' ' -f1 <<<"$behind") $never))))"
+# Per the ALLOW_IDMAP row, --uid-map/--gid-map (the daemon started with ranges,
+# FERRYFS_DAEMON_USER=ranges) withdraw it: requests without ids could not be refused.
+idmap_withdrawn=0
+[[ " ${unpriv_idmap[*]:-} " == *" --uid-map="* ]] && idmap_withdrawn=1
+((idmap_withdrawn == 0)) || expected="$(printf '0x%x' $((expected & ~$(mask ALLOW_IDMAP))))"
 # client_line DAEMON: "MINOR OFFERED" from ferryfsd's INIT log.
 client_line() {
     sed -n 's/.*fuse: client 7\.\([0-9]*\) offers \(0x[0-9a-f]*\), not agreed.*/\1 \2/p' "$t/$1.log" | tail -1
@@ -189,7 +194,11 @@ sem_host allow-mmap-not-agreed-without "$(( ($(sem_init_flags nomm) & mmap_bit) 
 served="$(doc_flags served)"
 sem_host allow-idmap-served-in-docs "$(grep -qx ALLOW_IDMAP <<<"$served" && echo 1)" \
     "docs/options.md's table has no 'served' row for FUSE_ALLOW_IDMAP"
-sem_host allow-idmap-agreed "$(( (agreed & $(mask ALLOW_IDMAP)) != 0 ))" "agreed $agreed"
+if ((idmap_withdrawn)); then
+    sem_host allow-idmap-withdrawn-under-uid-map "$(( (agreed & $(mask ALLOW_IDMAP)) == 0 ))" "agreed $agreed"
+else
+    sem_host allow-idmap-agreed "$(( (agreed & $(mask ALLOW_IDMAP)) != 0 ))" "agreed $agreed"
+fi
 sem_host session-minor-41 "$(grep -aq 'fuse: session 7\.41,' "$t/ferryfs.log" && echo 1)" \
     "$(grep -ao 'fuse: session 7\.[0-9]*' "$t/ferryfs.log" | tail -1)"
 
@@ -217,19 +226,21 @@ idmap_of() { grep -a "^$1 IDMAP " <<<"$out" | sed "s/^$1 //"; }
 ref="$(idmap_of tmpfs)"
 got="$(idmap_of ferryfsd)"
 sem_host idmap-tmpfs-ran "$(grep -q '^IDMAP created-on-disk 1:1$' <<<"$ref" && echo 1)" "tmpfs: $(tr '\n' ';' <<<"$ref")"
-sem_host idmap-like-tmpfs "$([[ -n $ref && $got == "$ref" ]] && echo 1)" \
-    "ferryfsd '$(tr '\n' ';' <<<"$got")' tmpfs '$(tr '\n' ';' <<<"$ref")'"
-owner_on_host() { # PATH: uid:gid as the guest's ids
-    [[ -e $1 ]] || { echo missing; return; }
-    local u g
-    u="$(stat -c %u "$1")" g="$(stat -c %g "$1")"
-    if [[ -n ${unpriv_subgid:-} ]]; then u="$(unpriv_guest_gid "$u")"; g="$(unpriv_guest_gid "$g")"; fi
-    echo "$u:$g"
+owner_on_host() { # PATH: uid:gid on the host (guest ids are host ids when ALLOW_IDMAP is agreed)
+    if [[ -e $1 ]]; then stat -c %u:%g "$1"; else echo missing; fi
 }
-sem_host idmap-mkdir-owner-on-host "$([[ $(owner_on_host "$main/idm/newdir") == 1:1 ]] && echo 1)" \
-    "host: $(owner_on_host "$main/idm/newdir")"
-sem_host idmap-chown-owner-on-host "$([[ $(owner_on_host "$main/idm/new") == 3:4 ]] && echo 1)" \
-    "host: $(owner_on_host "$main/idm/new")"
+if ((idmap_withdrawn)); then
+    # Without the flag the guest's kernel refuses an idmapped mount of the share (EINVAL).
+    sem_host idmap-mount-refused-without-flag "$([[ $got == "IDMAP mount errno 22" ]] && echo 1)" \
+        "ferryfsd '$(tr '\n' ';' <<<"$got")'"
+else
+    sem_host idmap-like-tmpfs "$([[ -n $ref && $got == "$ref" ]] && echo 1)" \
+        "ferryfsd '$(tr '\n' ';' <<<"$got")' tmpfs '$(tr '\n' ';' <<<"$ref")'"
+    sem_host idmap-mkdir-owner-on-host "$([[ $(owner_on_host "$main/idm/newdir") == 1:1 ]] && echo 1)" \
+        "host: $(owner_on_host "$main/idm/newdir")"
+    sem_host idmap-chown-owner-on-host "$([[ $(owner_on_host "$main/idm/new") == 3:4 ]] && echo 1)" \
+        "host: $(owner_on_host "$main/idm/new")"
+fi
 rsi="$(idmap_of virtiofsd-rs)"
 [[ -z $rsi ]] || echo "reference: virtiofsd-rs idmapped mount $([[ $rsi == "$ref" ]] && echo "matches tmpfs" ||
     echo "differs: '$(tr '\n' ';' <<<"$rsi")'")"
