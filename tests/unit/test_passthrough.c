@@ -997,7 +997,8 @@ static void test_statx(void)
  * FUSE_ALLOW_IDMAP: requests that create nothing come with both ids
  * FUSE_INVALID_UIDGID and run as the daemon; creating ones still need an
  * owner. Without the flag such a request is refused as before, and a
- * backend whose id options refuse some callers withdraws the flag.
+ * backend whose id options refuse some callers, or that serves killpriv v2,
+ * withdraws the flag.
  */
 static void test_unnamed_callers(void)
 {
@@ -1039,6 +1040,10 @@ static void test_unnamed_callers(void)
 	CHECK_EQ(passthrough_ops.init(forbidding, &idmap41), 0);
 	CHECK_EQ(idmap41.flags, 0);
 	passthrough_free(forbidding);
+	/* Killpriv v2 has the host judge the writer's group: withdrawn too. */
+	idmap41.flags = FUSE_ALLOW_IDMAP | FUSE_HANDLE_KILLPRIV_V2;
+	CHECK_EQ(ops->init(pt, &idmap41), 0);
+	CHECK_EQ(idmap41.flags, FUSE_HANDLE_KILLPRIV_V2);
 	CHECK_EQ(ops->init(pt, &plain38), 0);
 }
 
