@@ -205,9 +205,13 @@ uint64_t fuse_init_offered_flags(const struct fuse_server *se)
 	 * agreed, requests that create nothing come without the caller's ids
 	 * (FUSE_INVALID_UIDGID), and creating ones with the ids an idmapped
 	 * mount gave the caller; the client only agrees with
-	 * default_permissions, so its kernel has judged every request. A
-	 * backend that must know every caller withdraws it at init. */
-	f |= FUSE_ALLOW_IDMAP;
+	 * default_permissions, so its kernel has judged every request. What
+	 * the daemon decides by the caller's ids itself (suid/sgid on an
+	 * O_TRUNC open, trusted.* in a listing) then goes as for an
+	 * unprivileged caller: hence an option. A backend that must know
+	 * every caller withdraws it at init. */
+	if (o->allow_idmap)
+		f |= FUSE_ALLOW_IDMAP;
 	return f;
 }
 

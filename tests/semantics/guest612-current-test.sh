@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Guest e2e (make check): what a Linux 6.12 guest sends (current stack): its INIT offer decoded against what ferryfsd agreed, FUSE_CREATE_SUPP_GROUP set-group-ID creation against the guest's tmpfs, --allow-mmap with cache=never (shared writable mmap, msync, the bytes on the host), FUSE_STATX birth time against the host's, and an idmapped mount of the share (FUSE_ALLOW_IDMAP) against one of the guest's tmpfs.
 #
-# Daemons (one boot): ferryfs (ferryfsd defaults; the set-group-ID directory), mm (ferryfsd
+# Daemons (one boot): ferryfs (ferryfsd defaults; the set-group-ID directory, birth times; an
+# idmapped mount of it must be refused), idm (--allow-idmap: the idmapped mount), mm (ferryfsd
 # --cache=never --allow-mmap), nomm (--cache=never alone: the shared mapping must be refused, or
 # --allow-mmap would not be what makes mm work), and the Rust virtiofsd 1.13 as a reference
 # column for both (rs: defaults; rsmm: --cache=never --allow-mmap), reported, never judged.
@@ -30,9 +31,9 @@ source "$here/lib.sh"
 sem_init guest612-current-test
 
 t="$sem_tmp"
-main="$t/main" mm="$t/mm" nomm="$t/nomm" rs="$t/rs" rsmm="$t/rsmm"
-mkdir -p "$main" "$mm" "$nomm" "$rs" "$rsmm"
-chmod 755 "$main" "$mm" "$nomm" "$rs" "$rsmm"
+main="$t/main" mm="$t/mm" nomm="$t/nomm" rs="$t/rs" rsmm="$t/rsmm" idm="$t/idm"
+mkdir -p "$main" "$mm" "$nomm" "$rs" "$rsmm" "$idm"
+chmod 755 "$main" "$mm" "$nomm" "$rs" "$rsmm" "$idm"
 gcc -static -O2 -Wall -Wextra -Werror -o "$t/g612" "$sem_here/guest-612.c"
 size=1048576 seed=7
 
@@ -40,6 +41,7 @@ sem_daemon ferryfs "$main"
 cp "$t/g612" "$main/g612"
 sem_daemon mm "$mm" --cache=never --allow-mmap
 sem_daemon nomm "$nomm" --cache=never
+sem_daemon idm "$idm" --allow-idmap
 if "$sem_repo/tests/e2e/virtiofsd-rs" --version >/dev/null 2>&1; then
     sem_daemon_cmd rs "$rs" "$sem_repo/tests/e2e/virtiofsd-rs" --socket-path="$t/rs.sock" --shared-dir="$rs"
     sem_daemon_cmd rsmm "$rsmm" "$sem_repo/tests/e2e/virtiofsd-rs" --socket-path="$t/rsmm.sock" \
@@ -66,13 +68,18 @@ for c in tmpfs:/tmp ferryfsd:/mm ferryfsd-no-allow-mmap:/nomm virtiofsd-rs:/rsmm
     [ -d \$d ] || continue
     \$G mmap \$d/mm.bin $size $seed | sed "s/^/\${c%%:*} /"
 done
-# FUSE_STATX: birth time of a file the host made and of one the guest makes; FUSE_ALLOW_IDMAP:
-# an idmapped mount of the share (of /tmp for the oracle).
+# FUSE_STATX: birth time of a file the host made and of one the guest makes.
 for c in tmpfs:/tmp ferryfsd:/mnt virtiofsd-rs:/rs; do
     d=\${c#*:}
     [ -d \$d ] || continue
     : >\$d/bt-guest
     for f in bt-host bt-guest; do [ -e \$d/\$f ] && \$G btime \$d/\$f | sed "s/^/\${c%%:*} /"; done
+done
+# FUSE_ALLOW_IDMAP: an idmapped mount of the share (of /tmp for the oracle; of the default
+# daemon's share, which must be refused).
+for c in tmpfs:/tmp ferryfsd:/idm ferryfsd-default:/mnt virtiofsd-rs:/rs; do
+    d=\${c#*:}
+    [ -d \$d ] || continue
     mkdir -p /idm-\${c%%:*}
     \$G idmap \$d /idm-\${c%%:*} | sed "s/^/\${c%%:*} /"
 done
@@ -154,10 +161,9 @@ sem_host docs-init-section-parsed "$([[ -n $behind && -n $never ]] && echo 1)" \
     "no flags behind options or not served found in docs/options.md's INIT section"
 expected="$(printf '0x%x' $((offer_612 & ~$(mask $(cut -d' ' -f1 <<<"$behind") $never))))"
 # Per the ALLOW_IDMAP row, --uid-map/--gid-map (the daemon started with ranges,
-# FERRYFS_DAEMON_USER=ranges) withdraw it: requests without ids could not be refused.
+# FERRYFS_DAEMON_USER=ranges) withdraw it even with --allow-idmap.
 idmap_withdrawn=0
 [[ " ${unpriv_idmap[*]:-} " == *" --uid-map="* ]] && idmap_withdrawn=1
-((idmap_withdrawn == 0)) || expected="$(printf '0x%x' $((expected & ~$(mask ALLOW_IDMAP))))"
 # client_line DAEMON: "MINOR OFFERED" from ferryfsd's INIT log.
 client_line() {
     sed -n 's/.*fuse: client 7\.\([0-9]*\) offers \(0x[0-9a-f]*\), not agreed.*/\1 \2/p' "$t/$1.log" | tail -1
@@ -190,14 +196,18 @@ sem_host allow-mmap-is-behind-the-option-in-docs "$(grep -qx 'DIRECT_IO_ALLOW_MM
 sem_host allow-mmap-offered-by-6.12 "$(( (${mm_offered:-0} & mmap_bit) != 0 ))" "offer ${mm_offered:-none}"
 sem_host allow-mmap-agreed-with-option "$(( ($(sem_init_flags mm) & mmap_bit) != 0 ))" "mm flags $(sem_init_flags mm)"
 sem_host allow-mmap-not-agreed-without "$(( ($(sem_init_flags nomm) & mmap_bit) == 0 ))" "nomm flags $(sem_init_flags nomm)"
-# The table's "served" rows: FUSE_ALLOW_IDMAP among them, agreed with the defaults, at 7.41.
+# FUSE_ALLOW_IDMAP: a "served" row of the table, behind --allow-idmap, agreed with it (idm) at
+# 7.41, and withdrawn where the row says (--uid-map/--gid-map, the ranges run).
 served="$(doc_flags served)"
 sem_host allow-idmap-served-in-docs "$(grep -qx ALLOW_IDMAP <<<"$served" && echo 1)" \
     "docs/options.md's table has no 'served' row for FUSE_ALLOW_IDMAP"
+sem_host allow-idmap-is-behind-the-option-in-docs "$(grep -qx 'ALLOW_IDMAP --allow-idmap' <<<"$behind" && echo 1)" \
+    "docs/options.md does not put ALLOW_IDMAP behind --allow-idmap"
+idm_flags="$(sem_init_flags idm)"
 if ((idmap_withdrawn)); then
-    sem_host allow-idmap-withdrawn-under-uid-map "$(( (agreed & $(mask ALLOW_IDMAP)) == 0 ))" "agreed $agreed"
+    sem_host allow-idmap-withdrawn-under-uid-map "$(( (idm_flags & $(mask ALLOW_IDMAP)) == 0 ))" "idm flags $idm_flags"
 else
-    sem_host allow-idmap-agreed "$(( (agreed & $(mask ALLOW_IDMAP)) != 0 ))" "agreed $agreed"
+    sem_host allow-idmap-agreed-with-option "$(( (idm_flags & $(mask ALLOW_IDMAP)) != 0 ))" "idm flags $idm_flags"
 fi
 sem_host session-minor-41 "$(grep -aq 'fuse: session 7\.41,' "$t/ferryfs.log" && echo 1)" \
     "$(grep -ao 'fuse: session 7\.[0-9]*' "$t/ferryfs.log" | tail -1)"
@@ -225,6 +235,8 @@ done
 idmap_of() { grep -a "^$1 IDMAP " <<<"$out" | sed "s/^$1 //"; }
 ref="$(idmap_of tmpfs)"
 got="$(idmap_of ferryfsd)"
+sem_host idmap-refused-without-option "$([[ $(idmap_of ferryfsd-default) == "IDMAP mount errno 22" ]] && echo 1)" \
+    "ferryfsd (defaults): '$(idmap_of ferryfsd-default | tr '\n' ';')'"
 sem_host idmap-tmpfs-ran "$(grep -q '^IDMAP created-on-disk 1:1$' <<<"$ref" && echo 1)" "tmpfs: $(tr '\n' ';' <<<"$ref")"
 owner_on_host() { # PATH: uid:gid on the host (guest ids are host ids when ALLOW_IDMAP is agreed)
     if [[ -e $1 ]]; then stat -c %u:%g "$1"; else echo missing; fi
@@ -236,10 +248,10 @@ if ((idmap_withdrawn)); then
 else
     sem_host idmap-like-tmpfs "$([[ -n $ref && $got == "$ref" ]] && echo 1)" \
         "ferryfsd '$(tr '\n' ';' <<<"$got")' tmpfs '$(tr '\n' ';' <<<"$ref")'"
-    sem_host idmap-mkdir-owner-on-host "$([[ $(owner_on_host "$main/idm/newdir") == 1:1 ]] && echo 1)" \
-        "host: $(owner_on_host "$main/idm/newdir")"
-    sem_host idmap-chown-owner-on-host "$([[ $(owner_on_host "$main/idm/new") == 3:4 ]] && echo 1)" \
-        "host: $(owner_on_host "$main/idm/new")"
+    sem_host idmap-mkdir-owner-on-host "$([[ $(owner_on_host "$idm/idm/newdir") == 1:1 ]] && echo 1)" \
+        "host: $(owner_on_host "$idm/idm/newdir")"
+    sem_host idmap-chown-owner-on-host "$([[ $(owner_on_host "$idm/idm/new") == 3:4 ]] && echo 1)" \
+        "host: $(owner_on_host "$idm/idm/new")"
 fi
 rsi="$(idmap_of virtiofsd-rs)"
 [[ -z $rsi ]] || echo "reference: virtiofsd-rs idmapped mount $([[ $rsi == "$ref" ]] && echo "matches tmpfs" ||

@@ -785,8 +785,9 @@ static uint64_t init_flags(const struct fuse_init_out *out)
 	return out->flags | ((uint64_t)out->flags2 << 32);
 }
 
-/* INIT of a 7.minor client offering every flag in both words; the reply. */
-static struct fuse_init_out init_as(uint32_t minor)
+/* INIT of a 7.minor client offering every flag in both words, to a session
+ * with default_opts() and --allow-idmap or not; the reply. */
+static struct fuse_init_out init_as(uint32_t minor, bool allow_idmap)
 {
 	struct fuse_server_opts opts = default_opts();
 	struct fuse_server *se;
@@ -794,6 +795,7 @@ static struct fuse_init_out init_as(uint32_t minor)
 	struct fuse_init_out out;
 
 	memset(&out, 0, sizeof(out));
+	opts.allow_idmap = allow_idmap;
 	CHECK(fuse_server_new(&se, &opts, &test_ops, &rec) == 0);
 	CHECK(fuse_worker_new(se, &w) == 0);
 	rec_reset();
@@ -806,34 +808,39 @@ static struct fuse_init_out init_as(uint32_t minor)
 }
 
 /*
- * Protocol 7.41: a 7.41 client (Linux 6.12) gets 7.41 and FUSE_ALLOW_IDMAP;
- * a 7.38 one (Linux 6.1) gets what it got when 7.38 was the session's
- * newest, whatever bits it sets; a newer one gets 7.41. A backend may take
- * ALLOW_IDMAP back and nothing else.
+ * Protocol 7.41: a 7.41 client (Linux 6.12) gets 7.41, and FUSE_ALLOW_IDMAP
+ * with --allow-idmap only; a 7.38 one (Linux 6.1) gets what it got when 7.38
+ * was the session's newest, whatever bits it sets and options say; a newer
+ * one gets 7.41. A backend may take ALLOW_IDMAP back and nothing else.
  */
 static void test_init_minor_41(void)
 {
 	struct fuse_init_out out;
 
-	out = init_as(41);
+	out = init_as(41, false);
+	CHECK(out.major == 7 && out.minor == 41);
+	CHECK(init_flags(&out) == AGREED_BEFORE_741);
+	out = init_as(41, true);
 	CHECK(out.major == 7 && out.minor == 41);
 	CHECK(init_flags(&out) == (AGREED_BEFORE_741 | FUSE_ALLOW_IDMAP));
 	CHECK(rec.conn.proto_minor == 41 && rec.conn.flags == init_flags(&out));
 
-	out = init_as(38);
-	CHECK(out.major == 7 && out.minor == 38);
-	CHECK(init_flags(&out) == AGREED_BEFORE_741);
-	CHECK(out.max_write == 64 * 1024 && out.max_pages == 16 && out.time_gran == 1);
-	CHECK(out.max_readahead == 131072);
-	CHECK(rec.conn.proto_minor == 38 && rec.conn.flags == AGREED_BEFORE_741);
+	for (int allow = 0; allow < 2; allow++) {
+		out = init_as(38, allow);
+		CHECK(out.major == 7 && out.minor == 38);
+		CHECK(init_flags(&out) == AGREED_BEFORE_741);
+		CHECK(out.max_write == 64 * 1024 && out.max_pages == 16 && out.time_gran == 1);
+		CHECK(out.max_readahead == 131072);
+		CHECK(rec.conn.proto_minor == 38 && rec.conn.flags == AGREED_BEFORE_741);
+	}
 
-	out = init_as(40);
+	out = init_as(40, true);
 	CHECK(out.minor == 40 && !(init_flags(&out) & FUSE_ALLOW_IDMAP));
-	out = init_as(45);
+	out = init_as(45, true);
 	CHECK(out.minor == 41 && (init_flags(&out) & FUSE_ALLOW_IDMAP));
 
 	backend_withdraws_idmap = true;
-	out = init_as(41);
+	out = init_as(41, true);
 	backend_withdraws_idmap = false;
 	CHECK(out.minor == 41 && init_flags(&out) == AGREED_BEFORE_741);
 	CHECK(rec.conn.flags == AGREED_BEFORE_741);
