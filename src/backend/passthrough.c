@@ -17,7 +17,20 @@
 
 /* ---- ops -------------------------------------------------------------- */
 
-int pt_init(void *fs, const struct fuse_conn_params *conn)
+/* Whether the id options refuse some guest callers (forbid-guest rules, a
+ * strict --uid-map/--gid-map): requests that do not name their caller
+ * could not be refused. */
+static bool refuses_some_callers(const struct idmap *m)
+{
+	if (m->strict)
+		return true;
+	for (unsigned i = 0; i < m->nrules; i++)
+		if (m->rules[i].kind == IDMAP_FORBID_GUEST)
+			return true;
+	return false;
+}
+
+int pt_init(void *fs, struct fuse_conn_params *conn)
 {
 	struct passthrough *pt = fs;
 
@@ -28,6 +41,14 @@ int pt_init(void *fs, const struct fuse_conn_params *conn)
 	pt->guest_strips_sgid = conn->proto_minor >= 37;
 	pt->guest_kills_acl_sgid = conn->flags & FUSE_SETXATTR_EXT;
 	pt->guest_kills_suidgid = conn->flags & FUSE_HANDLE_KILLPRIV_V2;
+	/* Requests without their caller's ids (FUSE_ALLOW_IDMAP) cannot be
+	 * refused by id, nor can the host judge their writer's group, as
+	 * killpriv v2 asks it to (whether a sgid bit without group execute
+	 * stays). */
+	if (refuses_some_callers(&pt->opts.uid_map) || refuses_some_callers(&pt->opts.gid_map) ||
+	    pt->guest_kills_suidgid)
+		conn->flags &= ~FUSE_ALLOW_IDMAP;
+	pt->callers_unnamed = conn->flags & FUSE_ALLOW_IDMAP;
 	return 0;
 }
 

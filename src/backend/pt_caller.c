@@ -2,6 +2,18 @@
 #include "backend/pt_internal.h"
 
 /*
+ * FUSE_ALLOW_IDMAP agreed: a request that creates nothing carries
+ * FUSE_INVALID_UIDGID for both ids instead of its caller's (the guest's
+ * kernel judged it, with default_permissions, and may have seen it through
+ * an idmapped mount). A creating request always names the owner to give.
+ */
+static bool caller_unnamed(const struct passthrough *pt, const struct fuse_request_ctx *ctx)
+{
+	return pt->callers_unnamed && ctx->uid == FUSE_INVALID_UIDGID &&
+	       ctx->gid == FUSE_INVALID_UIDGID;
+}
+
+/*
  * The host ids a guest request runs as; -EPERM for a forbidden guest id
  * (--translate-uid forbid-guest) and, for a daemon that switches ids, for
  * the -1 a guest's kernel sends for a caller it cannot map.
@@ -21,17 +33,21 @@ static int host_ids(const struct passthrough *pt, const struct fuse_request_ctx 
 /*
  * An op whose outcome the guest's kernel has already decided runs as the
  * daemon (creds.h says why); the caller is still refused if its ids are.
+ * An unnamed caller has nothing to refuse (pt_init withdraws
+ * FUSE_ALLOW_IDMAP where the id options refuse some callers).
  */
 int pt_check_caller(const struct passthrough *pt, const struct fuse_request_ctx *ctx)
 {
 	uint32_t uid, gid;
 
+	if (caller_unnamed(pt, ctx))
+		return 0;
 	return host_ids(pt, ctx, &uid, &gid);
 }
 
 /* Takes on the caller's ids in the given role until pt_as_daemon. */
-int pt_as_caller(struct passthrough *pt, const struct fuse_request_ctx *ctx,
-		 enum creds_role role)
+static int as_ids(struct passthrough *pt, const struct fuse_request_ctx *ctx,
+		  enum creds_role role)
 {
 	uint32_t uid, gid;
 	int ret = host_ids(pt, ctx, &uid, &gid);
@@ -39,6 +55,23 @@ int pt_as_caller(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 	if (ret < 0 || !pt->switch_creds)
 		return ret;
 	return creds_switch(uid, gid, role);
+}
+
+/*
+ * As as_ids, for an op that creates nothing. An unnamed caller keeps the
+ * daemon's ids and drops what the role drops (CAP_FSETID, so the host
+ * clears suid/sgid on a write as the guest asked); the role that asks the
+ * host to judge the caller (FUSE_ACCESS, which such a client never sends)
+ * has no one to judge and is refused.
+ */
+int pt_as_caller(struct passthrough *pt, const struct fuse_request_ctx *ctx,
+		 enum creds_role role)
+{
+	if (!caller_unnamed(pt, ctx))
+		return as_ids(pt, ctx, role);
+	if (role == CREDS_CALLER_ONLY)
+		return -EPERM;
+	return pt->switch_creds ? creds_switch(0, 0, role) : 0;
 }
 
 void pt_as_daemon(struct passthrough *pt)
@@ -82,8 +115,7 @@ int pt_begin_create(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 		if (ret < 0)
 			return ret;
 	}
-	ret = pt_as_caller(pt, ctx, pt->guest_strips_sgid ? CREDS_OWNER :
-						       pt_host_judged_role(ctx));
+	ret = as_ids(pt, ctx, pt->guest_strips_sgid ? CREDS_OWNER : pt_host_judged_role(ctx));
 	if (ret < 0 && pt->switch_creds)
 		creds_restore();
 	return ret;

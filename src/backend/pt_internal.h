@@ -94,6 +94,9 @@ struct passthrough {
 	/* The guest says when a write, truncate or O_TRUNC open must clear
 	 * suid/sgid (FUSE_HANDLE_KILLPRIV_V2). */
 	bool guest_kills_suidgid;
+	/* FUSE_ALLOW_IDMAP agreed: requests that create nothing carry
+	 * FUSE_INVALID_UIDGID for both ids; they run as the daemon. */
+	bool callers_unnamed;
 };
 
 /* ---- small helpers: inline, every op uses some of them ---------------- */

@@ -1,4 +1,4 @@
-/* The handlers for an inode's attributes and the file system's: GETATTR, SETATTR, READLINK, ACCESS, STATFS, SYNCFS and the xattrs. */
+/* The handlers for an inode's attributes and the file system's: GETATTR, STATX, SETATTR, READLINK, ACCESS, STATFS, SYNCFS and the xattrs. */
 #include "protocol/fuse_handlers.h"
 
 #include <string.h>
@@ -9,6 +9,19 @@ int fuse_do_getattr(struct fuse_request *req)
 	int rc = OPS(req)->getattr(FS(req), &req->ctx, req->in.nodeid, in, &req->out.attr);
 
 	return REPLY_OUT(req, rc, attr);
+}
+
+/* The reply is assembled in the worker's out_buf, as READLINK's is: it is
+ * larger than anything in the reply union. */
+int fuse_do_statx(struct fuse_request *req)
+{
+	const struct fuse_statx_in *in = arg_fixed(req, sizeof(*in));
+	struct fuse_statx_out *out = (struct fuse_statx_out *)req->w->out_buf;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = OPS(req)->statx(FS(req), &req->ctx, req->in.nodeid, in, out);
+	return reply_if_ok(req, rc, out, sizeof(*out));
 }
 
 int fuse_do_readlink(struct fuse_request *req)

@@ -17,9 +17,11 @@
 #include "protocol/fuse_server.h"
 
 /* Our protocol version; virtio-fs itself appeared in 7.31, so nothing older
- * can be a virtio-fs client. */
+ * can be a virtio-fs client. A client gets the lower of its minor and ours:
+ * what 7.39 to 7.41 added (STATX, ALLOW_IDMAP, DIRECT_IO_ALLOW_MMAP) only
+ * a client that offers or sends it ever meets. */
 #define FERRY_FUSE_MAJOR 7
-#define FERRY_FUSE_MINOR 38
+#define FERRY_FUSE_MINOR 41
 #define FERRY_FUSE_MIN_MINOR 31
 
 /* Protocol 7.39 (Linux 6.6); the installed uapi header (7.38) predates it.

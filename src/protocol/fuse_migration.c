@@ -103,6 +103,14 @@ int fuse_server_import(struct fuse_server *se, const struct mig_session *in,
 			return mig_refuse(reason, size, ret, "session: backend init: %s",
 				      strerror(-ret));
 		}
+		/* The guest keeps what the source agreed: a backend here that
+		 * withdraws a flag (other id options) cannot serve it. */
+		if (se->conn.flags != in->flags) {
+			atomic_store_explicit(&se->state, SESSION_NEW, memory_order_release);
+			return mig_refuse(reason, size, -EINVAL,
+				      "session: the source agreed FUSE_ALLOW_IDMAP, this "
+				      "server's id options withdraw it");
+		}
 	}
 	log_info("fuse: session %u.%u, flags 0x%llx, max_write %u taken over from "
 		 "the migration source", FERRY_FUSE_MAJOR, in->minor,

@@ -89,7 +89,9 @@
 	OP_NOSYS(FUSE_REMOVEMAPPING) \
 	OP(FUSE_SYNCFS, syncfs, syncfs, sizeof(struct fuse_syncfs_in), 0, 0) \
 	OP(FUSE_TMPFILE, tmpfile, tmpfile, sizeof(struct fuse_create_in), \
-	   sizeof(struct fuse_entry_out) + sizeof(struct fuse_open_out), FUSE_OP_MODIFIES)
+	   sizeof(struct fuse_entry_out) + sizeof(struct fuse_open_out), FUSE_OP_MODIFIES) \
+	OP(FUSE_STATX, statx, statx, sizeof(struct fuse_statx_in), \
+	   sizeof(struct fuse_statx_out), 0)
 
 /*
  * The handlers, declared from the rows: each runs with the op's fixed

@@ -12,6 +12,75 @@
 #include "common/ferry_req.h"
 
 /*
+ * Protocol 7.39 to 7.41 as far as ferryfs serves it, for uapi headers that
+ * stop before (Debian 12's is 7.38): FUSE_STATX (7.39) and
+ * FUSE_ALLOW_IDMAP (7.41). The layouts are the protocol's, fixed on the
+ * wire; the assertions below hold them to it.
+ */
+#if FUSE_KERNEL_MINOR_VERSION < 39
+#define FUSE_STATX 52
+
+struct fuse_sx_time {
+	int64_t tv_sec;
+	uint32_t tv_nsec;
+	int32_t __reserved;
+};
+
+/* struct statx's fields, in its order. */
+struct fuse_statx {
+	uint32_t mask;
+	uint32_t blksize;
+	uint64_t attributes;
+	uint32_t nlink;
+	uint32_t uid;
+	uint32_t gid;
+	uint16_t mode;
+	uint16_t __spare0[1];
+	uint64_t ino;
+	uint64_t size;
+	uint64_t blocks;
+	uint64_t attributes_mask;
+	struct fuse_sx_time atime;
+	struct fuse_sx_time btime;
+	struct fuse_sx_time ctime;
+	struct fuse_sx_time mtime;
+	uint32_t rdev_major;
+	uint32_t rdev_minor;
+	uint32_t dev_major;
+	uint32_t dev_minor;
+	uint64_t __spare2[14];
+};
+
+struct fuse_statx_in {
+	uint32_t getattr_flags;   /* FUSE_GETATTR_FH: fh names an open file */
+	uint32_t reserved;
+	uint64_t fh;
+	uint32_t sx_flags;        /* statx()'s AT_STATX_* sync flags */
+	uint32_t sx_mask;         /* the STATX_* fields wanted */
+};
+
+struct fuse_statx_out {
+	uint64_t attr_valid;
+	uint32_t attr_valid_nsec;
+	uint32_t flags;
+	uint64_t spare[2];
+	struct fuse_statx stat;
+};
+#endif
+_Static_assert(sizeof(struct fuse_statx) == 256, "fuse_statx is 256 bytes on the wire");
+_Static_assert(sizeof(struct fuse_statx_in) == 24, "fuse_statx_in is 24 bytes on the wire");
+_Static_assert(sizeof(struct fuse_statx_out) == 288, "fuse_statx_out is 288 bytes on the wire");
+
+#if FUSE_KERNEL_MINOR_VERSION < 41
+/* The guest may make idmapped mounts of the share (it needs
+ * default_permissions, which virtio-fs and ferryfsd's own mounts have). */
+#define FUSE_ALLOW_IDMAP (1ULL << 40)
+/* What uid and gid say in a request once FUSE_ALLOW_IDMAP was agreed and
+ * the request creates nothing: the guest's kernel does not say who asks. */
+#define FUSE_INVALID_UIDGID ((uint32_t)-1)
+#endif
+
+/*
  * Who sent the request. Strings handed to an op (names, link targets, xattr
  * names) are NUL-terminated copies that the protocol already checked:
  * names are non-empty, hold no '/', fit NAME_MAX, and are not "." or ".."
@@ -99,7 +168,9 @@ void fuse_deferred_finish_data(struct fuse_deferred *d, int rc, void *data, size
  * "fs" is the backend's own state, given to fuse_server_new().
  */
 struct fs_ops {
-	int (*init)(void *fs, const struct fuse_conn_params *conn);
+	/* May withdraw FUSE_ALLOW_IDMAP from conn->flags (and nothing else):
+	 * a backend that must know who sends every request. */
+	int (*init)(void *fs, struct fuse_conn_params *conn);
 	void (*destroy)(void *fs);
 
 	int (*lookup)(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
@@ -108,6 +179,10 @@ struct fs_ops {
 	void (*forget)(void *fs, uint64_t nodeid, uint64_t nlookup);
 	int (*getattr)(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		       const struct fuse_getattr_in *in, struct fuse_attr_out *out);
+	/* FUSE_STATX: GETATTR's attributes and what the host adds (birth
+	 * time), only the fields in->sx_mask asks for; out comes zeroed. */
+	int (*statx)(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
+		     const struct fuse_statx_in *in, struct fuse_statx_out *out);
 	int (*setattr)(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		       const struct fuse_setattr_in *in, struct fuse_attr_out *out);
 	/* Returns the target length written into buf (not NUL-terminated). */
@@ -203,7 +278,7 @@ struct fs_ops {
  * member its pt_<member>). A member missing here fails the assertion.
  */
 #define FS_OPS(X) \
-	X(init) X(destroy) X(lookup) X(forget) X(getattr) X(setattr) X(readlink) \
+	X(init) X(destroy) X(lookup) X(forget) X(getattr) X(statx) X(setattr) X(readlink) \
 	X(symlink) X(mknod) X(mkdir) X(unlink) X(rmdir) X(rename) X(link) X(open) \
 	X(read) X(write) X(statfs) X(release) X(fsync) X(flush) X(opendir) \
 	X(readdir) X(releasedir) X(fsyncdir) X(setxattr) X(getxattr) X(listxattr) \

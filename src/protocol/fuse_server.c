@@ -201,6 +201,17 @@ uint64_t fuse_init_offered_flags(const struct fuse_server *se)
 	 * refused (ENODEV). */
 	if (o->allow_mmap)
 		f |= FUSE_DIRECT_IO_ALLOW_MMAP;
+	/* Only clients that know the flag (7.41, Linux 6.12) offer it. Once
+	 * agreed, requests that create nothing come without the caller's ids
+	 * (FUSE_INVALID_UIDGID), and creating ones with the ids an idmapped
+	 * mount gave the caller; the client only agrees with
+	 * default_permissions, so its kernel has judged every request. What
+	 * the daemon decides by the caller's ids itself (suid/sgid on an
+	 * O_TRUNC open, trusted.* in a listing) then goes as for an
+	 * unprivileged caller: hence an option. A backend that must know
+	 * every caller withdraws it at init. */
+	if (o->allow_idmap)
+		f |= FUSE_ALLOW_IDMAP;
 	return f;
 }
 
@@ -262,6 +273,10 @@ int fuse_do_init(struct fuse_request *req)
 	 * send the group it would have agreed to. */
 	if (in.minor < 38)
 		agreed &= ~FUSE_CREATE_SUPP_GROUP;
+	/* The flag is 7.41's: a client that answers for an older protocol
+	 * keeps sending its callers' ids, whatever bit 40 said. */
+	if (in.minor < 41)
+		agreed &= ~FUSE_ALLOW_IDMAP;
 
 	memset(&se->conn, 0, sizeof(se->conn));
 	se->conn.proto_minor = in.minor < FERRY_FUSE_MINOR ? in.minor : FERRY_FUSE_MINOR;
@@ -277,6 +292,9 @@ int fuse_do_init(struct fuse_request *req)
 			log_err("fuse: backend init failed: %s", strerror(-rc));
 			goto out_not_ready;
 		}
+		/* The backend may only take FUSE_ALLOW_IDMAP back. */
+		agreed &= se->conn.flags | ~FUSE_ALLOW_IDMAP;
+		se->conn.flags = agreed;
 	}
 
 	memset(out, 0, sizeof(*out));

@@ -24,6 +24,7 @@ struct fuse_server_opts {
 	bool posix_lock;             /* FUSE_POSIX_LOCKS */
 	bool cache_symlinks;         /* FUSE_CACHE_SYMLINKS */
 	bool allow_mmap;             /* FUSE_DIRECT_IO_ALLOW_MMAP (7.39) */
+	bool allow_idmap;            /* FUSE_ALLOW_IDMAP (7.41) */
 	/* Every opcode that always changes something gets EROFS before the
 	 * backend sees it. The backend still judges the ops that change
 	 * something only with some arguments (SETATTR, OPEN). */

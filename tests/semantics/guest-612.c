@@ -1,4 +1,4 @@
-/* Guest half of guest612-current-test.sh (static): shared writable mmap + msync of a file, and set-group-ID creation as a supplementary-group member; the host builds it too, for `expect`. */
+/* Guest half of guest612-current-test.sh (static): shared writable mmap + msync of a file, set-group-ID creation as a supplementary-group member, birth time through statx, and an idmapped mount of a directory; the host builds it too, for `expect` and `btime`. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -7,8 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -129,6 +132,173 @@ static int cmd_sgid(const char *dir, uid_t uid, gid_t gid, gid_t supp)
 	return WEXITSTATUS(st);
 }
 
+/*
+ * btime FILE: statx asking for the basic fields and the birth time. Prints
+ * "BTIME FILE yes SEC.NSEC" when the answer has STATX_BTIME, "BTIME FILE no"
+ * when not, "BTIME FILE errno N" on failure.
+ */
+static int cmd_btime(const char *file)
+{
+	struct statx sx;
+
+	if (statx(AT_FDCWD, file, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_BTIME, &sx) < 0) {
+		printf("BTIME %s errno %d\n", file, errno);
+		return 1;
+	}
+	if (sx.stx_mask & STATX_BTIME)
+		printf("BTIME %s yes %lld.%09u\n", file, (long long)sx.stx_btime.tv_sec,
+		       sx.stx_btime.tv_nsec);
+	else
+		printf("BTIME %s no\n", file);
+	return 0;
+}
+
+/* What a step of cmd_idmap does as one user. */
+enum idmap_step { STEP_CREATE, STEP_MKDIR, STEP_OPEN_RW, STEP_OPEN_RO };
+
+/* Runs one step as uid:gid (no supplementary group) in a child and prints
+ * "IDMAP LABEL ok" or "IDMAP LABEL errno N". */
+static void as_user(const char *label, uid_t uid, gid_t gid, enum idmap_step step,
+		    const char *path)
+{
+	pid_t pid = fork();
+	int st, fd = -1, rc = 0;
+
+	if (pid < 0)
+		return;
+	if (pid == 0) {
+		if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid)) {
+			printf("IDMAP %s setup-errno %d\n", label, errno);
+			_exit(1);
+		}
+		umask(022);
+		switch (step) {
+		case STEP_CREATE: fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600); break;
+		case STEP_MKDIR: rc = mkdir(path, 0755); break;
+		case STEP_OPEN_RW: fd = open(path, O_RDWR); break;
+		case STEP_OPEN_RO: fd = open(path, O_RDONLY); break;
+		}
+		if (step != STEP_MKDIR)
+			rc = fd < 0 ? -1 : close(fd);
+		if (rc < 0)
+			printf("IDMAP %s errno %d\n", label, errno);
+		else
+			printf("IDMAP %s ok\n", label);
+		fflush(stdout);
+		_exit(0);
+	}
+	waitpid(pid, &st, 0);
+}
+
+static void print_owner(const char *label, const char *path)
+{
+	struct stat sb;
+
+	if (stat(path, &sb) < 0)
+		printf("IDMAP %s errno %d\n", label, errno);
+	else
+		printf("IDMAP %s %u:%u\n", label, (unsigned)sb.st_uid, (unsigned)sb.st_gid);
+}
+
+/*
+ * idmap DIR MNT: mounts DIR again at MNT, idmapped through a user namespace
+ * whose ids 0..99 are 5000..5099 outside it (on-disk id N shows as 5000+N,
+ * a caller 5000+N creates as N). In DIR/idm (made here, 0777): the owner of
+ * a root-made file seen through MNT; files and a directory made through MNT
+ * as 5001 and their owners on disk (through DIR); opens that follow the
+ * mapped owner (5001 may, 5002 may not; through DIR 5001 may not); a chown
+ * through MNT; a caller the mount cannot map. Prints "IDMAP ..." lines.
+ */
+static int cmd_idmap(const char *dir, const char *mnt)
+{
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP };
+	char path[512], p[640], q[640];
+	int sync_pipe[2], ready_pipe[2], nsfd, tree;
+	char c;
+	pid_t ns_pid;
+	FILE *f;
+
+	if (pipe(sync_pipe) < 0 || pipe(ready_pipe) < 0)
+		return 1;
+	ns_pid = fork();
+	if (ns_pid == 0) {
+		close(sync_pipe[1]);
+		close(ready_pipe[0]);
+		if (unshare(CLONE_NEWUSER) < 0)
+			_exit(1);
+		/* In the namespace; holds it until the parent has its fd. */
+		(void)!write(ready_pipe[1], "r", 1);
+		(void)!read(sync_pipe[0], &c, 1);
+		_exit(0);
+	}
+	close(sync_pipe[0]);
+	close(ready_pipe[1]);
+	if (read(ready_pipe[0], &c, 1) != 1) {
+		printf("IDMAP setup unshare failed\n");
+		return 1;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)ns_pid);
+	f = fopen(path, "w");
+	if (!f || fprintf(f, "0 5000 100\n") < 0 || fclose(f)) {
+		printf("IDMAP setup uid_map errno %d\n", errno);
+		return 1;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)ns_pid);
+	f = fopen(path, "w");
+	if (!f || fprintf(f, "0 5000 100\n") < 0 || fclose(f)) {
+		printf("IDMAP setup gid_map errno %d\n", errno);
+		return 1;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)ns_pid);
+	nsfd = open(path, O_RDONLY | O_CLOEXEC);
+	close(sync_pipe[1]);
+	waitpid(ns_pid, NULL, 0);
+	if (nsfd < 0) {
+		printf("IDMAP setup userns errno %d\n", errno);
+		return 1;
+	}
+	snprintf(p, sizeof(p), "%s/idm", dir);
+	if ((mkdir(p, 0777) < 0 && errno != EEXIST) || chmod(p, 0777) < 0) {
+		printf("IDMAP setup mkdir errno %d\n", errno);
+		return 1;
+	}
+	snprintf(p, sizeof(p), "%s/idm/by-root", dir);
+	close(open(p, O_CREAT | O_WRONLY, 0644));
+	attr.userns_fd = (uint64_t)nsfd;
+	tree = (int)syscall(SYS_open_tree, AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (tree < 0 || syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0 ||
+	    syscall(SYS_move_mount, tree, "", AT_FDCWD, mnt, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+		printf("IDMAP mount errno %d\n", errno);
+		return 1;
+	}
+	printf("IDMAP mount ok\n");
+	snprintf(q, sizeof(q), "%s/idm/by-root", mnt);
+	print_owner("root-file-seen-as", q);
+	snprintf(q, sizeof(q), "%s/idm/new", mnt);
+	as_user("create-as-5001", 5001, 5001, STEP_CREATE, q);
+	snprintf(p, sizeof(p), "%s/idm/new", dir);
+	print_owner("created-on-disk", p);
+	print_owner("created-seen-as", q);
+	snprintf(q, sizeof(q), "%s/idm/newdir", mnt);
+	as_user("mkdir-as-5001", 5001, 5001, STEP_MKDIR, q);
+	snprintf(p, sizeof(p), "%s/idm/newdir", dir);
+	print_owner("mkdir-on-disk", p);
+	snprintf(q, sizeof(q), "%s/idm/new", mnt);
+	as_user("owner-opens-rw", 5001, 5001, STEP_OPEN_RW, q);
+	as_user("other-opens-ro", 5002, 5002, STEP_OPEN_RO, q);
+	snprintf(p, sizeof(p), "%s/idm/new", dir);
+	as_user("owner-via-plain-mount", 5001, 5001, STEP_OPEN_RO, p);
+	as_user("disk-owner-via-plain-mount", 1, 1, STEP_OPEN_RW, p);
+	snprintf(q, sizeof(q), "%s/idm/unmapped", mnt);
+	as_user("create-as-unmapped-1000", 1000, 1000, STEP_CREATE, q);
+	snprintf(q, sizeof(q), "%s/idm/new", mnt);
+	if (chown(q, 5003, 5004) < 0)
+		printf("IDMAP chown errno %d\n", errno);
+	print_owner("chowned-on-disk", p);
+	umount2(mnt, MNT_DETACH);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -139,6 +309,11 @@ int main(int argc, char **argv)
 	if (argc == 6 && !strcmp(argv[1], "sgid"))
 		return cmd_sgid(argv[2], (uid_t)strtoul(argv[3], NULL, 0), (gid_t)strtoul(argv[4], NULL, 0),
 				(gid_t)strtoul(argv[5], NULL, 0));
-	fprintf(stderr, "usage: guest-612 mmap FILE SIZE SEED | expect SIZE SEED | sgid DIR UID GID SUPP\n");
+	if (argc == 3 && !strcmp(argv[1], "btime"))
+		return cmd_btime(argv[2]);
+	if (argc == 4 && !strcmp(argv[1], "idmap"))
+		return cmd_idmap(argv[2], argv[3]);
+	fprintf(stderr, "usage: guest-612 mmap FILE SIZE SEED | expect SIZE SEED | sgid DIR UID GID SUPP"
+		" | btime FILE | idmap DIR MNT\n");
 	return 2;
 }

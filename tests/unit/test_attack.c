@@ -141,8 +141,9 @@ static void test_header_lengths(void)
 
 static void test_unknown_opcodes(void)
 {
-	/* Never assigned, CUSE's INIT, INIT byte-swapped, and the top. */
-	const uint32_t ops[] = { 0, 7, 19, 52, 1000, 4096, 436207616, UINT32_MAX };
+	/* Never assigned, the one after the table's last (STATX), CUSE's
+	 * INIT, INIT byte-swapped, and the top. */
+	const uint32_t ops[] = { 0, 7, 19, 53, 1000, 4096, 436207616, UINT32_MAX };
 
 	for (unsigned i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
 		CHECK_MSG(send_req(ops[i], FUSE_ROOT_ID, NULL, 0, NULL, 0, NULL, 0) == -ENOSYS,

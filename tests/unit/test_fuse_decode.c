@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/log.h"
 #include "protocol/fuse_ops.h"
@@ -24,7 +25,7 @@ enum call {
 	C_READ, C_WRITE, C_STATFS, C_RELEASE, C_FSYNC, C_FLUSH, C_OPENDIR,
 	C_READDIR, C_RELEASEDIR, C_FSYNCDIR, C_SETXATTR, C_GETXATTR, C_LISTXATTR,
 	C_REMOVEXATTR, C_ACCESS, C_CREATE, C_FALLOCATE, C_LSEEK, C_COPY, C_SYNCFS,
-	C_TMPFILE, C_GETLK, C_SETLK, C_NCALLS
+	C_TMPFILE, C_GETLK, C_SETLK, C_STATX, C_NCALLS
 };
 
 static struct recorder {
@@ -72,9 +73,15 @@ static int fill_open(struct fuse_open_out *out, uint64_t fh)
 	return 0;
 }
 
-static int t_init(void *fs, const struct fuse_conn_params *conn)
+/* Set by a test: t_init withdraws FUSE_ALLOW_IDMAP, as a backend whose id
+ * options must know every caller does. Outside rec, which tests reset. */
+static bool backend_withdraws_idmap;
+
+static int t_init(void *fs, struct fuse_conn_params *conn)
 {
 	rec.calls[C_INIT]++;
+	if (backend_withdraws_idmap)
+		conn->flags &= ~FUSE_ALLOW_IDMAP;
 	rec.conn = *conn;
 	return 0;
 }
@@ -107,6 +114,20 @@ static int t_getattr(void *fs, const struct fuse_request_ctx *ctx, uint64_t node
 	rec.nodeid = nodeid;
 	out->attr.ino = nodeid;
 	out->attr.size = 1234;
+	return 0;
+}
+
+static int t_statx(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
+		   const struct fuse_statx_in *in, struct fuse_statx_out *out)
+{
+	rec.calls[C_STATX]++;
+	rec.nodeid = nodeid;
+	rec.flags = in->sx_mask;
+	rec.mode = in->getattr_flags;
+	out->stat.mask = in->sx_mask;
+	out->stat.ino = nodeid;
+	out->stat.size = 4321;
+	out->stat.btime.tv_sec = 1700000000;
 	return 0;
 }
 
@@ -417,7 +438,7 @@ static int t_setlk(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid
 
 static const struct fs_ops test_ops = {
 	.init = t_init, .destroy = t_destroy, .lookup = t_lookup,
-	.forget = t_forget, .getattr = t_getattr, .setattr = t_setattr,
+	.forget = t_forget, .getattr = t_getattr, .statx = t_statx, .setattr = t_setattr,
 	.readlink = t_readlink, .symlink = t_symlink, .mknod = t_mknod,
 	.mkdir = t_mkdir, .unlink = t_unlink, .rmdir = t_rmdir,
 	.rename = t_rename, .link = t_link, .open = t_open, .read = t_read,
@@ -681,7 +702,7 @@ static void test_before_init_and_init(void)
 	send_init(w, 8, 0, ALL_FLAGS, 0);
 	EXPECT_OK(sizeof(out));
 	memcpy(&out, res.body, sizeof(out));
-	CHECK(out.major == 7 && out.minor == 38 && out.flags == 0 && out.max_write == 0);
+	CHECK(out.major == 7 && out.minor == 41 && out.flags == 0 && out.max_write == 0);
 	EXPECT_NO_CALLS();
 	send_req(w, FUSE_GETATTR, 1, &ga, sizeof(ga), NULL);
 	EXPECT_ERR(EIO);
@@ -748,6 +769,81 @@ static void test_before_init_and_init(void)
 	fuse_worker_free(w);
 	fuse_server_free(se);
 	CHECK(rec.calls[C_DESTROY] == 1);
+}
+
+/* What default_opts() agrees with a client that offers every flag, before
+ * 7.41: written out, so that a flag the session starts to agree with older
+ * guests shows here. */
+#define AGREED_BEFORE_741 (FUSE_ASYNC_READ | FUSE_POSIX_LOCKS | FUSE_ATOMIC_O_TRUNC | \
+	FUSE_EXPORT_SUPPORT | FUSE_BIG_WRITES | FUSE_FLOCK_LOCKS | FUSE_AUTO_INVAL_DATA | \
+	FUSE_DO_READDIRPLUS | FUSE_READDIRPLUS_AUTO | FUSE_ASYNC_DIO | FUSE_PARALLEL_DIROPS | \
+	FUSE_MAX_PAGES | FUSE_HANDLE_KILLPRIV_V2 | FUSE_SETXATTR_EXT | FUSE_INIT_EXT | \
+	FUSE_SECURITY_CTX | FUSE_CREATE_SUPP_GROUP)
+
+static uint64_t init_flags(const struct fuse_init_out *out)
+{
+	return out->flags | ((uint64_t)out->flags2 << 32);
+}
+
+/* INIT of a 7.minor client offering every flag in both words, to a session
+ * with default_opts() and --allow-idmap or not; the reply. */
+static struct fuse_init_out init_as(uint32_t minor, bool allow_idmap)
+{
+	struct fuse_server_opts opts = default_opts();
+	struct fuse_server *se;
+	struct fuse_worker *w;
+	struct fuse_init_out out;
+
+	memset(&out, 0, sizeof(out));
+	opts.allow_idmap = allow_idmap;
+	CHECK(fuse_server_new(&se, &opts, &test_ops, &rec) == 0);
+	CHECK(fuse_worker_new(se, &w) == 0);
+	rec_reset();
+	send_init(w, 7, minor, ALL_FLAGS, ALL_FLAGS);
+	EXPECT_OK(sizeof(out));
+	memcpy(&out, res.body, sizeof(out));
+	fuse_worker_free(w);
+	fuse_server_free(se);
+	return out;
+}
+
+/*
+ * Protocol 7.41: a 7.41 client (Linux 6.12) gets 7.41, and FUSE_ALLOW_IDMAP
+ * with --allow-idmap only; a 7.38 one (Linux 6.1) gets what it got when 7.38
+ * was the session's newest, whatever bits it sets and options say; a newer
+ * one gets 7.41. A backend may take ALLOW_IDMAP back and nothing else.
+ */
+static void test_init_minor_41(void)
+{
+	struct fuse_init_out out;
+
+	out = init_as(41, false);
+	CHECK(out.major == 7 && out.minor == 41);
+	CHECK(init_flags(&out) == AGREED_BEFORE_741);
+	out = init_as(41, true);
+	CHECK(out.major == 7 && out.minor == 41);
+	CHECK(init_flags(&out) == (AGREED_BEFORE_741 | FUSE_ALLOW_IDMAP));
+	CHECK(rec.conn.proto_minor == 41 && rec.conn.flags == init_flags(&out));
+
+	for (int allow = 0; allow < 2; allow++) {
+		out = init_as(38, allow);
+		CHECK(out.major == 7 && out.minor == 38);
+		CHECK(init_flags(&out) == AGREED_BEFORE_741);
+		CHECK(out.max_write == 64 * 1024 && out.max_pages == 16 && out.time_gran == 1);
+		CHECK(out.max_readahead == 131072);
+		CHECK(rec.conn.proto_minor == 38 && rec.conn.flags == AGREED_BEFORE_741);
+	}
+
+	out = init_as(40, true);
+	CHECK(out.minor == 40 && !(init_flags(&out) & FUSE_ALLOW_IDMAP));
+	out = init_as(45, true);
+	CHECK(out.minor == 41 && (init_flags(&out) & FUSE_ALLOW_IDMAP));
+
+	backend_withdraws_idmap = true;
+	out = init_as(41, true);
+	backend_withdraws_idmap = false;
+	CHECK(out.minor == 41 && init_flags(&out) == AGREED_BEFORE_741);
+	CHECK(rec.conn.flags == AGREED_BEFORE_741);
 }
 
 static void test_old_init_and_defaults(void)
@@ -1343,6 +1439,8 @@ static void test_positive(struct fuse_worker *w)
 	static const struct fuse_lseek_in ls = { .fh = 7, .offset = 99, .whence = 3 };
 	static const struct fuse_copy_file_range_in cf = { .fh_in = 7, .len = 12345 };
 	static const struct fuse_lk_in lk = { .fh = 7, .lk = { .start = 1, .end = 9, .type = 1 } };
+	static const struct fuse_statx_in sx = { .getattr_flags = FUSE_GETATTR_FH, .fh = 7,
+						 .sx_mask = STATX_BASIC_STATS | STATX_BTIME };
 	static const struct op_case cases[] = {
 		{ OPC(FUSE_SETATTR), .nodeid = 3, ARG(sa), .call = C_SETATTR,
 		  REPLY_FIELD(struct fuse_attr_out, attr.size, 77) },
@@ -1372,12 +1470,26 @@ static void test_positive(struct fuse_worker *w)
 		  REPLY_FIELD(struct fuse_lk_out, lk.end, 9) },
 		{ OPC(FUSE_SETLKW), .nodeid = 3, ARG(lk), .call = C_SETLK, .sleep = true },
 		{ OPC(FUSE_SETLK), .nodeid = 3, ARG(lk), .call = C_SETLK },
+		/* The mask and the file handle reach the backend (flags, mode),
+		 * its statx comes back whole, birth time included. */
+		{ OPC(FUSE_STATX), .nodeid = 3, ARG(sx), .call = C_STATX,
+		  REPLY_FIELD(struct fuse_statx_out, stat.size, 4321),
+		  .flags = STATX_BASIC_STATS | STATX_BTIME, .mode = FUSE_GETATTR_FH },
+		{ OPC(FUSE_STATX), .nodeid = 3, ARG(sx), .call = C_STATX,
+		  REPLY_FIELD(struct fuse_statx_out, stat.btime.tv_sec, 1700000000),
+		  .flags = STATX_BASIC_STATS | STATX_BTIME, .mode = FUSE_GETATTR_FH },
 	};
 	struct fuse_entry_out e;
 	struct fuse_open_out o;
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run_case(w, &cases[i]);
+
+	/* STATX's fixed struct cut short. */
+	rec_reset();
+	send_req(w, FUSE_STATX, 3, &sx, sizeof(sx) - 4, NULL);
+	EXPECT_ERR(EINVAL);
+	EXPECT_NO_CALLS();
 
 	/* SETATTR's fixed struct cut short. */
 	rec_reset();
@@ -1620,7 +1732,7 @@ static struct {
 	struct fuse_server *se;
 } cc;
 
-static int c_init(void *fs, const struct fuse_conn_params *conn)
+static int c_init(void *fs, struct fuse_conn_params *conn)
 {
 	atomic_fetch_add(&cc.inits, 1);
 	return 0;
@@ -2013,6 +2125,7 @@ int main(void)
 
 	test_before_init_and_init();
 	test_old_init_and_defaults();
+	test_init_minor_41();
 	test_missing_ops();
 	test_readonly();
 	test_concurrency();

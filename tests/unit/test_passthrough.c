@@ -950,6 +950,104 @@ static void test_supp_group(void)
 }
 
 /*
+ * FUSE_STATX: what the host's statx says of the file, birth time included
+ * where the host keeps one, and only the fields asked for; the oracle is
+ * the host's own statx of the same file.
+ */
+static void test_statx(void)
+{
+	struct fuse_create_in cin = { .flags = O_RDWR, .mode = S_IFREG | 0640 };
+	struct fuse_statx_in in = { .sx_mask = STATX_BASIC_STATS | STATX_BTIME };
+	struct fuse_statx_out out;
+	struct fuse_entry_out e;
+	struct fuse_open_out o;
+	struct statx host;
+	char path[PATH_MAX];
+
+	CHECK_EQ(ops->create(pt, &root_ctx, FUSE_ROOT_ID, "statx-file", &cin, &e, &o), 0);
+	CHECK_EQ(statx(AT_FDCWD, host_path(path, "statx-file"), AT_SYMLINK_NOFOLLOW,
+		       STATX_BASIC_STATS | STATX_BTIME, &host), 0);
+	memset(&out, 0, sizeof(out));
+	CHECK_EQ(ops->statx(pt, &root_ctx, e.nodeid, &in, &out), 0);
+	CHECK_EQ(out.stat.mask, host.stx_mask & (STATX_BASIC_STATS | STATX_BTIME));
+	CHECK_EQ(out.stat.ino, host.stx_ino);
+	CHECK_EQ(out.stat.mode, host.stx_mode);
+	CHECK_EQ(out.stat.size, 0);
+	CHECK_EQ(out.stat.mtime.tv_sec, host.stx_mtime.tv_sec);
+	CHECK_EQ(out.stat.mtime.tv_nsec, host.stx_mtime.tv_nsec);
+	if (host.stx_mask & STATX_BTIME) {
+		CHECK_EQ(out.stat.btime.tv_sec, host.stx_btime.tv_sec);
+		CHECK_EQ(out.stat.btime.tv_nsec, host.stx_btime.tv_nsec);
+	} else {
+		SKIP_CASE("statx: the scratch file system keeps no birth time");
+	}
+	CHECK(out.attr_valid != 0 || out.attr_valid_nsec != 0);
+	/* Basic stats only: no birth time in the reply. */
+	in.sx_mask = STATX_BASIC_STATS;
+	memset(&out, 0, sizeof(out));
+	CHECK_EQ(ops->statx(pt, &root_ctx, e.nodeid, &in, &out), 0);
+	CHECK_EQ(out.stat.mask & STATX_BTIME, 0);
+	CHECK_EQ(out.stat.btime.tv_sec, 0);
+	ops->release(pt, &root_ctx, e.nodeid, &(struct fuse_release_in){ .fh = o.fh });
+	ops->forget(pt, e.nodeid, 1);
+	CHECK_EQ(ops->statx(pt, &root_ctx, 0xdeadbeef, &in, &out), -EBADF);
+}
+
+/*
+ * FUSE_ALLOW_IDMAP: requests that create nothing come with both ids
+ * FUSE_INVALID_UIDGID and run as the daemon; creating ones still need an
+ * owner. Without the flag such a request is refused as before, and a
+ * backend whose id options refuse some callers, or that serves killpriv v2,
+ * withdraws the flag.
+ */
+static void test_unnamed_callers(void)
+{
+	struct fuse_conn_params idmap41 = { .proto_minor = 41, .flags = FUSE_ALLOW_IDMAP };
+	struct fuse_conn_params plain38 = { .proto_minor = 38 };
+	struct fuse_request_ctx unnamed = { .unique = 3, .uid = FUSE_INVALID_UIDGID,
+					    .gid = FUSE_INVALID_UIDGID };
+	struct fuse_setattr_in sa = { .valid = FATTR_MODE, .mode = 0600 };
+	struct fuse_mkdir_in min = { .mode = 0755 };
+	struct passthrough_opts fo = { .cache = CACHE_AUTO, .timeout = -1 };
+	struct fuse_attr_out ao;
+	struct fuse_entry_out e;
+	struct passthrough *forbidding;
+	char path[PATH_MAX];
+	uint64_t id;
+
+	if (!is_root) {
+		SKIP_CASE("unnamed_callers: needs root (the daemon refuses -1 only when it switches ids)");
+		return;
+	}
+	close(open(host_path(path, "unnamed"), O_CREAT | O_WRONLY, 0644));
+	id = lookup(FUSE_ROOT_ID, "unnamed", NULL);
+	CHECK_EQ(ops->init(pt, &idmap41), 0);
+	CHECK_EQ(idmap41.flags, FUSE_ALLOW_IDMAP);
+	CHECK_EQ(ops->setattr(pt, &unnamed, id, &sa, &ao), 0);
+	CHECK_EQ(ao.attr.mode & 07777, 0600);
+	CHECK_EQ(ops->mkdir(pt, &unnamed, FUSE_ROOT_ID, "unnamed-dir", &min, &e), -EPERM);
+	CHECK_EQ(ops->access(pt, &unnamed, id, R_OK), -EPERM);
+	CHECK_EQ(geteuid(), 0);
+	CHECK_EQ(ops->init(pt, &plain38), 0);
+	sa.mode = 0644;
+	CHECK_EQ(ops->setattr(pt, &unnamed, id, &sa, &ao), -EPERM);
+	ops->forget(pt, id, 1);
+
+	fo.shared_dir = scratch;
+	CHECK_EQ(idmap_add_translate(&fo.uid_map, "forbid-guest:5000:1"), 0);
+	CHECK_EQ(passthrough_new(&forbidding, &fo), 0);
+	idmap41.flags = FUSE_ALLOW_IDMAP;
+	CHECK_EQ(passthrough_ops.init(forbidding, &idmap41), 0);
+	CHECK_EQ(idmap41.flags, 0);
+	passthrough_free(forbidding);
+	/* Killpriv v2 has the host judge the writer's group: withdrawn too. */
+	idmap41.flags = FUSE_ALLOW_IDMAP | FUSE_HANDLE_KILLPRIV_V2;
+	CHECK_EQ(ops->init(pt, &idmap41), 0);
+	CHECK_EQ(idmap41.flags, FUSE_HANDLE_KILLPRIV_V2);
+	CHECK_EQ(ops->init(pt, &plain38), 0);
+}
+
+/*
  * A daemon that is not root takes on no ids and bypasses nothing: the
  * host refuses what its own user may not do, with the host's error. Run in
  * a child that drops to uid/gid 65534 for good.
@@ -1218,6 +1316,8 @@ int main(void)
 	test_special_files_not_opened();
 	test_symlinks_stay_inside();
 	test_setattr_misc();
+	test_statx();
+	test_unnamed_callers();
 	test_xattr();
 	test_tmpfile();
 	test_creds();
