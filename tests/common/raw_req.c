@@ -52,3 +52,15 @@ uint32_t raw_req_run(struct fuse_worker *w, const void *buf, size_t len, size_t 
 	}
 	return r->used;
 }
+
+int raw_req_send(struct fuse_worker *w, struct fuse_in_header h,
+		 const void *a, size_t a_len, const void *b, size_t b_len,
+		 const void *c, size_t c_len, struct raw_reply *r)
+{
+	static uint8_t in[sizeof(struct fuse_in_header) + 3 * 4096];
+	size_t len = raw_req_build(in, sizeof(in), h, a, a_len, b, b_len, c, c_len);
+
+	if (raw_req_run(w, in, len, sizeof(r->h) + sizeof(r->arg), NULL, r) < sizeof(r->h))
+		return 1;
+	return r->h.error;
+}

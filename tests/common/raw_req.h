@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <linux/fuse.h>
 
 #include "protocol/fuse_server.h"
@@ -34,5 +35,17 @@ size_t raw_req_build(void *buf, size_t size, struct fuse_in_header h,
  */
 uint32_t raw_req_run(struct fuse_worker *w, const void *buf, size_t len, size_t room,
 		     const struct ferry_req *as, struct raw_reply *r);
+
+/* A NUL-terminated name as one piece of a request: its address and length. */
+#define NM(s) s, strlen(s) + 1
+
+/*
+ * raw_req_build and raw_req_run in one, for the usual request: at most
+ * three pages of pieces after h, the whole of r for the reply, no channel.
+ * Returns the reply's error (0 or -errno), or 1 when no reply header came.
+ */
+int raw_req_send(struct fuse_worker *w, struct fuse_in_header h,
+		 const void *a, size_t a_len, const void *b, size_t b_len,
+		 const void *c, size_t c_len, struct raw_reply *r);
 
 #endif

@@ -184,30 +184,19 @@ static struct raw_reply rep;
 static int send_req(uint32_t opcode, uint64_t nodeid, const void *arg, size_t arg_len,
 		    const void *p1, size_t p1_len, const void *p2, size_t p2_len)
 {
-	static uint8_t in[sizeof(struct fuse_in_header) + 3 * 4096];
 	struct fuse_in_header h = { .opcode = opcode, .nodeid = nodeid, .unique = next_unique++ };
-	size_t len = raw_req_build(in, sizeof(in), h, arg, arg_len, p1, p1_len, p2, p2_len);
 
-	if (raw_req_run(ses.w, in, len, sizeof(rep.h) + sizeof(rep.arg), NULL, &rep) <
-	    sizeof(rep.h))
-		return 1;
-	return rep.h.error;
+	return raw_req_send(ses.w, h, arg, arg_len, p1, p1_len, p2, p2_len, &rep);
 }
-
-#define NM(s) s, strlen(s) + 1
 
 static void host_path(char *buf, size_t size, const char *rel)
 {
-	snprintf(buf, size, "%s/%s", scratch, rel);
+	scratch_path(buf, size, scratch, rel);
 }
 
 static ssize_t host_get(const char *rel, const char *name, uint8_t *val, size_t size)
 {
-	char path[128];
-
-	host_path(path, sizeof(path), rel);
-	memset(val, 0, size);
-	return lgetxattr(path, name, val, size);
+	return scratch_getxattr(scratch, rel, name, val, size);
 }
 
 static int host_set(const char *rel, const char *name, const void *val, size_t size)
@@ -485,10 +474,8 @@ int main(void)
 		SKIP_CASE("the session part needs root (ACLs for other ids)");
 		return check_result();
 	}
-	if (!mkdtemp(scratch)) {
-		perror("mkdtemp");
+	if (scratch_start(scratch) != 0)
 		return 1;
-	}
 	test_translate_session();
 	test_namespace_session();
 	test_no_map_session();

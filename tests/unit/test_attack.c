@@ -57,8 +57,6 @@ static int send_req_on(struct fuse_worker *w, uint32_t opcode, uint64_t nodeid,
 }
 
 #define send_req(...) send_req_on(ses.w, __VA_ARGS__)
-/* A NUL-terminated name. */
-#define NM(s) s, strlen(s) + 1
 
 static int lookup(uint64_t parent, const char *name, uint64_t *nodeid)
 {

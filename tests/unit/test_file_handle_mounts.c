@@ -148,10 +148,8 @@ int main(void)
 		printf("SKIP  no private mount namespace (%s)\n", strerror(errno));
 		return TEST_SKIP;
 	}
-	if (!mkdtemp(scratch)) {
-		perror("mkdtemp");
+	if (scratch_start(scratch) != 0)
 		return 1;
-	}
 	snprintf(path, sizeof(path), "%s/proc", scratch);
 	CHECK_EQ(mkdir(path, 0755), 0);
 	CHECK_EQ(mount("proc", path, "proc", 0, NULL), 0);

@@ -708,10 +708,8 @@ static void test_pool(void)
 int main(void)
 {
 	ferry_log_init(LOG_LVL_WARN, false);
-	if (!mkdtemp(scratch)) {
-		perror("mkdtemp");
+	if (scratch_start(scratch) != 0)
 		return 1;
-	}
 	test_pool();
 	test_slow_sync_deferred();
 	test_quick_sync_inline();

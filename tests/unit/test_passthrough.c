@@ -1293,10 +1293,8 @@ int main(void)
 			rl.rlim_cur = rl.rlim_max < 16384 ? rl.rlim_max : 16384;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	if (!mkdtemp(scratch)) {
-		perror("mkdtemp");
+	if (scratch_start(scratch) != 0)
 		return 1;
-	}
 	chmod(scratch, 0777);   /* uid 1000 creates here in test_creds */
 	opts.shared_dir = scratch;
 	if (passthrough_new(&pt, &opts) < 0) {

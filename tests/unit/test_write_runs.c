@@ -300,10 +300,8 @@ int main(void)
 	struct rlimit old_fsize, fsize;
 
 	ferry_log_init(LOG_LVL_WARN, false);
-	if (!mkdtemp(scratch)) {
-		perror("mkdtemp");
+	if (scratch_start(scratch) != 0)
 		return 1;
-	}
 	pt_opts.shared_dir = scratch;
 	if (pt_session_open(&ps, &pt_opts, &se_opts) < 0) {
 		fprintf(stderr, "no session on %s\n", scratch);

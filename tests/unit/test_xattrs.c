@@ -173,31 +173,20 @@ static int send_req(uint32_t opcode, uint64_t nodeid, uint32_t uid,
 		    const void *arg, size_t arg_len, const void *p1, size_t p1_len,
 		    const void *p2, size_t p2_len)
 {
-	static uint8_t in[sizeof(struct fuse_in_header) + 3 * 4096];
 	struct fuse_in_header h = { .opcode = opcode, .nodeid = nodeid,
 				    .unique = next_unique++, .uid = uid, .gid = uid };
-	size_t len = raw_req_build(in, sizeof(in), h, arg, arg_len, p1, p1_len, p2, p2_len);
 
-	if (raw_req_run(ses.w, in, len, sizeof(rep.h) + sizeof(rep.arg), NULL, &rep) <
-	    sizeof(rep.h))
-		return 1;
-	return rep.h.error;
+	return raw_req_send(ses.w, h, arg, arg_len, p1, p1_len, p2, p2_len, &rep);
 }
-
-#define NM(s) s, strlen(s) + 1
 
 static void host_path(char *buf, size_t size, const char *rel)
 {
-	snprintf(buf, size, "%s/%s", scratch, rel);
+	scratch_path(buf, size, scratch, rel);
 }
 
 static ssize_t host_get(const char *rel, const char *name, char *val, size_t size)
 {
-	char path[128];
-
-	host_path(path, sizeof(path), rel);
-	memset(val, 0, size);
-	return lgetxattr(path, name, val, size);
+	return scratch_getxattr(scratch, rel, name, val, size);
 }
 
 static mode_t host_mode(const char *rel)
@@ -553,10 +542,8 @@ int main(void)
 		SKIP_CASE("the session part needs root (host security.*, ids)");
 		return check_result();
 	}
-	if (!mkdtemp(scratch)) {
-		perror("mkdtemp");
+	if (scratch_start(scratch) != 0)
 		return 1;
-	}
 	CHECK_MSG(xattrmap_parse(&pt_opts.xattrmap, ":map:security.:user.guest.:", err,
 			         sizeof(err)) == 0, "the session's map parses");
 	pt_opts.shared_dir = scratch;
