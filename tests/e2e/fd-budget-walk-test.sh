@@ -70,21 +70,18 @@ cleanup_cmds+=("kill $sampler 2>/dev/null || true")
 
 start=$SECONDS
 start_guest walk /mnt/walk.sh "" --timeout 900 --watch-pid "$daemon_pid"
-rc=0
-wait "${guest_pids[0]}" || rc=$?
-log="$(tr -d '\r' <"$tmp/console-walk.log")"
-walk=$(grep -a '^WALK' <<<"$log" || true)
-[[ -n "$walk" ]] || die "guest printed no WALK line (run-guest $rc): $(tail -5 <<<"$log")"
+guest_result walk WALK
+walk=$guest_line
 say "guest ($guest_stack stack, $((SECONDS - start)) s with its boot): $walk"
 
-fd_errors=$(sed -E 's/.*fd_errors=([0-9]+).*/\1/' <<<"$walk")
-errors=$(sed -E 's/.* errors=([0-9]+).*/\1/' <<<"$walk")
-listed=$(sed -E 's/.*listed=([0-9]+).*/\1/' <<<"$walk")
+fd_errors=$(line_field fd_errors "$walk")
+errors=$(line_field errors "$walk")
+listed=$(line_field listed "$walk")
 ((fd_errors == 0)) || die "the guest saw EMFILE/ENFILE $fd_errors times: $walk"
 ((errors == 0)) || die "the guest's walk printed $errors errors: $walk"
 ((listed == files)) || die "the guest listed $listed of $files files: $walk"
-grep -aq '^READ ok=3' <<<"$log" || die "files read back wrong: $(grep -a '^READ' <<<"$log")"
-((rc == 0)) || die "run-guest exit $rc"
+grep -aq '^READ ok=3' <<<"$guest_log" || die "files read back wrong: $(grep -a '^READ' <<<"$guest_log")"
+((guest_rc == 0)) || die "run-guest exit $guest_rc"
 
 # The start log: the share's mount judged once, with handles.
 n=$(grep -c -- "--inode-file-handles=prefer: file handles on " "$tmp/daemon.log" || true)

@@ -18,18 +18,15 @@ for i in $(seq -w 0 999); do echo "$i" >"$share/many/f$i"; done
 guest='cd /mnt/many; tail -f f* >/dev/null 2>/tmp/err & p=$!; n=0; last=-1; while [ "$n" != "$last" ]; do last=$n; sleep 3; n=$(ls /proc/$p/fd | wc -l); done; echo "MASS-OPEN open=$n errors=$(grep -c . /tmp/err) first=$(head -1 /tmp/err)"; kill $p; wait $p; cd /; echo 3 >/proc/sys/vm/drop_caches; echo after >/mnt/after && set -- /mnt/many/f* && echo "AFTER $(cat /mnt/after) $# $(cat /mnt/many/f999)"'
 start_daemon --log-level=info --rlimit-nofile=200
 start_guest w run "$guest" --timeout 900 --watch-pid "$daemon_pid"
-rc=0
-wait "${guest_pids[0]}" || rc=$?
-log="$(tr -d '\r' <"$tmp/console-w.log")"
-line=$(grep -a '^MASS-OPEN' <<<"$log" || true)
-[[ -n "$line" ]] || die "guest printed no MASS-OPEN line (run-guest $rc): $(tail -5 <<<"$log")"
+guest_result w MASS-OPEN
+line=$guest_line
 say "$line"
-open=$(sed -E 's/.*open=([0-9]+).*/\1/' <<<"$line")
-errors=$(sed -E 's/.*errors=([0-9]+).*/\1/' <<<"$line")
+open=$(line_field open "$line")
+errors=$(line_field errors "$line")
 ((open < 1000 && errors > 0)) || die "expected failed opens: $line"
 grep -qE 'Too many open files' <<<"$line" || die "errors are not EMFILE/ENFILE: $line"
-grep -aq '^AFTER after 1000 999' <<<"$log" || die "share unusable after the mass open: $(grep -a '^AFTER' <<<"$log")"
-((rc == 0)) || die "run-guest exit $rc"
+grep -aq '^AFTER after 1000 999' <<<"$guest_log" || die "share unusable after the mass open: $(grep -a '^AFTER' <<<"$guest_log")"
+((guest_rc == 0)) || die "run-guest exit $guest_rc"
 [[ "$(cat "$view/after")" == after ]] || die "the guest's file written after the mass open is not on the host"
 kill -0 "$daemon_pid" 2>/dev/null && die "ferryfsd still running after the guest powered off"
 drc=0

@@ -57,6 +57,21 @@ start_guest() {
     guest_pids+=($!)
 }
 
+# guest_result TAG WORD: waits for the guest start_guest booted first (console TAG) to end and
+# takes its result from the console. Sets guest_rc (run-guest.sh's exit status), guest_log (the
+# console without CRs) and guest_line (its lines that start with WORD); fails the test when
+# there is none.
+guest_result() {
+    guest_rc=0
+    wait "${guest_pids[0]}" || guest_rc=$?
+    guest_log="$(tr -d '\r' <"$tmp/console-$1.log")"
+    guest_line=$(grep -a "^$2" <<<"$guest_log" || true)
+    [[ -n "$guest_line" ]] || die "guest printed no $2 line (run-guest $guest_rc): $(tail -5 <<<"$guest_log")"
+}
+
+# line_field NAME LINE: the number LINE gives as NAME=N (at its start or after a blank).
+line_field() { sed -E "s/(^|.* )$1=([0-9]+).*/\2/" <<<"$2"; }
+
 # wait_console TAG REGEX SECS: waits for a console line; fails the test on timeout, or at
 # once when QEMU aborted on its own assertion (recorded in $FERRYFS_QEMU_ABORTS, so
 # tests/lib/run-test.sh runs the test again, as run-guest.sh would once QEMU is gone).
