@@ -49,24 +49,31 @@ static uint32_t id_at(const uint8_t *v, size_t i)
 
 static struct idmap uids, gids;
 
-static void maps_translate(void)
+/* uids and gids made afresh from their rules (NULL-ended lists) through add. */
+static void maps_set(int (*add)(struct idmap *, const char *), const char *const *uid_rules,
+		     const char *const *gid_rules)
 {
 	memset(&uids, 0, sizeof(uids));
 	memset(&gids, 0, sizeof(gids));
-	CHECK_MSG(idmap_add_translate(&uids, "map:1000:5000:10") == 0 &&
-	          idmap_add_translate(&uids, "forbid-guest:4000:10") == 0 &&
-	          idmap_add_translate(&uids, "squash-host:8000:3000:1") == 0 &&
-	          idmap_add_translate(&gids, "map:2000:6000:10") == 0, "translate rules");
+	for (size_t i = 0; uid_rules[i]; i++)
+		CHECK_MSG(add(&uids, uid_rules[i]) == 0, "uid rule %s", uid_rules[i]);
+	for (size_t i = 0; gid_rules[i]; i++)
+		CHECK_MSG(add(&gids, gid_rules[i]) == 0, "gid rule %s", gid_rules[i]);
+}
+
+static void maps_translate(void)
+{
+	maps_set(idmap_add_translate,
+		 (const char *const[]){ "map:1000:5000:10", "forbid-guest:4000:10",
+					"squash-host:8000:3000:1", NULL },
+		 (const char *const[]){ "map:2000:6000:10", NULL });
 }
 
 static void maps_namespace(void)
 {
-	memset(&uids, 0, sizeof(uids));
-	memset(&gids, 0, sizeof(gids));
-	CHECK_MSG(idmap_add_namespace_range(&uids, ":0:0:1:") == 0 &&
-	          idmap_add_namespace_range(&uids, ":1000:5000:10:") == 0 &&
-	          idmap_add_namespace_range(&gids, ":0:0:1:") == 0 &&
-	          idmap_add_namespace_range(&gids, ":2000:6000:10:") == 0, "namespace ranges");
+	maps_set(idmap_add_namespace_range,
+		 (const char *const[]){ ":0:0:1:", ":1000:5000:10:", NULL },
+		 (const char *const[]){ ":0:0:1:", ":2000:6000:10:", NULL });
 }
 
 static int to_host(const void *v, size_t size, uint8_t *out)
