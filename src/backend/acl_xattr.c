@@ -95,6 +95,49 @@ static unsigned char *entry_at(unsigned char *v, size_t i)
 	return v + ACL_XATTR_HEADER_SIZE + i * ACL_XATTR_ENTRY_SIZE;
 }
 
+/* Rewrites the id of each of the count (checked) entries of v that names
+ * one, through map_id with the uid map for a user entry, the gid map for a
+ * group entry. 0, or the first error map_id gives. */
+static int rewrite_ids(unsigned char *v, int count, const struct idmap *uids,
+		       const struct idmap *gids,
+		       int (*map_id)(const struct idmap *m, uint32_t from, uint32_t *to))
+{
+	for (int i = 0; i < count; i++) {
+		unsigned char *e = entry_at(v, (size_t)i);
+		uint16_t tag = get_le16(e);
+		uint32_t id;
+		int ret;
+
+		if (!tag_has_id(tag))
+			continue;
+		ret = map_id(tag == ACL_XATTR_TAG_USER ? uids : gids, get_le32(e + 4), &id);
+		if (ret < 0)
+			return ret;
+		put_le32(e + 4, id);
+	}
+	return 0;
+}
+
+static int id_to_host(const struct idmap *m, uint32_t guest_id, uint32_t *host_id)
+{
+	/* (uid_t)-1 is no id; the host kernel would refuse it too. An id the
+	 * map refuses is refused as the host kernel refuses an id its user
+	 * namespace cannot name: EINVAL. */
+	if (guest_id == ACL_XATTR_UNDEFINED_ID || idmap_to_host(m, guest_id, host_id) < 0 ||
+	    *host_id == ACL_XATTR_UNDEFINED_ID)
+		return -EINVAL;
+	return 0;
+}
+
+static int id_to_guest(const struct idmap *m, uint32_t host_id, uint32_t *guest_id)
+{
+	*guest_id = host_id == ACL_XATTR_UNDEFINED_ID ? ACL_XATTR_UNDEFINED_ID :
+		    idmap_to_guest(m, host_id);
+	if (*guest_id == ACL_XATTR_UNDEFINED_ID)
+		*guest_id = IDMAP_OVERFLOW_ID;
+	return 0;
+}
+
 int acl_xattr_to_host(const struct idmap *uids, const struct idmap *gids,
 		      const void *value, size_t size, void *out)
 {
@@ -107,23 +150,7 @@ int acl_xattr_to_host(const struct idmap *uids, const struct idmap *gids,
 	count = check_value(v, size);
 	if (count < 0)
 		return count;
-	for (int i = 0; i < count; i++) {
-		unsigned char *e = entry_at(v, (size_t)i);
-		uint16_t tag = get_le16(e);
-		uint32_t guest_id = get_le32(e + 4), host_id;
-
-		if (!tag_has_id(tag))
-			continue;
-		/* (uid_t)-1 is no id; the host kernel would refuse it too. An
-		 * id the map refuses is refused as the host kernel refuses an
-		 * id its user namespace cannot name: EINVAL. */
-		if (guest_id == ACL_XATTR_UNDEFINED_ID ||
-		    idmap_to_host(tag == ACL_XATTR_TAG_USER ? uids : gids, guest_id, &host_id) < 0 ||
-		    host_id == ACL_XATTR_UNDEFINED_ID)
-			return -EINVAL;
-		put_le32(e + 4, host_id);
-	}
-	return 0;
+	return rewrite_ids(v, count, uids, gids, id_to_host);
 }
 
 int acl_xattr_to_guest(const struct idmap *uids, const struct idmap *gids,
@@ -134,18 +161,5 @@ int acl_xattr_to_guest(const struct idmap *uids, const struct idmap *gids,
 
 	if (count < 0)
 		return -EIO;
-	for (int i = 0; i < count; i++) {
-		unsigned char *e = entry_at(v, (size_t)i);
-		uint16_t tag = get_le16(e);
-		uint32_t host_id = get_le32(e + 4), guest_id;
-
-		if (!tag_has_id(tag))
-			continue;
-		guest_id = host_id == ACL_XATTR_UNDEFINED_ID ? ACL_XATTR_UNDEFINED_ID :
-			   idmap_to_guest(tag == ACL_XATTR_TAG_USER ? uids : gids, host_id);
-		if (guest_id == ACL_XATTR_UNDEFINED_ID)
-			guest_id = IDMAP_OVERFLOW_ID;
-		put_le32(e + 4, guest_id);
-	}
-	return 0;
+	return rewrite_ids(v, count, uids, gids, id_to_guest);
 }
