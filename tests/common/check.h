@@ -2,7 +2,9 @@
 #ifndef FERRY_TEST_CHECK_H
 #define FERRY_TEST_CHECK_H
 
+#include <stdbool.h>
 #include <stdio.h>
+#include <unistd.h>
 
 /*
  * Include this from a test program's main file only: each program has one
@@ -14,6 +16,8 @@
  *   CHECK_MSG(cond, fmt, ...)   always one line: "ok    what" or "FAIL  what (file:line)"
  *   SKIP_CASE(fmt, ...)         "SKIP  what": a case that cannot run here; the
  *                               program goes on, and ends with exit 77
+ *   if (root_or_skip_case(why)) the cases that need root; without root one
+ *                               SKIP_CASE(why) instead
  *   return check_result();      "all passed", "N check(s) failed" or "skipped N
  *                               case(s)"; 0, 1 or 77
  *   return TEST_SKIP;           the test cannot run here at all (exit 77); print
@@ -46,6 +50,14 @@ static int failures, skipped_cases;
 
 #define SKIP_CASE(...) do { printf("SKIP  "); printf(__VA_ARGS__); printf("\n"); \
 	fflush(stdout); skipped_cases++; } while (0)
+
+static inline bool root_or_skip_case(const char *why)
+{
+	if (geteuid() == 0)
+		return true;
+	SKIP_CASE("%s", why);
+	return false;
+}
 
 static inline int check_result(void)
 {

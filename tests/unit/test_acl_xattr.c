@@ -477,10 +477,8 @@ static void test_no_map_session(void)
 int main(void)
 {
 	test_codec();
-	if (geteuid() != 0) {
-		SKIP_CASE("the session part needs root (ACLs for other ids)");
+	if (!root_or_skip_case("the session part needs root (ACLs for other ids)"))
 		return check_result();
-	}
 	if (scratch_start(scratch) != 0)
 		return 1;
 	test_translate_session();

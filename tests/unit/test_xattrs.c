@@ -538,10 +538,8 @@ int main(void)
 
 	test_parser();
 
-	if (geteuid() != 0) {
-		SKIP_CASE("the session part needs root (host security.*, ids)");
+	if (!root_or_skip_case("the session part needs root (host security.*, ids)"))
 		return check_result();
-	}
 	if (scratch_start(scratch) != 0)
 		return 1;
 	CHECK_MSG(xattrmap_parse(&pt_opts.xattrmap, ":map:security.:user.guest.:", err,
