@@ -72,9 +72,20 @@ static void shard_link(struct shard *s, struct inode *inode)
 
 	inode->next_by_id = s->by_id[b];
 	s->by_id[b] = inode;
+	if (inode->key_retired)
+		return;
 	b = key_bucket(s, &inode->key);
 	inode->next_by_key = s->by_key[b];
 	s->by_key[b] = inode;
+}
+
+static void shard_unlink_key(struct shard *s, struct inode *inode)
+{
+	struct inode **pp = &s->by_key[key_bucket(s, &inode->key)];
+
+	while (*pp != inode)
+		pp = &(*pp)->next_by_key;
+	*pp = inode->next_by_key;
 }
 
 /* Growing is best effort: on ENOMEM the chains just get longer. */
@@ -114,10 +125,8 @@ static void shard_unlink(struct shard *s, struct inode *inode)
 	while (*pp != inode)
 		pp = &(*pp)->next_by_id;
 	*pp = inode->next_by_id;
-	pp = &s->by_key[key_bucket(s, &inode->key)];
-	while (*pp != inode)
-		pp = &(*pp)->next_by_key;
-	*pp = inode->next_by_key;
+	if (!inode->key_retired)
+		shard_unlink_key(s, inode);
 	s->count--;
 }
 
@@ -377,6 +386,27 @@ int inode_find_key(struct inode_table *t, const struct inode_key *key,
 	return 0;
 }
 
+/*
+ * With the shard lock held: whether the idle handle inode found under a key
+ * is another file than the one just opened, whose handle is handle. An idle
+ * handle inode holds no fd, so nothing pins its file: once the file is
+ * deleted, the file system may give its inode number to a new file, and
+ * the key (device, number) then finds the old inode. Their handles differ
+ * (the generation in them does); taking the old inode for the new file
+ * would hand the guest the old nodeid, whose handle reopens nothing.
+ */
+static bool number_reused(const struct inode *inode, const struct inode_file_handle *handle)
+{
+	const struct file_handle *a, *b;
+
+	if (!inode->file_handle || inode->fd >= 0 || !handle)
+		return false;
+	a = &inode->file_handle->fh;
+	b = &handle->fh;
+	return a->handle_type != b->handle_type || a->handle_bytes != b->handle_bytes ||
+	       memcmp(a->f_handle, b->f_handle, a->handle_bytes) != 0;
+}
+
 int inode_lookup_add(struct inode_table *t, int fd, const struct inode_key *key,
 		     mode_t type, const struct inode_file_handle *handle,
 		     struct inode **out)
@@ -390,6 +420,11 @@ int inode_lookup_add(struct inode_table *t, int fd, const struct inode_key *key,
 	fresh = inode_alloc_detached(shard, key, fd, type, handle);
 	pthread_mutex_lock(&s->lock);
 	inode = shard_find_key(s, key);
+	if (inode && number_reused(inode, handle)) {
+		shard_unlink_key(s, inode);
+		inode->key_retired = true;
+		inode = NULL;
+	}
 	if (inode) {
 		take_lookup(t, inode);
 		/* An idle handle inode takes the fd just opened. */

@@ -58,7 +58,12 @@ struct inode {
 	uint8_t shard;          /* < INODE_SHARDS */
 	/* A migration placeholder (--migration-on-error=guest-error): the
 	 * file could not be found again; requests on it fail with EIO. */
-	bool invalid;
+	bool invalid : 1;
+	/* A handle inode whose file is gone and whose number a new file took:
+	 * out of the by-key chain, so the new file gets an inode of its own;
+	 * its nodeid still answers (ESTALE) until the guest forgets it. Set
+	 * under the shard lock, which also orders it against invalid. */
+	bool key_retired : 1;
 };
 
 struct inode_table;

@@ -1,4 +1,4 @@
-/* --inode-file-handles decided per mount: a mount without handles below the share falls back (prefer) or is refused (mandatory); each mount logged once naming it, with handles or without. */
+/* --inode-file-handles decided per mount: a mount without handles below the share falls back (prefer) or is refused (mandatory); each mount logged once naming it, with handles or without; a reused inode number is a new inode. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -109,6 +109,67 @@ static void test_prefer(void)
 	close_share(pt);
 }
 
+/* A deleted file's inode number taken by a new file while the guest
+ * still knows the old one (no FORGET yet): the new file is a new inode
+ * that works, and the old nodeid says its file is gone. Only a handle
+ * inode can meet this: one holding an fd pins its number. */
+static void test_number_reused(void)
+{
+	char old_path[PATH_MAX + 16], new_path[PATH_MAX + 32];
+	struct fuse_getattr_in gin = { 0 };
+	struct fuse_attr_out aout;
+	uint64_t old_id, new_id = 0;
+	struct passthrough *pt;
+	struct stat st;
+	ino_t old_ino;
+	int ret, tries;
+
+	pt = open_share(scratch, FILE_HANDLES_MANDATORY, &ret);
+	CHECK_EQ(ret, 0);
+	if (!pt)
+		return;
+	snprintf(old_path, sizeof(old_path), "%s/reused-old", scratch);
+	close(open(old_path, O_CREAT | O_WRONLY, 0644));
+	CHECK_EQ(stat(old_path, &st), 0);
+	old_ino = st.st_ino;
+	CHECK_EQ(lookup(pt, 1, "reused-old", &old_id), 0);
+	CHECK_EQ(unlink(old_path), 0);
+	/* ext4, /tmp's file system here, gives a freed number to the next
+	 * file of the same directory's group: the first try takes it. */
+	for (tries = 0; tries < 64; tries++) {
+		snprintf(new_path, sizeof(new_path), "%s/reused-new%d", scratch, tries);
+		close(open(new_path, O_CREAT | O_WRONLY, 0644));
+		CHECK_EQ(stat(new_path, &st), 0);
+		if (st.st_ino == old_ino)
+			break;
+	}
+	CHECK(st.st_ino == old_ino);
+	if (st.st_ino != old_ino) {
+		printf("      the file system gave no new file the number %lu back\n",
+		       (unsigned long)old_ino);
+		close_share(pt);
+		return;
+	}
+	CHECK_EQ(lookup(pt, 1, strrchr(new_path, '/') + 1, &new_id), 0);
+	CHECK(new_id != old_id);
+	CHECK_EQ(ops->getattr(pt, &ctx, new_id, &gin, &aout), 0);
+	CHECK_EQ(aout.attr.ino, (uint64_t)old_ino);
+	CHECK_EQ(ops->getattr(pt, &ctx, old_id, &gin, &aout), -ESTALE);
+	/* The old nodeid forgotten, the new one still works; forgotten too,
+	 * a lookup finds the file again. */
+	ops->forget(pt, old_id, 1);
+	CHECK_EQ(ops->getattr(pt, &ctx, new_id, &gin, &aout), 0);
+	ops->forget(pt, new_id, 1);
+	CHECK_EQ(lookup(pt, 1, strrchr(new_path, '/') + 1, &new_id), 0);
+	CHECK_EQ(ops->getattr(pt, &ctx, new_id, &gin, &aout), 0);
+	ops->forget(pt, new_id, 1);
+	for (int i = 0; i <= tries && i < 64; i++) {
+		snprintf(new_path, sizeof(new_path), "%s/reused-new%d", scratch, i);
+		unlink(new_path);
+	}
+	close_share(pt);
+}
+
 static void test_mandatory(void)
 {
 	char proc_dir[PATH_MAX + 8];
@@ -166,6 +227,7 @@ int main(void)
 
 	dup2(logfd, 2);
 	test_prefer();
+	test_number_reused();
 	test_mandatory();
 	fflush(stderr);
 	dup2(saved, 2);
