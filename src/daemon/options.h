@@ -10,6 +10,7 @@
 #include "backend/idmap.h"
 #include "backend/passthrough_modes.h"
 #include "backend/xattrmap.h"
+#include "common/cpu_list.h"
 #include "common/log.h"
 #include "migration/stream.h"
 

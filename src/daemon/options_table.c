@@ -98,6 +98,18 @@ static int parse_xattrmap(const struct opt_use *use, void *field, const char *va
 	return 0;
 }
 
+static int parse_queue_cpus(const struct opt_use *use, void *field, const char *val)
+{
+	char why[128];
+
+	if (cpu_list_parse(val, field, why, sizeof(why))) {
+		fprintf(use->err, "ferryfsd: invalid value '%s' for option '%s': %s\n",
+			val, use->label, why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int check_cap(int cap, bool add, void *opaque)
 {
 	(void)cap;
