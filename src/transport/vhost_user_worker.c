@@ -239,6 +239,8 @@ static void worker_place_self(struct vu_worker *w)
 	__atomic_store_n(&w->thread_id, (int)gettid(), __ATOMIC_RELEASE);
 	if (!w->want_cpus)
 		return;
+	/* A thread started again (the next frontend) says afresh. */
+	__atomic_store_n(&w->pinned, false, __ATOMIC_RELEASE);
 	ret = sched_setaffinity(0, sizeof(w->cpus), &w->cpus) < 0 ? -errno : 0;
 	cpu_set_format(&w->cpus, cpus, sizeof(cpus));
 	if (ret < 0) {
