@@ -124,6 +124,26 @@ void passthrough_free(struct passthrough *pt)
 	free(pt);
 }
 
+/* The --read-only paths, each found below the share (never through a
+ * symlink) and kept by identity, so that a host rename keeps it protected. */
+static int resolve_policy(struct passthrough *pt, int root_fd)
+{
+	const struct path_list *l = &pt->opts.read_only;
+	int ret = 0;
+
+	for (unsigned i = 0; i < l->count && ret == 0; i++) {
+		const char *why;
+
+		ret = path_policy_resolve(root_fd, l->paths[i], &pt->read_only_roots[i], &why);
+		if (ret < 0)
+			log_err("--read-only=%s: %s (%s)", l->paths[i],
+				why ? why : "cannot resolve it", strerror(-ret));
+		else
+			pt->n_read_only_roots = i + 1;
+	}
+	return ret;
+}
+
 int passthrough_new(struct passthrough **out, const struct passthrough_opts *opts)
 {
 	struct passthrough *pt;
@@ -195,6 +215,9 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 		goto err_root;
 	}
 	ret = pt_check_file_handles(pt, root_fd);
+	if (ret < 0)
+		goto err_root;
+	ret = resolve_policy(pt, root_fd);
 	if (ret < 0)
 		goto err_root;
 	pt_key_from_statx(&stx, &root_key);

@@ -97,6 +97,9 @@ struct passthrough {
 	/* FUSE_ALLOW_IDMAP agreed: requests that create nothing carry
 	 * FUSE_INVALID_UIDGID for both ids; they run as the daemon. */
 	bool callers_unnamed;
+	/* The --read-only roots, by identity (path_policy.h). */
+	struct policy_root read_only_roots[PATH_POLICY_MAX];
+	unsigned n_read_only_roots;
 };
 
 /* ---- small helpers: inline, every op uses some of them ---------------- */
@@ -160,6 +163,20 @@ static inline void pt_close_fd(struct passthrough *pt, int fd)
 	fd_budget_give_back(&pt->fds);
 }
 
+/* ---- per-path policy (pt_entries.c) ------------------------------------ */
+
+/* EROFS for a change to an inode in a --read-only subtree. One bit of the
+ * inode, decided when it was looked up: no cost on the data path. */
+static inline int pt_refuse_change(const struct inode *inode)
+{
+	return inode->read_only ? -EROFS : 0;
+}
+
+/* EROFS when a change in dir would touch a --read-only subtree: dir lies
+ * in one, or name (removed, renamed or replaced) is a protected root. */
+int pt_refuse_change_of_name(struct passthrough *pt, const struct inode *dir,
+			     const char *name);
+
 /* ---- pt_util.c -------------------------------------------------------- */
 
 /* Turns an O_PATH fd into a usable one through its /proc/self/fd link. The
@@ -212,8 +229,9 @@ int pt_apply_secctx(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 
 /* ---- pt_entries.c: lookup, forget and the ops that change names ------ */
 
-int pt_inode_from_fd(struct passthrough *pt, int fd, struct inode **inode,
-		     struct statx *stx);
+/* parent: the directory the file was made in, whose policy it takes. */
+int pt_inode_from_fd(struct passthrough *pt, const struct inode *parent, int fd,
+		     struct inode **inode, struct statx *stx);
 int pt_lookup_entry(struct passthrough *pt, struct inode *dir,
 		    const char *name, struct fuse_entry_out *out);
 
@@ -233,6 +251,13 @@ int pt_open_reply(struct passthrough *pt, struct inode *inode, int fd, DIR *dir,
 
 
 /* ---- pt_mig_util.c: what saving and loading the tables share -------- */
+
+/* A loaded inode would need its policy flag found again, which a file
+ * handle cannot tell; until the stream carries it, either side with a
+ * policy refuses, so no guest ever loses its protection by migrating. */
+#define POLICY_NOT_MIGRATED \
+	"this daemon has a per-path policy (--read-only), which a live " \
+	"migration does not carry: start both daemons without one to migrate"
 
 struct pt_key_slot {
 	bool used;
