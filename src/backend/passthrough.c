@@ -120,6 +120,7 @@ void passthrough_free(struct passthrough *pt)
 	if (pt->proc_self_fd >= 0)
 		close(pt->proc_self_fd);
 	pt_close_mount_fds(pt);
+	policy_links_free(&pt->read_only_links);
 	free(pt->shared_dir);
 	free(pt);
 }
@@ -133,14 +134,22 @@ static int resolve_policy(struct passthrough *pt, int root_fd)
 
 	for (unsigned i = 0; i < l->count && ret == 0; i++) {
 		const char *why;
+		int fd;
 
-		ret = path_policy_resolve(root_fd, l->paths[i], &pt->read_only_roots[i], &why);
-		if (ret < 0)
+		ret = path_policy_resolve(root_fd, l->paths[i], &pt->read_only_roots[i], &fd, &why);
+		if (ret < 0) {
 			log_err("--read-only=%s: %s (%s)", l->paths[i],
 				why ? why : "cannot resolve it", strerror(-ret));
-		else
-			pt->n_read_only_roots = i + 1;
+			break;
+		}
+		pt->n_read_only_roots = i + 1;
+		ret = policy_links_collect(&pt->read_only_links, fd);
+		close(fd);
+		if (ret < 0)
+			log_err("--read-only=%s: cannot list the files it holds: %s",
+				l->paths[i], strerror(-ret));
 	}
+	policy_links_seal(&pt->read_only_links);
 	return ret;
 }
 

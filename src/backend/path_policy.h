@@ -29,10 +29,31 @@ struct policy_root {
 int path_list_add(struct path_list *l, const char *path, char *msg, size_t msg_size);
 
 /* Opens path one component at a time below root_fd, never following a
- * symlink (so the result lies inside the share), and gives its identity.
+ * symlink (so the result lies inside the share), and gives its identity
+ * and, if fd_out is not NULL, its O_PATH fd for the caller to close.
  * 0 or -errno; *why says which step failed, for the start's message. */
 int path_policy_resolve(int root_fd, const char *path, struct policy_root *out,
-			const char **why);
+			int *fd_out, const char **why);
+
+/*
+ * The files below protected roots that have more than one name when the
+ * daemon starts: a name of one outside the subtree (a hard link made on
+ * the host) reaches the same inode, which is protected by identity. Kept
+ * sorted for a binary search; asked only for a file with nlink > 1.
+ */
+struct policy_links {
+	struct policy_root *keys;
+	size_t count, cap;
+};
+
+/* Adds dir_fd's file if it is one with nlink > 1, or every such file below
+ * the directory dir_fd (symlinks are not followed). 0 or -errno (-ELOOP:
+ * nested too deep to walk). */
+int policy_links_collect(struct policy_links *set, int dir_fd);
+/* Sorts the set once everything is collected. */
+void policy_links_seal(struct policy_links *set);
+bool policy_links_have(const struct policy_links *set, uint64_t dev, uint64_t ino);
+void policy_links_free(struct policy_links *set);
 
 static inline bool policy_roots_have(const struct policy_root *roots, unsigned n,
 				     uint64_t dev, uint64_t ino)

@@ -16,6 +16,19 @@ static bool is_read_only_root(const struct passthrough *pt, const struct statx *
 				 key.dev, key.ino);
 }
 
+/* A root, or a file of a read-only subtree reached by another name. */
+static bool is_read_only_by_identity(const struct passthrough *pt, const struct statx *stx)
+{
+	struct inode_key key;
+
+	if (is_read_only_root(pt, stx))
+		return true;
+	if (stx->stx_nlink < 2 || S_ISDIR(stx->stx_mode))
+		return false;
+	pt_key_from_statx(stx, &key);
+	return policy_links_have(&pt->read_only_links, key.dev, key.ino);
+}
+
 /*
  * Whether the directory fd lies in a --read-only subtree, found by walking
  * ".." up to the share's root. Only a LOOKUP of ".." needs it (the guest's
@@ -87,7 +100,7 @@ static int add_inode(struct passthrough *pt, int fd, bool parent_read_only,
 	pt_key_from_statx(stx, &key);
 	/* ".." that lands on the shared dir maps to nodeid 1 via the key. */
 	return inode_lookup_add(pt->inodes, fd, &key, stx->stx_mode, handle,
-				parent_read_only || is_read_only_root(pt, stx), out);
+				parent_read_only || is_read_only_by_identity(pt, stx), out);
 
 close_fd:
 	pt_close_fd(pt, fd);

@@ -100,6 +100,8 @@ struct passthrough {
 	/* The --read-only roots, by identity (path_policy.h). */
 	struct policy_root read_only_roots[PATH_POLICY_MAX];
 	unsigned n_read_only_roots;
+	/* Files in those subtrees with other names (hard links) at start. */
+	struct policy_links read_only_links;
 };
 
 /* ---- small helpers: inline, every op uses some of them ---------------- */
