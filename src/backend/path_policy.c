@@ -102,6 +102,13 @@ int path_policy_resolve(int root_fd, const char *path, struct policy_root *out,
 		ret = fd < 0 ? -EINVAL : -errno;
 		goto out;
 	}
+	/* Protecting the link itself would leave its target as it was,
+	 * which is not what a user naming it means. */
+	if (S_ISLNK(st.st_mode)) {
+		*why = "it is a symlink: name what it points to, inside the share";
+		ret = -ELOOP;
+		goto out;
+	}
 	out->dev = dev_key(st.st_dev);
 	out->ino = st.st_ino;
 	if (fd_out) {
