@@ -36,8 +36,9 @@ for who in root user; do printf free >"$pol/out/f-$who"; done
 chown -R 1000:1000 "$pol"
 chmod -R u+rwX,go+rX "$pol"
 # The host's tree as the guest must leave it (out/ is the guest's to change).
-tree_sum() { (cd "$pol" && find ro moving moved -printf '%p %y %m %s %n\n' 2>/dev/null | sort &&
-    cat ro/file ro/linked m*/file 2>/dev/null) | sha256sum | cut -d' ' -f1; }
+# Taken after the host's rename of moving to moved.
+tree_sum() { (cd "$pol" && { find ro moved -printf '%p %y %m %s %n\n' | sort
+    cat ro/file ro/linked moved/file; }) 2>&1 | sha256sum | cut -d' ' -f1; }
 
 sem_daemon main "$main"
 sem_daemon pol "$pol" --read-only=ro --read-only=moving
@@ -71,6 +72,9 @@ works() {
     [ $rc -eq 0 ] && echo "CHECK $who-$name PASS" || echo "CHECK $who-$name FAIL rc $rc: $(echo $out | tr '\n' ' ')"
 }
 for who in root user; do
+    # First, while the guest has not met ro/linked by its own name: only
+    # its identity, listed at start, makes it read-only.
+    try by-host-hardlink $who "echo x >$P/out/hardlink"
     try write-file $who "echo x >$P/ro/file"
     try append-file $who "echo x >>$P/ro/file"
     try create $who ": >$P/ro/new-$who"
@@ -91,7 +95,6 @@ for who in root user; do
     try by-dotdot-existing $who "cd $P/ro/sub && echo x >../file"
     try by-symlink $who "echo x >$P/out/to-ro/file"
     try by-symlink-create $who "echo x >$P/out/to-ro/via-link-$who"
-    try by-host-hardlink $who "echo x >$P/out/hardlink"
     try after-host-rename $who "echo x >$P/moved/file"
     try after-host-rename-create $who "mkdir $P/moved/dir-$who"
     # reads, and the rest of the share
