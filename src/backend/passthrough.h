@@ -37,6 +37,8 @@ struct passthrough_opts {
 	/* Subtrees that refuse every change with EROFS (docs/options.md,
 	 * "Per-path policy", says what is guaranteed). */
 	struct path_list read_only;
+	/* Entries the guest can neither see nor reach (--hide). */
+	struct path_list hide;
 };
 
 struct passthrough;

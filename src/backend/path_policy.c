@@ -52,7 +52,7 @@ int path_list_add(struct path_list *l, const char *path, char *msg, size_t msg_s
 	return 0;
 }
 
-int path_policy_resolve(int root_fd, const char *path, struct policy_root *out,
+int path_policy_resolve(int root_fd, const char *path, bool link_ok, struct policy_root *out,
 			int *fd_out, const char **why)
 {
 	char comp[NAME_MAX + 1];
@@ -104,7 +104,7 @@ int path_policy_resolve(int root_fd, const char *path, struct policy_root *out,
 	}
 	/* Protecting the link itself would leave its target as it was,
 	 * which is not what a user naming it means. */
-	if (S_ISLNK(st.st_mode)) {
+	if (S_ISLNK(st.st_mode) && !link_ok) {
 		*why = "it is a symlink: name what it points to, inside the share";
 		ret = -ELOOP;
 		goto out;
@@ -191,12 +191,21 @@ int policy_links_collect(struct policy_links *set, int dir_fd)
 	return collect_below(set, dir_fd, 0);
 }
 
+/* By inode number first, so a directory entry's d_ino alone (its device
+ * not yet known) finds its candidates too. */
 static int root_cmp(const void *a, const void *b)
 {
 	const struct policy_root *x = a, *y = b;
 
-	if (x->dev != y->dev)
-		return x->dev < y->dev ? -1 : 1;
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return x->dev < y->dev ? -1 : x->dev > y->dev;
+}
+
+static int ino_cmp(const void *a, const void *b)
+{
+	const struct policy_root *x = a, *y = b;
+
 	return x->ino < y->ino ? -1 : x->ino > y->ino;
 }
 
@@ -212,6 +221,17 @@ bool policy_links_have(const struct policy_links *set, uint64_t dev, uint64_t in
 
 	return set->count &&
 	       bsearch(&key, set->keys, set->count, sizeof(key), root_cmp) != NULL;
+}
+
+bool policy_set_may_have_ino(const struct policy_set *set, uint64_t ino)
+{
+	struct policy_root key = { .ino = ino };
+
+	for (unsigned i = 0; i < set->n_roots; i++)
+		if (set->roots[i].ino == ino)
+			return true;
+	return set->links.count &&
+	       bsearch(&key, set->links.keys, set->links.count, sizeof(key), ino_cmp) != NULL;
 }
 
 void policy_links_free(struct policy_links *set)

@@ -30,9 +30,11 @@ int path_list_add(struct path_list *l, const char *path, char *msg, size_t msg_s
 
 /* Opens path one component at a time below root_fd, never following a
  * symlink (so the result lies inside the share), and gives its identity
- * and, if fd_out is not NULL, its O_PATH fd for the caller to close.
+ * and, if fd_out is not NULL, its O_PATH fd for the caller to close. A
+ * symlink as the last component is refused unless link_ok (hiding a link
+ * is hiding that entry; protecting one would leave its target writable).
  * 0 or -errno; *why says which step failed, for the start's message. */
-int path_policy_resolve(int root_fd, const char *path, struct policy_root *out,
+int path_policy_resolve(int root_fd, const char *path, bool link_ok, struct policy_root *out,
 			int *fd_out, const char **why);
 
 /*
@@ -55,13 +57,31 @@ void policy_links_seal(struct policy_links *set);
 bool policy_links_have(const struct policy_links *set, uint64_t dev, uint64_t ino);
 void policy_links_free(struct policy_links *set);
 
-static inline bool policy_roots_have(const struct policy_root *roots, unsigned n,
-				     uint64_t dev, uint64_t ino)
+/* One policy's protected objects: its roots and their multiply-linked files. */
+struct policy_set {
+	struct policy_root roots[PATH_POLICY_MAX];
+	unsigned n_roots;
+	struct policy_links links;
+};
+
+static inline bool policy_set_has_root(const struct policy_set *set, uint64_t dev, uint64_t ino)
 {
-	for (unsigned i = 0; i < n; i++)
-		if (roots[i].ino == ino && roots[i].dev == dev)
+	for (unsigned i = 0; i < set->n_roots; i++)
+		if (set->roots[i].ino == ino && set->roots[i].dev == dev)
 			return true;
 	return false;
 }
+
+/* A root, or (a file with several names) one of the subtrees' files. */
+static inline bool policy_set_has(const struct policy_set *set, uint64_t dev, uint64_t ino,
+				  bool several_names)
+{
+	return policy_set_has_root(set, dev, ino) ||
+	       (several_names && policy_links_have(&set->links, dev, ino));
+}
+
+/* Whether ino (of any device) may be in the set: a directory entry's d_ino
+ * before its device is known. */
+bool policy_set_may_have_ino(const struct policy_set *set, uint64_t ino);
 
 #endif

@@ -12,8 +12,7 @@ static bool is_read_only_root(const struct passthrough *pt, const struct statx *
 	struct inode_key key;
 
 	pt_key_from_statx(stx, &key);
-	return policy_roots_have(pt->read_only_roots, pt->n_read_only_roots,
-				 key.dev, key.ino);
+	return policy_set_has_root(&pt->read_only_set, key.dev, key.ino);
 }
 
 /* A root, or a file of a read-only subtree reached by another name. */
@@ -21,12 +20,20 @@ static bool is_read_only_by_identity(const struct passthrough *pt, const struct 
 {
 	struct inode_key key;
 
-	if (is_read_only_root(pt, stx))
-		return true;
-	if (stx->stx_nlink < 2 || S_ISDIR(stx->stx_mode))
+	pt_key_from_statx(stx, &key);
+	return policy_set_has(&pt->read_only_set, key.dev, key.ino,
+			      stx->stx_nlink > 1 && !S_ISDIR(stx->stx_mode));
+}
+
+bool pt_hidden(const struct passthrough *pt, const struct statx *stx)
+{
+	struct inode_key key;
+
+	if (pt->hidden_set.n_roots == 0)
 		return false;
 	pt_key_from_statx(stx, &key);
-	return policy_links_have(&pt->read_only_links, key.dev, key.ino);
+	return policy_set_has(&pt->hidden_set, key.dev, key.ino,
+			      stx->stx_nlink > 1 && !S_ISDIR(stx->stx_mode));
 }
 
 /*
@@ -64,20 +71,25 @@ static bool ancestry_read_only(struct passthrough *pt, int fd)
 	return ro;
 }
 
-int pt_refuse_change_of_name(struct passthrough *pt, const struct inode *dir,
-			     const char *name)
+int pt_name_policy(struct passthrough *pt, const struct inode *dir, const char *name,
+		   enum pt_name_use use)
 {
 	struct statx stx;
+	bool exists;
 
+	if (pt->read_only_set.n_roots == 0 && pt->hidden_set.n_roots == 0)
+		return 0;
+	/* A name that is not there is neither hidden nor protected; the call
+	 * that follows gives its own error. */
+	exists = statx(dir->fd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
+		       STATX_TYPE | STATX_INO | STATX_NLINK, &stx) == 0;
+	if (exists && pt_hidden(pt, &stx))
+		return use == PT_NAME_MADE ? -EACCES : -ENOENT;
 	if (dir->read_only)
 		return -EROFS;
-	if (pt->n_read_only_roots == 0)
-		return 0;
-	/* A name that is not there changes nothing protected; the call that
-	 * follows gives its own error. */
-	if (statx(dir->fd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_INO, &stx) < 0)
-		return 0;
-	return is_read_only_root(pt, &stx) ? -EROFS : 0;
+	if (exists && is_read_only_root(pt, &stx))
+		return -EROFS;
+	return 0;
 }
 
 /* Shared tail of the lookups: identifies the file behind fd (an fd taken
@@ -152,6 +164,10 @@ static int lookup_inode(struct passthrough *pt, struct inode *dir,
 				STATX_BASIC_STATS | STATX_MNT_ID, stx));
 	if (ret < 0)
 		return ret;
+	/* A hidden object has no inode: no name, "..", or host-made link
+	 * gives the guest a nodeid for it, so no request can reach it. */
+	if (pt_hidden(pt, stx))
+		return -ENOENT;
 	pt_key_from_statx(stx, &key);
 	if (inode_find_key(pt->inodes, &key, out) == 0)
 		return 0;
@@ -167,7 +183,7 @@ static int lookup_inode(struct passthrough *pt, struct inode *dir,
 	/* A name's policy is its directory's, but ".." goes up, where the
 	 * directory's flag says nothing. */
 	parent_read_only = dir->read_only;
-	if (!strcmp(name, "..") && pt->n_read_only_roots)
+	if (!strcmp(name, "..") && pt->read_only_set.n_roots)
 		parent_read_only = ancestry_read_only(pt, fd);
 	return add_inode(pt, fd, parent_read_only, out, stx);
 }
@@ -259,7 +275,7 @@ static int make_node(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 	ret = dir_for_name(pt, parent, name, &dir);
 	if (ret < 0)
 		goto out;
-	ret = pt_refuse_change(dir);
+	ret = pt_name_policy(pt, dir, name, PT_NAME_MADE);
 	if (ret < 0)
 		goto put_dir;
 	ret = pt_begin_create(pt, ctx, guest_umask);
@@ -333,7 +349,7 @@ static int remove_name(struct passthrough *pt, const struct fuse_request_ctx *ct
 	ret = dir_for_name(pt, parent, name, &dir);
 	if (ret < 0)
 		goto out;
-	ret = pt_refuse_change_of_name(pt, dir, name);
+	ret = pt_name_policy(pt, dir, name, PT_NAME_REMOVED);
 	if (ret < 0)
 		goto put_dir;
 	ret = pt_check_caller(pt, ctx);
@@ -378,10 +394,11 @@ int pt_rename(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 	if (ret < 0)
 		goto put_old;
 	/* Out of, into or within a read-only subtree, or moving or replacing
-	 * one of its roots. */
-	ret = pt_refuse_change_of_name(pt, olddir, name);
+	 * one of its roots; a hidden source is absent, a hidden destination
+	 * a name the guest may not take. */
+	ret = pt_name_policy(pt, olddir, name, PT_NAME_REMOVED);
 	if (ret == 0)
-		ret = pt_refuse_change_of_name(pt, newdir, newname);
+		ret = pt_name_policy(pt, newdir, newname, PT_NAME_MADE);
 	if (ret < 0)
 		goto put_new;
 	ret = pt_check_caller(pt, ctx);
@@ -415,7 +432,7 @@ int pt_link(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	/* A link into a read-only subtree changes it; a link of a file in
 	 * one changes that file (its link count), and its new name would be
 	 * a way around the policy if the inode were ever looked up afresh. */
-	ret = pt_refuse_change(newdir);
+	ret = pt_name_policy(pt, newdir, newname, PT_NAME_MADE);
 	if (ret == 0)
 		ret = pt_refuse_change(inode);
 	if (ret < 0)

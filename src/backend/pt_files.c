@@ -210,7 +210,8 @@ static int create_common(struct passthrough *pt, const struct fuse_request_ctx *
 	ret = inode_get(pt->inodes, parent, &dir);
 	if (ret < 0)
 		goto out;
-	ret = pt_refuse_change(dir);
+	ret = strcmp(name, ".") ? pt_name_policy(pt, dir, name, PT_NAME_MADE) :
+				  pt_refuse_change(dir);
 	if (ret < 0)
 		goto put_dir;
 	ret = fd_budget_take(&pt->fds);

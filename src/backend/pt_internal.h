@@ -97,11 +97,10 @@ struct passthrough {
 	/* FUSE_ALLOW_IDMAP agreed: requests that create nothing carry
 	 * FUSE_INVALID_UIDGID for both ids; they run as the daemon. */
 	bool callers_unnamed;
-	/* The --read-only roots, by identity (path_policy.h). */
-	struct policy_root read_only_roots[PATH_POLICY_MAX];
-	unsigned n_read_only_roots;
-	/* Files in those subtrees with other names (hard links) at start. */
-	struct policy_links read_only_links;
+	/* The --read-only and --hide roots by identity, with the files of
+	 * their subtrees that had other names (hard links) at start. */
+	struct policy_set read_only_set;
+	struct policy_set hidden_set;
 };
 
 /* ---- small helpers: inline, every op uses some of them ---------------- */
@@ -174,10 +173,21 @@ static inline int pt_refuse_change(const struct inode *inode)
 	return inode->read_only ? -EROFS : 0;
 }
 
-/* EROFS when a change in dir would touch a --read-only subtree: dir lies
- * in one, or name (removed, renamed or replaced) is a protected root. */
-int pt_refuse_change_of_name(struct passthrough *pt, const struct inode *dir,
-			     const char *name);
+/* Whether the file stx describes is hidden (--hide): a root, or a file of
+ * a hidden subtree reached by another name. */
+bool pt_hidden(const struct passthrough *pt, const struct statx *stx);
+
+/* How an op uses a name in a directory. */
+enum pt_name_use {
+	PT_NAME_REMOVED,        /* unlinked, removed, or renamed away */
+	PT_NAME_MADE,           /* created, linked, or renamed onto */
+};
+/* The policy's answer for name in dir: ENOENT for a hidden name that is
+ * removed (it is absent), EACCES for one that would be made or replaced
+ * (the guest cannot have that name); EROFS when dir lies in a read-only
+ * subtree or name is a protected root; else 0. */
+int pt_name_policy(struct passthrough *pt, const struct inode *dir, const char *name,
+		   enum pt_name_use use);
 
 /* ---- pt_util.c -------------------------------------------------------- */
 
@@ -258,7 +268,7 @@ int pt_open_reply(struct passthrough *pt, struct inode *inode, int fd, DIR *dir,
  * handle cannot tell; until the stream carries it, either side with a
  * policy refuses, so no guest ever loses its protection by migrating. */
 #define POLICY_NOT_MIGRATED \
-	"this daemon has a per-path policy (--read-only), which a live " \
+	"this daemon has a per-path policy (--read-only, --hide), which a live " \
 	"migration does not carry: start both daemons without one to migrate"
 
 struct pt_key_slot {

@@ -366,7 +366,7 @@ int passthrough_mig_prepare(struct passthrough *pt, const struct pt_mig_opts *o,
 	int ret;
 
 	*out = NULL;
-	if (pt->n_read_only_roots)
+	if (pt->read_only_set.n_roots || pt->hidden_set.n_roots)
 		return mig_refuse(reason, reason_size, -ENOTSUP, POLICY_NOT_MIGRATED);
 	if (!tables_empty(pt))
 		return mig_refuse(reason, reason_size, -EBUSY,

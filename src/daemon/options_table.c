@@ -98,7 +98,7 @@ static int parse_xattrmap(const struct opt_use *use, void *field, const char *va
 	return 0;
 }
 
-/* A --read-only PATH: its syntax now; that it exists inside the share is
+/* A --read-only or --hide PATH: its syntax now; that it exists inside the share is
  * checked when the backend starts. */
 static int parse_path_policy(const struct opt_use *use, void *field, const char *val)
 {

@@ -1,4 +1,4 @@
-/* Per-path policy (--read-only=PATH) through the real passthrough and a FUSE session: every change refused with EROFS however the subtree is named, reads unchanged. */
+/* Per-path policy through the real passthrough and a FUSE session: --read-only refuses every change with EROFS and --hide keeps entries out of sight and reach, however the guest names them. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fuse.h>
@@ -30,6 +30,8 @@ static struct pt_session ses;
 #ifndef FUSE_TMPFILE
 #define FUSE_TMPFILE 51
 #endif
+
+static const char *const hidden_paths[] = { "a/secret", "hdir", "moving" };
 
 static int send3(uint32_t opcode, uint64_t nodeid, const void *a, size_t a_len,
 		 const void *b, size_t b_len, const void *c, size_t c_len)
@@ -367,6 +369,158 @@ static void test_names(uint64_t root, uint64_t ro, uint64_t out)
 		  !host_exists("ro/sub/x"), "the host's subtree is as it was written");
 }
 
+/* The names a READDIR (plus: READDIRPLUS) of dir gives, each followed by a
+ * space after a leading one: " a b c ". */
+static void list_names(uint64_t dir, bool plus, char *out, size_t size)
+{
+	struct fuse_open_in oi = { 0 };
+	struct fuse_read_in rd = { .size = 4096 };
+	struct fuse_release_in rel = { 0 };
+	struct fuse_open_out oo;
+	size_t used = 0;
+
+	snprintf(out, size, " ");
+	used = 1;
+	if (send3(FUSE_OPENDIR, dir, &oi, sizeof(oi), NULL, 0, NULL, 0) != 0)
+		return;
+	memcpy(&oo, rep.arg, sizeof(oo));
+	rd.fh = oo.fh;
+	for (;;) {
+		size_t len, pos = 0;
+
+		if (send3(plus ? FUSE_READDIRPLUS : FUSE_READDIR, dir, &rd, sizeof(rd),
+			  NULL, 0, NULL, 0) != 0)
+			break;
+		len = rep.used - sizeof(rep.h);
+		if (len == 0)
+			break;
+		while (pos < len) {
+			struct fuse_dirent de;
+			size_t at = pos + (plus ? sizeof(struct fuse_entry_out) : 0);
+
+			memcpy(&de, rep.arg + at, sizeof(de));
+			used += (size_t)snprintf(out + used, size - used, "%.*s ", (int)de.namelen,
+						 (const char *)rep.arg + at + FUSE_NAME_OFFSET);
+			if (used >= size)
+				used = size - 1;
+			rd.offset = de.off;
+			pos = at + FUSE_DIRENT_SIZE(&de);
+		}
+	}
+	rel.fh = oo.fh;
+	send3(FUSE_RELEASEDIR, dir, &rel, sizeof(rel), NULL, 0, NULL, 0);
+}
+
+static void make_hide_tree(void)
+{
+	char a[512], b[512];
+
+	host_mkdir("a");
+	host_mkdir("a/b");
+	host_mkdir("hdir");
+	host_mkdir("pub");
+	host_write("a/secret", "s");
+	host_write("a/visible", "v");
+	host_write("hdir/inner", "inner");
+	host_write("moving", "m");
+	host_write("pub/f", "f");
+	host_path(a, sizeof(a), "a/secret");
+	host_path(b, sizeof(b), "pub/secret-link");
+	CHECK_MSG(link(a, b) == 0, "host: hard link pub/secret-link -> a/secret");
+	host_path(a, sizeof(a), "hdir/inner");
+	host_path(b, sizeof(b), "pub/inner-link");
+	CHECK_MSG(link(a, b) == 0, "host: hard link pub/inner-link -> hdir/inner");
+	host_path(b, sizeof(b), "pub/to-secret");
+	CHECK_MSG(symlink("../a/secret", b) == 0, "host: symlink pub/to-secret -> ../a/secret");
+}
+
+static void test_hide(const struct passthrough_opts *base, const struct fuse_server_opts *se_opts,
+		      const struct fuse_init_in *init)
+{
+	struct passthrough_opts o = *base;
+	struct fuse_create_in ci = { .flags = O_RDWR, .mode = 0644 };
+	char names[2048], a[512], b[512], msg[256];
+	uint64_t adir, bdir, up, pub, f;
+
+	memset(&o.read_only, 0, sizeof(o.read_only));
+	for (size_t i = 0; i < sizeof(hidden_paths) / sizeof(hidden_paths[0]); i++)
+		path_list_add(&o.hide, hidden_paths[i], msg, sizeof(msg));
+	if (pt_session_open(&ses, &o, se_opts) < 0) {
+		CHECK_MSG(0, "a session with --hide");
+		return;
+	}
+	CHECK_MSG(send3(FUSE_INIT, 0, init, sizeof(*init), NULL, 0, NULL, 0) == 0, "INIT (hide)");
+	/* The host renames a hidden root after start. */
+	host_path(a, sizeof(a), "moving");
+	host_path(b, sizeof(b), "pub/moved");
+	CHECK_MSG(rename(a, b) == 0, "host: rename moving -> pub/moved after start");
+
+	adir = lookup(FUSE_ROOT_ID, "a");
+	pub = lookup(FUSE_ROOT_ID, "pub");
+	f = lookup(pub, "f");
+	CHECK_MSG(adir && pub && f, "LOOKUP a, pub, pub/f");
+	list_names(adir, false, names, sizeof(names));
+	CHECK_MSG(!strstr(names, " secret ") && strstr(names, " visible ") && strstr(names, " b "),
+		  "READDIR a: no secret, visible and b listed (%s)", names);
+	list_names(adir, true, names, sizeof(names));
+	CHECK_MSG(!strstr(names, " secret ") && strstr(names, " visible "),
+		  "READDIRPLUS a: no secret (%s)", names);
+	list_names(FUSE_ROOT_ID, false, names, sizeof(names));
+	CHECK_MSG(!strstr(names, " hdir ") && strstr(names, " a ") && strstr(names, " pub "),
+		  "READDIR of the root: no hdir (%s)", names);
+	list_names(pub, false, names, sizeof(names));
+	CHECK_MSG(!strstr(names, " moved ") && !strstr(names, " secret-link ") &&
+		  !strstr(names, " inner-link ") && strstr(names, " f ") && strstr(names, " to-secret "),
+		  "READDIR pub: no moved, secret-link, inner-link (%s)", names);
+	CHECK_MSG(lookup(adir, "secret") == 0 && rep.h.error == -ENOENT, "LOOKUP a/secret: ENOENT");
+	CHECK_MSG(lookup(FUSE_ROOT_ID, "hdir") == 0 && rep.h.error == -ENOENT, "LOOKUP hdir: ENOENT");
+	/* By "..": from a subdirectory up, then down to the hidden name. */
+	bdir = lookup(adir, "b");
+	forget(adir);
+	up = lookup(bdir, "..");
+	CHECK_MSG(up != 0 && lookup(up, "secret") == 0 && rep.h.error == -ENOENT,
+		  "LOOKUP a/b/.. then secret: ENOENT");
+	adir = up;
+	/* Through a symlink: the guest resolves it by names, which end at
+	 * the same refused LOOKUP. */
+	CHECK_MSG(send3(FUSE_READLINK, lookup(pub, "to-secret"), NULL, 0, NULL, 0, NULL, 0) == 0 &&
+		  !memcmp(rep.arg, "../a/secret", 11), "READLINK pub/to-secret gives ../a/secret");
+	/* Host-made hard links: before start (of a hidden file and of a file
+	 * in a hidden directory), after start (of a hidden file). */
+	CHECK_MSG(lookup(pub, "secret-link") == 0 && rep.h.error == -ENOENT,
+		  "LOOKUP pub/secret-link (hard link of a/secret): ENOENT");
+	CHECK_MSG(lookup(pub, "inner-link") == 0 && rep.h.error == -ENOENT,
+		  "LOOKUP pub/inner-link (hard link of hdir/inner): ENOENT");
+	host_path(a, sizeof(a), "a/secret");
+	host_path(b, sizeof(b), "pub/late-link");
+	CHECK_MSG(link(a, b) == 0, "host: hard link pub/late-link -> a/secret after start");
+	CHECK_MSG(lookup(pub, "late-link") == 0 && rep.h.error == -ENOENT,
+		  "LOOKUP pub/late-link: ENOENT");
+	/* After the host's rename: the object, not the name. */
+	CHECK_MSG(lookup(pub, "moved") == 0 && rep.h.error == -ENOENT,
+		  "LOOKUP pub/moved (a hidden root the host renamed): ENOENT");
+	/* Ops that name a hidden entry: absent when it is the source,
+	 * a name the guest may not take when it is the destination. */
+	CHECK_MSG(rename_to(adir, "secret", adir, "taken") == -ENOENT, "RENAME a/secret away: ENOENT");
+	CHECK_MSG(rename_to(pub, "f", adir, "secret") == -EACCES, "RENAME pub/f over a/secret: EACCES");
+	CHECK_MSG(link_to(f, adir, "secret") == -EACCES, "LINK pub/f as a/secret: EACCES");
+	CHECK_MSG(send3(FUSE_CREATE, adir, &ci, sizeof(ci), NM("secret"), NULL, 0) == -EACCES,
+		  "CREATE a/secret: EACCES");
+	CHECK_MSG(mkdir_in(FUSE_ROOT_ID, "hdir") == -EACCES, "MKDIR hdir: EACCES");
+	CHECK_MSG(send3(FUSE_SYMLINK, adir, NM("secret"), NM("x"), NULL, 0) == -EACCES,
+		  "SYMLINK a/secret: EACCES");
+	CHECK_MSG(send3(FUSE_UNLINK, adir, NM("secret"), NULL, 0, NULL, 0) == -ENOENT,
+		  "UNLINK a/secret: ENOENT");
+	CHECK_MSG(send3(FUSE_RMDIR, FUSE_ROOT_ID, NM("hdir"), NULL, 0, NULL, 0) == -ENOENT,
+		  "RMDIR hdir: ENOENT");
+	CHECK_MSG(rename_to(pub, "f", pub, "g") == 0 && lookup(pub, "g") == f,
+		  "RENAME pub/f -> pub/g works");
+	CHECK_MSG(host_reads("a/secret", "s") && host_reads("hdir/inner", "inner") &&
+		  host_reads("pub/moved", "m") && !host_exists("a/taken"),
+		  "the hidden files are as the host wrote them");
+	pt_session_close(&ses);
+}
+
 int main(void)
 {
 	struct passthrough_opts pt_opts = { .cache = CACHE_NEVER, .timeout = -1, .xattr = true };
@@ -398,5 +552,9 @@ int main(void)
 	test_changes(FUSE_ROOT_ID, ro, file, out, f);
 	test_names(FUSE_ROOT_ID, ro, out);
 	pt_session_close(&ses);
+	make_hide_tree();
+	se_opts.readdirplus = true;
+	init.flags |= FUSE_DO_READDIRPLUS;
+	test_hide(&pt_opts, &se_opts, &init);
 	return scratch_finish(scratch, check_result());
 }
