@@ -13,6 +13,8 @@
 #include "../common/scratch.h"
 #include "backend/passthrough.h"
 #include "backend/path_policy.h"
+#include "backend/pt_migration.h"
+#include "migration/stream.h"
 #include "common/log.h"
 #include "protocol/fuse_server.h"
 #include "../common/check.h"
@@ -369,6 +371,26 @@ static void test_names(uint64_t root, uint64_t ro, uint64_t out)
 		  !host_exists("ro/sub/x"), "the host's subtree is as it was written");
 }
 
+/* A daemon with a policy refuses to save or load a migration state, with a
+ * reason that names the policy: the stream does not carry it. */
+static void test_migration_refused(struct passthrough *pt)
+{
+	struct pt_mig_opts mo = { .mode = MIG_MODE_FIND_PATHS };
+	struct mig_session session = { 0 };
+	struct mig_options agreed = { 0 };
+	struct mig_state st = { 0 };
+	struct pt_mig_load *load = NULL;
+	struct mig_buf buf = { 0 };
+	char reason[512] = "";
+
+	CHECK_MSG(passthrough_mig_save(pt, &mo, &session, &agreed, &buf, reason, sizeof(reason)) < 0 &&
+		  strstr(reason, "per-path policy"), "a migration save is refused: %s", reason);
+	mig_buf_free(&buf);
+	reason[0] = '\0';
+	CHECK_MSG(passthrough_mig_prepare(pt, &mo, &st, &load, reason, sizeof(reason)) < 0 &&
+		  !load && strstr(reason, "per-path policy"), "a migration load is refused: %s", reason);
+}
+
 /* The names a READDIR (plus: READDIRPLUS) of dir gives, each followed by a
  * space after a leading one: " a b c ". */
 static void list_names(uint64_t dir, bool plus, char *out, size_t size)
@@ -518,6 +540,7 @@ static void test_hide(const struct passthrough_opts *base, const struct fuse_ser
 	CHECK_MSG(host_reads("a/secret", "s") && host_reads("hdir/inner", "inner") &&
 		  host_reads("pub/moved", "m") && !host_exists("a/taken"),
 		  "the hidden files are as the host wrote them");
+	test_migration_refused(ses.pt);
 	pt_session_close(&ses);
 }
 
@@ -551,6 +574,7 @@ int main(void)
 	test_reads(ro, file);
 	test_changes(FUSE_ROOT_ID, ro, file, out, f);
 	test_names(FUSE_ROOT_ID, ro, out);
+	test_migration_refused(ses.pt);
 	pt_session_close(&ses);
 	make_hide_tree();
 	se_opts.readdirplus = true;
