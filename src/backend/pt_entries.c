@@ -95,7 +95,8 @@ int pt_name_policy(struct passthrough *pt, const struct inode *dir, const char *
 /* Shared tail of the lookups: identifies the file behind fd (an fd taken
  * from the budget) and finds or adds its inode. Consumes fd and its budget
  * on every path. A new inode is read-only when parent_read_only says its
- * directory is, or when it is a protected root itself. */
+ * directory is, or when it is protected by identity (a root, or a
+ * multiply-linked file of a read-only subtree). */
 static int add_inode(struct passthrough *pt, int fd, bool parent_read_only,
 		     struct inode **out, struct statx *stx)
 {
@@ -119,8 +120,8 @@ close_fd:
 	return ret;
 }
 
-/* Gives the guest the inode behind an fd of ours (O_PATH or not); takes
- * one lookup and one request ref on the result. */
+/* Gives the guest the inode behind an fd of ours (O_PATH or not), made in
+ * parent; takes one lookup and one request ref on the result. */
 int pt_inode_from_fd(struct passthrough *pt, const struct inode *parent, int fd,
 		     struct inode **inode, struct statx *stx)
 {
