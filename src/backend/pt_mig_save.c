@@ -418,6 +418,8 @@ int passthrough_mig_save(struct passthrough *pt, const struct pt_mig_opts *o,
 			   .reason = reason, .rsize = reason_size };
 	int ret;
 
+	if (pt->read_only_set.n_roots || pt->hidden_set.n_roots)
+		return mig_refuse(reason, reason_size, -ENOTSUP, POLICY_NOT_MIGRATED);
 	inode_table_foreach(pt->inodes, copy_inode, &sv);
 	open_file_table_foreach(pt->open_files, copy_handle, &sv);
 	ret = sv.err;

@@ -110,6 +110,20 @@ static int parse_queue_cpus(const struct opt_use *use, void *field, const char *
 	return 0;
 }
 
+/* A --read-only or --hide PATH: its syntax now; that it exists inside the share is
+ * checked when the backend starts. */
+static int parse_path_policy(const struct opt_use *use, void *field, const char *val)
+{
+	char msg[256];
+
+	if (path_list_add(field, val, msg, sizeof(msg))) {
+		fprintf(use->err, "ferryfsd: invalid value for option '%s': %s\n",
+			use->label, msg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int check_cap(int cap, bool add, void *opaque)
 {
 	(void)cap;
