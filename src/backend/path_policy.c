@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "backend/path_policy.h"
+#include "common/array.h"
 
 /* As struct inode_key holds a device (pt_key_from_statx). */
 static uint64_t dev_key(dev_t dev)
@@ -126,15 +127,11 @@ out:
 
 static int links_add(struct policy_links *set, const struct stat *st)
 {
-	if (set->count == set->cap) {
-		size_t cap = set->cap ? set->cap * 2 : 64;
-		struct policy_root *keys = realloc(set->keys, cap * sizeof(*keys));
+	int ret = array_reserve((void **)&set->keys, &set->cap, set->count + 1,
+				sizeof(*set->keys), 64);
 
-		if (!keys)
-			return -ENOMEM;
-		set->keys = keys;
-		set->cap = cap;
-	}
+	if (ret)
+		return ret;
 	set->keys[set->count].dev = dev_key(st->st_dev);
 	set->keys[set->count].ino = st->st_ino;
 	set->count++;

@@ -152,26 +152,54 @@ static void host_mkdir(const char *rel)
 	CHECK_MSG(mkdir(path, 0755) == 0, "host: mkdir %s", rel);
 }
 
-/* The tree every case starts from. */
+/* One host node of a test tree: a directory, a file and its text, a hard
+ * link to another node, or a symlink with its target. */
+struct host_node {
+	enum { NODE_DIR, NODE_FILE, NODE_HARDLINK, NODE_SYMLINK } kind;
+	const char *rel;
+	const char *arg;        /* the file's text, the link's other node, the symlink's target */
+};
+
+static void host_tree(const struct host_node *nodes, size_t count)
+{
+	char path[512], other[512];
+
+	for (size_t i = 0; i < count; i++) {
+		const struct host_node *n = &nodes[i];
+
+		host_path(path, sizeof(path), n->rel);
+		switch (n->kind) {
+		case NODE_DIR:
+			host_mkdir(n->rel);
+			break;
+		case NODE_FILE:
+			host_write(n->rel, n->arg);
+			break;
+		case NODE_HARDLINK:
+			host_path(other, sizeof(other), n->arg);
+			CHECK_MSG(link(other, path) == 0, "host: hard link %s -> %s", n->rel, n->arg);
+			break;
+		case NODE_SYMLINK:
+			CHECK_MSG(symlink(n->arg, path) == 0, "host: symlink %s -> %s", n->rel, n->arg);
+			break;
+		}
+	}
+}
+
+/* The tree every read-only case starts from; out/hardlink is a second name
+ * of a protected file, made on the host before start. */
+static const struct host_node read_only_tree[] = {
+	{ NODE_DIR, "ro", NULL }, { NODE_DIR, "ro/sub", NULL }, { NODE_DIR, "ro/sub/deeper", NULL },
+	{ NODE_DIR, "ro/empty", NULL }, { NODE_DIR, "out", NULL }, { NODE_DIR, "out/d", NULL },
+	{ NODE_FILE, "ro/file", "data" }, { NODE_FILE, "ro/linked", "linked" },
+	{ NODE_FILE, "out/f", "free" },
+	{ NODE_HARDLINK, "out/hardlink", "ro/linked" },
+	{ NODE_SYMLINK, "out/to-ro", "../ro" },
+};
+
 static void make_tree(void)
 {
-	char a[512], b[512];
-
-	host_mkdir("ro");
-	host_mkdir("ro/sub");
-	host_mkdir("ro/sub/deeper");
-	host_mkdir("ro/empty");
-	host_mkdir("out");
-	host_mkdir("out/d");
-	host_write("ro/file", "data");
-	host_write("ro/linked", "linked");
-	host_write("out/f", "free");
-	/* A second name of a protected file, made on the host before start. */
-	host_path(a, sizeof(a), "ro/linked");
-	host_path(b, sizeof(b), "out/hardlink");
-	CHECK_MSG(link(a, b) == 0, "host: hard link out/hardlink -> ro/linked");
-	host_path(b, sizeof(b), "out/to-ro");
-	CHECK_MSG(symlink("../ro", b) == 0, "host: symlink out/to-ro -> ../ro");
+	host_tree(read_only_tree, sizeof(read_only_tree) / sizeof(read_only_tree[0]));
 }
 
 static void test_syntax(void)
@@ -433,27 +461,21 @@ static void list_names(uint64_t dir, bool plus, char *out, size_t size)
 	send3(FUSE_RELEASEDIR, dir, &rel, sizeof(rel), NULL, 0, NULL, 0);
 }
 
+/* The tree every hiding case starts from: host-made second names and a
+ * symlink lead to the hidden files from the visible part. */
+static const struct host_node hide_tree[] = {
+	{ NODE_DIR, "a", NULL }, { NODE_DIR, "a/b", NULL }, { NODE_DIR, "hdir", NULL },
+	{ NODE_DIR, "pub", NULL },
+	{ NODE_FILE, "a/secret", "s" }, { NODE_FILE, "a/visible", "v" },
+	{ NODE_FILE, "hdir/inner", "inner" }, { NODE_FILE, "moving", "m" }, { NODE_FILE, "pub/f", "f" },
+	{ NODE_HARDLINK, "pub/secret-link", "a/secret" },
+	{ NODE_HARDLINK, "pub/inner-link", "hdir/inner" },
+	{ NODE_SYMLINK, "pub/to-secret", "../a/secret" },
+};
+
 static void make_hide_tree(void)
 {
-	char a[512], b[512];
-
-	host_mkdir("a");
-	host_mkdir("a/b");
-	host_mkdir("hdir");
-	host_mkdir("pub");
-	host_write("a/secret", "s");
-	host_write("a/visible", "v");
-	host_write("hdir/inner", "inner");
-	host_write("moving", "m");
-	host_write("pub/f", "f");
-	host_path(a, sizeof(a), "a/secret");
-	host_path(b, sizeof(b), "pub/secret-link");
-	CHECK_MSG(link(a, b) == 0, "host: hard link pub/secret-link -> a/secret");
-	host_path(a, sizeof(a), "hdir/inner");
-	host_path(b, sizeof(b), "pub/inner-link");
-	CHECK_MSG(link(a, b) == 0, "host: hard link pub/inner-link -> hdir/inner");
-	host_path(b, sizeof(b), "pub/to-secret");
-	CHECK_MSG(symlink("../a/secret", b) == 0, "host: symlink pub/to-secret -> ../a/secret");
+	host_tree(hide_tree, sizeof(hide_tree) / sizeof(hide_tree[0]));
 }
 
 static void test_hide(const struct passthrough_opts *base, const struct fuse_server_opts *se_opts,
