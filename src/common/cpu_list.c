@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+__attribute__((format(printf, 3, 4)))
 static int refuse(char *why, size_t why_len, const char *fmt, ...)
 {
 	va_list ap;
