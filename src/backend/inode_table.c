@@ -409,7 +409,7 @@ static bool number_reused(const struct inode *inode, const struct inode_file_han
 
 int inode_lookup_add(struct inode_table *t, int fd, const struct inode_key *key,
 		     mode_t type, const struct inode_file_handle *handle,
-		     struct inode **out)
+		     bool read_only, struct inode **out)
 {
 	unsigned shard = key_hash(key) & (SHARD_COUNT - 1);
 	struct shard *s = &t->shards[shard];
@@ -418,6 +418,8 @@ int inode_lookup_add(struct inode_table *t, int fd, const struct inode_key *key,
 	/* Allocated and filled before locking so the lock is never held
 	 * across malloc; numbered under the lock, in this shard. */
 	fresh = inode_alloc_detached(shard, key, fd, type, handle);
+	if (fresh)
+		fresh->read_only = read_only;
 	pthread_mutex_lock(&s->lock);
 	inode = shard_find_key(s, key);
 	if (inode && number_reused(inode, handle)) {

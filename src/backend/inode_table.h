@@ -59,10 +59,16 @@ struct inode {
 	/* A migration placeholder (--migration-on-error=guest-error): the
 	 * file could not be found again; requests on it fail with EIO. */
 	bool invalid : 1;
+	/* Inside a --read-only subtree: every change is refused with EROFS.
+	 * Set before the inode is published and never changed, so requests
+	 * read it without a lock. */
+	bool read_only : 1;
 	/* A handle inode whose file is gone and whose number a new file took:
 	 * out of the by-key chain, so the new file gets an inode of its own;
 	 * its nodeid still answers (ESTALE) until the guest forgets it. Set
-	 * under the shard lock, which also orders it against invalid. */
+	 * under the shard lock on an inode no request holds (it is idle), and
+	 * a request takes its reference under that lock, so writing this byte
+	 * never races with a lock-free read of read_only. */
 	bool key_retired : 1;
 };
 
@@ -88,10 +94,11 @@ void inode_put(struct inode_table *t, struct inode *inode);
  * Finds the inode with this key or adds one owning fd (an fd taken from the
  * budget), keeping a copy of handle if given. Either way fd is consumed. The result has one more nlookup (the
  * guest is about to be told its nodeid) and one request reference.
+ * read_only is a new inode's flag; an inode found keeps its own.
  */
 int inode_lookup_add(struct inode_table *t, int fd, const struct inode_key *key,
 		     mode_t type, const struct inode_file_handle *handle,
-		     struct inode **out);
+		     bool read_only, struct inode **out);
 /* The inode with this key if the table has one, with one more nlookup and
  * one request reference; -ENOENT if none (or an idle handle inode). */
 int inode_find_key(struct inode_table *t, const struct inode_key *key,

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "backend/test_switch.h"
+#include "common/cpu_list.h"
 #include "common/log.h"
 
 /*
@@ -48,7 +49,11 @@ static int thread_start_detached(void *(*fn)(void *), void *arg)
 
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	ret = -pthread_create(&thread, &attr, fn, arg);
+	/* On --queue-cpus's CPUs if given, not on the one of the queue
+	 * thread that happens to start it. */
+	ret = cpu_placement_helper_attr(&attr);
+	if (ret == 0)
+		ret = -pthread_create(&thread, &attr, fn, arg);
 	pthread_attr_destroy(&attr);
 	return ret;
 }
@@ -102,6 +107,7 @@ static void *offload_thread(void *arg)
 {
 	struct offload *o = arg;
 
+	pthread_setname_np(pthread_self(), "ferry-offload");
 	pthread_mutex_lock(&o->lock);
 	for (;;) {
 		struct offload_job *job = test_switch_on(o->held) ? NULL : o->head;
@@ -176,6 +182,7 @@ static void *blocking_thread(void *arg)
 	struct offload_job *job = arg;
 	struct offload *o = job->owner;    /* run() may free the job */
 
+	pthread_setname_np(pthread_self(), "ferry-blocking");
 	job->run(job);
 	pthread_mutex_lock(&o->lock);
 	thread_ended(o, &o->blocking);

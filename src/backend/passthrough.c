@@ -120,8 +120,40 @@ void passthrough_free(struct passthrough *pt)
 	if (pt->proc_self_fd >= 0)
 		close(pt->proc_self_fd);
 	pt_close_mount_fds(pt);
+	policy_links_free(&pt->read_only_set.links);
+	policy_links_free(&pt->hidden_set.links);
 	free(pt->shared_dir);
 	free(pt);
+}
+
+/* One policy's paths, each found below the share (never through a
+ * symlink) and kept by identity, so that a host rename keeps it in force,
+ * with the files of its subtrees that have other names. */
+static int resolve_policy(struct passthrough *pt, const struct path_list *l, const char *option,
+			  int root_fd, struct policy_set *set)
+{
+	int ret = 0;
+
+	for (unsigned i = 0; i < l->count && ret == 0; i++) {
+		const char *why;
+		int fd;
+
+		ret = path_policy_resolve(root_fd, l->paths[i], set == &pt->hidden_set,
+					  &set->roots[i], &fd, &why);
+		if (ret < 0) {
+			log_err("--%s=%s: %s (%s)", option, l->paths[i],
+				why ? why : "cannot resolve it", strerror(-ret));
+			break;
+		}
+		set->n_roots = i + 1;
+		ret = policy_links_collect(&set->links, fd);
+		close(fd);
+		if (ret < 0)
+			log_err("--%s=%s: cannot list the files it holds: %s",
+				option, l->paths[i], strerror(-ret));
+	}
+	policy_links_seal(&set->links);
+	return ret;
 }
 
 int passthrough_new(struct passthrough **out, const struct passthrough_opts *opts)
@@ -195,6 +227,11 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 		goto err_root;
 	}
 	ret = pt_check_file_handles(pt, root_fd);
+	if (ret < 0)
+		goto err_root;
+	ret = resolve_policy(pt, &opts->read_only, "read-only", root_fd, &pt->read_only_set);
+	if (ret == 0)
+		ret = resolve_policy(pt, &opts->hide, "hide", root_fd, &pt->hidden_set);
 	if (ret < 0)
 		goto err_root;
 	pt_key_from_statx(&stx, &root_key);

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 
 #include "backend/idmap.h"
+#include "backend/path_policy.h"
 #include "backend/passthrough_modes.h"
 #include "backend/xattrmap.h"
 #include "protocol/fuse_ops.h"
@@ -33,6 +34,11 @@ struct passthrough_opts {
 	struct idmap uid_map;        /* guest <-> host uids */
 	struct idmap gid_map;        /* guest <-> host gids */
 	struct xattrmap xattrmap;    /* count 0: names pass unchanged */
+	/* Subtrees that refuse every change with EROFS (docs/options.md,
+	 * "Per-path policy", says what is guaranteed). */
+	struct path_list read_only;
+	/* Entries the guest can neither see nor reach (--hide). */
+	struct path_list hide;
 };
 
 struct passthrough;

@@ -164,7 +164,7 @@ int pt_setattr(void *fs, const struct fuse_request_ctx *ctx,
 	ret = inode_get(pt->inodes, nodeid, &inode);
 	if (ret < 0)
 		goto out;
-	if (pt->opts.readonly &&
+	if ((pt->opts.readonly || inode->read_only) &&
 	    (valid & (FATTR_MODE | FATTR_UID | FATTR_GID | FATTR_SIZE |
 		      FATTR_ATIME | FATTR_MTIME | FATTR_ATIME_NOW |
 		      FATTR_MTIME_NOW | FATTR_KILL_SUIDGID))) {
@@ -265,7 +265,7 @@ int pt_access(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	ret = pt_errno_or(faccessat(inode->fd, "", mask & (R_OK | W_OK | X_OK),
 				    AT_EACCESS | AT_EMPTY_PATH));
 	pt_as_daemon(pt);
-	if (ret == 0 && pt->opts.readonly && (mask & W_OK))
+	if (ret == 0 && (pt->opts.readonly || inode->read_only) && (mask & W_OK))
 		ret = -EROFS;
 put:
 	inode_put(pt->inodes, inode);

@@ -46,6 +46,22 @@ out:
 	return ret;
 }
 
+/* A --hide entry is left out of every listing. d_ino alone picks the
+ * candidates (no system call for the others); a stat of the name then
+ * tells its device. */
+static bool entry_hidden(struct passthrough *pt, struct open_file *h, const struct dirent *de)
+{
+	struct statx stx;
+
+	if (pt->hidden_set.n_roots == 0 || is_dot_or_dotdot(de->d_name) ||
+	    !policy_set_may_have_ino(&pt->hidden_set, de->d_ino))
+		return false;
+	if (statx(dirfd(h->dir), de->d_name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
+		  STATX_TYPE | STATX_INO | STATX_NLINK, &stx) < 0)
+		return false;
+	return pt_hidden(pt, &stx);
+}
+
 /* One READDIRPLUS entry: a lookup reference only for entries that fit. */
 static int add_plus_entry(struct passthrough *pt, struct open_file *h,
 			  const struct dirent *de, size_t namelen,
@@ -116,6 +132,10 @@ int pt_readdir(void *fs, const struct fuse_request_ctx *ctx,
 			if (errno && db->len == 0)
 				ret = -errno;
 			break;
+		}
+		if (entry_hidden(pt, h, de)) {
+			h->dir_offset = de->d_off;
+			continue;
 		}
 		namelen = strlen(de->d_name);
 		if (plus)

@@ -7,11 +7,98 @@
 
 #include "backend/pt_internal.h"
 
+static bool is_read_only_root(const struct passthrough *pt, const struct statx *stx)
+{
+	struct inode_key key;
+
+	pt_key_from_statx(stx, &key);
+	return policy_set_has_root(&pt->read_only_set, key.dev, key.ino);
+}
+
+/* A root, or a file of a read-only subtree reached by another name. */
+static bool is_read_only_by_identity(const struct passthrough *pt, const struct statx *stx)
+{
+	struct inode_key key;
+
+	pt_key_from_statx(stx, &key);
+	return policy_set_has(&pt->read_only_set, key.dev, key.ino,
+			      stx->stx_nlink > 1 && !S_ISDIR(stx->stx_mode));
+}
+
+bool pt_hidden(const struct passthrough *pt, const struct statx *stx)
+{
+	struct inode_key key;
+
+	if (pt->hidden_set.n_roots == 0)
+		return false;
+	pt_key_from_statx(stx, &key);
+	return policy_set_has(&pt->hidden_set, key.dev, key.ino,
+			      stx->stx_nlink > 1 && !S_ISDIR(stx->stx_mode));
+}
+
+/*
+ * Whether the directory fd lies in a --read-only subtree, found by walking
+ * ".." up to the share's root. Only a LOOKUP of ".." needs it (the guest's
+ * export operations send one): there the parent's flag says nothing about
+ * the grandparent. Fails closed: a walk that cannot finish says read-only.
+ */
+static bool ancestry_read_only(struct passthrough *pt, int fd)
+{
+	struct inode *root = inode_table_root(pt->inodes);
+	struct inode_key key;
+	struct statx stx;
+	bool ro = true;
+	int cur = dup(fd);
+
+	for (int depth = 0; cur >= 0 && depth < 4096; depth++) {
+		int up;
+
+		if (pt_stat_fd(cur, &stx) < 0)
+			break;
+		if (is_read_only_root(pt, &stx))
+			break;
+		pt_key_from_statx(&stx, &key);
+		if (key.ino == root->key.ino && key.dev == root->key.dev) {
+			ro = false;
+			break;
+		}
+		up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		close(cur);
+		cur = up;
+	}
+	if (cur >= 0)
+		close(cur);
+	return ro;
+}
+
+int pt_name_policy(struct passthrough *pt, const struct inode *dir, const char *name,
+		   enum pt_name_use use)
+{
+	struct statx stx;
+	bool exists;
+
+	if (pt->read_only_set.n_roots == 0 && pt->hidden_set.n_roots == 0)
+		return 0;
+	/* A name that is not there is neither hidden nor protected; the call
+	 * that follows gives its own error. */
+	exists = statx(dir->fd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
+		       STATX_TYPE | STATX_INO | STATX_NLINK, &stx) == 0;
+	if (exists && pt_hidden(pt, &stx))
+		return use == PT_NAME_MADE ? -EACCES : -ENOENT;
+	if (dir->read_only)
+		return -EROFS;
+	if (exists && is_read_only_root(pt, &stx))
+		return -EROFS;
+	return 0;
+}
+
 /* Shared tail of the lookups: identifies the file behind fd (an fd taken
  * from the budget) and finds or adds its inode. Consumes fd and its budget
- * on every path. */
-static int add_inode(struct passthrough *pt, int fd, struct inode **out,
-		     struct statx *stx)
+ * on every path. A new inode is read-only when parent_read_only says its
+ * directory is, or when it is protected by identity (a root, or a
+ * multiply-linked file of a read-only subtree). */
+static int add_inode(struct passthrough *pt, int fd, bool parent_read_only,
+		     struct inode **out, struct statx *stx)
 {
 	const struct inode_file_handle *handle;
 	struct pt_handle_buf hb;
@@ -25,23 +112,24 @@ static int add_inode(struct passthrough *pt, int fd, struct inode **out,
 		goto close_fd;
 	pt_key_from_statx(stx, &key);
 	/* ".." that lands on the shared dir maps to nodeid 1 via the key. */
-	return inode_lookup_add(pt->inodes, fd, &key, stx->stx_mode, handle, out);
+	return inode_lookup_add(pt->inodes, fd, &key, stx->stx_mode, handle,
+				parent_read_only || is_read_only_by_identity(pt, stx), out);
 
 close_fd:
 	pt_close_fd(pt, fd);
 	return ret;
 }
 
-/* Gives the guest the inode behind an fd of ours (O_PATH or not); takes
- * one lookup and one request ref on the result. */
-int pt_inode_from_fd(struct passthrough *pt, int fd, struct inode **inode,
-		     struct statx *stx)
+/* Gives the guest the inode behind an fd of ours (O_PATH or not), made in
+ * parent; takes one lookup and one request ref on the result. */
+int pt_inode_from_fd(struct passthrough *pt, const struct inode *parent, int fd,
+		     struct inode **inode, struct statx *stx)
 {
 	int path_fd = pt_reopen_counted(pt, fd, O_PATH);
 
 	if (path_fd < 0)
 		return path_fd;
-	return add_inode(pt, path_fd, inode, stx);
+	return add_inode(pt, path_fd, parent->read_only, inode, stx);
 }
 
 /*
@@ -56,6 +144,7 @@ static int lookup_inode(struct passthrough *pt, struct inode *dir,
 {
 	struct inode *root = inode_table_root(pt->inodes);
 	struct inode_key key;
+	bool parent_read_only;
 	int fd, ret;
 
 	if (!strcmp(name, ".") || (!strcmp(name, "..") && dir == root)) {
@@ -76,6 +165,10 @@ static int lookup_inode(struct passthrough *pt, struct inode *dir,
 				STATX_BASIC_STATS | STATX_MNT_ID, stx));
 	if (ret < 0)
 		return ret;
+	/* A hidden object has no inode: no name, "..", or host-made link
+	 * gives the guest a nodeid for it, so no request can reach it. */
+	if (pt_hidden(pt, stx))
+		return -ENOENT;
 	pt_key_from_statx(stx, &key);
 	if (inode_find_key(pt->inodes, &key, out) == 0)
 		return 0;
@@ -88,7 +181,12 @@ static int lookup_inode(struct passthrough *pt, struct inode *dir,
 		fd_budget_give_back(&pt->fds);
 		return ret;
 	}
-	return add_inode(pt, fd, out, stx);
+	/* A name's policy is its directory's, but ".." goes up, where the
+	 * directory's flag says nothing. */
+	parent_read_only = dir->read_only;
+	if (!strcmp(name, "..") && pt->read_only_set.n_roots)
+		parent_read_only = ancestry_read_only(pt, fd);
+	return add_inode(pt, fd, parent_read_only, out, stx);
 }
 
 int pt_lookup_entry(struct passthrough *pt, struct inode *dir,
@@ -178,6 +276,9 @@ static int make_node(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 	ret = dir_for_name(pt, parent, name, &dir);
 	if (ret < 0)
 		goto out;
+	ret = pt_name_policy(pt, dir, name, PT_NAME_MADE);
+	if (ret < 0)
+		goto put_dir;
 	ret = pt_begin_create(pt, ctx, guest_umask);
 	if (ret < 0)
 		goto put_dir;
@@ -249,6 +350,9 @@ static int remove_name(struct passthrough *pt, const struct fuse_request_ctx *ct
 	ret = dir_for_name(pt, parent, name, &dir);
 	if (ret < 0)
 		goto out;
+	ret = pt_name_policy(pt, dir, name, PT_NAME_REMOVED);
+	if (ret < 0)
+		goto put_dir;
 	ret = pt_check_caller(pt, ctx);
 	if (ret < 0)
 		goto put_dir;
@@ -290,6 +394,14 @@ int pt_rename(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 	ret = inode_get(pt->inodes, newparent, &newdir);
 	if (ret < 0)
 		goto put_old;
+	/* Out of, into or within a read-only subtree, or moving or replacing
+	 * one of its roots; a hidden source is absent, a hidden destination
+	 * a name the guest may not take. */
+	ret = pt_name_policy(pt, olddir, name, PT_NAME_REMOVED);
+	if (ret == 0)
+		ret = pt_name_policy(pt, newdir, newname, PT_NAME_MADE);
+	if (ret < 0)
+		goto put_new;
 	ret = pt_check_caller(pt, ctx);
 	if (ret < 0)
 		goto put_new;
@@ -318,6 +430,14 @@ int pt_link(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	ret = inode_get(pt->inodes, nodeid, &inode);
 	if (ret < 0)
 		goto put_newdir;
+	/* A link into a read-only subtree changes it; a link of a file in
+	 * one changes that file (its link count), and its new name would be
+	 * a way around the policy if the inode were ever looked up afresh. */
+	ret = pt_name_policy(pt, newdir, newname, PT_NAME_MADE);
+	if (ret == 0)
+		ret = pt_refuse_change(inode);
+	if (ret < 0)
+		goto put_inode;
 	/* linkat(fd, "", AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH, which the
 	 * sandbox keeps only for file handles; the /proc link names the inode
 	 * too (even an O_TMPFILE one) and the magic link stops at the inode

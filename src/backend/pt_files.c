@@ -151,6 +151,13 @@ int pt_open(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	ret = inode_get(pt->inodes, nodeid, &inode);
 	if (ret < 0)
 		goto out;
+	/* Writes, fallocate and copy_file_range need a handle open for
+	 * writing: refusing it here covers them all. */
+	if (writes_data(flags)) {
+		ret = pt_refuse_change(inode);
+		if (ret < 0)
+			goto put_inode;
+	}
 	/* Same answer as virtiofsd: the guest's kernel never sends OPEN for
 	 * special files, so whoever does gets EBADF and nothing is opened. */
 	if (!pt_openable_type(inode->type)) {
@@ -203,6 +210,10 @@ static int create_common(struct passthrough *pt, const struct fuse_request_ctx *
 	ret = inode_get(pt->inodes, parent, &dir);
 	if (ret < 0)
 		goto out;
+	ret = strcmp(name, ".") ? pt_name_policy(pt, dir, name, PT_NAME_MADE) :
+				  pt_refuse_change(dir);
+	if (ret < 0)
+		goto put_dir;
 	ret = fd_budget_take(&pt->fds);
 	if (ret < 0)
 		goto put_dir;
@@ -215,7 +226,7 @@ static int create_common(struct passthrough *pt, const struct fuse_request_ctx *
 	pt_as_daemon(pt);
 	if (ret < 0)
 		goto give_back;
-	ret = pt_inode_from_fd(pt, fd, &inode, &stx);
+	ret = pt_inode_from_fd(pt, dir, fd, &inode, &stx);
 	if (ret < 0)
 		goto close_fd;
 	ret = pt_apply_secctx(pt, ctx, inode);

@@ -97,6 +97,10 @@ struct passthrough {
 	/* FUSE_ALLOW_IDMAP agreed: requests that create nothing carry
 	 * FUSE_INVALID_UIDGID for both ids; they run as the daemon. */
 	bool callers_unnamed;
+	/* The --read-only and --hide roots by identity, with the files of
+	 * their subtrees that had other names (hard links) at start. */
+	struct policy_set read_only_set;
+	struct policy_set hidden_set;
 };
 
 /* ---- small helpers: inline, every op uses some of them ---------------- */
@@ -160,6 +164,31 @@ static inline void pt_close_fd(struct passthrough *pt, int fd)
 	fd_budget_give_back(&pt->fds);
 }
 
+/* ---- per-path policy (pt_entries.c) ------------------------------------ */
+
+/* EROFS for a change to an inode in a --read-only subtree. One bit of the
+ * inode, decided when it was looked up: no cost on the data path. */
+static inline int pt_refuse_change(const struct inode *inode)
+{
+	return inode->read_only ? -EROFS : 0;
+}
+
+/* Whether the file stx describes is hidden (--hide): a root, or a file of
+ * a hidden subtree reached by another name. */
+bool pt_hidden(const struct passthrough *pt, const struct statx *stx);
+
+/* How an op uses a name in a directory. */
+enum pt_name_use {
+	PT_NAME_REMOVED,        /* unlinked, removed, or renamed away */
+	PT_NAME_MADE,           /* created, linked, or renamed onto */
+};
+/* The policy's answer for name in dir: ENOENT for a hidden name that is
+ * removed (it is absent), EACCES for one that would be made or replaced
+ * (the guest cannot have that name); EROFS when dir lies in a read-only
+ * subtree or name is a protected root; else 0. */
+int pt_name_policy(struct passthrough *pt, const struct inode *dir, const char *name,
+		   enum pt_name_use use);
+
 /* ---- pt_util.c -------------------------------------------------------- */
 
 /* Turns an O_PATH fd into a usable one through its /proc/self/fd link. The
@@ -212,8 +241,9 @@ int pt_apply_secctx(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 
 /* ---- pt_entries.c: lookup, forget and the ops that change names ------ */
 
-int pt_inode_from_fd(struct passthrough *pt, int fd, struct inode **inode,
-		     struct statx *stx);
+/* parent: the directory the file was made in, whose policy it takes. */
+int pt_inode_from_fd(struct passthrough *pt, const struct inode *parent, int fd,
+		     struct inode **inode, struct statx *stx);
 int pt_lookup_entry(struct passthrough *pt, struct inode *dir,
 		    const char *name, struct fuse_entry_out *out);
 
@@ -233,6 +263,13 @@ int pt_open_reply(struct passthrough *pt, struct inode *inode, int fd, DIR *dir,
 
 
 /* ---- pt_mig_util.c: what saving and loading the tables share -------- */
+
+/* A loaded inode would need its policy flag found again, which a file
+ * handle cannot tell; until the stream carries it, either side with a
+ * policy refuses, so no guest ever loses its protection by migrating. */
+#define POLICY_NOT_MIGRATED \
+	"this daemon has a per-path policy (--read-only, --hide), which a live " \
+	"migration does not carry: start both daemons without one to migrate"
 
 struct pt_key_slot {
 	bool used;

@@ -366,6 +366,8 @@ int passthrough_mig_prepare(struct passthrough *pt, const struct pt_mig_opts *o,
 	int ret;
 
 	*out = NULL;
+	if (pt->read_only_set.n_roots || pt->hidden_set.n_roots)
+		return mig_refuse(reason, reason_size, -ENOTSUP, POLICY_NOT_MIGRATED);
 	if (!tables_empty(pt))
 		return mig_refuse(reason, reason_size, -EBUSY,
 				     "this daemon's guest already knows files: a state "

@@ -6,6 +6,7 @@
 
 #include "backend/pt_internal.h"
 #include "backend/pt_migration.h"
+#include "common/array.h"
 #include "common/log.h"
 
 /*
@@ -46,23 +47,6 @@ struct save {
 	size_t rsize;
 };
 
-static bool grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap = *cap ? *cap * 2 : 64;
-	void *p;
-
-	if (need <= *cap)
-		return true;
-	while (ncap < need)
-		ncap *= 2;
-	p = realloc(*arr, ncap * elem);
-	if (!p)
-		return false;
-	*arr = p;
-	*cap = ncap;
-	return true;
-}
-
 static void copy_inode(struct inode *inode, void *arg)
 {
 	struct save *sv = arg;
@@ -70,7 +54,7 @@ static void copy_inode(struct inode *inode, void *arg)
 
 	if (sv->err)
 		return;
-	if (!grow((void **)&sv->in, &sv->cap, sv->n + 1, sizeof(*sv->in))) {
+	if (array_reserve((void **)&sv->in, &sv->cap, sv->n + 1, sizeof(*sv->in), 64)) {
 		sv->err = -ENOMEM;
 		return;
 	}
@@ -98,8 +82,8 @@ static void copy_handle(struct open_file *h, void *arg)
 
 	if (sv->err)
 		return;
-	if (!grow((void **)&sv->hs, &sv->caph, sv->nh + 1, sizeof(*sv->hs)) ||
-	    !grow((void **)&sv->hfds, &sv->caphf, sv->nh + 1, sizeof(*sv->hfds))) {
+	if (array_reserve((void **)&sv->hs, &sv->caph, sv->nh + 1, sizeof(*sv->hs), 64) ||
+	    array_reserve((void **)&sv->hfds, &sv->caphf, sv->nh + 1, sizeof(*sv->hfds), 64)) {
 		sv->err = -ENOMEM;
 		return;
 	}
@@ -418,6 +402,8 @@ int passthrough_mig_save(struct passthrough *pt, const struct pt_mig_opts *o,
 			   .reason = reason, .rsize = reason_size };
 	int ret;
 
+	if (pt->read_only_set.n_roots || pt->hidden_set.n_roots)
+		return mig_refuse(reason, reason_size, -ENOTSUP, POLICY_NOT_MIGRATED);
 	inode_table_foreach(pt->inodes, copy_inode, &sv);
 	open_file_table_foreach(pt->open_files, copy_handle, &sv);
 	ret = sv.err;

@@ -105,6 +105,9 @@ int pt_setxattr(void *fs, const struct fuse_request_ctx *ctx,
 	ret = xattr_begin(pt, nodeid, name, &x);
 	if (ret < 0)
 		return ret;
+	ret = pt_refuse_change(x.inode);
+	if (ret < 0)
+		goto put;
 	/* The ACL in host ids, before anything is written: an id the map
 	 * refuses leaves the file as it was. */
 	if (acl_ids_translated(pt, name, &x)) {
@@ -242,6 +245,9 @@ int pt_removexattr(void *fs, const struct fuse_request_ctx *ctx,
 	ret = xattr_begin(pt, nodeid, name, &x);
 	if (ret < 0)
 		return ret;
+	ret = pt_refuse_change(x.inode);
+	if (ret < 0)
+		goto put;
 	/* The guest's kernel removes file capabilities itself when a writer
 	 * changes the file (security_inode_killpriv), without a permission
 	 * check, so even a forbidden writer's removal goes through; an

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "backend/file_io.h"
+#include "common/cpu_list.h"
 #include "common/log.h"
 #include "common/signal_handoff.h"
 
@@ -158,6 +159,7 @@ static void *helper_thread(void *arg)
 {
 	struct read_split *s = arg;
 
+	pthread_setname_np(pthread_self(), "ferry-readsplit");
 	while (!atomic_load_explicit(&s->stop, memory_order_acquire)) {
 		uint64_t until = now_ns() + HELPER_SPIN_NS;
 		uint32_t seq;
@@ -261,7 +263,15 @@ static bool helper_ready(struct read_split *s)
 	pthread_mutex_lock(&s->start_lock);
 	state = atomic_load(&s->helper);
 	if (state == HELPER_NONE) {
-		rc = pthread_create(&s->thread, NULL, helper_thread, s);
+		pthread_attr_t attr;
+
+		/* On --queue-cpus's CPUs if given: the helper reads beside its
+		 * queue thread, not on that thread's own CPU. */
+		pthread_attr_init(&attr);
+		rc = -cpu_placement_helper_attr(&attr);
+		if (rc == 0)
+			rc = pthread_create(&s->thread, &attr, helper_thread, s);
+		pthread_attr_destroy(&attr);
 		if (rc)
 			log_warn("read: no helper thread for large reads (%s); they run on one thread",
 				 strerror(rc));

@@ -215,11 +215,22 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 		.num_request_queues = 1,
 		.max_request_queues = FERRY_MAX_REQUEST_QUEUES,
 		.poll_max_us = o->poll_max_us,
+		.queue_cpus = &o->queue_cpus,
 	};
 	struct vu_dev *dev = NULL;
 	int conn_fd = -1;
 	int ret;
 
+	if (o->queue_cpus.count) {
+		cpu_set_t helpers;
+		char cpus[256];
+
+		/* Before the first request, so every helper starts there. */
+		cpu_list_to_set(&o->queue_cpus, &helpers);
+		cpu_placement_set_helpers(&helpers);
+		log_info("--queue-cpus: hiprio and helper threads on CPU %s",
+			 cpu_set_format(&helpers, cpus, sizeof(cpus)));
+	}
 	ret = vu_dev_new(&dev, &vu_config, &daemon_service_migratable, st);
 	if (ret) {
 		log_err("vhost-user device: %s", strerror(-ret));

@@ -8,8 +8,10 @@
 /* Only the value types of options it holds: the backend's code and the
  * protocol stay out of the parser (options_config.c translates). */
 #include "backend/idmap.h"
+#include "backend/path_policy.h"
 #include "backend/passthrough_modes.h"
 #include "backend/xattrmap.h"
+#include "common/cpu_list.h"
 #include "common/log.h"
 #include "migration/stream.h"
 

@@ -1,7 +1,9 @@
 /* Checks that span options (what excludes or needs what), and the socket systemd may pass instead of one. */
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "daemon/options_table.h"
@@ -31,6 +33,31 @@ static int systemd_listen_fd(FILE *err)
 	return FERRY_LISTEN_FDS_START;
 }
 
+/* A CPU the daemon may not run on is refused, not silently dropped: the
+ * kernel would refuse to pin a thread there anyway, or (were the set to
+ * grow later) the placement would differ from what was asked. */
+static int check_queue_cpus(const struct cpu_list *list, FILE *err)
+{
+	cpu_set_t allowed;
+	unsigned missing;
+	char own[256];
+
+	if (!list->count)
+		return 0;
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0) {
+		fprintf(err, "ferryfsd: --queue-cpus: cannot read the CPUs this daemon "
+			"may run on: %s\n", strerror(errno));
+		return -EINVAL;
+	}
+	if (!cpu_list_within(list, &allowed, &missing)) {
+		fprintf(err, "ferryfsd: --queue-cpus names CPU %u, which this daemon may "
+			"not run on (its CPUs: %s)\n", missing,
+			cpu_set_format(&allowed, own, sizeof(own)));
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int options_check(struct ferry_options *o, FILE *err)
 {
 	if (o->stats_json && o->action != ACTION_STATS) {
@@ -47,9 +74,10 @@ int options_check(struct ferry_options *o, FILE *err)
 	}
 	if (o->mountpoint) {
 		/* Host FUSE mode has no VMM: the vhost-user options mean nothing. */
-		if (o->socket_path || o->listen_fd >= 0 || o->socket_group || o->tag) {
+		if (o->socket_path || o->listen_fd >= 0 || o->socket_group || o->tag ||
+		    o->queue_cpus.count) {
 			fprintf(err, "ferryfsd: --mount excludes --socket-path, --fd, "
-				"--socket-group and --tag\n");
+				"--socket-group, --tag and --queue-cpus\n");
 			return -EINVAL;
 		}
 	} else if (!o->socket_path && o->listen_fd < 0) {
@@ -76,6 +104,8 @@ int options_check(struct ferry_options *o, FILE *err)
 	 * them, so each turns xattrs on, whatever -o no_xattr said. */
 	if (o->posix_acl || o->security_label || o->xattrmap.count)
 		o->xattr = true;
+	if (check_queue_cpus(&o->queue_cpus, err))
+		return -EINVAL;
 	if (o->socket_group && !o->socket_path) {
 		fprintf(err, "ferryfsd: --socket-group needs --socket-path (with --fd or "
 			"socket activation, whoever creates the socket sets its group)\n");

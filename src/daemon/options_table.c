@@ -85,17 +85,44 @@ static int parse_id_range(const struct opt_use *use, void *field, const char *va
 	return idmap_add_namespace_range(field, val) ? bad_idmap(use, val) : 0;
 }
 
+/* A value its parser refused, with the parser's reason; the value itself is
+ * quoted only where it is short enough to help (not a rule list). */
+static int refused_value(const struct opt_use *use, const char *label, const char *val,
+			 const char *why)
+{
+	if (val)
+		fprintf(use->err, "ferryfsd: invalid value '%s' for option '%s': %s\n",
+			val, label, why);
+	else
+		fprintf(use->err, "ferryfsd: invalid value for option '%s': %s\n", label, why);
+	return -EINVAL;
+}
+
 static int parse_xattrmap(const struct opt_use *use, void *field, const char *val)
 {
 	char msg[256];
 
-	if (xattrmap_parse(field, val, msg, sizeof(msg))) {
-		/* The C dialect's message has always named it "-o xattrmap". */
-		fprintf(use->err, "ferryfsd: invalid value for option '%s': %s\n",
-			use->dialect == OPT_C ? "-o xattrmap" : use->label, msg);
-		return -EINVAL;
-	}
-	return 0;
+	/* The C dialect's message has always named it "-o xattrmap". */
+	return xattrmap_parse(field, val, msg, sizeof(msg)) ?
+	       refused_value(use, use->dialect == OPT_C ? "-o xattrmap" : use->label, NULL, msg) : 0;
+}
+
+static int parse_queue_cpus(const struct opt_use *use, void *field, const char *val)
+{
+	char why[128];
+
+	return cpu_list_parse(val, field, why, sizeof(why)) ?
+	       refused_value(use, use->label, val, why) : 0;
+}
+
+/* A --read-only or --hide PATH: its syntax now; that it exists inside the share is
+ * checked when the backend starts. */
+static int parse_path_policy(const struct opt_use *use, void *field, const char *val)
+{
+	char msg[256];
+
+	return path_list_add(field, val, msg, sizeof(msg)) ?
+	       refused_value(use, use->label, NULL, msg) : 0;
 }
 
 static int check_cap(int cap, bool add, void *opaque)

@@ -3,6 +3,7 @@
 #include <seccomp.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -31,8 +32,9 @@ static const char *const allowed_syscalls[] = {
 	"sched_yield", "gettid", "getpid", "tgkill", "exit", "exit_group",
 	"restart_syscall", "clock_gettime", "getrusage",
 	"getrandom", "prlimit64", "mremap",
-	/* glibc: a thread's first malloc sizes its arena by the CPU set */
-	"sched_getaffinity",
+	/* glibc: a thread's first malloc sizes its arena by the CPU set;
+	 * --queue-cpus: a queue thread pins itself when it starts */
+	"sched_getaffinity", "sched_setaffinity",
 	/* syslog: connected before the filter (LOG_NDELAY), sends after */
 	"sendto",
 	/* backend: credentials and per-thread umask (creds.c) */
@@ -156,6 +158,12 @@ int seccomp_filter_build(enum seccomp_mode action, bool host_fuse, scmp_filter_c
 	 * reaches nothing outside the process. No other family. */
 	ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socketpair), 1,
 			       SCMP_A0(SCMP_CMP_EQ, AF_UNIX, 0));
+	if (ret < 0)
+		goto err;
+	/* Threads name themselves as they start (pthread_setname_np on
+	 * itself is prctl(PR_SET_NAME)); no other prctl. */
+	ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
+			       SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME, 0));
 	if (ret < 0)
 		goto err;
 	/* glibc's syslog() reconnects after an error; failing that quietly

@@ -29,6 +29,8 @@ struct stats_snapshot {
 	struct fuse_stats fuse;
 	unsigned nqueues;
 	struct vu_queue_stats queues[STATS_MAX_QUEUES];
+	unsigned nthreads;           /* queue threads, hiprio's first */
+	struct vu_thread_placement threads[STATS_MAX_QUEUES];
 	bool has_devfuse;
 	struct devfuse_stats devfuse;
 	uint64_t requests, errors;   /* over all opcodes */
@@ -57,6 +59,10 @@ static int snapshot_take(const struct stats_sources *src, struct stats_snapshot 
 		snap->nqueues = vu_dev_stats_snapshot(src->vu_dev, snap->queues, STATS_MAX_QUEUES);
 		if (snap->nqueues > STATS_MAX_QUEUES)
 			snap->nqueues = STATS_MAX_QUEUES;
+		snap->nthreads = vu_dev_placement_snapshot(src->vu_dev, snap->threads,
+							   STATS_MAX_QUEUES);
+		if (snap->nthreads > STATS_MAX_QUEUES)
+			snap->nthreads = STATS_MAX_QUEUES;
 	}
 	if (src->devfuse) {
 		snap->has_devfuse = true;
@@ -133,6 +139,23 @@ static void report_json(const struct stats_snapshot *s, FILE *out)
 			first_q = false;
 		}
 		fputc(']', out);
+		/* "cpus": null when not pinned (no --queue-cpus). */
+		fputs(",\"threads\":[", out);
+		for (unsigned i = 0; i < s->nthreads; i++) {
+			const struct vu_thread_placement *t = &s->threads[i];
+
+			fprintf(out, "%s{\"worker\":%u,\"thread_id\":%d,\"cpus\":", i ? "," : "",
+				t->worker, t->thread_id);
+			if (t->pinned)
+				fprintf(out, "\"%s\"", t->cpus);
+			else
+				fputs("null", out);
+			fputs(",\"queues\":[", out);
+			for (unsigned k = 0; k < t->nqueues; k++)
+				fprintf(out, "%s%u", k ? "," : "", t->queue[k]);
+			fputs("]}", out);
+		}
+		fputc(']', out);
 	}
 	if (s->has_devfuse) {
 		fprintf(out, ",\"transport\":\"devfuse\",\"devfuse\":{\"threads\":%u,"
@@ -191,6 +214,17 @@ static void report_table(const struct stats_snapshot *s, FILE *out)
 	}
 	if (idle)
 		fprintf(out, "%u other queue(s) idle\n", idle);
+	for (unsigned i = 0; i < s->nthreads; i++) {
+		const struct vu_thread_placement *t = &s->threads[i];
+
+		if (!t->thread_id)
+			continue;
+		fprintf(out, "queue thread %u: thread %d on CPU %s; queues", t->worker,
+			t->thread_id, t->pinned ? t->cpus : "any (not pinned)");
+		for (unsigned k = 0; k < t->nqueues; k++)
+			fprintf(out, "%s%u", k ? "," : " ", t->queue[k]);
+		fputs(t->nqueues ? "\n" : " none now\n", out);
+	}
 	if (s->has_devfuse)
 		fprintf(out, "devfuse: %u threads, %llu requests, %llu replies lost; "
 			"in flight p50 %llu max %llu\n", s->devfuse.threads,

@@ -127,6 +127,8 @@ int vu_dev_new(struct vu_dev **out, const struct vu_fs_config *config,
 		(service->save_state && service->load_state ? BIT(VU_PROTO_F_DEVICE_STATE) : 0);
 	dev->poll_max_ns = (uint64_t)config->poll_max_us * 1000u;
 	dev->poll_slots = (int)wait_pacing_worker_cpus();
+	if (config->queue_cpus)
+		dev->queue_cpus = *config->queue_cpus;
 
 	dev->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (dev->stop_fd < 0) {

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "common/cpu_list.h"
 #include "common/ferry_req.h"
 #include "common/stats.h"
 
@@ -22,6 +23,9 @@ struct vu_fs_config {
 	 * sleeps on the kick fd, in microseconds; it adapts below this to how
 	 * long the driver actually leaves it idle. 0: never poll. */
 	unsigned poll_max_us;
+	/* --queue-cpus: request queue thread i on cpu[i % count], the hiprio
+	 * queue's thread on all of them; NULL or count 0: no pinning. Copied. */
+	const struct cpu_list *queue_cpus;
 };
 
 struct vu_dev;
@@ -63,5 +67,20 @@ struct vu_queue_stats {
  * queues run; returns the number of queues the device has. */
 unsigned vu_dev_stats_snapshot(const struct vu_dev *dev, struct vu_queue_stats *out,
 			       unsigned max);
+
+/* Which thread serves which queues on which CPUs. */
+#define VU_PLACEMENT_MAX_QUEUES 64
+struct vu_thread_placement {
+	unsigned worker;        /* 0 serves hiprio; 1.. the request queues */
+	int thread_id;          /* its kernel thread id; 0: not started yet */
+	bool pinned;            /* its CPUs were set to cpus */
+	char cpus[64];          /* "1", "0-1"; "" when not pinned */
+	unsigned nqueues;       /* the queues it serves now */
+	unsigned queue[VU_PLACEMENT_MAX_QUEUES];
+};
+/* Fills out[0..max) with the queue threads' placement; returns how many
+ * there are. Takes each thread's lock briefly. */
+unsigned vu_dev_placement_snapshot(struct vu_dev *dev, struct vu_thread_placement *out,
+				   unsigned max);
 
 #endif

@@ -13,6 +13,7 @@
  */
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -144,6 +145,12 @@ struct vu_worker {
 	bool thread_running;
 	/* Worker thread only: its spin budget and CPU judgement. */
 	struct wait_pacing pacing;
+	/* --queue-cpus: the CPUs the thread puts itself on (fixed at
+	 * vu_dev_new; want_cpus false: it stays where it was started). */
+	cpu_set_t cpus;
+	bool want_cpus;
+	int thread_id;            /* atomic: the kernel's id, once started */
+	bool pinned;              /* atomic: cpus took effect */
 };
 
 struct vu_dev {
@@ -180,6 +187,7 @@ struct vu_dev {
 	 * in vu_dev_free. */
 	struct vu_worker *workers;
 	unsigned nworkers;
+	struct cpu_list queue_cpus; /* --queue-cpus; count 0: none */
 };
 
 /* Fd helpers for both threads (eventfd_signal and eventfd_drain come from

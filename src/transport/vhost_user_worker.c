@@ -3,11 +3,14 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -61,6 +64,16 @@ static bool queue_join(struct vu_worker *w, unsigned slot)
 		unwatch(w, q->kick_fd);
 		unwatch(w, q->ctl_fd);
 		return false;
+	}
+	if (w->want_cpus) {
+		char cpus[64];
+
+		log_info("queue %u: served by thread %d (queue thread %u) on CPU %s", q->index,
+			 w->thread_id, w->index, __atomic_load_n(&w->pinned, __ATOMIC_RELAXED) ?
+			 cpu_set_format(&w->cpus, cpus, sizeof(cpus)) : "(not pinned)");
+	} else {
+		log_debug("queue %u: served by thread %d (queue thread %u)", q->index,
+			  w->thread_id, w->index);
 	}
 	return true;
 }
@@ -209,6 +222,37 @@ static void worker_end(struct vu_worker *w, bool failed)
 	pthread_mutex_unlock(&w->lock);
 }
 
+/* Worker thread, first thing: its name and id for ps and the stats, and
+ * its CPUs when --queue-cpus gave them. A CPU it cannot go to (taken
+ * offline since the start) leaves it where it is, said in the log. */
+static void worker_place_self(struct vu_worker *w)
+{
+	char name[32], cpus[64];
+	int ret;
+
+	if (w->index == 0)
+		snprintf(name, sizeof(name), "ferry-hiprio");
+	else
+		snprintf(name, sizeof(name), "ferry-queue%u", w->index);
+	name[15] = '\0';   /* the kernel's limit for a thread's name */
+	pthread_setname_np(pthread_self(), name);
+	__atomic_store_n(&w->thread_id, (int)gettid(), __ATOMIC_RELEASE);
+	if (!w->want_cpus)
+		return;
+	/* A thread started again (the next frontend) says afresh. */
+	__atomic_store_n(&w->pinned, false, __ATOMIC_RELEASE);
+	ret = sched_setaffinity(0, sizeof(w->cpus), &w->cpus) < 0 ? -errno : 0;
+	cpu_set_format(&w->cpus, cpus, sizeof(cpus));
+	if (ret < 0) {
+		log_err("queue thread %u: cannot pin it to CPU %s: %s; it runs unpinned",
+			w->index, cpus, strerror(-ret));
+		return;
+	}
+	__atomic_store_n(&w->pinned, true, __ATOMIC_RELEASE);
+	log_info("queue thread %u (thread %d, %s) pinned to CPU %s", w->index, w->thread_id,
+		 w->index ? "request queues" : "hiprio queue", cpus);
+}
+
 static void *worker_thread(void *arg)
 {
 	struct vu_worker *w = arg;
@@ -216,6 +260,7 @@ static void *worker_thread(void *arg)
 	struct epoll_event ev[WORKER_EVENTS];
 	bool failed = false;
 
+	worker_place_self(w);
 	for (;;) {
 		uint64_t slept_from = 0;
 		bool more;
@@ -399,12 +444,49 @@ int vu_workers_new(struct vu_dev *dev)
 		q->worker = w;
 		w->queues[w->nqueues++] = q;
 	}
+	/* --queue-cpus: request thread k on the k-th CPU of the list, which
+	 * wraps round; as thread k's first queue is request queue k, request
+	 * queue i's thread is on the i-th CPU whenever each queue has a thread
+	 * of its own. The hiprio thread (rarely busy) may use the whole list. */
+	for (unsigned i = 0; dev->queue_cpus.count && i < dev->nworkers; i++) {
+		struct vu_worker *w = &dev->workers[i];
+
+		w->want_cpus = true;
+		if (i == 0) {
+			cpu_list_to_set(&dev->queue_cpus, &w->cpus);
+		} else {
+			CPU_ZERO(&w->cpus);
+			CPU_SET(dev->queue_cpus.cpu[(i - 1) % dev->queue_cpus.count], &w->cpus);
+		}
+	}
 	log_debug("vhost-user: %u request queue(s) on %u thread(s)", nrequest, nreq_workers);
 	return 0;
 
 err:
 	vu_workers_free(dev);
 	return ret;
+}
+
+unsigned vu_dev_placement_snapshot(struct vu_dev *dev, struct vu_thread_placement *out,
+				   unsigned max)
+{
+	for (unsigned i = 0; i < dev->nworkers && i < max; i++) {
+		struct vu_worker *w = &dev->workers[i];
+		struct vu_thread_placement *p = &out[i];
+
+		memset(p, 0, sizeof(*p));
+		p->worker = w->index;
+		p->thread_id = __atomic_load_n(&w->thread_id, __ATOMIC_ACQUIRE);
+		p->pinned = __atomic_load_n(&w->pinned, __ATOMIC_ACQUIRE);
+		if (p->pinned)
+			cpu_set_format(&w->cpus, p->cpus, sizeof(p->cpus));
+		pthread_mutex_lock(&w->lock);
+		for (unsigned k = 0; k < w->nqueues && p->nqueues < VU_PLACEMENT_MAX_QUEUES; k++)
+			if (w->queues[k]->served)
+				p->queue[p->nqueues++] = w->queues[k]->index;
+		pthread_mutex_unlock(&w->lock);
+	}
+	return dev->nworkers;
 }
 
 void vu_workers_free(struct vu_dev *dev)

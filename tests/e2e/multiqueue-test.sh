@@ -11,6 +11,9 @@
 # virtiofsd for 2 queues: it refuses (recorded, never a failure). rs1 and that boot only with
 # FERRYFS_CHECK_LONG=1 (make check-long).
 #
+# Each ferryfsd runs with --queue-cpus (lists within CPUs 0 and 1; q4 names fewer CPUs than
+# queues): each queue thread's Cpus_allowed_list in /proc agrees with the stats, the log and the
+# list, and the hiprio and helper threads are on the whole list.
 # Checked for each ferryfsd share: every request queue the guest's driver made carries requests
 # (`ferryfsd --stats=SOCK --json`, queues 1..N), the driver made min(N, vCPUs) of them (6.12 caps
 # request queues at the CPU count), RENAME and UNLINK counts equal what the guest issued (no request
@@ -69,13 +72,16 @@ wait_socket "$tmp/main.sock" "$main_pid" || { fail main_daemon "$(tail -2 "$tmp/
 # Devices under test: tag, daemon, queues.
 tags=() qemu_dev=()
 declare -A queues daemon dpid
-add_device() {  # TAG DAEMON QUEUES
+declare -A qcpus
+add_device() {  # TAG DAEMON QUEUES [QUEUE_CPUS]
     local tag=$1 d=$2 n=$3 sock="$tmp/$1.sock" share="$tmp/$1"
+    local place=(${4:+--queue-cpus="$4"})
     mkdir -p "$share"
     if [[ $d == ferryfsd ]]; then
         unpriv_own "$share"
+        qcpus[$tag]=${4:-}
         "${unpriv_prefix[@]}" "$ferryfsd" --socket-path="$sock" --shared-dir="$share" --cache=never \
-            --stats-socket="$tmp/$tag.stats" >"$tmp/$tag.log" 2>&1 &
+            --stats-socket="$tmp/$tag.stats" "${place[@]}" >"$tmp/$tag.log" 2>&1 &
     else
         "$here/virtiofsd-rs" --socket-path="$sock" --shared-dir="$share" --cache=never \
             >"$tmp/$tag.log" 2>&1 &
@@ -92,9 +98,13 @@ add_device() {  # TAG DAEMON QUEUES
     qemu_dev+=(-chardev "socket,id=c_$tag,path=$sock"
                -device "vhost-user-fs-pci,chardev=c_$tag,tag=$tag,num-request-queues=$n")
 }
-add_device q1 ferryfsd 1
-add_device q2 ferryfsd 2
-add_device q4 ferryfsd 4
+# --queue-cpus on every share, within CPUs 0 and 1 (all a small machine has): q1 on CPU 0; q2's
+# list in reverse order (request thread 1 must take CPU 1, the list's first); q4 names one CPU for
+# four queues, and its guest run must keep working.
+if (($(nproc) >= 2)); then list_q1=0 list_q2=1,0 list_q4=1; else list_q1=0 list_q2=0 list_q4=0; fi
+add_device q1 ferryfsd 1 "$list_q1"
+add_device q2 ferryfsd 2 "$list_q2"
+add_device q4 ferryfsd 4 "$list_q4"
 # The reference columns (rs1, and rs2's second boot) are the root run's: a run about ferryfsd as
 # an ordinary user leaves them out, which keeps it near a minute, and so does make check; make
 # check-long (FERRYFS_CHECK_LONG=1) runs them.
@@ -177,6 +187,9 @@ for t in $tags; do
         [ "$(cat /tmp/sum.$t.$j)" = "$(md5sum </tmp/src.$j | cut -d' ' -f1)" ] || bad="$bad f.$j"
     done
     [ -z "$bad" ]; check $t-dd-cat $? "differ:$bad"
+    # Whole-file reads of 1 MiB: large READs, which start ferryfsd's read-split helper thread
+    # (its CPUs are checked with --queue-cpus).
+    for j in $js; do dd if=/$t/dd/f.$j of=/dev/null bs=1M 2>/dev/null; done
     mkdir /$t/dir
     for j in $js; do dirwork /$t/dir $j & done
     wait
@@ -222,6 +235,61 @@ for t in "${tags[@]}"; do
         fail "$t-stats" "no JSON from --stats: $(head -c 100 "$tmp/$t.json.err" 2>/dev/null)"
         rm -f "$tmp/$t.json"
     fi
+done
+# --queue-cpus: each queue thread's CPUs as the kernel has them (Cpus_allowed_list of its task in
+# /proc, found by the thread id the stats give: NSpid's last field, the id inside the sandbox's pid
+# namespace) against what the stats and the log say, and against the list: request thread k
+# (k >= 1) on the list's ((k-1) mod length)-th CPU, the hiprio thread and the helpers
+# (ferry-readsplit, which the guest's large reads start, and ferry-offload and ferry-blocking
+# threads if any started) on the whole list.
+# cpu_range LIST: the list as the kernel writes a set ("1,0" -> "0-1").
+cpu_range() {
+    tr ',' '\n' <<<"$1" | awk -F- '{ for (c = $1; c <= ($2 == "" ? $1 : $2); c++) print c }' | sort -nu |
+        awk 'NR == 1 { s = p = $1; next } $1 == p + 1 { p = $1; next }
+             { printf "%s%s,", s, (s == p ? "" : "-" p); s = p = $1 }
+             END { if (NR) printf "%s%s\n", s, (s == p ? "" : "-" p) }'
+}
+# The daemon's tasks: "nspid name cpus" a line, over the daemon and its sandboxed child.
+daemon_tasks() {  # PID
+    local p t
+    for p in "$1" $(pgrep -P "$1" || true); do
+        for t in /proc/$p/task/*; do
+            awk '/^Name:/ { n = $2 } /^NSpid:/ { id = $NF } /^Cpus_allowed_list:/ { c = $2 }
+                 END { print id, n, c }' "$t/status" 2>/dev/null || true
+        done
+    done
+}
+for t in "${tags[@]}"; do
+    [[ ${daemon[$t]} == ferryfsd && -f "$tmp/$t.json" ]] || continue
+    list=${qcpus[$t]} whole="$(cpu_range "${qcpus[$t]}")" bad="" seen=""
+    IFS=, read -r -a cpu_at <<<"$list"
+    tasks="$(daemon_tasks "${dpid[$t]}")"
+    while read -r worker tid cpus queues; do
+        if ((worker == 0)); then want=$whole; else want=${cpu_at[(worker - 1) % ${#cpu_at[@]}]}; fi
+        [[ $tid != 0 ]] || continue          # not started: no queue of it was
+        kernel="$(awk -v id="$tid" '$1 == id { print $3 }' <<<"$tasks")"
+        name="$(awk -v id="$tid" '$1 == id { print $2 }' <<<"$tasks")"
+        [[ $cpus == "$want" ]] || bad+=" stats:thread$worker=$cpus,want:$want"
+        [[ $kernel == "$want" ]] || bad+=" proc:thread$worker($name)=${kernel:-none},want:$want"
+        # The log names the thread and CPU of each queue the driver started.
+        for q in ${queues//,/ }; do
+            grep -q "queue $q: served by thread $tid (queue thread $worker) on CPU $want\$" "$tmp/$t.log" ||
+                bad+=" log:queue$q"
+        done
+        seen+=" $worker:$tid@$cpus[$queues]"
+    done < <(jq -r '.threads[] | "\(.worker) \(.thread_id) \(.cpus) \(.queues | join(","))"' "$tmp/$t.json")
+    # Every request queue the driver made has a thread that says so.
+    served="$(jq '[.threads[] | select(.worker >= 1) | .queues[]] | length' "$tmp/$t.json")"
+    want_q=$((${queues[$t]} < smp ? ${queues[$t]} : smp))
+    ((served == want_q)) || bad+=" served-queues=$served,want:$want_q"
+    helpers="$(awk '$2 ~ /^ferry-(readsplit|offload|blocking)$/' <<<"$tasks")"
+    # The guest's 1 MiB reads started the read-split helper (a daemon with 2 CPUs or more has one).
+    (($(nproc) < 2)) || grep -q ' ferry-readsplit ' <<<"$tasks" || bad+=" no-readsplit-helper"
+    while read -r _ name cpus; do
+        [[ -z $name || $cpus == "$whole" ]] || bad+=" proc:$name=$cpus,want:$whole"
+    done <<<"$helpers"
+    pass_if "$t-queue_cpus=$list" "$([[ -z $bad ]] && echo 1)" "$bad (threads:$seen)"
+    say "$t --queue-cpus=$list: threads (worker:tid@cpus[queues])$seen; $(grep -c . <<<"$helpers" || true) helper(s)"
 done
 touch "$main/mq-done"
 grc=0

@@ -132,6 +132,20 @@ stack_default_current() {
     echo "stack-lib: the current stack cannot be had here; $(basename "$1") runs on the stable stack" >&2
 }
 
+# stack_require_current TEST [ARGS...]: a test of the current stack only runs itself again on it
+# (its own guest dir), or exits 77 naming itself when that stack cannot be had here.
+stack_require_current() {
+    [[ "${FERRYFS_STACK:-}" != current ]] || return 0
+    local dir
+    # Before FERRYFS_STACK changes: a FERRYFS_GUEST_DIR set for the stable stack is not this one's.
+    dir="$(stack_guest_dir current)"
+    if ! stack_prepare current; then
+        echo "$(basename "$1" .sh): SKIP: the current stack (QEMU 10, Linux 6.12) cannot be had here"
+        exit 77
+    fi
+    FERRYFS_STACK=current FERRYFS_GUEST_DIR="$dir" exec "$@"
+}
+
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
     set -euo pipefail
     case "${1:-}" in

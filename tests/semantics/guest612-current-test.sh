@@ -20,15 +20,8 @@
 # Exit: 0 pass, 1 fail, 77 the current stack cannot be had here.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-if [[ "${FERRYFS_STACK:-}" != current ]]; then
-    if ! "$here/../e2e/stack-lib.sh" prepare current; then
-        echo "guest612-current-test: SKIP: the current stack (QEMU 10, Linux 6.12) cannot be had here"
-        exit 77
-    fi
-    exec "$here/../e2e/stack-lib.sh" run current "$0" "$@"
-fi
 source "$here/lib.sh"
-sem_init guest612-current-test
+sem_init_current guest612-current-test "$0" "$@"
 
 t="$sem_tmp"
 main="$t/main" mm="$t/mm" nomm="$t/nomm" rs="$t/rs" rsmm="$t/rsmm" idm="$t/idm"

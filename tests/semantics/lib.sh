@@ -25,6 +25,15 @@ sem_cleanup() {
 }
 
 # sem_init NAME: skips (77) without QEMU or a guest image; builds the guest program.
+# sem_init_current NAME TEST [ARGS...]: sem_init for a test of the current stack only, which
+# first runs itself again on that stack (or skips, saying so, where it cannot be had).
+sem_init_current() {
+    local name=$1
+    shift
+    stack_require_current "$@"
+    sem_init "$name"
+}
+
 sem_init() {
     sem_name="$1" test_name="$1"
     sem_umounts=()
