@@ -1,7 +1,7 @@
 # bench/runs.py: the figures of one bench/compare runs.csv row, with those derived from the load generator's CPU; for bench/compare and bench/targets.py.
 """As a module (PYTHONPATH=bench): row_figures."""
 
-HOST_COLUMNS = ("host", "host-pread")
+HOST_COLUMNS = ("host", "host-pread", "host-qd")
 
 
 def row_figures(row, names):

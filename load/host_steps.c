@@ -53,7 +53,7 @@ static int read_block(struct host_run *h, struct host_count *c, uint64_t blk)
 
 int host_read(struct host_run *h, struct host_count *c)
 {
-	return read_block(h, c, h->seq++ % h->nblocks);
+	return read_block(h, c, host_next_seq(h) % h->nblocks);
 }
 
 int host_randread(struct host_run *h, struct host_count *c)
@@ -75,7 +75,7 @@ static int write_block(struct host_run *h, struct host_count *c, uint64_t blk)
 
 int host_write(struct host_run *h, struct host_count *c)
 {
-	return write_block(h, c, h->seq++ % h->nblocks);
+	return write_block(h, c, host_next_seq(h) % h->nblocks);
 }
 
 int host_randwrite(struct host_run *h, struct host_count *c)
@@ -83,7 +83,7 @@ int host_randwrite(struct host_run *h, struct host_count *c)
 	return write_block(h, c, load_xorshift(&h->rng) % h->nblocks);
 }
 
-/* ---- write-fsync: pwrite then fsync, in turn (one thread: no GETATTRs beside them) ---- */
+/* ---- write-fsync: pwrite then fsync, in turn in each lane (no GETATTRs beside them) ---- */
 
 int host_write_fsync(struct host_run *h, struct host_count *c)
 {
@@ -118,7 +118,7 @@ int host_getattr(struct host_run *h, struct host_count *c)
 
 int host_lookup(struct host_run *h, struct host_count *c)
 {
-	uint64_t seq = h->seq++;
+	uint64_t seq = host_next_seq(h);
 	struct statx stx;
 	char name[64];
 	int ret;
@@ -141,7 +141,7 @@ int host_create_unlink(struct host_run *h, struct host_count *c)
 	char name[64];
 	int fd;
 
-	snprintf(name, sizeof(name), "cu-%llu", (unsigned long long)h->names++);
+	snprintf(name, sizeof(name), "cu-%u-%llu", h->lane, (unsigned long long)h->names++);
 	fd = openat(h->wdir, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return wrong("openat(O_CREAT|O_EXCL)", errno);

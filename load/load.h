@@ -18,6 +18,7 @@ struct load_cfg {
 	const char *workload;
 	uint32_t block_size;
 	uint32_t queue_depth;
+	uint32_t host_threads;   /* --host-threads: --host's calls in flight (0: one) */
 	uint32_t queues;
 	double seconds;
 	uint64_t ops;            /* --ops: the measured interval is this many answers, not seconds */
@@ -81,8 +82,9 @@ static inline uint64_t load_xorshift(uint64_t *state)
  * run completed (res->errors may still be non-zero), -errno when it could
  * not run at all. */
 int load_run(const struct load_cfg *cfg, struct load_result *res);
-/* The same workload as the host's own system calls in cfg->host_dir, one
- * thread (host.h): the bound for any daemon serving that directory. Same
+/* The same workload as the host's own system calls in cfg->host_dir, at a
+ * depth of cfg->host_threads threads (host.h): the bound for any daemon
+ * serving that directory at that depth. Same
  * return convention as load_run; the CPU figure is this process's. */
 int host_run(const struct load_cfg *cfg, struct load_result *res);
 

@@ -23,8 +23,9 @@ static void usage(FILE *f)
 "  --socket PATH        the backend's vhost-user socket\n"
 "  --host DIR           no backend: the workload as the host's own system calls\n"
 "                       in DIR (pread, pwrite, statx, openat+close+unlinkat,\n"
-"                       getdents64+statx per entry, ...), one thread, one call\n"
-"                       at a time: the bound for a daemon serving DIR\n"
+"                       getdents64+statx per entry, ...), each of\n"
+"                       --host-threads threads one call at a time: the bound\n"
+"                       for a daemon serving DIR at that depth\n"
 "                       (--queue-depth and --queues do not apply; an op is a\n"
 "                       call that stands for one FUSE request; cpu per op is\n"
 "                       this process's, and the part of it spent filling the\n"
@@ -34,6 +35,8 @@ static void usage(FILE *f)
 "                       create-unlink readdirplus mixed write-fsync\n"
 "  --block-size BYTES   I/O size, 4k..1m, multiple of 512 (default 4k)\n"
 "  --queue-depth N      requests in flight per request queue (default 16)\n"
+"  --host-threads N     --host: threads making calls at once (default 1); the\n"
+"                       host's bound at a daemon's --queue-depth N\n"
 "  --queues N           request queues besides hiprio (default 1)\n"
 "  --seconds S          measured interval (default 5)\n"
 "  --ops N              measured interval: until N requests were answered (--host:\n"
@@ -124,7 +127,7 @@ static int parse_secs(const char *s, double *out)
 
 enum { O_SOCKET = 256, O_HOST, O_WORKLOAD, O_BS, O_QD, O_QUEUES, O_SECONDS, O_WARMUP,
        O_IDLE, O_COLD, O_FSIZE, O_DIRENT, O_PID, O_EIDX, O_POLL, O_PACKED, O_SEED, O_JSON, O_HELP,
-       O_MIGRATE, O_INODES, O_KEEP, O_WATCH, O_PUBLISH_BATCH, O_OPS };
+       O_MIGRATE, O_INODES, O_KEEP, O_WATCH, O_PUBLISH_BATCH, O_OPS, O_HOST_THREADS };
 
 static int parse_args(int argc, char **argv, struct load_cfg *c)
 {
@@ -135,6 +138,7 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 		{ "workload", required_argument, NULL, O_WORKLOAD },
 		{ "block-size", required_argument, NULL, O_BS },
 		{ "queue-depth", required_argument, NULL, O_QD },
+		{ "host-threads", required_argument, NULL, O_HOST_THREADS },
 		{ "queues", required_argument, NULL, O_QUEUES },
 		{ "seconds", required_argument, NULL, O_SECONDS },
 		{ "ops", required_argument, NULL, O_OPS },
@@ -167,6 +171,7 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 		case O_WORKLOAD: c->workload = optarg; break;
 		case O_BS: bad |= parse_u32(optarg, 512, 1u << 20, &c->block_size); break;
 		case O_QD: bad |= parse_u32(optarg, 1, 1024, &c->queue_depth); break;
+		case O_HOST_THREADS: bad |= parse_u32(optarg, 1, 1024, &c->host_threads); break;
 		case O_QUEUES: bad |= parse_u32(optarg, 1, LOAD_MAX_QUEUES, &c->queues); break;
 		case O_SECONDS: bad |= parse_secs(optarg, &c->seconds); break;
 		case O_OPS: bad |= parse_size(optarg, &c->ops) || !c->ops; break;
@@ -210,6 +215,10 @@ static int parse_args(int argc, char **argv, struct load_cfg *c)
 	}
 	if (optind != argc || !c->socket == !c->host_dir || !c->workload) {
 		fprintf(stderr, "ferryfs-load: --workload and one of --socket, --host are required\n");
+		return -EINVAL;
+	}
+	if (c->host_threads && !c->host_dir) {
+		fprintf(stderr, "ferryfs-load: --host-threads is --host's depth; with --socket use --queue-depth\n");
 		return -EINVAL;
 	}
 	if (!load_workload_valid(c->workload)) {
@@ -309,7 +318,8 @@ int main(int argc, char **argv)
 		       c.workload, c.block_size, c.queue_depth, c.queues, c.seconds, c.warmup,
 		       (unsigned long long)c.file_size);
 	if (c.host_dir)
-		printf("backend: none, the host's own system calls in %s, one thread\n", c.host_dir);
+		printf("backend: none, the host's own system calls in %s, %u thread(s)\n", c.host_dir,
+		       c.host_threads ? c.host_threads : 1);
 	else
 		printf("backend: FUSE 7.%u, max_write %u, max_pages %u, event_idx %s, indirect %s, rings %s, queues %llu\n",
 		       res.proto_minor, res.max_write, res.max_pages, res.event_idx ? "on" : "off",
@@ -352,7 +362,7 @@ int main(int argc, char **argv)
 		       "\"daemon_cpu_us_per_op\":%.3f,\"load_cpu_us_per_op\":%.3f,\"fill_us_per_op\":%.3f,"
 		       "\"kicks\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"fuse_minor\":%u,"
 		       "\"idle_daemon_cpu_pct\":%.2f,\"watch_cpu_pct\":%.2f,\"errors\":%" PRIu64 ",\"quirk_destroy_empty\":%" PRIu64 ","
-		       "\"ops_target\":%" PRIu64 ",\"lat_backwards\":%" PRIu64 ",\"aborted\":%s}\n",
+		       "\"ops_target\":%" PRIu64 ",\"lat_backwards\":%" PRIu64 ",\"host_threads\":%u,\"aborted\":%s}\n",
 		       c.workload, c.block_size, c.queue_depth, c.queues, c.seconds, c.warmup,
 		       (unsigned long long)c.file_size, res.event_idx ? "true" : "false",
 		       res.packed ? "true" : "false", c.poll ? "true" : "false",
@@ -360,7 +370,8 @@ int main(int argc, char **argv)
 		       ops_s, mib_s, res.lat_p50_us, res.lat_p99_us, res.lat_p999_us,
 		       res.lat_mean_us, res.lat_max_us, cpu_op, self_op, fill_op, res.kicks, res.calls,
 		       res.proto_minor, idle_pct, watch_pct, res.errors, res.quirk_destroy_empty, c.ops,
-		       res.lat_backwards, ret ? "true" : "false");
+		       res.lat_backwards, c.host_dir ? (c.host_threads ? c.host_threads : 1) : 0,
+		       ret ? "true" : "false");
 	if (res.errors)
 		return 1;
 	return ret ? 2 : 0;

@@ -118,54 +118,59 @@ for run in read randread write randwrite getattr lookup create-unlink readdirplu
 done
 
 # --host: every workload --help names as the host's own loop of system calls
-# (the bound bench/compare's `host` column stands for). Counts that follow
-# from the workload's definition, and a work directory left empty.
+# (the bound bench/compare's `host` column stands for), by one thread and at
+# a depth of four (--host-threads). Counts that follow from the workload's
+# definition, and a work directory left empty.
 json_true() { jq -e "$1" >/dev/null <<<"$2"; } # json_true FILTER JSON
 host_wls=$("$load" --help | sed -n '/^  --workload W/,/^  --block-size/p' | sed '$d' | sed 's/.*--workload W//')
 check "--help names workloads for --host (got: $(echo $host_wls))" test -n "${host_wls// /}"
+for threads in 1 4; do
 for wl in $host_wls; do
-    share=$tmp/host-$wl
+    t=$threads
+    share=$tmp/host-$wl-t$t
     mkdir -p "$share"
     # As many calls as a daemon run at depth $depth answers.
     ops=$((per_slot * depth))
-    echo "host $wl: ferryfs-load --host $share --workload $wl --ops $ops"
+    echo "host $wl: ferryfs-load --host $share --workload $wl --ops $ops --host-threads $t"
     timeout 600 "$load" --host "$share" --workload "$wl" --ops "$ops" --warmup 0 \
-        --file-size 4m --dir-entries 1000 --json >"$tmp/host-$wl.out" 2>"$tmp/host-$wl.err"
+        --file-size 4m --dir-entries 1000 --host-threads "$t" --json >"$tmp/host-$wl.out" 2>"$tmp/host-$wl.err"
     rc=$?
     json=$(tail -n 1 "$tmp/host-$wl.out")
-    check "host $wl: exit status 0 (got $rc)" test "$rc" -eq 0
+    check "host $wl t$t: exit status 0 (got $rc)" test "$rc" -eq 0
     read -r got bytes cyc ent errors < <(jq -r '"\(.ops) \(.bytes) \(.cycles) \(.entries) \(.errors)"' <<<"$json" 2>/dev/null)
-    check "host $wl: errors == 0 (got ${errors:-none})" test "${errors:-x}" = 0
-    check "host $wl: calls >= $ops (got ${got:-none}; a step of several calls is whole)" test "${got:-0}" -ge "$ops"
+    check "host $wl t$t: errors == 0 (got ${errors:-none})" test "${errors:-x}" = 0
+    check "host $wl t$t: calls >= $ops (got ${got:-none}; a step of several calls is whole)" test "${got:-0}" -ge "$ops"
     case $wl in
     read|randread|write|randwrite)
-        check "host $wl: bytes == calls x 4096 ($bytes, $got)" test "$bytes" -eq $((got * 4096)) ;;
+        check "host $wl t$t: bytes == calls x 4096 ($bytes, $got)" test "$bytes" -eq $((got * 4096)) ;;
     create-unlink)
-        check "host $wl: calls == 3 x cycles ($got, $cyc)" test "$got" -eq $((cyc * 3)) ;;
+        check "host $wl t$t: calls == 3 x cycles ($got, $cyc)" test "$got" -eq $((cyc * 3)) ;;
     write-fsync)
-        # The window may open on a cycle's fsync (its write uncounted) and close
-        # after a write (its fsync not yet done): one op fewer or more.
-        check "host $wl: a cycle is a write and an fsync ($got calls, $cyc cycles)" \
-            test $((got - 2 * cyc)) -ge -1 -a $((got - 2 * cyc)) -le 1 ;;
+        # Each thread's window may open on a cycle's fsync (its write uncounted)
+        # and close after a write (its fsync not yet done): one op fewer or more.
+        check "host $wl t$t: a cycle is a write and an fsync ($got calls, $cyc cycles)" \
+            test $((got - 2 * cyc)) -ge $((-t)) -a $((got - 2 * cyc)) -le "$t" ;;
     readdirplus)
-        # A full listing holds the 1000 files, . and ..; the window may cut
-        # the first and the last listing.
-        check "host $wl: whole listings ($ent entries, $cyc cycles)" \
-            test "$cyc" -gt 0 -a "$ent" -ge $(((cyc - 1) * 1002)) -a "$ent" -le $(((cyc + 1) * 1002)) ;;
+        # A full listing holds the 1000 files, . and ..; each thread's window
+        # may cut its first and its last listing.
+        check "host $wl t$t: whole listings ($ent entries, $cyc cycles)" \
+            test "$cyc" -gt 0 -a "$ent" -ge $(((cyc - t) * 1002)) -a "$ent" -le $(((cyc + t) * 1002)) ;;
     esac
     # The fill of the blocks it writes, a driver's work in a daemon's run, is
     # reported apart (bench/targets.py takes it off the floor); none elsewhere.
     read -r fill self < <(jq -r '"\(.fill_us_per_op) \(.load_cpu_us_per_op)"' <<<"$json" 2>/dev/null)
     case $wl in
     write|randwrite|write-fsync|mixed)
-        check "host $wl: its fill is part of its CPU per op (fill ${fill:-none} of ${self:-none} us)" \
+        check "host $wl t$t: its fill is part of its CPU per op (fill ${fill:-none} of ${self:-none} us)" \
             json_true '.fill_us_per_op > 0 and .fill_us_per_op < .load_cpu_us_per_op' "$json" ;;
     *)
-        check "host $wl: no fill reported (got ${fill:-none})" json_true '.fill_us_per_op == -1' "$json" ;;
+        check "host $wl t$t: no fill reported (got ${fill:-none})" json_true '.fill_us_per_op == -1' "$json" ;;
     esac
     left=$(find "$share" -mindepth 1 | wc -l)
-    check "host $wl: directory empty after the run (got $left entries)" test "$left" -eq 0
+    check "host $wl t$t: directory empty after the run (got $left entries)" test "$left" -eq 0
+    [[ $t == 1 ]] || check "host $wl t$t: the run says its depth" json_true ".host_threads == $t" "$json"
     ((fails)) && sed 's/^/  stderr: /' "$tmp/host-$wl.err" | head -5
+done
 done
 
 # The Rust virtiofsd (1.13) as a second backend: ferryfs-load must count its
