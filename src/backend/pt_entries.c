@@ -180,6 +180,14 @@ static int lookup_inode(struct passthrough *pt, struct inode *dir,
 			return held_inode(pt, pt->areas[area - 1].root, out, stx);
 		if (dotdot && pt_is_area_root(pt, dir))
 			return held_inode(pt, root, out, stx);
+		/* ".." must stay below the added dir's root, which a host
+		 * rename could have moved dir out of (the sandbox does not
+		 * confine added dirs): dir below it, its parent is too. */
+		if (dotdot && dir->key.area) {
+			ret = pt_area_contains(pt, dir->key.area, dir->fd);
+			if (ret < 0)
+				return ret;
+		}
 	}
 	/* Most names the guest looks up are inodes it already knows (other
 	 * names, READDIRPLUS, a lookup after its entry timed out). A stat of
@@ -209,18 +217,10 @@ static int lookup_inode(struct passthrough *pt, struct inode *dir,
 		return ret;
 	}
 	/* A name's policy is its directory's, but ".." goes up, where the
-	 * directory's flag says nothing. In an added dir, ".." must also
-	 * stay below its root, which a host rename could have moved it out
-	 * of (the sandbox does not confine added dirs). */
+	 * directory's flag says nothing. The --read-only PATHs are the shared
+	 * dir's: an added dir has only its own flag (and the roots' identity). */
 	parent_read_only = dir->read_only;
 	if (dotdot && area) {
-		ret = pt_area_contains(pt, area, fd);
-		if (ret < 0) {
-			pt_close_fd(pt, fd);
-			return ret;
-		}
-		/* The --read-only PATHs are the shared dir's: an added
-		 * dir has only its own flag (and the roots' identity). */
 		parent_read_only = pt->areas[area - 1].read_only;
 	} else if (dotdot && pt->read_only_set.n_roots) {
 		parent_read_only = ancestry_read_only(pt, fd);

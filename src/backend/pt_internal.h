@@ -224,9 +224,9 @@ static inline int pt_same_area(const struct inode *a, const struct inode *b)
 {
 	return a->key.area == b->key.area ? 0 : -EXDEV;
 }
-/* 0 when the directory fd lies below area's root (walking ".."), -EACCES
- * when the walk reaches the host's root first: a directory the host moved
- * out of an added dir is not the guest's to reach. */
+/* 0 when the directory fd is area's root or lies below it (walking ".."),
+ * -EACCES when the walk reaches the host's root first: a directory the
+ * host moved out of an added dir is not the guest's to reach. */
 int pt_area_contains(struct passthrough *pt, uint32_t area, int fd);
 /* Opens and holds the added dirs' roots (passthrough_new). */
 int pt_areas_setup(struct passthrough *pt, int root_fd);
