@@ -128,6 +128,21 @@ out:
 	return ret;
 }
 
+/* --mount inside an added dir would recurse as inside the shared dir.
+ * Checked at the start, while a relative DIR still means what it meant. */
+static int check_mountpoint_outside_added(const char *mountpoint, const struct added_dir_list *l)
+{
+	for (unsigned i = 0; i < l->count; i++) {
+		if (check_mountpoint(mountpoint, l->dirs[i].dir) == -ELOOP) {
+			log_err("mount point %s is inside --add-dir=%.*s:%s: give --mount "
+				"a directory outside it", mountpoint, (int)l->dirs[i].name_len,
+				l->dirs[i].name, l->dirs[i].dir);
+			return -ELOOP;
+		}
+	}
+	return 0;
+}
+
 /* Both modes, once only serving is left: the seccomp filter (host_fuse
  * adds what /dev/fuse and the unmount need), then the statistics server. */
 static int begin_serving(const struct ferry_options *o, bool host_fuse,
@@ -414,6 +429,8 @@ static int serve(const struct ferry_options *o)
 		goto out;
 	}
 	ret = open_added_dirs(&pt_opts.added_dirs);
+	if (ret == 0 && o->mountpoint)
+		ret = check_mountpoint_outside_added(o->mountpoint, &pt_opts.added_dirs);
 	if (ret)
 		goto out;
 	log_no_file_handles(o);
