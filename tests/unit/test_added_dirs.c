@@ -13,7 +13,6 @@
 #include "../common/scratch.h"
 #include "backend/added_dirs.h"
 #include "backend/passthrough.h"
-#include "backend/pt_migration.h"
 #include "common/log.h"
 #include "protocol/fuse_server.h"
 #include "../common/check.h"
@@ -236,20 +235,10 @@ static void test_start_refused(struct passthrough_opts *o)
 
 static void test_migration_refused(struct passthrough *pt)
 {
-	struct pt_mig_opts mo = { .mode = MIG_MODE_FIND_PATHS };
-	struct mig_session session = { 0 };
-	struct mig_options agreed = { 0 };
-	struct mig_state st = { 0 };
-	struct pt_mig_load *load = NULL;
-	struct mig_buf buf = { 0 };
-	char reason[512] = "";
+	char reason[1100];
 
-	CHECK_MSG(passthrough_mig_save(pt, &mo, &session, &agreed, &buf, reason, sizeof(reason)) < 0 &&
-		  strstr(reason, "--add-dir"), "a migration save is refused: %s", reason);
-	mig_buf_free(&buf);
-	reason[0] = '\0';
-	CHECK_MSG(passthrough_mig_prepare(pt, &mo, &st, &load, reason, sizeof(reason)) < 0 &&
-		  !load && strstr(reason, "--add-dir"), "a migration load is refused: %s", reason);
+	CHECK_MSG(pt_session_mig_refused(pt, "--add-dir", reason, sizeof(reason)),
+		  "a migration save and load are refused: %s", reason);
 }
 
 static void test_names(uint64_t one, uint64_t two)
