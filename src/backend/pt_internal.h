@@ -16,6 +16,7 @@
  *   pt_dirs.c         open directories and READDIR(PLUS)
  *   pt_xattrs.c       the xattr ops, and the label of a new inode
  *   pt_syncfs.c       SYNCFS, also of the host mounts below the share
+ *   pt_areas.c        --add-dir: the added dirs' roots, NAME at the root, ".." kept inside
  *   pt_test_hooks.c   switches for tests, in the test build only (passthrough_test_hooks.h)
  *   pt_mig_save.c     live migration: the tables saved (pt_migration.h)
  *   pt_mig_load.c     live migration: a state resolved and installed
