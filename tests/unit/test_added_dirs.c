@@ -94,13 +94,6 @@ static void host_dir(const char *rel)
 	CHECK_MSG(mkdir(path, 0755) == 0, "host: mkdir %s", rel);
 }
 
-static int rename_at(uint64_t dir, const char *name, uint64_t newdir, const char *newname)
-{
-	struct fuse_rename_in in = { .newdir = newdir };
-
-	return call(FUSE_RENAME, dir, &in, sizeof(in), NM(name));
-}
-
 /* FUSE_RENAME carries two names after its argument: send it by hand. */
 static int rename_names(uint64_t dir, const char *name, uint64_t newdir, const char *newname)
 {
@@ -108,7 +101,6 @@ static int rename_names(uint64_t dir, const char *name, uint64_t newdir, const c
 	struct fuse_rename_in in = { .newdir = newdir };
 	struct fuse_in_header h = { .opcode = FUSE_RENAME, .nodeid = dir, .unique = unique++ };
 
-	(void)rename_at;
 	return raw_req_send(ses.w, h, &in, sizeof(in), NM(name), NM(newname), &rep);
 }
 
