@@ -53,7 +53,8 @@ static uint64_t key_hash(const struct inode_key *k)
 
 static bool key_equal(const struct inode_key *a, const struct inode_key *b)
 {
-	return a->ino == b->ino && a->dev == b->dev && a->mnt_id == b->mnt_id;
+	return a->ino == b->ino && a->dev == b->dev && a->mnt_id == b->mnt_id &&
+	       a->area == b->area;
 }
 
 static size_t id_bucket(const struct shard *s, uint64_t nodeid)

@@ -14,7 +14,11 @@
 struct inode_key {
 	uint64_t dev;
 	uint64_t ino;
-	uint64_t mnt_id;
+	uint32_t mnt_id;        /* a mount id is an int (name_to_handle_at's) */
+	/* Which directory of the share the inode was reached in: 0 the
+	 * shared dir, k the k-th --add-dir. One host file reached in two is
+	 * two inodes, each with its area's policy and guest numbers. */
+	uint32_t area;
 };
 
 /*

@@ -25,6 +25,9 @@ struct open_file {
 	 * buffered entries and read them from the kernel again. Points into
 	 * the DIR's buffer; valid until the stream is read or moved. */
 	struct dirent *dir_pending;
+	/* The share's root with --add-dir: how many of the added dirs' NAMEs
+	 * this pass has listed (they come first, before the host's entries). */
+	unsigned dir_areas_listed;
 	uint64_t refs;          /* table's own + requests using it */
 	bool released;
 	struct open_file *next;

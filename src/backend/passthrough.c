@@ -116,6 +116,7 @@ void passthrough_free(struct passthrough *pt)
 	io_offload_free(pt->io);
 	lock_table_free(pt->locks);
 	open_file_table_free(pt->open_files);
+	pt_areas_free(pt);
 	inode_table_free(pt->inodes);   /* closes the root's fd */
 	if (pt->proc_self_fd >= 0)
 		close(pt->proc_self_fd);
@@ -239,6 +240,9 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 	if (ret < 0)
 		goto err_root;
 	/* The inode table has root_fd now: passthrough_free closes it. */
+	ret = pt_areas_setup(pt, root_fd);
+	if (ret < 0)
+		goto err;
 	ret = open_file_table_new(&pt->open_files, pt->inodes, &pt->fds);
 	if (ret < 0)
 		goto err;

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 
+#include "backend/added_dirs.h"
 #include "backend/idmap.h"
 #include "backend/path_policy.h"
 #include "backend/passthrough_modes.h"
@@ -39,6 +40,8 @@ struct passthrough_opts {
 	struct path_list read_only;
 	/* Entries the guest can neither see nor reach (--hide). */
 	struct path_list hide;
+	/* More host directories, each a NAME at the share's root (--add-dir). */
+	struct added_dir_list added_dirs;
 };
 
 struct passthrough;

@@ -18,7 +18,7 @@ static int attr_out(struct passthrough *pt, struct inode *inode,
 		memset(out, 0, sizeof(*out));
 		out->attr_valid = pt->timeout_sec;
 		out->attr_valid_nsec = pt->timeout_nsec;
-		pt_attr_from_statx(pt, &stx, &out->attr);
+		pt_attr_from_statx(pt, inode->key.area, &stx, &out->attr);
 	}
 	return ret;
 }
@@ -59,12 +59,14 @@ int pt_statx(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	struct fuse_statx *sx = &out->stat;
 	struct inode *inode;
 	struct statx stx;
+	uint32_t area;
 	int ret;
 
 	(void)ctx;
 	ret = inode_get(pt->inodes, nodeid, &inode);
 	if (ret < 0)
 		return ret;
+	area = inode->key.area;
 	ret = pt_errno_or(statx(inode->fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW |
 				(in->sx_flags & AT_STATX_SYNC_TYPE),
 				in->sx_mask & served, &stx));
@@ -81,7 +83,7 @@ int pt_statx(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	sx->uid = idmap_to_guest(&pt->opts.uid_map, stx.stx_uid);
 	sx->gid = idmap_to_guest(&pt->opts.gid_map, stx.stx_gid);
 	sx->mode = stx.stx_mode;
-	sx->ino = stx.stx_ino;
+	sx->ino = pt_guest_ino(pt, area, stx.stx_ino);
 	sx->size = stx.stx_size;
 	sx->blocks = stx.stx_blocks;
 	sx->atime = sx_time(stx.stx_atime);

@@ -62,6 +62,57 @@ static bool entry_hidden(struct passthrough *pt, struct open_file *h, const stru
 	return pt_hidden(pt, &stx);
 }
 
+/* The guest's number of a listed entry: its area's; ".." of an added
+ * dir's root is the share's root, not the host's parent. */
+static uint64_t entry_ino(struct passthrough *pt, const struct open_file *h,
+			  const struct dirent *de)
+{
+	if (pt->n_areas && pt_is_area_root(pt, h->inode) && !strcmp(de->d_name, ".."))
+		return pt_guest_ino(pt, 0, inode_table_root(pt->inodes)->key.ino);
+	return pt_guest_ino(pt, h->inode->key.area, de->d_ino);
+}
+
+/* The added dirs' NAMEs in the root's listing, before the host's entries,
+ * each with the cookie of its place (1..n): the guest continues from the
+ * last one it got, which the handle remembers, so the host's cookies are
+ * never taken for these (a seek to another offset is the host's). */
+static int add_area_entries(struct passthrough *pt, struct open_file *h, bool plus,
+			    struct fuse_dirbuf *db)
+{
+	const struct added_dir_list *l = &pt->opts.added_dirs;
+	int ret = 0;
+
+	while (h->dir_areas_listed < pt->n_areas) {
+		unsigned i = h->dir_areas_listed;
+		const struct added_dir *d = &l->dirs[i];
+		struct fuse_entry_out entry;
+		char name[NAME_MAX + 1];
+
+		memcpy(name, d->name, d->name_len);
+		name[d->name_len] = '\0';
+		if (plus) {
+			if (!fuse_dirbuf_fits_plus(db, d->name_len))
+				return -ENOSPC;
+			ret = pt_lookup_entry(pt, h->inode, name, &entry);
+			if (ret == 0) {
+				ret = fuse_dirbuf_add_plus(db, name, d->name_len, &entry,
+							   DT_DIR, i + 1);
+				if (ret < 0)
+					inode_forget(pt->inodes, entry.nodeid, 1);
+			}
+		} else {
+			ret = fuse_dirbuf_add(db, name, d->name_len,
+					      pt_guest_ino(pt, i + 1, pt->areas[i].host_ino),
+					      DT_DIR, i + 1);
+		}
+		if (ret < 0)
+			return ret;
+		h->dir_areas_listed = i + 1;
+		h->dir_offset = i + 1;
+	}
+	return 0;
+}
+
 /* One READDIRPLUS entry: a lookup reference only for entries that fit. */
 static int add_plus_entry(struct passthrough *pt, struct open_file *h,
 			  const struct dirent *de, size_t namelen,
@@ -93,7 +144,7 @@ static int add_plus_entry(struct passthrough *pt, struct open_file *h,
 without_lookup:
 	/* nodeid 0: the guest lists the name, caches nothing, takes no lookup */
 	memset(&entry, 0, sizeof(entry));
-	entry.attr.ino = de->d_ino;
+	entry.attr.ino = entry_ino(pt, h, de);
 	entry.attr.mode = DTTOIF(de->d_type);
 	return fuse_dirbuf_add_plus(db, de->d_name, namelen, &entry, type,
 				    de->d_off);
@@ -118,6 +169,15 @@ int pt_readdir(void *fs, const struct fuse_request_ctx *ctx,
 		h->dir_offset = in->offset;
 		h->dir_offset_known = true;
 		h->dir_pending = NULL;
+		h->dir_areas_listed = in->offset ? pt->n_areas : 0;
+	}
+	if (pt->n_areas && h->inode->nodeid == FUSE_ROOT_ID) {
+		ret = add_area_entries(pt, h, plus, db);
+		if (ret < 0) {
+			if (ret == -ENOSPC || db->len > 0)
+				ret = 0;
+			goto unlock;
+		}
 	}
 	for (;;) {
 		struct dirent *de = h->dir_pending;
@@ -133,7 +193,9 @@ int pt_readdir(void *fs, const struct fuse_request_ctx *ctx,
 				ret = -errno;
 			break;
 		}
-		if (entry_hidden(pt, h, de)) {
+		if (entry_hidden(pt, h, de) || pt_area_named(pt, h->inode, de->d_name)) {
+			/* An added dir's NAME made on the host after start is
+			 * shadowed by the added dir, listed above. */
 			h->dir_offset = de->d_off;
 			continue;
 		}
@@ -142,7 +204,8 @@ int pt_readdir(void *fs, const struct fuse_request_ctx *ctx,
 			ret = add_plus_entry(pt, h, de, namelen, db);
 		else
 			ret = fuse_dirbuf_add(db, de->d_name, namelen,
-					      de->d_ino, de->d_type, de->d_off);
+					      entry_ino(pt, h, de),
+					      de->d_type, de->d_off);
 		if (ret == -ENOENT) {
 			/* unlinked since readdir saw it: skip it */
 			ret = 0;
@@ -156,6 +219,7 @@ int pt_readdir(void *fs, const struct fuse_request_ctx *ctx,
 		}
 		h->dir_offset = de->d_off;
 	}
+unlock:
 	pthread_mutex_unlock(&h->dir_lock);
 	open_file_put(pt->open_files, h);
 	return ret;

@@ -77,8 +77,13 @@ int pt_name_policy(struct passthrough *pt, const struct inode *dir, const char *
 	struct statx stx;
 	bool exists;
 
+	/* An added dir's NAME at the root is taken, as a mount point is:
+	 * nothing may be made there, and it cannot be removed or moved. */
+	if (pt_area_named(pt, dir, name))
+		return use == PT_NAME_MADE ? -EEXIST : -EBUSY;
+	/* Without roots only a read-only added dir's flag can refuse. */
 	if (pt->read_only_set.n_roots == 0 && pt->hidden_set.n_roots == 0)
-		return 0;
+		return dir->read_only ? -EROFS : 0;
 	/* A name that is not there is neither hidden nor protected; the call
 	 * that follows gives its own error. */
 	exists = statx(dir->fd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
@@ -97,7 +102,7 @@ int pt_name_policy(struct passthrough *pt, const struct inode *dir, const char *
  * on every path. A new inode is read-only when parent_read_only says its
  * directory is, or when it is protected by identity (a root, or a
  * multiply-linked file of a read-only subtree). */
-static int add_inode(struct passthrough *pt, int fd, bool parent_read_only,
+static int add_inode(struct passthrough *pt, int fd, uint32_t area, bool parent_read_only,
 		     struct inode **out, struct statx *stx)
 {
 	const struct inode_file_handle *handle;
@@ -111,6 +116,7 @@ static int add_inode(struct passthrough *pt, int fd, bool parent_read_only,
 	if (ret < 0)
 		goto close_fd;
 	pt_key_from_statx(stx, &key);
+	key.area = area;
 	/* ".." that lands on the shared dir maps to nodeid 1 via the key. */
 	return inode_lookup_add(pt->inodes, fd, &key, stx->stx_mode, handle,
 				parent_read_only || is_read_only_by_identity(pt, stx), out);
@@ -129,32 +135,59 @@ int pt_inode_from_fd(struct passthrough *pt, const struct inode *parent, int fd,
 
 	if (path_fd < 0)
 		return path_fd;
-	return add_inode(pt, path_fd, parent->read_only, inode, stx);
+	return add_inode(pt, path_fd, parent->key.area, parent->read_only, inode, stx);
+}
+
+/* The answer of a lookup that names an inode held already: one more
+ * guest lookup and one request ref on it. */
+static int held_inode(struct passthrough *pt, struct inode *inode, struct inode **out,
+		      struct statx *stx)
+{
+	int ret = pt_stat_fd(inode->fd, stx);
+
+	if (ret < 0)
+		return ret;
+	inode_get_again(pt->inodes, inode);
+	inode_add_lookup(pt->inodes, inode);
+	*out = inode;
+	return 0;
 }
 
 /*
  * Resolves one name below dir without ever leaving the share: names are
  * single components, opened with O_NOFOLLOW relative to the parent's fd, so
  * a symlink is returned as itself for the guest to resolve in its own
- * namespace. ".." of the root is the root. On success the inode has one
- * more guest lookup and one request ref for the caller to put.
+ * namespace. ".." of the root is the root, and ".." of an added dir's root
+ * is the share's root too (never the host's parent of that dir); an added
+ * dir's NAME at the root is its root. On success the inode has one more
+ * guest lookup and one request ref for the caller to put.
  */
 static int lookup_inode(struct passthrough *pt, struct inode *dir,
 			const char *name, struct inode **out, struct statx *stx)
 {
 	struct inode *root = inode_table_root(pt->inodes);
+	bool dotdot = !strcmp(name, "..");
 	struct inode_key key;
 	bool parent_read_only;
+	uint32_t area;
 	int fd, ret;
 
-	if (!strcmp(name, ".") || (!strcmp(name, "..") && dir == root)) {
-		ret = pt_stat_fd(dir->fd, stx);
-		if (ret < 0)
-			return ret;
-		inode_get_again(pt->inodes, dir);
-		inode_add_lookup(pt->inodes, dir);
-		*out = dir;
-		return 0;
+	if (!strcmp(name, ".") || (dotdot && dir == root))
+		return held_inode(pt, dir, out, stx);
+	if (pt->n_areas) {
+		area = pt_area_named(pt, dir, name);
+		if (area)
+			return held_inode(pt, pt->areas[area - 1].root, out, stx);
+		if (dotdot && pt_is_area_root(pt, dir))
+			return held_inode(pt, root, out, stx);
+		/* ".." must stay below the added dir's root, which a host
+		 * rename could have moved dir out of (the sandbox does not
+		 * confine added dirs): dir below it, its parent is too. */
+		if (dotdot && dir->key.area) {
+			ret = pt_area_contains(pt, dir->key.area, dir->fd);
+			if (ret < 0)
+				return ret;
+		}
 	}
 	/* Most names the guest looks up are inodes it already knows (other
 	 * names, READDIRPLUS, a lookup after its entry timed out). A stat of
@@ -169,7 +202,9 @@ static int lookup_inode(struct passthrough *pt, struct inode *dir,
 	 * gives the guest a nodeid for it, so no request can reach it. */
 	if (pt_hidden(pt, stx))
 		return -ENOENT;
+	area = dir->key.area;
 	pt_key_from_statx(stx, &key);
+	key.area = area;
 	if (inode_find_key(pt->inodes, &key, out) == 0)
 		return 0;
 	ret = fd_budget_take(&pt->fds);
@@ -182,11 +217,15 @@ static int lookup_inode(struct passthrough *pt, struct inode *dir,
 		return ret;
 	}
 	/* A name's policy is its directory's, but ".." goes up, where the
-	 * directory's flag says nothing. */
+	 * directory's flag says nothing. The --read-only PATHs are the shared
+	 * dir's: an added dir has only its own flag (and the roots' identity). */
 	parent_read_only = dir->read_only;
-	if (!strcmp(name, "..") && pt->read_only_set.n_roots)
+	if (dotdot && area) {
+		parent_read_only = pt->areas[area - 1].read_only;
+	} else if (dotdot && pt->read_only_set.n_roots) {
 		parent_read_only = ancestry_read_only(pt, fd);
-	return add_inode(pt, fd, parent_read_only, out, stx);
+	}
+	return add_inode(pt, fd, area, parent_read_only, out, stx);
 }
 
 int pt_lookup_entry(struct passthrough *pt, struct inode *dir,
@@ -394,6 +433,11 @@ int pt_rename(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 	ret = inode_get(pt->inodes, newparent, &newdir);
 	if (ret < 0)
 		goto put_old;
+	/* Between two directories of the share: two file systems for the
+	 * guest, which copies instead. */
+	ret = pt_same_area(olddir, newdir);
+	if (ret < 0)
+		goto put_new;
 	/* Out of, into or within a read-only subtree, or moving or replacing
 	 * one of its roots; a hidden source is absent, a hidden destination
 	 * a name the guest may not take. */
@@ -433,7 +477,9 @@ int pt_link(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	/* A link into a read-only subtree changes it; a link of a file in
 	 * one changes that file (its link count), and its new name would be
 	 * a way around the policy if the inode were ever looked up afresh. */
-	ret = pt_name_policy(pt, newdir, newname, PT_NAME_MADE);
+	ret = pt_same_area(inode, newdir);
+	if (ret == 0)
+		ret = pt_name_policy(pt, newdir, newname, PT_NAME_MADE);
 	if (ret == 0)
 		ret = pt_refuse_change(inode);
 	if (ret < 0)

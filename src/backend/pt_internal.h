@@ -16,6 +16,7 @@
  *   pt_dirs.c         open directories and READDIR(PLUS)
  *   pt_xattrs.c       the xattr ops, and the label of a new inode
  *   pt_syncfs.c       SYNCFS, also of the host mounts below the share
+ *   pt_areas.c        --add-dir: the added dirs' roots, NAME at the root, ".." kept inside
  *   pt_test_hooks.c   switches for tests, in the test build only (passthrough_test_hooks.h)
  *   pt_mig_save.c     live migration: the tables saved (pt_migration.h)
  *   pt_mig_load.c     live migration: a state resolved and installed
@@ -35,6 +36,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend/added_dirs.h"
 #include "backend/creds.h"
 #include "backend/fd_budget.h"
 #include "backend/open_files.h"
@@ -101,6 +103,17 @@ struct passthrough {
 	 * their subtrees that had other names (hard links) at start. */
 	struct policy_set read_only_set;
 	struct policy_set hidden_set;
+	/* --add-dir: area k (1..n_areas) is the directory areas[k - 1], whose
+	 * root inode is held for the daemon's life (so its fd stays open). */
+	struct pt_area {
+		struct inode *root;
+		uint64_t host_ino;      /* its root's, for READDIR */
+		bool read_only;
+	} areas[ADDED_DIRS_MAX];
+	unsigned n_areas;
+	/* The guest's inode numbers, which carry the area; NULL without
+	 * added dirs, when the host's numbers pass unchanged. */
+	struct ino_remap *ino_remap;
 };
 
 /* ---- small helpers: inline, every op uses some of them ---------------- */
@@ -189,6 +202,37 @@ enum pt_name_use {
 int pt_name_policy(struct passthrough *pt, const struct inode *dir, const char *name,
 		   enum pt_name_use use);
 
+/* ---- several directories under one share (pt_areas.c) ----------------- */
+
+/* The guest's inode number of host_ino reached in area. */
+static inline uint64_t pt_guest_ino(const struct passthrough *pt, uint32_t area,
+				    uint64_t host_ino)
+{
+	return guest_ino(pt->ino_remap, pt->ino_remap != NULL, area, host_ino);
+}
+
+/* The area whose root NAME is, when dir is the share's root and name is an
+ * added dir's NAME; else 0. */
+uint32_t pt_area_named(const struct passthrough *pt, const struct inode *dir, const char *name);
+/* Whether inode is an added dir's root (whose ".." is the share's root). */
+static inline bool pt_is_area_root(const struct passthrough *pt, const struct inode *inode)
+{
+	return inode->key.area && pt->areas[inode->key.area - 1].root == inode;
+}
+/* -EXDEV when the two inodes lie in different directories of the share
+ * (as between two file systems: the guest's mv then copies). */
+static inline int pt_same_area(const struct inode *a, const struct inode *b)
+{
+	return a->key.area == b->key.area ? 0 : -EXDEV;
+}
+/* 0 when the directory fd is area's root or lies below it (walking ".."),
+ * -EACCES when the walk reaches the host's root first: a directory the
+ * host moved out of an added dir is not the guest's to reach. */
+int pt_area_contains(struct passthrough *pt, uint32_t area, int fd);
+/* Opens and holds the added dirs' roots (passthrough_new). */
+int pt_areas_setup(struct passthrough *pt, int root_fd);
+void pt_areas_free(struct passthrough *pt);
+
 /* ---- pt_util.c -------------------------------------------------------- */
 
 /* Turns an O_PATH fd into a usable one through its /proc/self/fd link. The
@@ -198,8 +242,9 @@ int pt_reopen(struct passthrough *pt, int fd, int flags);
  * caller's (pt_close_fd gives both back); on failure nothing is held. */
 int pt_reopen_counted(struct passthrough *pt, int fd, int flags);
 int pt_stat_fd(int fd, struct statx *stx);
+/* area: where the inode was reached (struct inode_key's). */
 void pt_key_from_statx(const struct statx *stx, struct inode_key *key);
-void pt_attr_from_statx(const struct passthrough *pt, const struct statx *stx,
+void pt_attr_from_statx(const struct passthrough *pt, uint32_t area, const struct statx *stx,
 			struct fuse_attr *attr);
 void pt_fill_entry(struct passthrough *pt, const struct inode *parent,
 		   const struct inode *inode, const struct statx *stx,
@@ -270,6 +315,13 @@ int pt_open_reply(struct passthrough *pt, struct inode *inode, int fd, DIR *dir,
 #define POLICY_NOT_MIGRATED \
 	"this daemon has a per-path policy (--read-only, --hide), which a live " \
 	"migration does not carry: start both daemons without one to migrate"
+
+/* An inode of an added dir would need its area found again (which of the
+ * dirs, with what NAME and flag) and its guest number, which the stream
+ * does not carry: either side with --add-dir refuses. */
+#define AREAS_NOT_MIGRATED \
+	"this daemon shares several directories (--add-dir), which a live " \
+	"migration does not carry: start both daemons without --add-dir to migrate"
 
 struct pt_key_slot {
 	bool used;

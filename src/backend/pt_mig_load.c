@@ -146,7 +146,7 @@ static int open_inode(struct loader *ld, const struct mig_inode *mi, int *out)
 static struct inode *placeholder(uint64_t nodeid, mode_t type)
 {
 	/* A key no host inode has, so that no lookup ever finds it. */
-	struct inode_key key = { .dev = UINT64_MAX, .ino = nodeid, .mnt_id = UINT64_MAX };
+	struct inode_key key = { .dev = UINT64_MAX, .ino = nodeid, .mnt_id = UINT32_MAX };
 	struct inode *inode = inode_alloc_detached(nodeid, &key, -1, type, NULL);
 
 	if (inode)
@@ -368,6 +368,8 @@ int passthrough_mig_prepare(struct passthrough *pt, const struct pt_mig_opts *o,
 	*out = NULL;
 	if (pt->read_only_set.n_roots || pt->hidden_set.n_roots)
 		return mig_refuse(reason, reason_size, -ENOTSUP, POLICY_NOT_MIGRATED);
+	if (pt->n_areas)
+		return mig_refuse(reason, reason_size, -ENOTSUP, AREAS_NOT_MIGRATED);
 	if (!tables_empty(pt))
 		return mig_refuse(reason, reason_size, -EBUSY,
 				     "this daemon's guest already knows files: a state "

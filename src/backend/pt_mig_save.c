@@ -404,6 +404,8 @@ int passthrough_mig_save(struct passthrough *pt, const struct pt_mig_opts *o,
 
 	if (pt->read_only_set.n_roots || pt->hidden_set.n_roots)
 		return mig_refuse(reason, reason_size, -ENOTSUP, POLICY_NOT_MIGRATED);
+	if (pt->n_areas)
+		return mig_refuse(reason, reason_size, -ENOTSUP, AREAS_NOT_MIGRATED);
 	inode_table_foreach(pt->inodes, copy_inode, &sv);
 	open_file_table_foreach(pt->open_files, copy_handle, &sv);
 	ret = sv.err;

@@ -38,7 +38,8 @@ void pt_key_from_statx(const struct statx *stx, struct inode_key *key)
 	key->dev = ((uint64_t)stx->stx_dev_major << 32) | stx->stx_dev_minor;
 	key->ino = stx->stx_ino;
 	/* Kernels before 5.8 do not know STATX_MNT_ID; dev then has to do. */
-	key->mnt_id = (stx->stx_mask & STATX_MNT_ID) ? stx->stx_mnt_id : 0;
+	key->mnt_id = (stx->stx_mask & STATX_MNT_ID) ? (uint32_t)stx->stx_mnt_id : 0;
+	key->area = 0;
 }
 
 /* The guest decodes rdev with new_decode_dev(). */
@@ -47,11 +48,11 @@ static uint32_t encode_dev(uint32_t major, uint32_t minor)
 	return (minor & 0xff) | ((major & 0xfff) << 8) | ((minor & ~0xffu) << 12);
 }
 
-void pt_attr_from_statx(const struct passthrough *pt, const struct statx *stx,
+void pt_attr_from_statx(const struct passthrough *pt, uint32_t area, const struct statx *stx,
 			struct fuse_attr *attr)
 {
 	memset(attr, 0, sizeof(*attr));
-	attr->ino = stx->stx_ino;
+	attr->ino = pt_guest_ino(pt, area, stx->stx_ino);
 	attr->size = stx->stx_size;
 	attr->blocks = stx->stx_blocks;
 	attr->atime = stx->stx_atime.tv_sec;
@@ -77,10 +78,13 @@ void pt_fill_entry(struct passthrough *pt, const struct inode *parent,
 	out->generation = 0;    /* nodeids are never reused */
 	out->entry_valid = out->attr_valid = pt->timeout_sec;
 	out->entry_valid_nsec = out->attr_valid_nsec = pt->timeout_nsec;
-	pt_attr_from_statx(pt, stx, &out->attr);
+	pt_attr_from_statx(pt, inode->key.area, stx, &out->attr);
 	/* A directory on another mount: the guest makes it a submount so its
-	 * st_dev differs and inode numbers cannot collide. */
+	 * st_dev differs and inode numbers cannot collide. An added dir's
+	 * root is not one: its area in the inode numbers keeps them apart,
+	 * and the guest sees one file system for the whole share. */
 	if (pt->submounts && parent && S_ISDIR(stx->stx_mode) &&
+	    inode->key.area == parent->key.area &&
 	    (inode->key.mnt_id != parent->key.mnt_id ||
 	     inode->key.dev != parent->key.dev))
 		out->attr.flags |= FUSE_ATTR_SUBMOUNT;

@@ -74,6 +74,26 @@ static int check_shared_dir(const char *dir)
 	return 0;
 }
 
+/* --add-dir: each DIR opened now, while relative paths still mean what they
+ * meant to the caller and before a sandbox hides the host's paths; the
+ * backend owns the fds from passthrough_new on. */
+static int open_added_dirs(struct added_dir_list *l)
+{
+	for (unsigned i = 0; i < l->count; i++) {
+		struct added_dir *d = &l->dirs[i];
+		int fd = open(d->dir, O_PATH | O_DIRECTORY | O_CLOEXEC), err = errno;
+
+		if (fd < 0) {
+			log_err("--add-dir=%.*s:%s: %s (an existing directory is needed)",
+				(int)d->name_len, d->name, d->dir, strerror(err));
+			return -err;
+		}
+		d->fd = fd;
+		d->opened = true;
+	}
+	return 0;
+}
+
 /*
  * A mount inside the shared directory would show itself through itself:
  * every walk of the share would recurse into the mount and each lookup
@@ -106,6 +126,21 @@ out:
 	free(mp);
 	free(sd);
 	return ret;
+}
+
+/* --mount inside an added dir would recurse as inside the shared dir.
+ * Checked at the start, while a relative DIR still means what it meant. */
+static int check_mountpoint_outside_added(const char *mountpoint, const struct added_dir_list *l)
+{
+	for (unsigned i = 0; i < l->count; i++) {
+		if (check_mountpoint(mountpoint, l->dirs[i].dir) == -ELOOP) {
+			log_err("mount point %s is inside --add-dir=%.*s:%s: give --mount "
+				"a directory outside it", mountpoint, (int)l->dirs[i].name_len,
+				l->dirs[i].name, l->dirs[i].dir);
+			return -ELOOP;
+		}
+	}
+	return 0;
 }
 
 /* Both modes, once only serving is left: the seccomp filter (host_fuse
@@ -393,6 +428,11 @@ static int serve(const struct ferry_options *o)
 			strerror(-ret));
 		goto out;
 	}
+	ret = open_added_dirs(&pt_opts.added_dirs);
+	if (ret == 0 && o->mountpoint)
+		ret = check_mountpoint_outside_added(o->mountpoint, &pt_opts.added_dirs);
+	if (ret)
+		goto out;
 	log_no_file_handles(o);
 	ret = file_handles_without_capability(o, &pt_opts);
 	if (ret)

@@ -7,6 +7,7 @@
 
 /* Only the value types of options it holds: the backend's code and the
  * protocol stay out of the parser (options_config.c translates). */
+#include "backend/added_dirs.h"
 #include "backend/idmap.h"
 #include "backend/path_policy.h"
 #include "backend/passthrough_modes.h"

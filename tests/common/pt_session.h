@@ -2,6 +2,9 @@
 #ifndef FERRY_TEST_PT_SESSION_H
 #define FERRY_TEST_PT_SESSION_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "backend/passthrough.h"
 #include "protocol/fuse_server.h"
 
@@ -18,5 +21,10 @@ int pt_session_open(struct pt_session *s, const struct passthrough_opts *pt_opts
 		    const struct fuse_server_opts *se_opts);
 /* Frees what pt_session_open made (any part may be NULL) and zeroes s. */
 void pt_session_close(struct pt_session *s);
+
+/* A live migration tried both ways on the backend: whether it refuses to
+ * save and to load a state (a fresh find-paths one), each with a reason
+ * that holds why, written into reason (size bytes) as "save: ...; load: ...". */
+bool pt_session_mig_refused(struct passthrough *pt, const char *why, char *reason, size_t size);
 
 #endif

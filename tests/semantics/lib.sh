@@ -113,6 +113,15 @@ sem_boot() {
     done
 }
 
+# sem_boot_guest_sh TIMEOUT: sem_boot of the guest.sh the test wrote into the main share, with
+# the guest's CHECK lines shown; sets sem_passed (how many passed).
+sem_boot_guest_sh() {
+    chmod 755 "$sem_main/guest.sh"
+    sem_boot "$1"
+    echo "$sem_out" | sed 's/^/  guest: /'
+    sem_passed="$(grep -c '^CHECK .* PASS$' <<<"$sem_out" || true)"
+}
+
 # sem_expect NAME...: each guest check must have passed.
 sem_expect() {
     local c

@@ -127,13 +127,9 @@ done
 exit 0
 GUEST
 } >"$main/guest.sh"
-chmod 755 "$main/guest.sh"
-
-sem_boot 600
-echo "$sem_out" | sed 's/^/  guest: /'
-n="$(grep -c '^CHECK .* PASS$' <<<"$sem_out" || true)"
+sem_boot_guest_sh 600
 # 22 refused and 7 working under --read-only, 13 under --hide, each as root and as the user.
-sem_host all-guest-checks-ran "$((n == 84))" "$n of 84 guest checks passed"
+sem_host all-guest-checks-ran "$((sem_passed == 84))" "$sem_passed of 84 guest checks passed"
 after="$(tree_sum)"
 sem_host host-tree-unchanged "$([[ $before == "$after" ]] && echo 1)" "the protected files changed on the host"
 sem_host host-file-bytes "$([[ $(cat "$pol/ro/file") == data && $(cat "$pol/out/hardlink") == linked &&

@@ -13,8 +13,6 @@
 #include "../common/scratch.h"
 #include "backend/passthrough.h"
 #include "backend/path_policy.h"
-#include "backend/pt_migration.h"
-#include "migration/stream.h"
 #include "common/log.h"
 #include "protocol/fuse_server.h"
 #include "../common/check.h"
@@ -403,20 +401,10 @@ static void test_names(uint64_t root, uint64_t ro, uint64_t out)
  * reason that names the policy: the stream does not carry it. */
 static void test_migration_refused(struct passthrough *pt)
 {
-	struct pt_mig_opts mo = { .mode = MIG_MODE_FIND_PATHS };
-	struct mig_session session = { 0 };
-	struct mig_options agreed = { 0 };
-	struct mig_state st = { 0 };
-	struct pt_mig_load *load = NULL;
-	struct mig_buf buf = { 0 };
-	char reason[512] = "";
+	char reason[1100];
 
-	CHECK_MSG(passthrough_mig_save(pt, &mo, &session, &agreed, &buf, reason, sizeof(reason)) < 0 &&
-		  strstr(reason, "per-path policy"), "a migration save is refused: %s", reason);
-	mig_buf_free(&buf);
-	reason[0] = '\0';
-	CHECK_MSG(passthrough_mig_prepare(pt, &mo, &st, &load, reason, sizeof(reason)) < 0 &&
-		  !load && strstr(reason, "per-path policy"), "a migration load is refused: %s", reason);
+	CHECK_MSG(pt_session_mig_refused(pt, "per-path policy", reason, sizeof(reason)),
+		  "a migration save and load are refused: %s", reason);
 }
 
 /* The names a READDIR (plus: READDIRPLUS) of dir gives, each followed by a
