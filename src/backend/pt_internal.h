@@ -101,6 +101,10 @@ struct passthrough {
 	 * their subtrees that had other names (hard links) at start. */
 	struct policy_set read_only_set;
 	struct policy_set hidden_set;
+	/* --quota-bytes/--quota-inodes; NULL without a limit. Each op that
+	 * changes the usage asks it first (quota_reserve*) and tells it
+	 * what changed after. */
+	struct quota *quota;
 };
 
 /* ---- small helpers: inline, every op uses some of them ---------------- */

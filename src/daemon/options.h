@@ -9,6 +9,7 @@
  * protocol stay out of the parser (options_config.c translates). */
 #include "backend/idmap.h"
 #include "backend/path_policy.h"
+#include "backend/quota.h"
 #include "backend/passthrough_modes.h"
 #include "backend/xattrmap.h"
 #include "common/cpu_list.h"

@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "backend/passthrough.h"
 #include "common/fd_io.h"
 #include "common/log.h"
 #include "common/unix_socket.h"
@@ -34,6 +35,8 @@ struct stats_snapshot {
 	bool has_devfuse;
 	struct devfuse_stats devfuse;
 	uint64_t requests, errors;   /* over all opcodes */
+	bool has_quota;
+	struct quota_usage quota;
 };
 
 /* The opcode slot i if it has anything to report, with its name. */
@@ -64,6 +67,7 @@ static int snapshot_take(const struct stats_sources *src, struct stats_snapshot 
 		if (snap->nthreads > STATS_MAX_QUEUES)
 			snap->nthreads = STATS_MAX_QUEUES;
 	}
+	snap->has_quota = passthrough_quota_usage(src->backend, &snap->quota);
 	if (src->devfuse) {
 		snap->has_devfuse = true;
 		devfuse_stats_snapshot(src->devfuse, &snap->devfuse);
@@ -165,6 +169,16 @@ static void report_json(const struct stats_snapshot *s, FILE *out)
 		json_hist(out, &s->devfuse.in_flight);
 		fputc('}', out);
 	}
+	/* A limit of 0: that quantity has none. */
+	if (s->has_quota)
+		fprintf(out, ",\"quota\":{\"limit_bytes\":%llu,\"used_bytes\":%llu,"
+			"\"limit_inodes\":%llu,\"used_inodes\":%llu,\"scans\":%llu,"
+			"\"refused\":%llu}",
+			(unsigned long long)s->quota.limit_bytes,
+			(unsigned long long)s->quota.used_bytes,
+			(unsigned long long)s->quota.limit_inodes,
+			(unsigned long long)s->quota.used_inodes,
+			(unsigned long long)s->quota.scans, (unsigned long long)s->quota.refused);
 	fputs("}\n", out);
 }
 
@@ -232,6 +246,14 @@ static void report_table(const struct stats_snapshot *s, FILE *out)
 			(unsigned long long)s->devfuse.replies_lost,
 			(unsigned long long)ferry_hist_quantile_floor(&s->devfuse.in_flight, 0.5),
 			(unsigned long long)ferry_hist_quantile_floor(&s->devfuse.in_flight, 1.0));
+	if (s->has_quota)
+		fprintf(out, "quota: %llu of %llu bytes, %llu of %llu inodes used (limit 0: "
+			"none); %llu changes refused; tree measured %llu times\n",
+			(unsigned long long)s->quota.used_bytes,
+			(unsigned long long)s->quota.limit_bytes,
+			(unsigned long long)s->quota.used_inodes,
+			(unsigned long long)s->quota.limit_inodes,
+			(unsigned long long)s->quota.refused, (unsigned long long)s->quota.scans);
 }
 
 int stats_report(const struct stats_sources *src, bool json, FILE *out)
