@@ -13,7 +13,9 @@
 #include "../common/raw_req.h"
 #include "../common/scratch.h"
 #include "backend/passthrough.h"
+#include "backend/pt_migration.h"
 #include "backend/quota.h"
+#include "migration/stream.h"
 #include "common/log.h"
 #include "protocol/fuse_server.h"
 #include "../common/check.h"
@@ -139,18 +141,11 @@ static void tree_measure(const char *dir, uint64_t *bytes, uint64_t *inodes,
 		closedir(d);
 }
 
+static void check_usage_is_tree(struct passthrough *pt, const char *when);
+
 static void check_matches_tree(const char *when)
 {
-	static struct seen seen[256];
-	uint64_t bytes = 0, inodes = 0;
-	size_t nseen = 0;
-	struct quota_usage u = usage();
-
-	tree_measure(scratch, &bytes, &inodes, seen, &nseen);
-	CHECK_MSG(u.used_bytes == bytes && u.used_inodes == inodes,
-		  "%s: usage %llu bytes %llu inodes, the tree holds %llu bytes %llu inodes", when,
-		  (unsigned long long)u.used_bytes, (unsigned long long)u.used_inodes,
-		  (unsigned long long)bytes, (unsigned long long)inodes);
+	check_usage_is_tree(ses.pt, when);
 }
 
 static void host_file(const char *rel, size_t len)
@@ -276,6 +271,68 @@ static void test_inodes(void)
 	CHECK_MSG(host_size(name) < 0, "the refused create left no file on the host");
 }
 
+static void check_usage_is_tree(struct passthrough *pt, const char *when)
+{
+	static struct seen seen[256];
+	uint64_t bytes = 0, inodes = 0;
+	size_t nseen = 0;
+	struct quota_usage u = { 0 };
+
+	CHECK(passthrough_quota_usage(pt, &u));
+	tree_measure(scratch, &bytes, &inodes, seen, &nseen);
+	CHECK_MSG(u.used_bytes == bytes && u.used_inodes == inodes,
+		  "%s: usage %llu bytes %llu inodes, the tree holds %llu bytes %llu inodes", when,
+		  (unsigned long long)u.used_bytes, (unsigned long long)u.used_inodes,
+		  (unsigned long long)bytes, (unsigned long long)inodes);
+}
+
+/*
+ * A live migration with a quota on both sides: the destination, started
+ * before the source's last writes, measures the tree when the load
+ * commits, so the usage needs no field of the stream.
+ */
+static void test_migration(const struct passthrough_opts *o, const struct fuse_server_opts *se)
+{
+	struct pt_mig_opts mo = { .mode = MIG_MODE_FIND_PATHS };
+	struct mig_session session = { 0 };
+	struct mig_options agreed = { 0 };
+	struct pt_session dst = { 0 };
+	struct mig_limits lim = { 0 };
+	struct mig_state *st = NULL;
+	struct pt_mig_load *load = NULL;
+	struct mig_buf buf = { 0 };
+	uint64_t node, fh;
+	char reason[512] = "";
+
+	if (pt_session_open(&dst, o, se) < 0) {
+		CHECK_MSG(0, "a destination session with a quota");
+		return;
+	}
+	/* The source goes on changing the tree after the destination measured. */
+	for (int i = 0; i < 5; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "n%d", i);
+		CHECK(req(FUSE_UNLINK, FUSE_ROOT_ID, NM(name), NULL, 0, NULL, 0) == 0);
+	}
+	CHECK_MSG(create_file(FUSE_ROOT_ID, "during-migration", &node, &fh) == 0 &&
+		  write_at(node, fh, 0, CHUNK) == CHUNK, "the source writes after the destination started");
+	CHECK_MSG(passthrough_mig_save(ses.pt, &mo, &session, &agreed, &buf, reason,
+				       sizeof(reason)) == 0, "a save with a quota is accepted: %s", reason);
+	passthrough_mig_limits(dst.pt, &lim);
+	if (mig_decode(buf.data, buf.len, &lim, &st, reason, sizeof(reason)) == 0 &&
+	    passthrough_mig_prepare(dst.pt, &mo, st, &load, reason, sizeof(reason)) == 0) {
+		passthrough_mig_commit(dst.pt, load);
+		CHECK_MSG(1, "a load with a quota is accepted");
+		check_usage_is_tree(dst.pt, "the destination after the load");
+	} else {
+		CHECK_MSG(0, "a load with a quota is accepted: %s", reason);
+	}
+	mig_state_free(st);
+	mig_buf_free(&buf);
+	pt_session_close(&dst);
+}
+
 static int open_session(const struct passthrough_opts *o, const struct fuse_server_opts *se,
 			const struct fuse_init_in *init)
 {
@@ -366,6 +423,7 @@ int main(void)
 		CHECK_MSG(u.used_bytes == before.used_bytes && u.used_inodes == before.used_inodes,
 			  "after a restart: %llu bytes %llu inodes, as before it",
 			  (unsigned long long)u.used_bytes, (unsigned long long)u.used_inodes);
+		test_migration(&pt_opts, &se_opts);
 	}
 	pt_session_close(&ses);
 
