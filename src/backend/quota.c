@@ -431,51 +431,55 @@ int quota_reserve_range(struct quota *q, int fd, uint64_t off, uint64_t len,
 	return quota_reserve(q, range_need(&st, off, off + len), 0, t);
 }
 
-void quota_settle(struct quota *q, int fd)
+/* What is counted for fd's file becomes its blocks now; *delta is the
+ * difference (for a file counted for the first time: 0, or with made, its
+ * blocks). The stat and the exchange are under one lock: two changes to
+ * one file settling at once each count their own part. false: no stat. */
+static bool recount_file(struct quota *q, int fd, bool made, int64_t *delta)
 {
 	struct counted_file *f;
 	struct file_shard *s;
-	int64_t delta = 0;
 	struct stat st;
 	unsigned b;
+	bool ok;
 
-	/* The stat and the exchange under one lock: two changes to one file
-	 * settling at once each count their own part. */
+	*delta = 0;
 	if (fstat(fd, &st) < 0)
-		return;
+		return false;
 	s = shard_of(q, st.st_ino, &b);
 	pthread_mutex_lock(&s->lock);
-	if (fstat(fd, &st) == 0) {
+	ok = fstat(fd, &st) == 0;
+	if (ok) {
 		f = file_find(s, b, st.st_dev, st.st_ino, false, 0);
-		if (f) {
-			delta = st.st_blocks - f->blocks;
+		/* Not counted yet: forgotten by a walk since the change
+		 * began, which measured it, or new. */
+		if (!f)
+			f = file_find(s, b, st.st_dev, st.st_ino, true, st.st_blocks);
+		else if (!made)
+			*delta = st.st_blocks - f->blocks;
+		if (made)
+			*delta = st.st_blocks;
+		if (f)
 			f->blocks = st.st_blocks;
-		} else {
-			/* Forgotten by a walk since the change began: the
-			 * walk measured it. */
-			file_find(s, b, st.st_dev, st.st_ino, true, st.st_blocks);
-		}
 	}
 	pthread_mutex_unlock(&s->lock);
+	return ok;
+}
+
+void quota_settle(struct quota *q, int fd)
+{
+	int64_t delta;
+
+	recount_file(q, fd, false, &delta);
 	add_usage(q, delta * 512, 0);
 }
 
 void quota_inode_made(struct quota *q, int fd)
 {
-	struct counted_file *f;
-	struct file_shard *s;
-	struct stat st;
-	unsigned b;
+	int64_t blocks;
 
-	if (fstat(fd, &st) < 0)
-		return;
-	s = shard_of(q, st.st_ino, &b);
-	pthread_mutex_lock(&s->lock);
-	f = file_find(s, b, st.st_dev, st.st_ino, true, st.st_blocks);
-	if (f)
-		f->blocks = st.st_blocks;
-	pthread_mutex_unlock(&s->lock);
-	add_usage(q, (int64_t)st.st_blocks * 512, 1);
+	if (recount_file(q, fd, true, &blocks))
+		add_usage(q, blocks * 512, 1);
 }
 
 void quota_removing(struct quota *q, int dir_fd, const char *name, struct quota_removal *r)

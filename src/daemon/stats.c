@@ -76,6 +76,22 @@ static int snapshot_take(const struct stats_sources *src, struct stats_snapshot 
 	return 0;
 }
 
+/* The quota's figures in the order of their JSON names. */
+#define QUOTA_FIGURES 6
+static const char *const quota_figure_names[QUOTA_FIGURES] = {
+	"limit_bytes", "used_bytes", "limit_inodes", "used_inodes", "scans", "refused",
+};
+
+static void quota_figures(const struct quota_usage *u, unsigned long long v[QUOTA_FIGURES])
+{
+	v[0] = u->limit_bytes;
+	v[1] = u->used_bytes;
+	v[2] = u->limit_inodes;
+	v[3] = u->used_inodes;
+	v[4] = u->scans;
+	v[5] = u->refused;
+}
+
 static void json_hist(FILE *out, const struct ferry_hist *h)
 {
 	bool first = true;
@@ -170,15 +186,15 @@ static void report_json(const struct stats_snapshot *s, FILE *out)
 		fputc('}', out);
 	}
 	/* A limit of 0: that quantity has none. */
-	if (s->has_quota)
-		fprintf(out, ",\"quota\":{\"limit_bytes\":%llu,\"used_bytes\":%llu,"
-			"\"limit_inodes\":%llu,\"used_inodes\":%llu,\"scans\":%llu,"
-			"\"refused\":%llu}",
-			(unsigned long long)s->quota.limit_bytes,
-			(unsigned long long)s->quota.used_bytes,
-			(unsigned long long)s->quota.limit_inodes,
-			(unsigned long long)s->quota.used_inodes,
-			(unsigned long long)s->quota.scans, (unsigned long long)s->quota.refused);
+	if (s->has_quota) {
+		unsigned long long v[QUOTA_FIGURES];
+
+		quota_figures(&s->quota, v);
+		fputs(",\"quota\":{", out);
+		for (unsigned i = 0; i < QUOTA_FIGURES; i++)
+			fprintf(out, "%s\"%s\":%llu", i ? "," : "", quota_figure_names[i], v[i]);
+		fputc('}', out);
+	}
 	fputs("}\n", out);
 }
 
@@ -246,14 +262,14 @@ static void report_table(const struct stats_snapshot *s, FILE *out)
 			(unsigned long long)s->devfuse.replies_lost,
 			(unsigned long long)ferry_hist_quantile_floor(&s->devfuse.in_flight, 0.5),
 			(unsigned long long)ferry_hist_quantile_floor(&s->devfuse.in_flight, 1.0));
-	if (s->has_quota)
+	if (s->has_quota) {
+		unsigned long long v[QUOTA_FIGURES];
+
+		quota_figures(&s->quota, v);
 		fprintf(out, "quota: %llu of %llu bytes, %llu of %llu inodes used (limit 0: "
 			"none); %llu changes refused; tree measured %llu times\n",
-			(unsigned long long)s->quota.used_bytes,
-			(unsigned long long)s->quota.limit_bytes,
-			(unsigned long long)s->quota.used_inodes,
-			(unsigned long long)s->quota.limit_inodes,
-			(unsigned long long)s->quota.refused, (unsigned long long)s->quota.scans);
+			v[1], v[0], v[3], v[2], v[5], v[4]);
+	}
 }
 
 int stats_report(const struct stats_sources *src, bool json, FILE *out)
