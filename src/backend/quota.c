@@ -24,7 +24,8 @@
  * spends a small, bounded part of its time being measured. */
 #define RESCAN_MIN_INTERVAL_NS (2 * NSEC_PER_SEC)
 #define RESCAN_COST_MULTIPLE 20
-/* Deeper than this the walk stops with ELOOP: each level holds an fd. */
+/* The walk does not enter directories deeper than this (each level holds
+ * an fd and a stream buffer); it counts them and says so. */
 #define WALK_MAX_DEPTH 256
 
 #define FILE_SHARDS 16
@@ -55,6 +56,7 @@ struct quota {
 	pthread_mutex_t scan_lock;
 	int64_t last_scan_ns, scan_interval_ns;   /* under count_lock */
 	uint64_t scans;
+	uint64_t too_deep;      /* the last walk's directories not entered */
 	struct file_shard files[FILE_SHARDS];
 };
 
@@ -136,6 +138,7 @@ struct walk {
 	/* Files with several names, counted once after the walk. */
 	struct file_id *linked;
 	size_t nlinked, cap;
+	uint64_t too_deep;      /* directories not entered */
 };
 
 static int cmp_file_id(const void *a, const void *b)
@@ -176,7 +179,8 @@ static int walk_dir(struct walk *w, int dir_fd, unsigned depth)
 
 	if (depth > WALK_MAX_DEPTH) {
 		close(dir_fd);
-		return -ELOOP;
+		w->too_deep++;
+		return 0;
 	}
 	d = fdopendir(dir_fd);
 	if (!d) {
@@ -204,7 +208,7 @@ static int walk_dir(struct walk *w, int dir_fd, unsigned depth)
 	return ret;
 }
 
-static int measure_tree(int root_fd, int64_t *bytes, int64_t *inodes)
+static int measure_tree(int root_fd, int64_t *bytes, int64_t *inodes, uint64_t *too_deep)
 {
 	struct walk w = { 0 };
 	struct stat st;
@@ -235,30 +239,39 @@ static int measure_tree(int root_fd, int64_t *bytes, int64_t *inodes)
 	free(w.linked);
 	*bytes = w.bytes;
 	*inodes = w.inodes;
+	*too_deep = w.too_deep;
 	return ret;
 }
 
 int quota_rescan(struct quota *q)
 {
 	int64_t start = now_ns(), bytes = 0, inodes = 0, interval;
+	uint64_t too_deep = 0;
 	int ret;
 
 	pthread_mutex_lock(&q->scan_lock);
-	ret = measure_tree(q->root_fd, &bytes, &inodes);
-	if (ret == 0) {
-		/* Files counted from here on start again from their
-		 * measured size, which now holds what the host did. */
+	ret = measure_tree(q->root_fd, &bytes, &inodes, &too_deep);
+	/* Files counted from here on start again from their measured size,
+	 * which now holds what the host did. */
+	if (ret == 0)
 		files_clear(q);
-		interval = (now_ns() - start) * RESCAN_COST_MULTIPLE;
-		pthread_mutex_lock(&q->count_lock);
+	if (ret == 0 && too_deep != q->too_deep)
+		log_warn("quota: %llu directories lie more than %d levels deep: what is below "
+			 "them is counted only as the guest changes it", (unsigned long long)too_deep,
+			 WALK_MAX_DEPTH);
+	interval = (now_ns() - start) * RESCAN_COST_MULTIPLE;
+	pthread_mutex_lock(&q->count_lock);
+	if (ret == 0) {
 		q->used_bytes = bytes;
 		q->used_inodes = inodes;
-		q->last_scan_ns = now_ns();
-		q->scan_interval_ns = interval > RESCAN_MIN_INTERVAL_NS ? interval :
-									 RESCAN_MIN_INTERVAL_NS;
+		q->too_deep = too_deep;
 		q->scans++;
-		pthread_mutex_unlock(&q->count_lock);
 	}
+	/* A failed walk is not retried at once either: the figures of the
+	 * last good one, kept up by each change, stand until the next. */
+	q->last_scan_ns = now_ns();
+	q->scan_interval_ns = interval > RESCAN_MIN_INTERVAL_NS ? interval : RESCAN_MIN_INTERVAL_NS;
+	pthread_mutex_unlock(&q->count_lock);
 	pthread_mutex_unlock(&q->scan_lock);
 	return ret;
 }

@@ -427,6 +427,30 @@ int main(void)
 	}
 	pt_session_close(&ses);
 
+	/* A tree deeper than the walk enters still starts (what lies below
+	 * is counted as the guest changes it; the start says so). */
+	{
+		int fd, ok = 1;
+
+		scratch_path(a, sizeof(a), scratch, "deep");
+		ok &= mkdir(a, 0755) == 0;
+		fd = open(a, O_PATH | O_DIRECTORY);
+		for (int i = 0; ok && i < 300; i++) {
+			int sub;
+
+			ok &= mkdirat(fd, "d", 0755) == 0;
+			sub = openat(fd, "d", O_PATH | O_DIRECTORY);
+			close(fd);
+			fd = sub;
+			ok &= fd >= 0;
+		}
+		if (fd >= 0)
+			close(fd);
+		CHECK_MSG(ok && open_session(&pt_opts, &se_opts, &init) == 0,
+			  "a share 300 directories deep starts with a quota");
+		pt_session_close(&ses);
+	}
+
 	/* No limit: no quota, STATFS as the host's. */
 	pt_opts.quota_bytes = 0;
 	pt_opts.quota_inodes = 0;
