@@ -375,19 +375,47 @@ static bool try_hold(struct quota *q, uint64_t bytes, uint64_t inodes, bool coun
 	return ok;
 }
 
-int quota_reserve(struct quota *q, uint64_t bytes, uint64_t inodes, struct quota_ticket *t)
+/* Remembers what fd's file has allocated as what is counted for it, unless
+ * a change already counted it: quota_settle measures from that. */
+static int track_file(struct quota *q, int fd, struct stat *st)
 {
+	struct file_shard *s;
+	unsigned b;
+
+	if (fstat(fd, st) < 0)
+		return -errno;
+	s = shard_of(q, st->st_ino, &b);
+	pthread_mutex_lock(&s->lock);
+	file_find(s, b, st->st_dev, st->st_ino, true, st->st_blocks);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+/* Holds the room, or measures the tree again and tries once more before
+ * refusing. A walk forgets what was counted per file, so the file a
+ * change is about (track_fd; -1: none) is remembered again after it. */
+static int hold(struct quota *q, uint64_t bytes, uint64_t inodes, int track_fd,
+		struct quota_ticket *t)
+{
+	struct stat st;
+
 	*t = (struct quota_ticket){ 0 };
-	rescan_if_old(q, 0);
 	if (!try_hold(q, bytes, inodes, false)) {
-		/* Before refusing, make sure of the figures. */
 		rescan_if_old(q, RESCAN_BEFORE_REFUSAL_NS);
+		if (track_fd >= 0)
+			track_file(q, track_fd, &st);
 		if (!try_hold(q, bytes, inodes, true))
 			return -EDQUOT;
 	}
 	t->bytes = bytes;
 	t->inodes = inodes;
 	return 0;
+}
+
+int quota_reserve(struct quota *q, uint64_t bytes, uint64_t inodes, struct quota_ticket *t)
+{
+	rescan_if_old(q, 0);
+	return hold(q, bytes, inodes, -1, t);
 }
 
 void quota_release(struct quota *q, struct quota_ticket *t)
@@ -426,22 +454,19 @@ static uint64_t range_need(const struct stat *st, uint64_t off, uint64_t end)
 int quota_reserve_range(struct quota *q, int fd, uint64_t off, uint64_t len,
 			struct quota_ticket *t)
 {
-	struct file_shard *s;
 	struct stat st;
-	unsigned b;
+	int ret;
 
 	*t = (struct quota_ticket){ 0 };
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	/* What is counted for the file is what it has now, unless a change
-	 * already counted it: then quota_settle measures from that. */
-	s = shard_of(q, st.st_ino, &b);
-	pthread_mutex_lock(&s->lock);
-	file_find(s, b, st.st_dev, st.st_ino, true, st.st_blocks);
-	pthread_mutex_unlock(&s->lock);
+	/* A walk first, if one is due, so that it cannot forget the file
+	 * between its tracking here and the settle after the change. */
+	rescan_if_old(q, 0);
+	ret = track_file(q, fd, &st);
+	if (ret < 0)
+		return ret;
 	if (len > UINT64_MAX - off)
 		len = UINT64_MAX - off;
-	return quota_reserve(q, range_need(&st, off, off + len), 0, t);
+	return hold(q, range_need(&st, off, off + len), 0, fd, t);
 }
 
 /* What is counted for fd's file becomes its blocks now; *delta is the
