@@ -123,6 +123,7 @@ void passthrough_free(struct passthrough *pt)
 	pt_close_mount_fds(pt);
 	policy_links_free(&pt->read_only_set.links);
 	policy_links_free(&pt->hidden_set.links);
+	quota_free(pt->quota);
 	free(pt->shared_dir);
 	free(pt);
 }
@@ -155,6 +156,37 @@ static int resolve_policy(struct passthrough *pt, const struct path_list *l, con
 	}
 	policy_links_seal(&set->links);
 	return ret;
+}
+
+/* The quota's first measure of the tree: what the share holds now,
+ * whatever an earlier daemon or the host did. */
+static int start_quota(struct passthrough *pt, const struct passthrough_opts *opts, int root_fd)
+{
+	struct quota_limits lim = { .bytes = opts->quota_bytes, .inodes = opts->quota_inodes };
+	struct quota_usage u;
+	int ret = quota_new(&pt->quota, &lim, root_fd);
+
+	if (ret < 0) {
+		log_err("--quota-bytes/--quota-inodes: cannot measure %s: %s",
+			opts->shared_dir, strerror(-ret));
+		return ret;
+	}
+	if (pt->quota) {
+		quota_get_usage(pt->quota, &u);
+		log_info("quota: %llu bytes in %llu inodes used; limits %llu bytes, %llu inodes "
+			 "(0: none)", (unsigned long long)u.used_bytes,
+			 (unsigned long long)u.used_inodes, (unsigned long long)u.limit_bytes,
+			 (unsigned long long)u.limit_inodes);
+	}
+	return 0;
+}
+
+bool passthrough_quota_usage(struct passthrough *pt, struct quota_usage *out)
+{
+	if (!pt || !pt->quota)
+		return false;
+	quota_get_usage(pt->quota, out);
+	return true;
 }
 
 int passthrough_new(struct passthrough **out, const struct passthrough_opts *opts)
@@ -241,6 +273,8 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 		goto err_root;
 	/* The inode table has root_fd now: passthrough_free closes it. */
 	ret = pt_areas_setup(pt, root_fd);
+	if (ret == 0)
+		ret = start_quota(pt, opts, root_fd);
 	if (ret < 0)
 		goto err;
 	ret = open_file_table_new(&pt->open_files, pt->inodes, &pt->fds);

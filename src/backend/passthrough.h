@@ -8,6 +8,7 @@
 #include "backend/idmap.h"
 #include "backend/path_policy.h"
 #include "backend/passthrough_modes.h"
+#include "backend/quota.h"
 #include "backend/xattrmap.h"
 #include "protocol/fuse_ops.h"
 
@@ -42,6 +43,9 @@ struct passthrough_opts {
 	struct path_list hide;
 	/* More host directories, each a NAME at the share's root (--add-dir). */
 	struct added_dir_list added_dirs;
+	/* The share's quota (docs/options.md, "Quota"); 0: no limit. */
+	uint64_t quota_bytes;
+	unsigned long quota_inodes;
 };
 
 struct passthrough;
@@ -52,6 +56,8 @@ extern const struct fs_ops passthrough_ops;
  * calls name inodes relative to it). On success it owns opts->proc_self_fd. */
 int passthrough_new(struct passthrough **out, const struct passthrough_opts *opts);
 void passthrough_free(struct passthrough *pt);
+/* The quota's limits and usage for the stats; false when there is none. */
+bool passthrough_quota_usage(struct passthrough *pt, struct quota_usage *out);
 /* Switches that only test builds have: backend/passthrough_test_hooks.h. */
 
 #endif

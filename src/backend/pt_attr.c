@@ -212,7 +212,11 @@ int pt_setattr(void *fs, const struct fuse_request_ctx *ctx,
 			goto attrs_out;
 	}
 	if (valid & FATTR_SIZE) {
+		/* Growing leaves a hole, which allocates nothing: there is
+		 * nothing to refuse, only the blocks a shrink freed to count. */
 		ret = truncate_inode(pt, inode, fh_fd, in->size);
+		if (quota_on(pt->quota))
+			quota_settle(pt->quota, inode->fd);
 		if (ret < 0)
 			goto attrs_out;
 	}
@@ -275,6 +279,22 @@ out:
 	return ret;
 }
 
+/* The quota's totals and what is left, in the host's units. */
+static void statfs_quota(struct quota *q, struct fuse_kstatfs *out)
+{
+	struct quota_statfs s = {
+		.blocks = out->blocks, .bfree = out->bfree, .bavail = out->bavail,
+		.files = out->files, .ffree = out->ffree, .frsize = out->frsize,
+	};
+
+	quota_apply_statfs(q, &s);
+	out->blocks = s.blocks;
+	out->bfree = s.bfree;
+	out->bavail = s.bavail;
+	out->files = s.files;
+	out->ffree = s.ffree;
+}
+
 int pt_statfs(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	      struct fuse_kstatfs *out)
 {
@@ -297,6 +317,8 @@ int pt_statfs(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 		out->bsize = sv.f_bsize;
 		out->namelen = sv.f_namemax;
 		out->frsize = sv.f_frsize;
+		if (quota_on(pt->quota))
+			statfs_quota(pt->quota, out);
 	}
 	inode_put(pt->inodes, inode);
 	return ret;

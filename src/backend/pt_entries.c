@@ -308,6 +308,7 @@ static int make_node(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 		     mode_t mode, uint32_t rdev, uint32_t guest_umask,
 		     const char *target, struct fuse_entry_out *out)
 {
+	struct quota_ticket held = { 0 };
 	struct inode *dir, *inode;
 	struct statx stx;
 	int ret;
@@ -318,6 +319,15 @@ static int make_node(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 	ret = pt_name_policy(pt, dir, name, PT_NAME_MADE);
 	if (ret < 0)
 		goto put_dir;
+	if (quota_on(pt->quota)) {
+		bool own_block = kind == MAKE_DIR ||
+				 (kind == MAKE_SYMLINK && strlen(target) > QUOTA_INLINE_SYMLINK_MAX);
+
+		ret = quota_reserve(pt->quota, own_block ? QUOTA_BLOCK_BYTES : QUOTA_NAME_BYTES, 1,
+				    &held);
+		if (ret < 0)
+			goto put_dir;
+	}
 	ret = pt_begin_create(pt, ctx, guest_umask);
 	if (ret < 0)
 		goto put_dir;
@@ -341,6 +351,10 @@ static int make_node(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 	ret = lookup_inode(pt, dir, name, &inode, &stx);
 	if (ret < 0)
 		goto put_dir;
+	if (quota_on(pt->quota)) {
+		quota_inode_made(pt->quota, inode->fd);
+		quota_settle(pt->quota, dir->fd);
+	}
 	ret = pt_apply_secctx(pt, ctx, inode);
 	if (ret < 0) {
 		/* an unlabelled node must not stay behind */
@@ -352,6 +366,8 @@ static int make_node(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 put_inode:
 	inode_put(pt->inodes, inode);
 put_dir:
+	if (quota_on(pt->quota))
+		quota_release(pt->quota, &held);
 	inode_put(pt->inodes, dir);
 out:
 	return ret;
@@ -383,6 +399,7 @@ int pt_mkdir(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 static int remove_name(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 		       uint64_t parent, const char *name, int flags)
 {
+	struct quota_removal gone = { 0 };
 	struct inode *dir;
 	int ret;
 
@@ -395,7 +412,11 @@ static int remove_name(struct passthrough *pt, const struct fuse_request_ctx *ct
 	ret = pt_check_caller(pt, ctx);
 	if (ret < 0)
 		goto put_dir;
+	if (quota_on(pt->quota))
+		quota_removing(pt->quota, dir->fd, name, &gone);
 	ret = pt_errno_or(unlinkat(dir->fd, name, flags));
+	if (ret == 0 && quota_on(pt->quota))
+		quota_removed(pt->quota, &gone);
 put_dir:
 	inode_put(pt->inodes, dir);
 out:
@@ -419,6 +440,7 @@ int pt_rename(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 	      uint32_t flags)
 {
 	struct passthrough *pt = fs;
+	struct quota_removal replaced = { 0 };
 	struct inode *olddir, *newdir;
 	int ret;
 
@@ -449,7 +471,15 @@ int pt_rename(void *fs, const struct fuse_request_ctx *ctx, uint64_t parent,
 	ret = pt_check_caller(pt, ctx);
 	if (ret < 0)
 		goto put_new;
+	/* A rename over a file removes that file (unless both names are of
+	 * one file); an exchange removes nothing. */
+	if (quota_on(pt->quota) && !(flags & RENAME_EXCHANGE))
+		quota_replacing(pt->quota, olddir->fd, name, newdir->fd, newname, &replaced);
 	ret = pt_errno_or(renameat2(olddir->fd, name, newdir->fd, newname, flags));
+	if (ret == 0 && quota_on(pt->quota)) {
+		quota_removed(pt->quota, &replaced);
+		quota_settle(pt->quota, newdir->fd);
+	}
 put_new:
 	inode_put(pt->inodes, newdir);
 put_old:
@@ -464,6 +494,7 @@ int pt_link(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 {
 	struct passthrough *pt = fs;
 	char name[PROC_FD_NAME_MAX];
+	struct quota_ticket held = { 0 };
 	struct inode *inode, *newdir;
 	struct statx stx;
 	int ret;
@@ -492,8 +523,19 @@ int pt_link(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	ret = pt_check_caller(pt, ctx);
 	if (ret < 0)
 		goto put_inode;
+	/* One more name of a counted file: only its directory may grow. */
+	if (quota_on(pt->quota)) {
+		ret = quota_reserve(pt->quota, QUOTA_NAME_BYTES, 0, &held);
+		if (ret < 0)
+			goto put_inode;
+	}
 	ret = pt_errno_or(linkat(pt->proc_self_fd, name, newdir->fd, newname,
 				 AT_SYMLINK_FOLLOW));
+	if (quota_on(pt->quota)) {
+		if (ret == 0)
+			quota_settle(pt->quota, newdir->fd);
+		quota_release(pt->quota, &held);
+	}
 	if (ret < 0)
 		goto put_inode;
 	ret = pt_stat_fd(inode->fd, &stx);

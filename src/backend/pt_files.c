@@ -192,6 +192,7 @@ static int create_common(struct passthrough *pt, const struct fuse_request_ctx *
 			 const struct fuse_create_in *in,
 			 struct fuse_entry_out *entry, struct fuse_open_out *open_out)
 {
+	struct quota_ticket held = { 0 };
 	struct inode *dir, *inode;
 	struct statx stx;
 	int flags, fd, ret;
@@ -214,6 +215,11 @@ static int create_common(struct passthrough *pt, const struct fuse_request_ctx *
 				  pt_refuse_change(dir);
 	if (ret < 0)
 		goto put_dir;
+	if (quota_on(pt->quota)) {
+		ret = quota_reserve(pt->quota, QUOTA_NAME_BYTES, 1, &held);
+		if (ret < 0)
+			goto put_dir;
+	}
 	ret = fd_budget_take(&pt->fds);
 	if (ret < 0)
 		goto put_dir;
@@ -226,6 +232,10 @@ static int create_common(struct passthrough *pt, const struct fuse_request_ctx *
 	pt_as_daemon(pt);
 	if (ret < 0)
 		goto give_back;
+	if (quota_on(pt->quota)) {
+		quota_inode_made(pt->quota, fd);
+		quota_settle(pt->quota, dir->fd);
+	}
 	ret = pt_inode_from_fd(pt, dir, fd, &inode, &stx);
 	if (ret < 0)
 		goto close_fd;
@@ -244,6 +254,8 @@ static int create_common(struct passthrough *pt, const struct fuse_request_ctx *
 		inode_forget(pt->inodes, entry->nodeid, 1);
 		goto put_dir;
 	}
+	if (quota_on(pt->quota))
+		quota_release(pt->quota, &held);
 	inode_put(pt->inodes, dir);
 	return 0;
 
@@ -252,6 +264,8 @@ close_fd:
 give_back:
 	fd_budget_give_back(&pt->fds);
 put_dir:
+	if (quota_on(pt->quota))
+		quota_release(pt->quota, &held);
 	inode_put(pt->inodes, dir);
 out:
 	return ret;
@@ -297,6 +311,7 @@ ssize_t pt_write(void *fs, const struct fuse_request_ctx *ctx,
 	bool kill_priv = (in->write_flags & FUSE_WRITE_KILL_SUIDGID) &&
 			 pt->switch_creds;
 	bool as_writer = false;
+	struct quota_ticket held = { 0 };
 	struct open_file *h;
 	struct stat st;
 	ssize_t ret;
@@ -304,6 +319,13 @@ ssize_t pt_write(void *fs, const struct fuse_request_ctx *ctx,
 	ret = pt_get_handle(pt, nodeid, in->fh, false, &h);
 	if (ret < 0)
 		return ret;
+	/* Refused as a whole, before anything is written: the guest's file
+	 * holds exactly what earlier writes were told. */
+	if (quota_on(pt->quota)) {
+		ret = quota_reserve_range(pt->quota, h->fd, in->offset, in->size, &held);
+		if (ret < 0)
+			goto put;
+	}
 	ret = pt_drop_mapped_capability(pt, h->fd);
 	if (ret < 0)
 		goto put;
@@ -324,6 +346,10 @@ ssize_t pt_write(void *fs, const struct fuse_request_ctx *ctx,
 	if (as_writer)
 		pt_as_daemon(pt);
 put:
+	if (quota_on(pt->quota)) {
+		quota_settle(pt->quota, h->fd);
+		quota_release(pt->quota, &held);
+	}
 	open_file_put(pt->open_files, h);
 	return ret;
 }
@@ -376,13 +402,22 @@ int pt_fallocate(void *fs, const struct fuse_request_ctx *ctx,
 		 uint64_t nodeid, const struct fuse_fallocate_in *in)
 {
 	struct passthrough *pt = fs;
+	struct quota_ticket held = { 0 };
 	struct open_file *h;
 	int ret;
 
 	ret = pt_get_handle(pt, nodeid, in->fh, false, &h);
 	if (ret < 0)
 		return ret;
-	ret = pt_errno_or(fallocate(h->fd, in->mode, in->offset, in->length));
+	/* Only a hole punched or a range collapsed never allocates. */
+	if (quota_on(pt->quota) && !(in->mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_COLLAPSE_RANGE)))
+		ret = quota_reserve_range(pt->quota, h->fd, in->offset, in->length, &held);
+	if (ret == 0)
+		ret = pt_errno_or(fallocate(h->fd, in->mode, in->offset, in->length));
+	if (quota_on(pt->quota)) {
+		quota_settle(pt->quota, h->fd);
+		quota_release(pt->quota, &held);
+	}
 	open_file_put(pt->open_files, h);
 	return ret;
 }
@@ -411,11 +446,29 @@ int pt_lseek(void *fs, const struct fuse_request_ctx *ctx, uint64_t nodeid,
 	return ret;
 }
 
+/* A copy holds room for what the source has from off_in on, not for the
+ * length asked: callers ask for more than is there and get what is. */
+static int reserve_copy(struct passthrough *pt, int src_fd, int dst_fd,
+			const struct fuse_copy_file_range_in *in, struct quota_ticket *held)
+{
+	uint64_t len = in->len;
+	struct stat st;
+
+	if (fstat(src_fd, &st) < 0)
+		return -errno;
+	if ((uint64_t)st.st_size <= in->off_in)
+		len = 0;
+	else if (len > (uint64_t)st.st_size - in->off_in)
+		len = (uint64_t)st.st_size - in->off_in;
+	return quota_reserve_range(pt->quota, dst_fd, in->off_out, len, held);
+}
+
 ssize_t pt_copy_file_range(void *fs, const struct fuse_request_ctx *ctx,
 			   uint64_t nodeid,
 			   const struct fuse_copy_file_range_in *in)
 {
 	struct passthrough *pt = fs;
+	struct quota_ticket held = { 0 };
 	struct open_file *src, *dst;
 	loff_t off_in = in->off_in, off_out = in->off_out;
 	ssize_t ret;
@@ -426,10 +479,20 @@ ssize_t pt_copy_file_range(void *fs, const struct fuse_request_ctx *ctx,
 	ret = pt_get_handle(pt, in->nodeid_out, in->fh_out, false, &dst);
 	if (ret < 0)
 		goto put_src;
+	if (quota_on(pt->quota)) {
+		ret = reserve_copy(pt, src->fd, dst->fd, in, &held);
+		if (ret < 0)
+			goto put_dst;
+	}
 	ret = copy_file_range(src->fd, &off_in, dst->fd, &off_out, in->len,
 			      in->flags);
 	if (ret < 0)
 		ret = -errno;
+put_dst:
+	if (quota_on(pt->quota)) {
+		quota_settle(pt->quota, dst->fd);
+		quota_release(pt->quota, &held);
+	}
 	open_file_put(pt->open_files, dst);
 put_src:
 	open_file_put(pt->open_files, src);

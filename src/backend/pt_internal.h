@@ -114,6 +114,10 @@ struct passthrough {
 	/* The guest's inode numbers, which carry the area; NULL without
 	 * added dirs, when the host's numbers pass unchanged. */
 	struct ino_remap *ino_remap;
+	/* --quota-bytes/--quota-inodes; NULL without a limit. Each op that
+	 * changes the usage asks it first (quota_reserve*) and tells it
+	 * what changed after. */
+	struct quota *quota;
 };
 
 /* ---- small helpers: inline, every op uses some of them ---------------- */

@@ -448,6 +448,11 @@ void passthrough_mig_commit(struct passthrough *pt, struct pt_mig_load *l)
 		for (unsigned s = 0; s < INODE_SHARDS; s++)
 			inode_table_raise_seq(pt->inodes, s, l->counters.next_seq[s]);
 	open_file_table_raise_next_fh(pt->open_files, l->counters.next_fh);
+	/* The quota's usage is the tree's, which the source has stopped
+	 * changing now: measured here, nothing of it needs the stream. */
+	if (quota_on(pt->quota) && quota_rescan(pt->quota) < 0)
+		log_warn("quota: cannot measure the share after the migration; "
+			 "the figures of this daemon's start stay until the next walk");
 	free(l->open_files);
 	free(l->handle_node);
 	free(l->inodes);

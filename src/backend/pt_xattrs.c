@@ -97,6 +97,7 @@ int pt_setxattr(void *fs, const struct fuse_request_ctx *ctx,
 		size_t size, uint32_t flags, uint32_t setxattr_flags)
 {
 	struct passthrough *pt = fs;
+	struct quota_ticket held = { 0 };
 	void *host_value = NULL;
 	bool host_judges_sgid;
 	struct xattr_op x;
@@ -108,6 +109,13 @@ int pt_setxattr(void *fs, const struct fuse_request_ctx *ctx,
 	ret = pt_refuse_change(x.inode);
 	if (ret < 0)
 		goto put;
+	/* Room for the name and value themselves: a file system that keeps
+	 * them in the inode allocates nothing, and the settle says so. */
+	if (quota_on(pt->quota)) {
+		ret = quota_reserve(pt->quota, strlen(name) + size, 0, &held);
+		if (ret < 0)
+			goto put;
+	}
 	/* The ACL in host ids, before anything is written: an id the map
 	 * refuses leaves the file as it was. */
 	if (acl_ids_translated(pt, name, &x)) {
@@ -150,6 +158,10 @@ int pt_setxattr(void *fs, const struct fuse_request_ctx *ctx,
 						   stx.stx_mode & 07777 & ~S_ISGID, 0));
 	}
 put:
+	if (quota_on(pt->quota)) {
+		quota_settle(pt->quota, x.inode->fd);
+		quota_release(pt->quota, &held);
+	}
 	free(host_value);
 	xattr_end(pt, &x);
 	return ret;
@@ -259,6 +271,8 @@ int pt_removexattr(void *fs, const struct fuse_request_ctx *ctx,
 			goto put;
 	}
 	ret = pt_errno_or(removexattr(x.path, x.host_name));
+	if (ret == 0 && quota_on(pt->quota))
+		quota_settle(pt->quota, x.inode->fd);
 put:
 	xattr_end(pt, &x);
 	return ret;

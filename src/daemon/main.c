@@ -163,7 +163,7 @@ static int begin_serving(const struct ferry_options *o, bool host_fuse,
 static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 		       struct stats_socket *ss, int *ready_fd)
 {
-	struct stats_sources stats_src = { .session = st->session };
+	struct stats_sources stats_src = { .session = st->session, .backend = st->pt };
 	struct stats_server *stats_srv = NULL;
 	struct devfuse_config df_config = {
 		.mountpoint = o->mountpoint,
@@ -240,7 +240,7 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 			    struct stats_socket *ss, struct vu_listener *l,
 			    int *ready_fd)
 {
-	struct stats_sources stats_src = { .session = st->session };
+	struct stats_sources stats_src = { .session = st->session, .backend = st->pt };
 	struct stats_server *stats_srv = NULL;
 	struct vu_fs_config vu_config = {
 		.tag = o->tag,

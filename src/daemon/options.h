@@ -10,6 +10,7 @@
 #include "backend/added_dirs.h"
 #include "backend/idmap.h"
 #include "backend/path_policy.h"
+#include "backend/quota.h"
 #include "backend/passthrough_modes.h"
 #include "backend/xattrmap.h"
 #include "common/cpu_list.h"

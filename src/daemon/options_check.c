@@ -106,6 +106,13 @@ int options_check(struct ferry_options *o, FILE *err)
 		o->xattr = true;
 	if (check_queue_cpus(&o->queue_cpus, err))
 		return -EINVAL;
+	/* The quota's walk counts the shared directory's tree; an added dir
+	 * is another tree, often another file system, that it would miss. */
+	if ((o->quota_bytes || o->quota_inodes) && o->added_dirs.count) {
+		fprintf(err, "ferryfsd: --quota-bytes and --quota-inodes count the shared "
+			"directory only, so they do not go with --add-dir yet\n");
+		return -EINVAL;
+	}
 	if (o->socket_group && !o->socket_path) {
 		fprintf(err, "ferryfsd: --socket-group needs --socket-path (with --fd or "
 			"socket activation, whoever creates the socket sets its group)\n");

@@ -134,6 +134,20 @@ static int parse_added_dir(const struct opt_use *use, void *field, const char *v
 	       refused_value(use, use->label, NULL, msg) : 0;
 }
 
+/* A --quota-bytes SIZE: a number with an optional binary K, M, G or T. */
+static int parse_quota_bytes(const struct opt_use *use, void *field, const char *val)
+{
+	uint64_t bytes;
+
+	if (quota_parse_size(val, &bytes) < 0) {
+		fprintf(use->err, "ferryfsd: invalid value for option '%s': '%s' (a size: "
+			"a number of bytes, or with K, M, G or T)\n", use->label, val);
+		return -EINVAL;
+	}
+	*(uint64_t *)field = bytes;
+	return 0;
+}
+
 static int check_cap(int cap, bool add, void *opaque)
 {
 	(void)cap;

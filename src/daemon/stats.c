@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "backend/passthrough.h"
 #include "common/fd_io.h"
 #include "common/log.h"
 #include "common/unix_socket.h"
@@ -34,6 +35,8 @@ struct stats_snapshot {
 	bool has_devfuse;
 	struct devfuse_stats devfuse;
 	uint64_t requests, errors;   /* over all opcodes */
+	bool has_quota;
+	struct quota_usage quota;
 };
 
 /* The opcode slot i if it has anything to report, with its name. */
@@ -64,12 +67,29 @@ static int snapshot_take(const struct stats_sources *src, struct stats_snapshot 
 		if (snap->nthreads > STATS_MAX_QUEUES)
 			snap->nthreads = STATS_MAX_QUEUES;
 	}
+	snap->has_quota = passthrough_quota_usage(src->backend, &snap->quota);
 	if (src->devfuse) {
 		snap->has_devfuse = true;
 		devfuse_stats_snapshot(src->devfuse, &snap->devfuse);
 	}
 	*out = snap;
 	return 0;
+}
+
+/* The quota's figures in the order of their JSON names. */
+#define QUOTA_FIGURES 6
+static const char *const quota_figure_names[QUOTA_FIGURES] = {
+	"limit_bytes", "used_bytes", "limit_inodes", "used_inodes", "scans", "refused",
+};
+
+static void quota_figures(const struct quota_usage *u, unsigned long long v[QUOTA_FIGURES])
+{
+	v[0] = u->limit_bytes;
+	v[1] = u->used_bytes;
+	v[2] = u->limit_inodes;
+	v[3] = u->used_inodes;
+	v[4] = u->scans;
+	v[5] = u->refused;
 }
 
 static void json_hist(FILE *out, const struct ferry_hist *h)
@@ -165,6 +185,16 @@ static void report_json(const struct stats_snapshot *s, FILE *out)
 		json_hist(out, &s->devfuse.in_flight);
 		fputc('}', out);
 	}
+	/* A limit of 0: that quantity has none. */
+	if (s->has_quota) {
+		unsigned long long v[QUOTA_FIGURES];
+
+		quota_figures(&s->quota, v);
+		fputs(",\"quota\":{", out);
+		for (unsigned i = 0; i < QUOTA_FIGURES; i++)
+			fprintf(out, "%s\"%s\":%llu", i ? "," : "", quota_figure_names[i], v[i]);
+		fputc('}', out);
+	}
 	fputs("}\n", out);
 }
 
@@ -232,6 +262,14 @@ static void report_table(const struct stats_snapshot *s, FILE *out)
 			(unsigned long long)s->devfuse.replies_lost,
 			(unsigned long long)ferry_hist_quantile_floor(&s->devfuse.in_flight, 0.5),
 			(unsigned long long)ferry_hist_quantile_floor(&s->devfuse.in_flight, 1.0));
+	if (s->has_quota) {
+		unsigned long long v[QUOTA_FIGURES];
+
+		quota_figures(&s->quota, v);
+		fprintf(out, "quota: %llu of %llu bytes, %llu of %llu inodes used (limit 0: "
+			"none); %llu changes refused; tree measured %llu times\n",
+			v[1], v[0], v[3], v[2], v[5], v[4]);
+	}
 }
 
 int stats_report(const struct stats_sources *src, bool json, FILE *out)

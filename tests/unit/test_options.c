@@ -94,6 +94,11 @@ int main(void)
 	CHECK_MSG(ret != 0 && strstr(err, "allow_root") && strstr(err, "not supported"),
 	          "unsupported option refused by name: %s", err);
 
+	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
+		    "--quota-bytes=1G", "--add-dir=logs:/var/log", NULL);
+	CHECK_MSG(ret != 0 && strstr(err, "--add-dir") && strstr(err, "--quota-bytes"),
+	          "a quota with --add-dir refused, naming both: %s", err);
+
 	/* Live migration, as the Rust virtiofsd's options. */
 	ret = parse(&o, err, sizeof(err), "--socket-path=/s", "--shared-dir=/d",
 		    "--migration-mode=file-handles", "--migration-on-error=guest-error",

@@ -38,6 +38,7 @@ static const char *sample_value(const struct opt_row *r)
 	static const struct { const char *name; const char *value; } parsed[] = {
 		{ "timeout", "2.5" }, { "xattrmap", ":map::user.virtiofs.:" },
 		{ "read-only", "etc/secrets" }, { "hide", ".ssh" },
+		{ "quota-bytes", "10G" }, { "quota_bytes", "512M" },
 		{ "log-level", "debug" }, { "loglevel", "debug" }, { "modcaps", "-mknod" },
 		{ "translate-uid", "map:1000:5000:10" }, { "translate-gid", "host:8000:3000:2" },
 		{ "uid-map", ":0:100000:65536:" }, { "gid-map", ":0:100000:65536:" },
