@@ -15,6 +15,7 @@
 #include "common/fd_io.h"
 #include "common/log.h"
 #include "common/unix_socket.h"
+#include "daemon/deadline.h"
 #include "protocol/fuse_server.h"
 #include "transport/devfuse.h"
 #include "transport/vhost_user.h"
@@ -33,6 +34,8 @@ struct stats_snapshot {
 	struct vu_thread_placement threads[STATS_MAX_QUEUES];
 	bool has_devfuse;
 	struct devfuse_stats devfuse;
+	bool has_deadline;
+	struct deadline_counts deadline;
 	uint64_t requests, errors;   /* over all opcodes */
 };
 
@@ -67,6 +70,10 @@ static int snapshot_take(const struct stats_sources *src, struct stats_snapshot 
 	if (src->devfuse) {
 		snap->has_devfuse = true;
 		devfuse_stats_snapshot(src->devfuse, &snap->devfuse);
+	}
+	if (src->deadline) {
+		snap->has_deadline = true;
+		deadline_get_counts(src->deadline, &snap->deadline);
 	}
 	*out = snap;
 	return 0;
@@ -165,6 +172,16 @@ static void report_json(const struct stats_snapshot *s, FILE *out)
 		json_hist(out, &s->devfuse.in_flight);
 		fputc('}', out);
 	}
+	/* null without --request-timeout. */
+	if (s->has_deadline)
+		fprintf(out, ",\"request_timeout\":{\"seconds\":%g,\"stuck\":%u,\"stuck_max\":%u,"
+			"\"timed_out\":%llu,\"refused\":%llu,\"returned_late\":%llu}",
+			s->deadline.seconds, s->deadline.stuck, s->deadline.stuck_max,
+			(unsigned long long)s->deadline.timed_out,
+			(unsigned long long)s->deadline.refused,
+			(unsigned long long)s->deadline.returned_late);
+	else
+		fputs(",\"request_timeout\":null", out);
 	fputs("}\n", out);
 }
 
@@ -232,6 +249,13 @@ static void report_table(const struct stats_snapshot *s, FILE *out)
 			(unsigned long long)s->devfuse.replies_lost,
 			(unsigned long long)ferry_hist_quantile_floor(&s->devfuse.in_flight, 0.5),
 			(unsigned long long)ferry_hist_quantile_floor(&s->devfuse.in_flight, 1.0));
+	if (s->has_deadline)
+		fprintf(out, "request timeout %g s: %llu timed out, %u host call(s) stuck now "
+			"(at most %u), %llu refused at the cap, %llu returned late\n",
+			s->deadline.seconds, (unsigned long long)s->deadline.timed_out,
+			s->deadline.stuck, s->deadline.stuck_max,
+			(unsigned long long)s->deadline.refused,
+			(unsigned long long)s->deadline.returned_late);
 }
 
 int stats_report(const struct stats_sources *src, bool json, FILE *out)

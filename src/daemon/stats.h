@@ -8,12 +8,14 @@
 struct fuse_server;
 struct vu_dev;
 struct devfuse;
+struct deadline;
 
 /* Where the counters come from: the session and exactly one transport. */
 struct stats_sources {
 	struct fuse_server *session;
 	struct vu_dev *vu_dev;
 	struct devfuse *devfuse;
+	struct deadline *deadline;   /* --request-timeout; NULL without it */
 };
 
 /* Writes the report as an aligned text table or as one JSON object. */
