@@ -129,8 +129,8 @@ static int parse_request_timeout(const struct opt_use *use, void *field, const c
 		return refused_value(use, use->label, val, "expected a number of seconds, "
 				     "such as 30 or 2.5");
 	if (*seconds < 0.001 || *seconds > 86400)
-		return refused_value(use, use->label, val, "the deadline must be more than "
-				     "0 and at most 86400 seconds (leave the option out for none)");
+		return refused_value(use, use->label, val, "the deadline must be at least "
+				     "0.001 and at most 86400 seconds (leave the option out for none)");
 	return 0;
 }
 

@@ -42,6 +42,7 @@ static const char *sample_value(const struct opt_row *r)
 		{ "translate-uid", "map:1000:5000:10" }, { "translate-gid", "host:8000:3000:2" },
 		{ "uid-map", ":0:100000:65536:" }, { "gid-map", ":0:100000:65536:" },
 		{ "queue-cpus", "0" },
+		{ "request-timeout", "2.5" },
 	};
 
 	switch (r->kind) {
