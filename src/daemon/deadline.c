@@ -96,12 +96,10 @@ unsigned deadline_free(struct deadline *d)
 
 unsigned deadline_stuck(struct deadline *d)
 {
-	unsigned n;
+	struct deadline_counts c;
 
-	pthread_mutex_lock(&d->lock);
-	n = d->stuck;
-	pthread_mutex_unlock(&d->lock);
-	return n;
+	deadline_get_counts(d, &c);
+	return c.stuck;
 }
 
 void deadline_get_counts(struct deadline *d, struct deadline_counts *out)
@@ -260,6 +258,28 @@ static void job_undo(struct deadline_job *job, uint32_t len)
 	}
 }
 
+/* The job's opcode as the stats name it ("LOOKUP"). */
+static const char *job_op_name(const struct deadline_job *job)
+{
+	const char *name = fuse_stats_slot_name(job->in.opcode < FUSE_STATS_SLOTS ?
+						job->in.opcode : 0);
+
+	return name ? name : "request";
+}
+
+/* An abandoned job's call is over: the count of those still stuck. */
+static unsigned stuck_call_returned(struct deadline *d)
+{
+	unsigned stuck;
+
+	pthread_mutex_lock(&d->lock);
+	d->stuck--;
+	d->returned_late++;
+	stuck = d->stuck;
+	pthread_mutex_unlock(&d->lock);
+	return stuck;
+}
+
 /* On an offload thread: serves the job's copy of the request, then
  * either hands the reply to the queue thread or, abandoned, drops it. */
 static void job_run(struct offload_job *oj)
@@ -276,9 +296,8 @@ static void job_run(struct offload_job *oj)
 	pthread_mutex_lock(&d->lock);
 	if (job->abandoned) {
 		/* Answered before any thread was free: it never runs. */
-		d->stuck--;
-		d->returned_late++;
 		pthread_mutex_unlock(&d->lock);
+		stuck_call_returned(d);
 		job_free(job);
 		return;
 	}
@@ -300,15 +319,10 @@ static void job_run(struct offload_job *oj)
 
 	job_undo(job, len);
 	late_s = (double)(ferry_monotonic_ns() - job->abandoned_ns) / 1e9;
-	pthread_mutex_lock(&d->lock);
-	d->stuck--;
-	d->returned_late++;
-	stuck = d->stuck;
-	pthread_mutex_unlock(&d->lock);
+	stuck = stuck_call_returned(d);
 	log_info("--request-timeout: the host call of a timed-out %s (unique %llu, node %llu) "
 		 "returned %.1f s after its deadline; its result was dropped (%u still stuck)",
-		 fuse_stats_slot_name(job->in.opcode < FUSE_STATS_SLOTS ? job->in.opcode : 0) ?: "request",
-		 (unsigned long long)job->in.unique, (unsigned long long)job->in.nodeid,
+		 job_op_name(job), (unsigned long long)job->in.unique, (unsigned long long)job->in.nodeid,
 		 late_s, stuck);
 	job_free(job);
 }
@@ -418,8 +432,7 @@ static uint32_t abandon(struct deadline *d, struct deadline_job *job, const stru
 	pthread_mutex_unlock(&d->lock);
 	log_warn("--request-timeout: %s (unique %llu, node %llu) got no answer from the host "
 		 "within %g s: answered %s; %u host call(s) stuck, at most %u",
-		 fuse_stats_slot_name(job->in.opcode < FUSE_STATS_SLOTS ? job->in.opcode : 0) ?: "request",
-		 (unsigned long long)job->in.unique, (unsigned long long)job->in.nodeid,
+		 job_op_name(job), (unsigned long long)job->in.unique, (unsigned long long)job->in.nodeid,
 		 d->seconds, strerror(-DEADLINE_ERROR), stuck, DEADLINE_STUCK_MAX);
 	return reply_error(req, job->in.unique, DEADLINE_ERROR);
 }
