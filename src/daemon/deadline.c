@@ -398,8 +398,9 @@ static struct deadline_job *job_prepare(struct deadline_worker *dw, const struct
 	if (!job)
 		return NULL;
 	/* Bytes past in.len are never read (fuse_worker_process), and an
-	 * in.len past the chain is refused there as here. */
-	if (in->len < rd_len)
+	 * in.len past the chain, or short of a header, is refused there as
+	 * here; the copy always holds the header. */
+	if (in->len < rd_len && in->len >= sizeof(*in))
 		rd_len = in->len;
 	if (wr_len > dw->d->max_reply)
 		wr_len = dw->d->max_reply;
