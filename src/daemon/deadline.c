@@ -29,6 +29,7 @@ struct deadline {
 	size_t max_reply;
 	pthread_mutex_t lock;       /* the counts, and each job's state */
 	unsigned stuck;
+	bool at_cap;                /* said in the log, until below it again */
 	uint64_t timed_out, refused, returned_late;
 };
 
@@ -271,12 +272,17 @@ static const char *job_op_name(const struct deadline_job *job)
 static unsigned stuck_call_returned(struct deadline *d)
 {
 	unsigned stuck;
+	bool below_cap;
 
 	pthread_mutex_lock(&d->lock);
 	d->stuck--;
 	d->returned_late++;
 	stuck = d->stuck;
+	below_cap = d->at_cap;
+	d->at_cap = false;
 	pthread_mutex_unlock(&d->lock);
+	if (below_cap)
+		log_info("--request-timeout: a stuck host call returned: requests run again");
 	return stuck;
 }
 
@@ -459,11 +465,14 @@ uint32_t deadline_serve(struct deadline_worker *dw, const struct ferry_req *req)
 
 	pthread_mutex_lock(&d->lock);
 	if (d->stuck >= DEADLINE_STUCK_MAX) {
-		if (d->refused++ == 0 || d->refused % 1024 == 0)
-			log_warn("--request-timeout: %u host calls stuck: requests fail at once "
-				 "until one returns (%llu so far)", d->stuck,
-				 (unsigned long long)d->refused);
+		bool newly = !d->at_cap;
+
+		d->refused++;
+		d->at_cap = true;
 		pthread_mutex_unlock(&d->lock);
+		if (newly)
+			log_warn("--request-timeout: %u host calls stuck: requests fail at once "
+				 "until one returns", DEADLINE_STUCK_MAX);
 		return reply_error(req, in.unique, DEADLINE_ERROR);
 	}
 	pthread_mutex_unlock(&d->lock);

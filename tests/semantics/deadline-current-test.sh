@@ -6,8 +6,9 @@
 # backing/. main (ferryfsd defaults) holds guest.sh and the markers by which guest and host take
 # turns: the guest writes data into hung/ and fsyncs it, says ready-1; the host stops the FUSE
 # daemon, says stopped; the guest meets the hang, fills the cap, says ready-2; the host reads the
-# stats, sends SIGCONT, waits for every stuck call to return, says resumed; the guest reads its
-# data back and writes more.
+# stats, tries a live migration (the source must refuse to save while calls are stuck, and the
+# guest run on), sends SIGCONT, waits for every stuck call to return, says resumed; the guest
+# reads its data back and writes more.
 # Oracles: hard-coded expectations (the kernel's "Connection timed out" for each stuck call, its
 # time against the deadline, the bytes written before the stop, "No such file or directory" for
 # a name that never existed once the host answers again), the stats JSON's counts against the
@@ -40,6 +41,10 @@ trap 'kill -CONT $hung_pid 2>/dev/null || true; kill -TERM $hung_pid 2>/dev/null
 
 sem_daemon main "$main"
 sem_daemon dl "$share" --request-timeout="$deadline" --stats-socket="$t/dl.stats"
+# The monitor, for a migration tried while calls are stuck.
+sem_qemu_extra+=(-monitor "unix:$t/mon.sock,server=on,wait=off")
+source "$sem_repo/tests/lib/vring.sh"
+hmp() { vring_hmp "$t/mon.sock" "$@"; }
 
 # stat_field NAME: a field of the dl daemon's request_timeout stats.
 stat_field() {
@@ -63,6 +68,17 @@ host_side() {
     # that the run ends, failing, instead of hanging.
     wait_marker ready-2 240 || echo "the guest was still stuck 240 s after the stop" >"$t/watchdog"
     echo "$(stat_field stuck) $(stat_field timed_out) $(stat_field refused)" >"$t/at-cap"
+    # A live migration now: the source must refuse to save and the guest run on.
+    local st="" out
+    out=$(hmp migrate -d '"exec:cat >/dev/null"' 2>&1) || true
+    for _ in $(seq 240); do
+        st=$(hmp info migrate | sed -n 's/^Migration status: *\([a-z-]*\).*/\1/p' | head -1)
+        case $st in completed | failed | cancelled) break ;; esac
+        sleep 0.25
+    done
+    echo "${st:-none} $out" >"$t/migrate"
+    # Whatever happened, the guest must go on for the rest of the test.
+    [[ $(hmp info status) == *running* ]] || hmp cont >/dev/null || true
     kill -CONT "$hung_pid"
     for _ in $(seq 300); do [[ $(stat_field stuck) == 0 ]] && break; sleep 0.1; done
     echo "$(stat_field stuck) $(stat_field timed_out) $(stat_field returned_late)" >"$t/drained"
@@ -164,6 +180,10 @@ sem_host stats-at-cap "$([[ $cap_stuck == "$cap" && $cap_timed -ge $cap && $cap_
 read -r dr_stuck dr_timed dr_late <"$t/drained" 2>/dev/null || dr_stuck=none
 sem_host stuck-calls-returned "$([[ $dr_stuck == 0 && $dr_late == "$dr_timed" ]] && echo 1)" \
     "after SIGCONT: stuck $dr_stuck, timed out ${dr_timed:-?}, returned ${dr_late:-?}"
+read -r mig_status mig_out <"$t/migrate" 2>/dev/null || mig_status=none
+sem_host migration-refused-while-stuck "$([[ $mig_status == failed ]] &&
+    grep -q 'request-timeout: [0-9]* host system call(s) that timed out have not returned yet' "$t/dl.log" && echo 1)" \
+    "migration $mig_status ${mig_out:-}; $(grep -a -i 'state' "$t/dl.log" | tail -2)"
 sem_host log-says "$(grep -q "got no answer from the host within $deadline s" "$t/dl.log" &&
     grep -q 'returned .* after its deadline' "$t/dl.log" && echo 1)" "$(grep -a request-timeout "$t/dl.log" | tail -3)"
 sem_host backing-bytes "$([[ $(cat "$backing/data-root") == kept-root && $(cat "$backing/data-user") == kept-user &&

@@ -142,7 +142,8 @@ static void test_open_times_out(void)
 	CHECK_MSG(err == -ETIMEDOUT && took >= DEADLINE_S && took < DEADLINE_S + 2,
 		  "an OPEN whose host open hangs gets ETIMEDOUT at the deadline (%d after %.2f s)",
 		  err, took);
-	CHECK_MSG(deadline_stuck(dl) == 1, "one call stuck (%u)", deadline_stuck(dl));
+	/* 0 only on a machine so busy that no thread took the job in time. */
+	CHECK_MSG(deadline_stuck(dl) <= 1, "at most one call stuck (%u)", deadline_stuck(dl));
 	lease_drop(lease);
 	CHECK_MSG(stuck_after(5) == 0, "the stuck OPEN returned once the lease was gone");
 	CHECK_MSG(fd_count() == before, "its fd was released with its dropped reply "
@@ -159,10 +160,16 @@ static void test_cap(void)
 	uint64_t node = lookup("leased");
 	struct deadline_counts c;
 	int before = fd_count(), lease = lease_take("leased"), err;
+	unsigned sent = 0;
 	double took;
 
-	for (unsigned i = 0; i < DEADLINE_STUCK_MAX; i++)
+	/* A job no thread took before its deadline never runs, and is not
+	 * stuck once one takes it: on a busy machine more than the cap may
+	 * be needed to reach it. */
+	while (deadline_stuck(dl) < DEADLINE_STUCK_MAX && sent < 4 * DEADLINE_STUCK_MAX) {
 		serve(FUSE_OPEN, node, &in, sizeof(in), NULL, NULL);
+		sent++;
+	}
 	CHECK_MSG(deadline_stuck(dl) == DEADLINE_STUCK_MAX, "%u calls stuck, the cap (%u)",
 		  DEADLINE_STUCK_MAX, deadline_stuck(dl));
 	err = serve(FUSE_GETATTR, FUSE_ROOT_ID, &(struct fuse_getattr_in){ 0 },
@@ -181,7 +188,7 @@ static void test_cap(void)
 			sizeof(struct fuse_getattr_in), NULL, NULL) == 0,
 		  "below the cap requests are served again");
 	deadline_get_counts(dl, &c);
-	CHECK_MSG(c.timed_out == c.returned_late && c.timed_out == DEADLINE_STUCK_MAX + 1,
+	CHECK_MSG(c.timed_out == c.returned_late && c.timed_out == sent + 1,
 		  "each timed-out call returned (%llu timed out, %llu returned)",
 		  (unsigned long long)c.timed_out, (unsigned long long)c.returned_late);
 }
