@@ -15,14 +15,19 @@
 # cap, and the backing files' bytes on the host.
 #
 # Usage: deadline-current-test.sh   Env: FERRYFSD (default build/ferryfsd)
-# Exit: 0 pass, 1 fail, 77 the current stack cannot be had here.
+#        FERRYFS_DEADLINE_HUNG_DIR and FERRYFS_DEADLINE_HUNG_PID: instead of a host FUSE mount,
+#        hang this empty directory of other storage (bind-mounted on share/hung) by stopping that
+#        process (tests/dfs/gluster-deadline-test.sh: a directory of a GlusterFS volume, its brick)
+# Exit: 0 pass, 1 fail, 77 the current stack cannot be had here, not root, no /dev/fuse.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/lib.sh"
+[[ $(id -u) == 0 ]] || skip "needs root (the storage that hangs is a mount it makes)"
+[[ -c /dev/fuse ]] || skip "/dev/fuse missing"
 sem_init_current deadline-current-test "$0" "$@"
 
 t="$sem_tmp"
-main="$t/main" share="$t/share" backing="$t/backing"
+main="$t/main" share="$t/share" backing="${FERRYFS_DEADLINE_HUNG_DIR:-$t/backing}"
 deadline=2 cap=16
 mkdir -p "$main" "$share"/{hung,work} "$backing"
 printf other >"$share/other"
@@ -31,13 +36,23 @@ chmod -R u+rwX,go+rX "$main" "$share" "$backing"
 
 # The storage that will hang: mounted before the share's daemon starts, so its sandbox (a
 # recursive bind of the share) has it.
-"$sem_ferryfsd" --mount="$share/hung" --shared-dir="$backing" >"$t/hung.log" 2>&1 &
-hung_pid=$!
 sem_umounts+=("$share/hung")
-for _ in $(seq 100); do mountpoint -q "$share/hung" && break; sleep 0.1; done
-mountpoint -q "$share/hung" || { sem_say "FAIL: the host FUSE mount did not come up"; cat "$t/hung.log"; exit 1; }
+if [[ -n ${FERRYFS_DEADLINE_HUNG_DIR:-} ]]; then
+    mount --bind "$backing" "$share/hung"
+    hung_pid=$FERRYFS_DEADLINE_HUNG_PID
+else
+    "$sem_ferryfsd" --mount="$share/hung" --shared-dir="$backing" >"$t/hung.log" 2>&1 &
+    hung_pid=$!
+    for _ in $(seq 100); do mountpoint -q "$share/hung" && break; sleep 0.1; done
+fi
+mountpoint -q "$share/hung" || { sem_say "FAIL: the storage to hang is not mounted"; cat "$t/hung.log" 2>&1; exit 1; }
 # A stopped daemon must not outlive the test, whatever happens.
-trap 'kill -CONT $hung_pid 2>/dev/null || true; kill -TERM $hung_pid 2>/dev/null || true; sem_cleanup' EXIT
+# (Another storage's process is only resumed: its own test ends it.)
+if [[ -n ${FERRYFS_DEADLINE_HUNG_DIR:-} ]]; then
+    trap 'kill -CONT $hung_pid 2>/dev/null || true; sem_cleanup' EXIT
+else
+    trap 'kill -CONT $hung_pid 2>/dev/null || true; kill -TERM $hung_pid 2>/dev/null || true; sem_cleanup' EXIT
+fi
 
 sem_daemon main "$main"
 sem_daemon dl "$share" --request-timeout="$deadline" --stats-socket="$t/dl.stats"
