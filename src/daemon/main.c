@@ -163,7 +163,8 @@ static int begin_serving(const struct ferry_options *o, bool host_fuse,
 static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 		       struct stats_socket *ss, int *ready_fd)
 {
-	struct stats_sources stats_src = { .session = st->session, .backend = st->pt };
+	struct stats_sources stats_src = { .session = st->session, .backend = st->pt,
+					 .deadline = st->deadline };
 	struct stats_server *stats_srv = NULL;
 	struct devfuse_config df_config = {
 		.mountpoint = o->mountpoint,
@@ -186,7 +187,8 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 			"directory)", o->mountpoint, strerror(-ret));
 		goto out;
 	}
-	ret = devfuse_new(&df, &df_config, &daemon_service, st);
+	ret = devfuse_new(&df, &df_config,
+			  st->deadline ? &daemon_service_deadline : &daemon_service, st);
 	if (ret) {
 		log_err("host FUSE transport: %s", strerror(-ret));
 		goto out;
@@ -240,7 +242,8 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 			    struct stats_socket *ss, struct vu_listener *l,
 			    int *ready_fd)
 {
-	struct stats_sources stats_src = { .session = st->session, .backend = st->pt };
+	struct stats_sources stats_src = { .session = st->session, .backend = st->pt,
+					 .deadline = st->deadline };
 	struct stats_server *stats_srv = NULL;
 	struct vu_fs_config vu_config = {
 		.tag = o->tag,
@@ -266,7 +269,8 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 		log_info("--queue-cpus: hiprio and helper threads on CPU %s",
 			 cpu_set_format(&helpers, cpus, sizeof(cpus)));
 	}
-	ret = vu_dev_new(&dev, &vu_config, &daemon_service_migratable, st);
+	ret = vu_dev_new(&dev, &vu_config, st->deadline ? &daemon_service_deadline_migratable :
+			 &daemon_service_migratable, st);
 	if (ret) {
 		log_err("vhost-user device: %s", strerror(-ret));
 		goto out_listen;
@@ -407,6 +411,27 @@ static void log_no_file_handles(const struct ferry_options *o)
 			 "is named by -o source=): every inode keeps an O_PATH fd");
 }
 
+/* --request-timeout: the deadline for requests, before any worker starts. */
+static int start_deadline(const struct ferry_options *o, struct daemon_state *st)
+{
+	/* The largest reply: max_write bytes of a READ or READDIR, or an
+	 * xattr's value or list (at most 64 KiB in Linux), and headers. */
+	size_t max_reply = (FERRY_MAX_WRITE > 65536 ? FERRY_MAX_WRITE : 65536) + 4096;
+	int ret;
+
+	if (o->request_timeout <= 0)
+		return 0;
+	ret = deadline_new(&st->deadline, o->request_timeout, st->session, max_reply);
+	if (ret) {
+		log_err("--request-timeout: %s", strerror(-ret));
+		return ret;
+	}
+	log_info("--request-timeout: requests that reach the host's storage are answered "
+		 "ETIMEDOUT after %g s; at most %u host calls left stuck",
+		 o->request_timeout, DEADLINE_STUCK_MAX);
+	return 0;
+}
+
 static int serve(const struct ferry_options *o)
 {
 	struct passthrough_opts pt_opts;
@@ -510,12 +535,20 @@ static int serve(const struct ferry_options *o)
 		log_err("FUSE session: %s", strerror(-ret));
 		goto out_pt;
 	}
+	ret = start_deadline(o, &st);
+	if (ret)
+		goto out_session;
 
 	if (o->mountpoint)
 		ret = serve_mount(o, &st, &ss, &ready_fd);
 	else
 		ret = serve_vhost_user(o, &st, &ss, &listener, &ready_fd);
 
+	/* Calls still stuck use the session and the backend: the exit frees
+	 * them. */
+	if (deadline_free(st.deadline))
+		goto out_listen;
+out_session:
 	fuse_server_free(st.session);
 out_pt:
 	passthrough_free(pt);

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,6 +114,24 @@ static int parse_queue_cpus(const struct opt_use *use, void *field, const char *
 
 	return cpu_list_parse(val, field, why, sizeof(why)) ?
 	       refused_value(use, use->label, val, why) : 0;
+}
+
+/* --request-timeout: a positive number of seconds, fractions allowed, up
+ * to a day (a deadline longer than that protects from nothing). */
+static int parse_request_timeout(const struct opt_use *use, void *field, const char *val)
+{
+	double *seconds = field;
+	char *end;
+
+	errno = 0;
+	*seconds = strtod(val, &end);
+	if (!*val || *end || errno || !isfinite(*seconds))
+		return refused_value(use, use->label, val, "expected a number of seconds, "
+				     "such as 30 or 2.5");
+	if (*seconds < 0.001 || *seconds > 86400)
+		return refused_value(use, use->label, val, "the deadline must be at least "
+				     "0.001 and at most 86400 seconds (leave the option out for none)");
+	return 0;
 }
 
 /* A --read-only or --hide PATH: its syntax now; that it exists inside the share is

@@ -1,6 +1,8 @@
 /* The one adapter between a transport and the FUSE session: each worker gets a FUSE worker, its requests go to it. */
 #include "daemon/service.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -63,10 +65,58 @@ static void client_reset(void *opaque)
 
 const struct ferry_service daemon_service = { SESSION_WORKERS };
 
+/* --request-timeout: the worker's context is its deadline side, which
+ * holds its FUSE worker. */
+static void *deadline_start(void *opaque, unsigned worker_index)
+{
+	struct daemon_state *st = opaque;
+	struct deadline_worker *dw;
+	int ret = deadline_worker_new(st->deadline, &dw);
+
+	if (ret) {
+		log_err("worker %u: no FUSE worker: %s", worker_index, strerror(-ret));
+		return NULL;
+	}
+	return dw;
+}
+
+static void deadline_stop(void *opaque, unsigned worker_index, void *ctx)
+{
+	(void)opaque;
+	(void)worker_index;
+	deadline_worker_free(ctx);
+}
+
+static uint32_t deadline_worker_serve(void *ctx, const struct ferry_req *req)
+{
+	return deadline_serve(ctx, req);
+}
+
+static void deadline_cancel(void *ctx)
+{
+	fuse_worker_cancel_deferred(deadline_worker_fuse(ctx));
+}
+
+#define DEADLINE_WORKERS \
+	.start = deadline_start, .stop = deadline_stop, .serve = deadline_worker_serve, \
+	.cancel = deadline_cancel, .reset = client_reset
+
+const struct ferry_service daemon_service_deadline = { DEADLINE_WORKERS };
+
 static int save_state(void *opaque, int fd, char *reason, size_t reason_size)
 {
 	struct daemon_state *st = opaque;
+	unsigned stuck = st->deadline ? deadline_stuck(st->deadline) : 0;
 
+	/* A stuck call may still change the tables once its host call returns
+	 * (it gives back what its dropped reply took), so they cannot be
+	 * saved as they will be. */
+	if (stuck) {
+		snprintf(reason, reason_size, "--request-timeout: %u host system call(s) that "
+			 "timed out have not returned yet; migrate once the host's storage "
+			 "answers again", stuck);
+		return -EBUSY;
+	}
 	return migration_save(st->session, st->pt, &st->mig, fd, reason, reason_size);
 }
 
@@ -81,6 +131,12 @@ static int load_state(void *opaque, int fd, char *reason, size_t reason_size)
  * which cannot move it. */
 const struct ferry_service daemon_service_migratable = {
 	SESSION_WORKERS,
+	.save_state = save_state,
+	.load_state = load_state,
+};
+
+const struct ferry_service daemon_service_deadline_migratable = {
+	DEADLINE_WORKERS,
 	.save_state = save_state,
 	.load_state = load_state,
 };

@@ -16,6 +16,7 @@
 #include "common/fd_io.h"
 #include "common/log.h"
 #include "common/unix_socket.h"
+#include "daemon/deadline.h"
 #include "protocol/fuse_server.h"
 #include "transport/devfuse.h"
 #include "transport/vhost_user.h"
@@ -34,6 +35,8 @@ struct stats_snapshot {
 	struct vu_thread_placement threads[STATS_MAX_QUEUES];
 	bool has_devfuse;
 	struct devfuse_stats devfuse;
+	bool has_deadline;
+	struct deadline_counts deadline;
 	uint64_t requests, errors;   /* over all opcodes */
 	bool has_quota;
 	struct quota_usage quota;
@@ -71,6 +74,10 @@ static int snapshot_take(const struct stats_sources *src, struct stats_snapshot 
 	if (src->devfuse) {
 		snap->has_devfuse = true;
 		devfuse_stats_snapshot(src->devfuse, &snap->devfuse);
+	}
+	if (src->deadline) {
+		snap->has_deadline = true;
+		deadline_get_counts(src->deadline, &snap->deadline);
 	}
 	*out = snap;
 	return 0;
@@ -195,6 +202,16 @@ static void report_json(const struct stats_snapshot *s, FILE *out)
 			fprintf(out, "%s\"%s\":%llu", i ? "," : "", quota_figure_names[i], v[i]);
 		fputc('}', out);
 	}
+	/* null without --request-timeout. */
+	if (s->has_deadline)
+		fprintf(out, ",\"request_timeout\":{\"seconds\":%g,\"stuck\":%u,\"stuck_max\":%u,"
+			"\"timed_out\":%llu,\"refused\":%llu,\"returned_late\":%llu}",
+			s->deadline.seconds, s->deadline.stuck, s->deadline.stuck_max,
+			(unsigned long long)s->deadline.timed_out,
+			(unsigned long long)s->deadline.refused,
+			(unsigned long long)s->deadline.returned_late);
+	else
+		fputs(",\"request_timeout\":null", out);
 	fputs("}\n", out);
 }
 
@@ -270,6 +287,13 @@ static void report_table(const struct stats_snapshot *s, FILE *out)
 			"none); %llu changes refused; tree measured %llu times\n",
 			v[1], v[0], v[3], v[2], v[5], v[4]);
 	}
+	if (s->has_deadline)
+		fprintf(out, "request timeout %g s: %llu timed out, %u host call(s) stuck now "
+			"(at most %u), %llu refused at the cap, %llu returned late\n",
+			s->deadline.seconds, (unsigned long long)s->deadline.timed_out,
+			s->deadline.stuck, s->deadline.stuck_max,
+			(unsigned long long)s->deadline.refused,
+			(unsigned long long)s->deadline.returned_late);
 }
 
 int stats_report(const struct stats_sources *src, bool json, FILE *out)

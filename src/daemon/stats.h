@@ -9,6 +9,7 @@ struct fuse_server;
 struct vu_dev;
 struct devfuse;
 struct passthrough;
+struct deadline;
 
 /* Where the counters come from: the session and exactly one transport. */
 struct stats_sources {
@@ -16,6 +17,7 @@ struct stats_sources {
 	struct vu_dev *vu_dev;
 	struct devfuse *devfuse;
 	struct passthrough *backend;   /* its quota, if any; may be NULL */
+	struct deadline *deadline;   /* --request-timeout; NULL without it */
 };
 
 /* Writes the report as an aligned text table or as one JSON object. */

@@ -60,6 +60,12 @@ static const struct refusal refused[] = {
 	{ "--translate-uid=forbid-guest:1:2:3", NULL,
 	  "forbid-guest takes FROM:COUNT only" },
 	{ "--uid-map=0:100000:65536", "--uid-map", "--uid-map needs the colons" },
+	{ "--request-timeout=0", "at least 0.001", "--request-timeout=0 refused" },
+	{ "--request-timeout=-2", "at least 0.001", "negative --request-timeout refused" },
+	{ "--request-timeout=5s", "a number of seconds", "--request-timeout=5s refused" },
+	{ "--request-timeout=nan", "a number of seconds", "--request-timeout=nan refused" },
+	{ "--request-timeout=", "a number of seconds", "empty --request-timeout refused" },
+	{ "--request-timeout=86401", "at most 86400", "--request-timeout over a day refused" },
 };
 
 int main(void)
@@ -67,6 +73,12 @@ int main(void)
 	struct ferry_options o;
 	char err[512];
 	int ret;
+
+	ret = parse(&o, err, sizeof(err), "--socket-path=/tmp/s", "--shared-dir=/srv",
+		    "--request-timeout=0.25", NULL);
+	CHECK_MSG(ret == 0 && o.request_timeout == 0.25, "--request-timeout=0.25 accepted: %s", err);
+	ret = parse(&o, err, sizeof(err), "--socket-path=/tmp/s", "--shared-dir=/srv", NULL);
+	CHECK_MSG(ret == 0 && o.request_timeout == 0, "no deadline by default: %s", err);
 
 	ret = parse(&o, err, sizeof(err), "--socket-path=/tmp/s", "--shared-dir",
 		    "/srv", "--cache", "never", "--xattr", "--tag=myfs",

@@ -44,6 +44,7 @@ static const char *sample_value(const struct opt_row *r)
 		{ "uid-map", ":0:100000:65536:" }, { "gid-map", ":0:100000:65536:" },
 		{ "queue-cpus", "0" },
 		{ "add-dir", "data,ro:/srv/data" },
+		{ "request-timeout", "2.5" },
 	};
 
 	switch (r->kind) {
