@@ -145,7 +145,7 @@ sem_boot_guest_sh 600
 # 36 checks as root and as the user. (A LOOKUP of '..' from the guest's export operations
 # needs a handle of a directory whose inode the guest dropped, and then forgot to the daemon,
 # which answers such a handle ESTALE: test_added_dirs sends those LOOKUPs itself.)
-sem_host all-guest-checks-ran "$((sem_passed == 72))" "$sem_passed of 72 guest checks passed"
+sem_all_guest_checks 72
 sem_host tm-file-system "1" "tm: $tm_fs"
 sem_host ro-unchanged "$([[ $ro_before == "$(ro_sum)" ]] && echo 1)" "rodir changed on the host"
 sem_host mv-copied "$([[ $(cat "$ms/moved-root") == mv-root && $(cat "$ms/moved-user") == mv-user &&

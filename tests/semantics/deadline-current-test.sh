@@ -176,18 +176,12 @@ works other-after user "[ \"\$(cat $D/other)\" = other ]"
 exit 0
 GUEST
 } >"$main/guest.sh"
-chmod 755 "$main/guest.sh"
 
 host_side &
-host_pid=$!
-sem_boot 900
-kill "$host_pid" 2>/dev/null || true
-wait "$host_pid" 2>/dev/null || true
-echo "$sem_out" | sed 's/^/  guest: /'
-n="$(grep -c '^CHECK .* PASS$' <<<"$sem_out" || true)"
+sem_boot_guest_sh 900 $!
 # 2 writes, 4 stuck calls and their times, 4 other-share checks each as root and user, the cap,
 # 7 after the resume.
-sem_host all-guest-checks-ran "$((n == 26))" "$n of 26 guest checks passed"
+sem_all_guest_checks 26
 sem_host no-watchdog "$([[ ! -e $t/watchdog ]] && echo 1)" "$(cat "$t/watchdog" 2>/dev/null)"
 read -r cap_stuck cap_timed cap_refused <"$t/at-cap" 2>/dev/null || cap_stuck=none
 sem_host stats-at-cap "$([[ $cap_stuck == "$cap" && $cap_timed -ge $cap && $cap_refused -ge 1 ]] && echo 1)" \

@@ -113,13 +113,24 @@ sem_boot() {
     done
 }
 
-# sem_boot_guest_sh TIMEOUT: sem_boot of the guest.sh the test wrote into the main share, with
+# sem_boot_guest_sh TIMEOUT [HELPER_PID]: sem_boot of the guest.sh the test wrote into the main share, with
 # the guest's CHECK lines shown; sets sem_passed (how many passed).
 sem_boot_guest_sh() {
     chmod 755 "$sem_main/guest.sh"
     sem_boot "$1"
+    # A host-side helper that ran beside the guest (its pid, HELPER_PID) ends with it.
+    if [[ -n ${2:-} ]]; then
+        kill "$2" 2>/dev/null || true
+        wait "$2" 2>/dev/null || true
+    fi
     echo "$sem_out" | sed 's/^/  guest: /'
     sem_passed="$(grep -c '^CHECK .* PASS$' <<<"$sem_out" || true)"
+}
+
+# sem_all_guest_checks N: after sem_boot_guest_sh, all N guest checks must have passed (a check
+# the guest never reached counts as failed too).
+sem_all_guest_checks() {
+    sem_host all-guest-checks-ran "$((sem_passed == $1))" "$sem_passed of $1 guest checks passed"
 }
 
 # sem_expect NAME...: each guest check must have passed.

@@ -122,15 +122,10 @@ echo "USAGE $(($1 * $2 - $3 * $2)) $(($4 - $5))"
 exit 0
 GUEST
 } >"$main/guest.sh"
-chmod 755 "$main/guest.sh"
 
-sem_boot 600
-kill "$host_helper" 2>/dev/null || true
-wait "$host_helper" 2>/dev/null || true
-echo "$sem_out" | sed 's/^/  guest: /'
-n="$(grep -c '^CHECK .* PASS$' <<<"$sem_out" || true)"
+sem_boot_guest_sh 600 "$host_helper"
 # 2 for df's totals, 11 as root and 11 as the user, 1 for the host's file.
-sem_host all-guest-checks-ran "$((n == 25))" "$n of 25 guest checks passed"
+sem_all_guest_checks 25
 
 read -r tree_bytes tree_inodes < <(tree_usage)
 guest_usage="$(tr -d '\r' <"$sem_tmp/console.log" | sed -n 's/^USAGE //p' | tail -1)"
