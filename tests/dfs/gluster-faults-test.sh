@@ -21,9 +21,9 @@
 #        (163 s for the whole test under meson test) and 225 s.
 set -euo pipefail
 source "$(dirname "$0")/../lib/guest.sh"
-source "$lib_dir/gluster.sh"
+source "$lib_dir/dfs.sh"
 gluster_need
-gluster_guest_prepare  # guest_prepare: ferryfsd built, or FAIL
+dfs_guest_prepare  # guest_prepare: ferryfsd built, or FAIL
 export FERRYFSD="$ferryfsd" FERRYFS_REBOOTS="${FERRYFS_REBOOTS:-4}"
 read -r -a faults <<<"${FERRYFS_GLUSTER_FAULTS:-disconnect fsync-durability reboot-loop rlimit-nofile sigterm-drain}"
 make_tmp

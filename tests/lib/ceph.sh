@@ -12,15 +12,21 @@
 # unmounts, then ends exactly those pids and the holder, and is registered as a cleanup.
 #
 #   ceph_need             skips (77) when root, /dev/fuse or a Ceph package is missing
-#   ceph_start            the cluster, one CephFS (pools of size 1), mounted at $ceph_a and
-#                         $ceph_b; says how long it took
+#   ceph_start [ARGS...]  the cluster, one CephFS (pools of size 1), mounted at $ceph_a and
+#                         $ceph_b (ceph-fuse ARGS for both); says how long it took ($ceph_ready_secs)
 #   ceph_mount DIR [OPTS] one more ceph-fuse mount of the fs (another "host"); OPTS are extra
 #                         ceph-fuse arguments (e.g. --client_acl_type=posix_acl)
 #   ceph_ns CMD...        runs CMD in the cluster's network namespace (the `ceph` CLI)
+#   ceph_attach           in a part run by tests/dfs/ceph-test.sh: the cluster it started
+#                         (FERRYFS_CEPH_HOLDER, FERRYFS_CEPH_DIR), $ceph_a and $ceph_b; ceph_stop
+#                         then removes only this process's own mounts
+#   ceph_export           sets those two for the parts, after ceph_start
 #   ceph_stop             tears it all down (idempotent)
 #   ceph_osd_pid, ceph_mds_pid, ceph_mon_pid   the daemons' pids (a fault test stops and resumes them)
 
 ceph_holder=""
+ceph_attached=0
+ceph_dir=""
 ceph_pids=()
 ceph_mounts=()
 ceph_enter=()
@@ -89,7 +95,7 @@ EOF
 ceph_daemon() {
     local name=$1
     shift
-    "${ceph_enter[@]}" "$@" >>"$tmp/ceph/log/$name.out" 2>&1 &
+    "${ceph_enter[@]}" "$@" >>"$ceph_dir/log/$name.out" 2>&1 &
     ceph_pids+=("$!")
     [[ $name == *-* ]] || printf -v "ceph_${name}_pid" %s "$!"
 }
@@ -103,12 +109,13 @@ ceph_wait() {
         ceph_ns "$@" >/dev/null 2>&1 && return 0
         sleep 1
     done
-    die "Ceph: $what not within $secs s (logs in $tmp/ceph/log)"
+    die "Ceph: $what not within $secs s (logs in $ceph_dir/log)"
 }
 
 ceph_start() {
     ceph_need
     local c="$tmp/ceph" t0=$SECONDS fsid i uuid
+    ceph_dir=$c
     mkdir -p "$c/run" "$c/log" "$c/crash" "$c/mon/ceph-a" "$c/mgr/ceph-x" "$c/osd/ceph-0" "$c/mds/ceph-a" "$c/a" "$c/b"
     # The OSD's 8 GiB block file is sparse, but kept with the logs it would be 8 GiB to copy.
     tmp_drop+=("$c/osd")
@@ -149,10 +156,10 @@ ceph_start() {
     ceph_daemon mds ceph-mds -f -i a
     ceph_wait 90 "an active MDS" bash -c 'ceph mds stat | grep -q "up:active"'
     ceph_a="$c/a" ceph_b="$c/b"
-    ceph_mount "$ceph_a"
-    ceph_mount "$ceph_b"
+    ceph_mount "$ceph_a" "$@"
+    ceph_mount "$ceph_b" "$@"
     ceph_ready_secs=$((SECONDS - t0))
-    say "ceph $(ceph-fuse --version 2>/dev/null | awk '{print $3}'): fs $ceph_fs mounted twice (ceph-fuse) in $ceph_ready_secs s"
+    say "ceph $(ceph-fuse --version 2>/dev/null | awk '{print $3}'): fs $ceph_fs mounted twice (ceph-fuse${*:+ $*}) in $ceph_ready_secs s"
 }
 
 # ceph_mount DIR [ARGS...]: a ceph-fuse mount of the fs at DIR, in the host's mount namespace.
@@ -160,16 +167,31 @@ ceph_mount() {
     local dir=$1 i
     shift
     mkdir -p "$dir"
-    local name="fuse-$(basename "$dir")"
-    ceph_daemon "$name" ceph-fuse -f --log-file="$tmp/ceph/log/$name.log" \
-        --admin-socket="$tmp/ceph/run/$name.asok" "$@" "$dir"
+    local name="fuse-$(basename "$dir")-$$"
+    ceph_daemon "$name" ceph-fuse -f --log-file="$ceph_dir/log/$name.log" \
+        --admin-socket="$ceph_dir/run/$name.asok" "$@" "$dir"
     ceph_mounts+=("$dir")
     for ((i = 0; i < 300; i++)); do
         awk -v m="$dir" '$5 == m { f = 1 } END { exit !f }' /proc/self/mountinfo && return 0
         kill -0 "${ceph_pids[-1]}" 2>/dev/null || break
         sleep 0.1
     done
-    die "Ceph: ceph-fuse did not mount $dir: $(tail -3 "$tmp/ceph/log/fuse-$(basename "$dir").out")"
+    die "Ceph: ceph-fuse did not mount $dir: $(tail -3 "$ceph_dir/log/$name.out")"
+}
+
+ceph_export() {
+    export FERRYFS_DFS=ceph FERRYFS_CEPH_HOLDER=$ceph_holder FERRYFS_CEPH_DIR=$ceph_dir
+}
+
+ceph_attach() {
+    ceph_need
+    [[ -n ${FERRYFS_CEPH_HOLDER:-} && -f ${FERRYFS_CEPH_DIR:-}/ceph.conf ]] ||
+        die "FERRYFS_DFS=ceph: no cluster given (tests/dfs/ceph-test.sh runs this with one)"
+    kill -0 "$FERRYFS_CEPH_HOLDER" 2>/dev/null || die "FERRYFS_DFS=ceph: the cluster's namespace is gone"
+    ceph_holder=$FERRYFS_CEPH_HOLDER ceph_dir=$FERRYFS_CEPH_DIR ceph_attached=1
+    ceph_enter=(nsenter --target "$ceph_holder" --net -- env CEPH_CONF="$ceph_dir/ceph.conf")
+    ceph_a="$ceph_dir/a" ceph_b="$ceph_dir/b"
+    cleanup_cmds+=('ceph_stop')
 }
 
 # ceph_any_running: one of the started processes has not exited (a zombie, not reaped yet, has).
@@ -196,6 +218,6 @@ ceph_stop() {
     done
     for p in "${ceph_pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
     for p in "${ceph_pids[@]}"; do wait "$p" 2>/dev/null || true; done
-    kill -KILL "$ceph_holder" 2>/dev/null || true
+    ((ceph_attached)) || kill -KILL "$ceph_holder" 2>/dev/null || true
     ceph_pids=() ceph_mounts=() ceph_enter=() ceph_holder=""
 }
