@@ -28,10 +28,10 @@ need_built "$ferryfsd"
 dfs_guest_prepare
 export FERRYFSD="$ferryfsd" FERRYFS_GLUSTER_MOUNT_OPTS="${FERRYFS_GLUSTER_MOUNT_OPTS-acl}"
 known="$here/$dfs_kind-semantics-known-differences"
-dfs_results="$tmp/results"
 read -r -a parts <<<"${FERRYFS_GLUSTER_PARTS:-locks xattr}"
 make_tmp
 : >"$tmp/results"
+dfs_results="$tmp/results"
 say "stack $guest_stack, guest $guest_dir"
 dfs_start
 a=$dfs_a b=$dfs_b
