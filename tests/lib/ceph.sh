@@ -28,6 +28,7 @@ ceph_holder=""
 ceph_attached=0
 ceph_dir=""
 ceph_pids=()
+ceph_fuse_pids=()
 ceph_mounts=()
 ceph_enter=()
 ceph_fs=ferryfs
@@ -171,6 +172,7 @@ ceph_mount() {
     ceph_daemon "$name" ceph-fuse -f --log-file="$ceph_dir/log/$name.log" \
         --admin-socket="$ceph_dir/run/$name.asok" "$@" "$dir"
     ceph_mounts+=("$dir")
+    ceph_fuse_pids+=("${ceph_pids[-1]}")
     for ((i = 0; i < 300; i++)); do
         awk -v m="$dir" '$5 == m { f = 1 } END { exit !f }' /proc/self/mountinfo && return 0
         kill -0 "${ceph_pids[-1]}" 2>/dev/null || break
@@ -194,10 +196,10 @@ ceph_attach() {
     cleanup_cmds+=('ceph_stop')
 }
 
-# ceph_any_running: one of the started processes has not exited (a zombie, not reaped yet, has).
+# ceph_any_running PID...: one of them has not exited (a zombie, not reaped yet, has).
 ceph_any_running() {
     local p st
-    for p in "${ceph_pids[@]}"; do
+    for p; do
         st=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f1)
         [[ -n $st && $st != Z ]] && return 0
     done
@@ -210,14 +212,19 @@ ceph_stop() {
     for m in "${ceph_mounts[@]}"; do
         umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
     done
-    # ceph-fuse mounts first (above), then the daemons in the reverse order of their start.
+    # A ceph-fuse ends once unmounted, after closing its MDS session: given 5 s for that while
+    # the MDS still runs; then the daemons, in the reverse order of their start.
+    for ((i = 0; i < 50; i++)); do
+        ceph_any_running "${ceph_fuse_pids[@]}" || break
+        sleep 0.1
+    done
     for ((i = ${#ceph_pids[@]} - 1; i >= 0; i--)); do kill -TERM "${ceph_pids[i]}" 2>/dev/null || true; done
     for ((i = 0; i < 100; i++)); do
-        ceph_any_running || break
+        ceph_any_running "${ceph_pids[@]}" || break
         sleep 0.1
     done
     for p in "${ceph_pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
     for p in "${ceph_pids[@]}"; do wait "$p" 2>/dev/null || true; done
     ((ceph_attached)) || kill -KILL "$ceph_holder" 2>/dev/null || true
-    ceph_pids=() ceph_mounts=() ceph_enter=() ceph_holder=""
+    ceph_pids=() ceph_fuse_pids=() ceph_mounts=() ceph_enter=() ceph_holder=""
 }
