@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# make check (suite dfs): CephFS under the share: a one-node Ceph cluster brought up once (tests/lib/ceph.sh), mounted twice with ceph-fuse, and on it the parts the GlusterFS tests run (basics, fsops with ESTALE, semantics, two hosts), each a gluster-PART-test.sh with FERRYFS_DFS=ceph.
+# make check (suite dfs): CephFS under the share: a one-node Ceph cluster brought up once (tests/lib/ceph.sh), mounted twice with ceph-fuse, and on it the parts the GlusterFS tests run (basics, fsops with ESTALE, semantics, two hosts), each a gluster-PART-test.sh with FERRYFS_DFS=ceph, and the servers stopped under a writing guest (ceph-server-stop.sh).
 #
 # Usage: ceph-test.sh                Env: FERRYFSD, FERRYFS_E2E_KEEP=1, FERRYFS_E2E_TIMEOUT
-#        FERRYFS_CEPH_PARTS="basics fsops semantics twohosts"  the parts, in that order
+#        FERRYFS_CEPH_PARTS="basics fsops semantics twohosts server-stop"  the parts, in that order
+#                                  (PART: gluster-PART-test.sh, or ceph-PART.sh); with
+#                                  FERRYFS_CHECK_LONG=1 (make check-long) also "faults", the five
+#                                  fault tests of gluster-faults-test.sh (minutes, and they find on
+#                                  CephFS what they find on GlusterFS)
 #        FERRYFS_CEPH_MOUNT_ARGS="--client_acl_type=posix_acl"  ceph-fuse arguments of mounts A and
 #                                  B (POSIX ACLs on, as the gluster tests mount with -o acl; the
 #                                  semantics part checks a third mount without it)
@@ -16,13 +20,18 @@
 # Exit:  0 every part passed; 1 one failed, or the cluster did not come up; 77 not root, /dev/fuse
 #        or a Ceph package missing (scripts/deps.sh installs them), or a part skipped (its SKIP line
 #        repeated; none failed).
-# Time:  the cluster 10-30 s, then the parts' guests (docs/distributed.md, "CephFS").
+# Time:  about 2 min (the cluster 10-14 s, the parts 1-35 s each, the teardown ~8 s), and the part
+#        faults with make check-long (docs/distributed.md, "CephFS").
 set -euo pipefail
 source "$(dirname "$0")/../lib/guest.sh"
 source "$lib_dir/ceph.sh"
 ceph_need
 need_built "$ferryfsd"
-read -r -a parts <<<"${FERRYFS_CEPH_PARTS:-basics fsops semantics twohosts}"
+default_parts="basics fsops semantics twohosts server-stop"
+[[ ${FERRYFS_CHECK_LONG:-} != 1 ]] || default_parts+=" faults"
+read -r -a parts <<<"${FERRYFS_CEPH_PARTS:-$default_parts}"
+[[ -n ${FERRYFS_CEPH_PARTS:-} || ${FERRYFS_CHECK_LONG:-} == 1 ]] ||
+    say "part faults (the five fault tests on CephFS) left out: make check-long runs it"
 make_tmp
 read -r -a mount_args <<<"${FERRYFS_CEPH_MOUNT_ARGS---client_acl_type=posix_acl}"
 ceph_start "${mount_args[@]}"
@@ -32,7 +41,8 @@ export FERRYFSD="$ferryfsd"
 skipped=()
 for part in "${parts[@]}"; do
     script="$here/gluster-$part-test.sh"
-    [[ -x $script ]] || die "no part $part ($script)"
+    [[ -x $script ]] || script="$here/ceph-$part.sh"
+    [[ -x $script ]] || die "no part $part (gluster-$part-test.sh or ceph-$part.sh in $here)"
     t0=$SECONDS rc=0
     "$script" >"$tmp/$part.out" 2>&1 </dev/null || rc=$?
     say "part $part: exit $rc in $((SECONDS - t0)) s"

@@ -20,9 +20,10 @@
 #   ceph_attach           in a part run by tests/dfs/ceph-test.sh: the cluster it started
 #                         (FERRYFS_CEPH_HOLDER, FERRYFS_CEPH_DIR), $ceph_a and $ceph_b; ceph_stop
 #                         then removes only this process's own mounts
-#   ceph_export           sets those two for the parts, after ceph_start
+#   ceph_export           sets those two (and FERRYFS_CEPH_PIDS) for the parts, after ceph_start
 #   ceph_stop             tears it all down (idempotent)
-#   ceph_osd_pid, ceph_mds_pid, ceph_mon_pid   the daemons' pids (a fault test stops and resumes them)
+#   ceph_mon_pid, ceph_mgr_pid, ceph_osd_pid, ceph_mds_pid   the daemons' pids (a fault test
+#                         stops and resumes them; attached, from FERRYFS_CEPH_PIDS)
 
 ceph_holder=""
 ceph_attached=0
@@ -168,7 +169,8 @@ ceph_mount() {
     local dir=$1 i
     shift
     mkdir -p "$dir"
-    local name="fuse-$(basename "$dir")-$$"
+    local name
+    name="fuse-$(basename "$dir")-$$"
     ceph_daemon "$name" ceph-fuse -f --log-file="$ceph_dir/log/$name.log" \
         --admin-socket="$ceph_dir/run/$name.asok" "$@" "$dir"
     ceph_mounts+=("$dir")
@@ -182,7 +184,8 @@ ceph_mount() {
 }
 
 ceph_export() {
-    export FERRYFS_DFS=ceph FERRYFS_CEPH_HOLDER=$ceph_holder FERRYFS_CEPH_DIR=$ceph_dir
+    export FERRYFS_DFS=ceph FERRYFS_CEPH_HOLDER=$ceph_holder FERRYFS_CEPH_DIR=$ceph_dir \
+        FERRYFS_CEPH_PIDS="mon=$ceph_mon_pid mgr=$ceph_mgr_pid osd=$ceph_osd_pid mds=$ceph_mds_pid"
 }
 
 ceph_attach() {
@@ -193,16 +196,15 @@ ceph_attach() {
     ceph_holder=$FERRYFS_CEPH_HOLDER ceph_dir=$FERRYFS_CEPH_DIR ceph_attached=1
     ceph_enter=(nsenter --target "$ceph_holder" --net -- env CEPH_CONF="$ceph_dir/ceph.conf")
     ceph_a="$ceph_dir/a" ceph_b="$ceph_dir/b"
+    local kv
+    for kv in ${FERRYFS_CEPH_PIDS:-}; do printf -v "ceph_${kv%%=*}_pid" %s "${kv#*=}"; done
     cleanup_cmds+=('ceph_stop')
 }
 
-# ceph_any_running PID...: one of them has not exited (a zombie, not reaped yet, has).
+# ceph_any_running PID...: one of them has not exited (common.sh's daemon_alive).
 ceph_any_running() {
-    local p st
-    for p; do
-        st=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f1)
-        [[ -n $st && $st != Z ]] && return 0
-    done
+    local p
+    for p; do daemon_alive "$p" && return 0; done
     return 1
 }
 
