@@ -56,6 +56,9 @@ ceph_conf() {
 fsid = $2
 mon host = [v2:127.0.0.1:3300,v1:127.0.0.1:6789]
 public addr = 127.0.0.1
+cluster addr = 127.0.0.1
+public network = 127.0.0.0/8
+cluster network = 127.0.0.0/8
 ms bind ipv6 = false
 auth cluster required = none
 auth service required = none
@@ -118,7 +121,7 @@ ceph_wait() {
 
 ceph_start() {
     ceph_need
-    local c="$tmp/ceph" t0=$SECONDS fsid i uuid
+    local c="$tmp/ceph" t0=$SECONDS fsid i uuid p
     ceph_dir=$c
     mkdir -p "$c/run" "$c/log" "$c/crash" "$c/mon/ceph-a" "$c/mgr/ceph-x" "$c/osd/ceph-0" "$c/mds/ceph-a" "$c/a" "$c/b"
     # The OSD's 8 GiB block file is sparse, but kept with the logs it would be 8 GiB to copy.
