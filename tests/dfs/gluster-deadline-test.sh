@@ -2,16 +2,16 @@
 # make check (suite dfs): --request-timeout with a GlusterFS brick that stops answering: tests/semantics/deadline-current-test.sh with its hung storage a directory of the volume, hung by SIGSTOP of the brick process (glusterfsd) under the running guest, then SIGCONT.
 #
 # Usage: gluster-deadline-test.sh    Env: FERRYFSD, FERRYFS_E2E_KEEP=1
-# The volume (tests/lib/gluster.sh) gets network.ping-timeout 600 and a fresh mount that has it:
+# The volume (tests/lib/gluster.sh, through tests/lib/dfs.sh) gets network.ping-timeout 600 and a fresh mount that has it:
 # with the default 42 s the client would declare the brick gone during the guest's part and fail
 # the calls itself (ENOTCONN), and the hang would end before the test is done with it. Every check
 # of the deadline test holds on the volume as on the host FUSE mount.
 # Exit:  0 pass; 1 fail; 77 not root, glusterfs packages missing, or no current stack.
 set -euo pipefail
 source "$(dirname "$0")/../lib/guest.sh"
-source "$lib_dir/gluster.sh"
-gluster_need
-gluster_guest_prepare
+source "$lib_dir/dfs.sh"
+dfs_need
+dfs_guest_prepare
 export FERRYFSD="$ferryfsd"
 make_tmp
 gluster_start
