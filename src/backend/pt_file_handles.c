@@ -104,7 +104,7 @@ static int probe_mount(struct passthrough *pt, int fd, struct file_handle *fh,
 	if (ret < 0)
 		return ret;
 	if (ret) {
-		*why = "a FUSE mount: its handles go stale once the host kernel forgets the inode";
+		*why = "a FUSE mount: its handles may go stale once the host kernel forgets the inode (GlusterFS's do)";
 		return -EOPNOTSUPP;
 	}
 	/* open_by_handle_at() refuses an O_PATH mount_fd (EBADF). Only
