@@ -36,6 +36,14 @@ static inline bool fd_budget_low(struct fd_budget *b)
 	       b->limit - b->limit / 4;
 }
 
+/* Whether half the budget is used: from there an idle handle inode gives
+ * its fd back (inode_put), so that what the guest merely knows never
+ * takes more than half the fds from what it has open. */
+static inline bool fd_budget_half_used(struct fd_budget *b)
+{
+	return atomic_load_explicit(&b->used, memory_order_relaxed) >= b->limit / 2;
+}
+
 static inline void fd_budget_give_back(struct fd_budget *b)
 {
 	atomic_fetch_sub_explicit(&b->used, 1, memory_order_relaxed);

@@ -346,8 +346,11 @@ void inode_put(struct inode_table *t, struct inode *inode)
 	last = unused(inode);
 	if (last) {
 		shard_unlink(s, inode);
-	} else if (inode->file_handle && inode->refs == 0) {
-		/* The guest still knows it; its handle will reopen it. */
+	} else if (inode->file_handle && inode->refs == 0 && fd_budget_half_used(t->fds)) {
+		/* The guest still knows it, but half the fds are used: its
+		 * handle will reopen it. Before that it keeps its fd, because
+		 * a reopen by handle costs the next request on it several
+		 * times what the open fd costs anyone. */
 		idle_fd = inode->fd;
 		inode->fd = -1;
 	}

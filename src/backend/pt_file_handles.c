@@ -160,7 +160,7 @@ static int add_mount(struct passthrough *pt, int mnt_id, int fd, int name_err,
 		pt->mounts[n].fd = ret;
 		atomic_store_explicit(&pt->nmounts, n + 1, memory_order_release);
 		log_info("--inode-file-handles=%s: file handles on %s; inodes there "
-			 "hold no fd while idle",
+			 "give back their fd while idle once half the fds are used",
 			 pt->opts.file_handles == FILE_HANDLES_MANDATORY ? "mandatory" : "prefer",
 			 name);
 		goto out;

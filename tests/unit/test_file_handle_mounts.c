@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -78,14 +79,15 @@ static void test_prefer(void)
 		return;
 	CHECK_EQ(log_lines("no usable file handles", scratch), 0);
 	/* The share's mount is judged at start and says it keeps handles. */
-	CHECK_EQ(log_lines("--inode-file-handles=prefer: file handles on ", "hold no fd"), 1);
-	/* tmpfs: its files keep handles, no fds. */
+	CHECK_EQ(log_lines("--inode-file-handles=prefer: file handles on ", "once half the fds are used"), 1);
+	/* tmpfs: its files keep handles, and while fds are plentiful their
+	 * fds too (test_number_reused: given back once they run short). */
 	CHECK_EQ(lookup(pt, 1, "tmp", &tmp_id), 0);
 	snprintf(tmpfs_file, sizeof(tmpfs_file), "%s/tmp/f", scratch);
 	close(open(tmpfs_file, O_CREAT | O_WRONLY, 0644));
 	before = fd_count();
 	CHECK_EQ(lookup(pt, tmp_id, "f", &file_id), 0);
-	CHECK_EQ(fd_count(), before);
+	CHECK_EQ(fd_count(), before + 1);
 	/* procfs: found without handles on the first directory, logged once,
 	 * its inodes keep fds and work. */
 	CHECK_EQ(lookup(pt, 1, "proc", &proc_id), 0);
@@ -109,35 +111,61 @@ static void test_prefer(void)
 	close_share(pt);
 }
 
-/* A deleted file's inode number taken by a new file while the guest
- * still knows the old one (no FORGET yet): the new file is a new inode
- * that works, and the old nodeid says its file is gone. Only a handle
- * inode can meet this: one holding an fd pins its number. On an ext4 of
- * the test's own (below the share, as "ext4"), where nothing else makes
- * files: ext4 gives a new file the lowest free number of its group, so
- * the next file takes the number just freed. */
+/* Half the fds used (fd_budget_half_used): a soft RLIMIT_NOFILE that
+ * gives the guest FILL_LIMIT fds, and FILL_FILES files looked up and kept
+ * take more than half of them. */
+#define FD_RESERVE_OF_BACKEND 128       /* passthrough.c's FD_RESERVE */
+#define FILL_LIMIT 172
+#define FILL_FILES 100
+
+/*
+ * A deleted file's inode number taken by a new file while the guest still
+ * knows the old one (no FORGET yet): the new file is a new inode that
+ * works, and the old nodeid says its file is gone. Only an idle handle
+ * inode without its fd can meet this (an fd pins the number), so only
+ * once fds run short. On an ext4 of the test's own (below the share, as
+ * "ext4"), where nothing else makes files: ext4 gives a new file the
+ * lowest free number of its group, so the next file takes the number
+ * just freed.
+ */
 static void test_number_reused(void)
 {
 	char old_path[PATH_MAX + 32], new_path[PATH_MAX + 32];
+	struct rlimit saved, low = { .rlim_cur = FD_RESERVE_OF_BACKEND + FILL_LIMIT };
 	struct fuse_getattr_in gin = { 0 };
 	struct fuse_attr_out aout;
-	uint64_t dir_id, old_id, new_id = 0;
+	uint64_t dir_id, old_id, new_id = 0, fill_id[FILL_FILES];
 	struct passthrough *pt;
 	struct stat st;
 	ino_t old_ino;
-	int ret;
+	int ret, before;
 
+	CHECK_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+	low.rlim_max = saved.rlim_max;
+	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
 	pt = open_share(scratch, FILE_HANDLES_MANDATORY, &ret);
 	CHECK_EQ(ret, 0);
 	if (!pt)
-		return;
+		goto out;
+	CHECK_EQ(lookup(pt, 1, "ext4", &dir_id), 0);
+	/* While fds are plentiful an idle inode keeps its fd. */
+	for (int i = 0; i < FILL_FILES; i++) {
+		snprintf(new_path, sizeof(new_path), "%s/ext4/fill-%d", scratch, i);
+		close(open(new_path, O_CREAT | O_WRONLY, 0644));
+		before = fd_count();
+		CHECK_EQ(lookup(pt, dir_id, strrchr(new_path, '/') + 1, &fill_id[i]), 0);
+		if (i == 0)
+			CHECK_EQ(fd_count(), before + 1);
+	}
+	/* Now they run short: an idle inode gives its fd back. */
 	snprintf(old_path, sizeof(old_path), "%s/ext4/reused-old", scratch);
 	snprintf(new_path, sizeof(new_path), "%s/ext4/reused-new", scratch);
 	close(open(old_path, O_CREAT | O_WRONLY, 0644));
 	CHECK_EQ(stat(old_path, &st), 0);
 	old_ino = st.st_ino;
-	CHECK_EQ(lookup(pt, 1, "ext4", &dir_id), 0);
+	before = fd_count();
 	CHECK_EQ(lookup(pt, dir_id, "reused-old", &old_id), 0);
+	CHECK_EQ(fd_count(), before);
 	CHECK_EQ(unlink(old_path), 0);
 	close(open(new_path, O_CREAT | O_WRONLY, 0644));
 	CHECK_EQ(stat(new_path, &st), 0);
@@ -155,9 +183,17 @@ static void test_number_reused(void)
 	CHECK_EQ(lookup(pt, dir_id, "reused-new", &new_id), 0);
 	CHECK_EQ(ops->getattr(pt, &ctx, new_id, &gin, &aout), 0);
 	ops->forget(pt, new_id, 1);
+	for (int i = 0; i < FILL_FILES; i++) {
+		ops->forget(pt, fill_id[i], 1);
+		snprintf(new_path, sizeof(new_path), "%s/ext4/fill-%d", scratch, i);
+		unlink(new_path);
+	}
 	ops->forget(pt, dir_id, 1);
+	snprintf(new_path, sizeof(new_path), "%s/ext4/reused-new", scratch);
 	unlink(new_path);
 	close_share(pt);
+out:
+	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
 }
 
 static void test_mandatory(void)
