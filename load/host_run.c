@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "evict.h"
 #include "host.h"
 #include "measure.h"
 #include "workloads.h"
@@ -392,9 +393,21 @@ int host_run(const struct load_cfg *cfg, struct load_result *res)
 	} else {
 		uint64_t fills = 0;
 
+		struct evictor ev = { .fd = -1 };
+
 		for (unsigned i = 0; i < n; i++)
 			lanes[i].h = runs[i];
-		ret = measure(lanes, n, &win, res);
+		/* --cold: written data must reach the file system before the
+		 * kernel can drop it. */
+		if (cfg->cold_dir && wl->data_file) {
+			char path[PATH_MAX + 8];
+
+			snprintf(path, sizeof(path), "%s/data", wname);
+			ret = fsync(runs[0].fd) ? -errno : evict_start(&ev, path);
+		}
+		if (!ret)
+			ret = measure(lanes, n, &win, res);
+		evict_stop(&ev);
 		for (unsigned i = 0; i < n; i++) {
 			fills += lanes[i].h.fills;
 			runs[i] = lanes[i].h;  /* what remove_all must undo */

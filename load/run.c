@@ -1,17 +1,14 @@
-/* ferryfs-load's run: connect, INIT, set up, run the workload, tear down, report; and --cold's evictor. */
+/* ferryfs-load's run: connect, INIT, set up, run the workload, tear down, report. */
 #include "engine.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <linux/virtio_config.h>
 
+#include "evict.h"
 #include "fuse_requests.h"
 #include "measure.h"
 #include "workloads.h"
@@ -186,30 +183,9 @@ void load_free_run(struct run *r)
 	fe_close(&r->dev);
 }
 
-/* --cold: drops the data file from the host's page cache over and over
- * while the workload runs, so that its reads keep coming from the disk. */
-struct evictor {
-	int fd;
-	atomic_bool stop;
-	pthread_t thread;
-	bool running;
-};
-
-static void *evict_loop(void *arg)
-{
-	struct evictor *e = arg;
-	struct timespec ts = { 0, 20 * 1000 * 1000 };
-
-	while (!atomic_load(&e->stop)) {
-		posix_fadvise(e->fd, 0, 0, POSIX_FADV_DONTNEED);
-		nanosleep(&ts, NULL);
-	}
-	return NULL;
-}
-
-/* Syncs the data file through the backend (dirty pages cannot be dropped)
- * and starts dropping it. */
-static int evict_start(struct run *r, struct evictor *e)
+/* --cold: syncs the data file through the backend (dirty pages cannot be
+ * dropped) and keeps it out of the host's page cache from then on. */
+static int cold_start(struct run *r, struct evictor *e)
 {
 	struct fc_slot *s = load_sync_slot(r);
 	char path[4096];
@@ -221,31 +197,11 @@ static int evict_start(struct run *r, struct evictor *e)
 	if (ret)
 		return ret;
 	snprintf(path, sizeof(path), "%s/%s/data", r->cfg->cold_dir, r->workdir_name);
-	e->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (e->fd < 0) {
-		ret = -errno;
-		fprintf(stderr, "ferryfs-load: --cold: %s: %s (is it the directory the backend shares?)\n",
-			path, strerror(errno));
-		return ret;
-	}
-	posix_fadvise(e->fd, 0, 0, POSIX_FADV_DONTNEED);
-	ret = -pthread_create(&e->thread, NULL, evict_loop, e);
-	if (ret) {
-		close(e->fd);
-		return ret;
-	}
-	e->running = true;
-	return 0;
-}
-
-static void evict_stop(struct evictor *e)
-{
-	if (!e->running)
-		return;
-	atomic_store(&e->stop, true);
-	pthread_join(e->thread, NULL);
-	close(e->fd);
-	e->running = false;
+	ret = evict_start(e, path);
+	if (ret == -ENOENT)
+		fprintf(stderr, "ferryfs-load: --cold %s: is it the directory the backend shares?\n",
+			r->cfg->cold_dir);
+	return ret;
 }
 
 int load_run(const struct load_cfg *cfg, struct load_result *res)
@@ -298,7 +254,7 @@ int load_run(const struct load_cfg *cfg, struct load_result *res)
 		goto teardown;
 	}
 	if (cfg->cold_dir && r.file_nodeid) {
-		ret = evict_start(&r, &ev);
+		ret = cold_start(&r, &ev);
 		if (ret)
 			goto out;
 	}
