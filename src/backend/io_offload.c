@@ -42,8 +42,24 @@
 #define READ_DEFER_BYTES_MAX (32u << 20)
 
 /* credit of a file system where RWF_NOWAIT is refused (tmpfs, many
- * network and FUSE file systems): reads there always run inline. */
+ * network and FUSE file systems): reads there cannot be asked whether
+ * they would wait, so their time tells instead (below). */
 #define NOWAIT_UNSUPPORTED INT32_MIN
+
+/*
+ * On a file system that refuses RWF_NOWAIT, one read in READ_SAMPLE is
+ * timed. A read that took longer than a page-cache copy of its size
+ * could (SLOW_READ_BASE_NS plus a nanosecond per SLOW_READ_BYTES_PER_NS
+ * bytes) waited for something: a network file system's server, a FUSE
+ * daemon. Then the next READ_SLOW_CREDIT reads there with requests behind
+ * them run on offload threads, each timed: a slow one renews the credit,
+ * a quick one (the data is cached again) takes READ_QUICK_DEBIT off it,
+ * so a file system that turned warm is read inline again after a few.
+ */
+#define SLOW_READ_BASE_NS (10u * 1000u)
+#define SLOW_READ_BYTES_PER_NS 2u
+#define READ_SLOW_CREDIT 4096
+#define READ_QUICK_DEBIT (READ_SLOW_CREDIT / 16)
 
 /*
  * A sync that took longer than this marks its file system slow. Handing a
@@ -64,6 +80,9 @@ struct io_offload {
 	/* Per slot of cold_devs; > 0: reads there try RWF_NOWAIT for this many
 	 * more reads. */
 	_Atomic int32_t credit[DEV_SLOTS];
+	/* Per slot of a file system with credit NOWAIT_UNSUPPORTED; > 0: its
+	 * reads have lately been slow and go to offload threads. */
+	_Atomic int32_t slow_credit[DEV_SLOTS];
 	atomic_size_t deferred_bytes;   /* buffers of reads in flight */
 	/* FSYNC */
 	struct dev_slots slow_devs;     /* file systems slow to sync */
@@ -86,6 +105,9 @@ struct read_job {
 	void *buf;                      /* size bytes, page-aligned */
 	size_t size;
 	uint64_t off;
+	/* A file system's slow_credit, for a read deferred by its time; NULL
+	 * for one that RWF_NOWAIT found not cached. */
+	_Atomic int32_t *slow_credit;
 };
 
 struct sync_job {
@@ -158,22 +180,37 @@ static void io_job_finish(struct io_job *job, int rc, void *data, size_t len)
 
 /* ---- READ ------------------------------------------------------------- */
 
+static bool read_was_slow(struct io_offload *io, uint64_t ns, size_t size)
+{
+	return test_switch_on(io->test.pretend_slow_reads) ||
+	       ns > SLOW_READ_BASE_NS + size / SLOW_READ_BYTES_PER_NS;
+}
+
 static void read_run(struct offload_job *oj)
 {
 	struct read_job *job = (struct read_job *)oj;
 	struct io_offload *io = job->base.io;
 	struct iovec iov = { .iov_base = job->buf, .iov_len = job->size };
+	uint64_t start = job->slow_credit ? ferry_monotonic_ns() : 0;
 	ssize_t n = iov_transfer(false, job->base.h->fd, &iov, 1, job->size, job->off, 0);
 
+	if (job->slow_credit && n >= 0) {
+		if (read_was_slow(io, ferry_monotonic_ns() - start, job->size))
+			atomic_store_explicit(job->slow_credit, READ_SLOW_CREDIT, memory_order_relaxed);
+		else
+			atomic_fetch_sub_explicit(job->slow_credit, READ_QUICK_DEBIT,
+						  memory_order_relaxed);
+	}
 	atomic_fetch_sub_explicit(&io->deferred_bytes, job->size, memory_order_relaxed);
 	/* The buffer goes with the reply either way. */
 	io_job_finish(&job->base, n < 0 ? (int)n : 0, job->buf, n < 0 ? 0 : (size_t)n);
 }
 
 /* FERRY_DEFERRED once the read is deferred; -errno when it cannot
- * be, to read inline instead. */
+ * be, to read inline instead. slow_credit: read_job's. */
 static int read_defer(struct io_offload *io, const struct fuse_request_ctx *ctx,
-		      struct open_file *h, size_t size, uint64_t off)
+		      struct open_file *h, size_t size, uint64_t off,
+		      _Atomic int32_t *slow_credit)
 {
 	struct read_job *job;
 	int ret = -ENOBUFS;
@@ -193,6 +230,7 @@ static int read_defer(struct io_offload *io, const struct fuse_request_ctx *ctx,
 	job->base.job.run = read_run;
 	job->size = size;
 	job->off = off;
+	job->slow_credit = slow_credit;
 	ret = io_job_defer(io, ctx, &job->base, h);
 	if (ret == FERRY_DEFERRED)
 		return ret;
@@ -226,6 +264,35 @@ static ssize_t read_nowait(int fd, const struct iovec *dst, unsigned dst_cnt,
 	return more < 0 && errno != EAGAIN ? -errno : -EAGAIN;
 }
 
+/* read_handle on a file system that refuses RWF_NOWAIT (in cold_devs'
+ * slot): deferred while its reads have lately been slow, else inline,
+ * one in READ_SAMPLE timed. Consumes h. */
+static ssize_t read_unaskable(struct io_offload *io, const struct fuse_request_ctx *ctx,
+			      struct open_file *h, int slot, const struct iovec *dst,
+			      unsigned dst_cnt, size_t size, uint64_t off)
+{
+	_Atomic int32_t *slow_credit = &io->slow_credit[slot];
+	uint64_t start;
+	ssize_t ret;
+
+	if (atomic_load_explicit(slow_credit, memory_order_relaxed) > 0) {
+		ret = read_defer(io, ctx, h, size, off, slow_credit);
+		if (ret == FERRY_DEFERRED)
+			return ret;   /* h goes with the job */
+		start = 0;
+	} else {
+		start = ++read_count % READ_SAMPLE == 0 ? ferry_monotonic_ns() : 0;
+	}
+	ret = read_split_read(io->split, h->fd, dst, dst_cnt, size, off);
+	if (start && ret >= 0 && read_was_slow(io, ferry_monotonic_ns() - start, size)) {
+		log_dev("read", h->inode->key.dev, "takes no RWF_NOWAIT and has been slow to read; "
+			"reads with requests behind them run on offload threads while they stay slow");
+		atomic_store_explicit(slow_credit, READ_SLOW_CREDIT, memory_order_relaxed);
+	}
+	open_file_put(io->open_files, h);
+	return ret;
+}
+
 ssize_t read_handle(struct io_offload *io, const struct fuse_request_ctx *ctx,
 		    struct open_file *h, const struct iovec *dst, unsigned dst_cnt,
 		    size_t size, uint64_t off)
@@ -246,7 +313,7 @@ ssize_t read_handle(struct io_offload *io, const struct fuse_request_ctx *ctx,
 		credit = atomic_load_explicit(credit_slot, memory_order_relaxed);
 	}
 	if (credit == NOWAIT_UNSUPPORTED)
-		goto inline_read;
+		return read_unaskable(io, ctx, h, slot, dst, dst_cnt, size, off);
 	if (!test_switch_on(io->test.defer_every_read) && credit <= 0 && ++read_count % READ_SAMPLE != 0)
 		goto inline_read;
 
@@ -270,7 +337,7 @@ ssize_t read_handle(struct io_offload *io, const struct fuse_request_ctx *ctx,
 		log_dev("read", dev, "has data that is not cached; reads that wait for it run on offload threads");
 	atomic_store_explicit(&io->credit[dev_slots_claim(&io->cold_devs, dev)], READ_COLD_CREDIT,
 			      memory_order_relaxed);
-	ret = read_defer(io, ctx, h, size, off);
+	ret = read_defer(io, ctx, h, size, off, NULL);
 	if (ret == FERRY_DEFERRED)
 		return ret;   /* h goes with the job */
 

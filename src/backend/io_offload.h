@@ -56,6 +56,9 @@ struct io_offload_switches {
 	 * returns the data if the disk was quick, which on a busy machine (the
 	 * reader preempted meanwhile) is nearly every time. */
 	test_switch pretend_uncached;
+	/* Every timed read on a file system that refuses RWF_NOWAIT counts as
+	 * slow, as on a network file system's. */
+	test_switch pretend_slow_reads;
 };
 
 struct io_offload_switches *io_offload_switches(struct io_offload *io);

@@ -20,6 +20,9 @@ enum passthrough_test_switch {
 	/* Reads that may be deferred take their data as not cached
 	 * (io_offload_switches). */
 	PT_PRETEND_UNCACHED,
+	/* Reads on a file system that refuses RWF_NOWAIT take as long as a
+	 * network file system's (io_offload_switches). */
+	PT_PRETEND_SLOW_READS,
 	/* The offload pool's queued jobs are held back (offload_hold). */
 	PT_HOLD_OFFLOAD,
 };

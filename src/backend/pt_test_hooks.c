@@ -11,6 +11,7 @@ void passthrough_test_switch(struct passthrough *pt, enum passthrough_test_switc
 		[PT_DEFER_EVERY_SYNC] = &io->defer_every_sync,
 		[PT_DEFER_EVERY_READ] = &io->defer_every_read,
 		[PT_PRETEND_UNCACHED] = &io->pretend_uncached,
+		[PT_PRETEND_SLOW_READS] = &io->pretend_slow_reads,
 	};
 
 	if (which == PT_HOLD_OFFLOAD)

@@ -622,6 +622,74 @@ out:
 	session_close(&s);
 }
 
+/*
+ * A file system that refuses RWF_NOWAIT (tmpfs here, standing in for a
+ * FUSE or network mount, whose reads wait for a server) is judged by the
+ * time of its reads: once a timed read was slow, reads with requests
+ * behind them are deferred; once deferred reads turn quick, they are
+ * answered inline again.
+ */
+static void test_slow_reads_without_nowait(void)
+{
+	char dir[] = "/dev/shm/ferry-offload-XXXXXX";
+	unsigned replies = later.count, sent = 0, deferred = 0;
+	struct session s;
+	uint32_t used = 0;
+	int token;
+
+	if (!mkdtemp(dir)) {
+		SKIP_CASE("slow READ without RWF_NOWAIT: no /dev/shm (%s)", strerror(errno));
+		return;
+	}
+	if (session_open(&s, dir, false, true) < 0 || fill_file(dir, "cold") < 0) {
+		CHECK_MSG(0, "session on %s", dir);
+		rmdir(dir);
+		return;
+	}
+	if (make_cold(dir, "cold") != 0) {
+		SKIP_CASE("slow READ without RWF_NOWAIT: tmpfs takes RWF_NOWAIT on this kernel");
+		goto out;
+	}
+	passthrough_test_switch(s.ps.pt, PT_PRETEND_SLOW_READS, true);
+	/* The first read learns that RWF_NOWAIT is refused; one of the next
+	 * READ_SAMPLE (64) is timed, and slow. */
+	while (sent < 70 && used != FERRY_DEFERRED) {
+		used = send_read(&s, 4096u * (sent % 16), 4096, 3, &token);
+		if (used != FERRY_DEFERRED)
+			CHECK_MSG(used == sizeof(rep.h) + 4096 && rep.h.error == 0 &&
+				  pattern_ok(rep.arg, 4096, 4096u * (sent % 16)),
+				  "READ %u before the slow one: inline, right data", sent);
+		sent++;
+	}
+	CHECK_MSG(used == FERRY_DEFERRED && wait_later(replies + 1),
+		  "a timed slow read makes the next READ with requests behind it deferred (after %u)",
+		  sent);
+	used = send_read(&s, 8192, 4096, 3, &token);
+	CHECK_MSG(used == FERRY_DEFERRED && wait_later(replies + 2) && later.h.error == 0 &&
+		  later.data_len == 4096 && pattern_ok(later.data, 4096, 8192),
+		  "it is answered from an offload thread with the right data (%u)", used);
+	used = send_read(&s, 8192, 4096, 0, &token);
+	CHECK_MSG(used == sizeof(rep.h) + 4096 && pattern_ok(rep.arg, 4096, 8192),
+		  "a READ with nothing behind it stays inline");
+
+	/* The data is quick again: each deferred read, timed, takes credit
+	 * away until reads are inline again. */
+	passthrough_test_switch(s.ps.pt, PT_PRETEND_SLOW_READS, false);
+	for (used = FERRY_DEFERRED; used == FERRY_DEFERRED && deferred < 40; deferred++) {
+		used = send_read(&s, 12288, 4096, 3, &token);
+		if (used == FERRY_DEFERRED)
+			CHECK_MSG(wait_later(replies + 3 + deferred) && later.h.error == 0 &&
+				  pattern_ok(later.data, 4096, 12288),
+				  "quick deferred READ %u: right data", deferred);
+	}
+	CHECK_MSG(used == sizeof(rep.h) + 4096 && pattern_ok(rep.arg, 4096, 12288) &&
+		  deferred > 1 && deferred <= 17,
+		  "after %u quick deferred reads, reads are inline again", deferred - 1);
+out:
+	session_close(&s);
+	scratch_finish(dir, 0);
+}
+
 /* tmpfs refuses RWF_NOWAIT, or (newer kernels) takes it with all its data
  * in memory, so each READ's try succeeds: either way reads there stay inline
  * and right. */
@@ -716,6 +784,7 @@ int main(void)
 	test_lock_waits_leave_pool_free();
 	test_cold_read_deferred(scratch);
 	test_cold_read_budget(scratch);
+	test_slow_reads_without_nowait();
 	test_read_nowait_unsupported();
 	return scratch_finish(scratch, check_result());
 }
