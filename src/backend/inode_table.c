@@ -378,7 +378,7 @@ void inode_put(struct inode_table *t, struct inode *inode)
 	 * short: it takes its handle so that it can give back its fd (below).
 	 * Unlocked, as name_to_handle_at() may be slow (NFS): our reference
 	 * keeps the inode and its fd whoever comes meanwhile. */
-	if (inode->refs == 1 && inode->nlookup > 0 && !inode->file_handle &&
+	if (inode->refs == 1 && inode->nlookup > 0 && inode->fd >= 0 && !inode->file_handle &&
 	    !inode->handle_refused && t->take_handle && fd_budget_half_used(t->fds)) {
 		pthread_mutex_unlock(&s->lock);
 		handle = take_handle_apart(t, inode);
@@ -453,7 +453,7 @@ static bool number_reused(const struct inode *inode, const struct inode_file_han
 {
 	const struct file_handle *a, *b;
 
-	if (inode->fd >= 0)
+	if (!inode->file_handle || inode->fd >= 0)
 		return false;
 	/* No handle to tell them apart: a new inode is safe, the old one
 	 * cannot be trusted to be this file. */
