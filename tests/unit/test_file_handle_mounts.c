@@ -119,6 +119,56 @@ static void test_prefer(void)
 #define FILL_LIMIT 172
 #define FILL_FILES 100
 
+/* A share under a soft RLIMIT_NOFILE that gives the guest FILL_LIMIT fds;
+ * saved gets the limit to restore. */
+static struct passthrough *open_share_few_fds(enum inode_file_handles fh, struct rlimit *saved)
+{
+	struct rlimit low = { .rlim_cur = FD_RESERVE_OF_BACKEND + FILL_LIMIT };
+	struct passthrough *pt;
+	int ret;
+
+	CHECK_EQ(getrlimit(RLIMIT_NOFILE, saved), 0);
+	low.rlim_max = saved->rlim_max;
+	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+	pt = open_share(scratch, fh, &ret);
+	CHECK_EQ(ret, 0);
+	return pt;
+}
+
+/* Looks up FILL_FILES new files in the test's ext4 (dir_id), kept: past
+ * half the fds. While fds are plentiful an idle inode keeps its fd. */
+static void fill_fds(struct passthrough *pt, uint64_t dir_id, uint64_t fill_id[FILL_FILES])
+{
+	char path[PATH_MAX + 32];
+	int before;
+
+	for (int i = 0; i < FILL_FILES; i++) {
+		snprintf(path, sizeof(path), "%s/ext4/fill-%d", scratch, i);
+		close(open(path, O_CREAT | O_WRONLY, 0644));
+		before = fd_count();
+		CHECK_EQ(lookup(pt, dir_id, strrchr(path, '/') + 1, &fill_id[i]), 0);
+		if (i == 0)
+			CHECK_EQ(fd_count(), before + 1);
+	}
+}
+
+/* Forgets the files of fill_fds and their directory, and removes them and
+ * the test's own file name in it. */
+static void unfill_fds(struct passthrough *pt, uint64_t dir_id, const uint64_t fill_id[FILL_FILES],
+		       const char *name)
+{
+	char path[PATH_MAX + 32];
+
+	for (int i = 0; i < FILL_FILES; i++) {
+		ops->forget(pt, fill_id[i], 1);
+		snprintf(path, sizeof(path), "%s/ext4/fill-%d", scratch, i);
+		unlink(path);
+	}
+	ops->forget(pt, dir_id, 1);
+	snprintf(path, sizeof(path), "%s/ext4/%s", scratch, name);
+	unlink(path);
+}
+
 /*
  * A deleted file's inode number taken by a new file while the guest still
  * knows the old one (no FORGET yet): the new file is a new inode that
@@ -132,32 +182,20 @@ static void test_prefer(void)
 static void test_number_reused(enum inode_file_handles mode)
 {
 	char old_path[PATH_MAX + 32], new_path[PATH_MAX + 32];
-	struct rlimit saved, low = { .rlim_cur = FD_RESERVE_OF_BACKEND + FILL_LIMIT };
+	struct rlimit saved;
 	struct fuse_getattr_in gin = { 0 };
 	struct fuse_attr_out aout;
 	uint64_t dir_id, old_id, new_id = 0, fill_id[FILL_FILES];
 	struct passthrough *pt;
 	struct stat st;
 	ino_t old_ino;
-	int ret, before;
+	int before;
 
-	CHECK_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
-	low.rlim_max = saved.rlim_max;
-	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
-	pt = open_share(scratch, mode, &ret);
-	CHECK_EQ(ret, 0);
+	pt = open_share_few_fds(mode, &saved);
 	if (!pt)
 		goto out;
 	CHECK_EQ(lookup(pt, 1, "ext4", &dir_id), 0);
-	/* While fds are plentiful an idle inode keeps its fd. */
-	for (int i = 0; i < FILL_FILES; i++) {
-		snprintf(new_path, sizeof(new_path), "%s/ext4/fill-%d", scratch, i);
-		close(open(new_path, O_CREAT | O_WRONLY, 0644));
-		before = fd_count();
-		CHECK_EQ(lookup(pt, dir_id, strrchr(new_path, '/') + 1, &fill_id[i]), 0);
-		if (i == 0)
-			CHECK_EQ(fd_count(), before + 1);
-	}
+	fill_fds(pt, dir_id, fill_id);
 	/* Now they run short: an idle inode gives its fd back. */
 	snprintf(old_path, sizeof(old_path), "%s/ext4/reused-old", scratch);
 	snprintf(new_path, sizeof(new_path), "%s/ext4/reused-new", scratch);
@@ -184,14 +222,7 @@ static void test_number_reused(enum inode_file_handles mode)
 	CHECK_EQ(lookup(pt, dir_id, "reused-new", &new_id), 0);
 	CHECK_EQ(ops->getattr(pt, &ctx, new_id, &gin, &aout), 0);
 	ops->forget(pt, new_id, 1);
-	for (int i = 0; i < FILL_FILES; i++) {
-		ops->forget(pt, fill_id[i], 1);
-		snprintf(new_path, sizeof(new_path), "%s/ext4/fill-%d", scratch, i);
-		unlink(new_path);
-	}
-	ops->forget(pt, dir_id, 1);
-	snprintf(new_path, sizeof(new_path), "%s/ext4/reused-new", scratch);
-	unlink(new_path);
+	unfill_fds(pt, dir_id, fill_id, "reused-new");
 	close_share(pt);
 out:
 	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
@@ -234,19 +265,14 @@ static struct peek peek(struct passthrough *pt, uint64_t nodeid)
 static void test_lazy_handles(void)
 {
 	char path[PATH_MAX + 32];
-	struct rlimit saved, low = { .rlim_cur = FD_RESERVE_OF_BACKEND + FILL_LIMIT };
+	struct rlimit saved;
 	struct fuse_getattr_in gin = { 0 };
 	struct fuse_attr_out aout;
 	uint64_t dir_id, lazy_id, again_id, proc_id, sys_id, fill_id[FILL_FILES];
 	struct passthrough *pt;
 	struct peek p;
-	int ret;
 
-	CHECK_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
-	low.rlim_max = saved.rlim_max;
-	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
-	pt = open_share(scratch, FILE_HANDLES_PREFER, &ret);
-	CHECK_EQ(ret, 0);
+	pt = open_share_few_fds(FILE_HANDLES_PREFER, &saved);
 	if (!pt)
 		goto out;
 	/* The first directory on a mount judges it at once. */
@@ -258,11 +284,7 @@ static void test_lazy_handles(void)
 	p = peek(pt, lazy_id);
 	CHECK(!p.has_handle);
 	CHECK(p.fd >= 0);
-	for (int i = 0; i < FILL_FILES; i++) {
-		snprintf(path, sizeof(path), "%s/ext4/fill-%d", scratch, i);
-		close(open(path, O_CREAT | O_WRONLY, 0644));
-		CHECK_EQ(lookup(pt, dir_id, strrchr(path, '/') + 1, &fill_id[i]), 0);
-	}
+	fill_fds(pt, dir_id, fill_id);
 	/* Idle inodes now give back their fds, which keeps the budget just
 	 * under half used; one more fd in use (an open file's) puts it at
 	 * half: the next request on it leaves it with a handle and no fd. */
@@ -287,14 +309,7 @@ static void test_lazy_handles(void)
 	ops->forget(pt, sys_id, 1);
 	ops->forget(pt, proc_id, 1);
 	ops->forget(pt, lazy_id, 2);
-	for (int i = 0; i < FILL_FILES; i++) {
-		ops->forget(pt, fill_id[i], 1);
-		snprintf(path, sizeof(path), "%s/ext4/fill-%d", scratch, i);
-		unlink(path);
-	}
-	ops->forget(pt, dir_id, 1);
-	snprintf(path, sizeof(path), "%s/ext4/lazy", scratch);
-	unlink(path);
+	unfill_fds(pt, dir_id, fill_id, "lazy");
 	close_share(pt);
 out:
 	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
