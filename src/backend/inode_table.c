@@ -40,6 +40,8 @@ struct inode_table {
 	struct shard shards[SHARD_COUNT];
 	struct inode root;
 	struct fd_budget *fds;
+	inode_handle_fn *take_handle;   /* NULL: an inode without a handle keeps its fd */
+	void *take_handle_arg;
 };
 
 /* Without the mount id: it differs between mount namespaces (a sandboxed
@@ -163,11 +165,15 @@ static void close_inode_fd(struct inode_table *t, int fd)
 	fd_budget_give_back(t->fds);
 }
 
-/* Called with the shard lock dropped: closing can be slow (NFS, FUSE). */
+/* Called with the shard lock dropped: closing can be slow (NFS, FUSE). A
+ * handle given at the making shares the inode's allocation; one taken
+ * later (inode_put) has its own. */
 static void inode_destroy(struct inode_table *t, struct inode *inode)
 {
 	close_inode_fd(t, inode->fd);
-	free(inode);        /* the handle shares the allocation */
+	if (inode->file_handle != (void *)(inode + 1))
+		free(inode->file_handle);
+	free(inode);
 }
 
 /* A request took the first reference on a handle inode: give it its fd.
@@ -273,6 +279,12 @@ void inode_table_free(struct inode_table *t)
 	free(t);
 }
 
+void inode_table_take_handles(struct inode_table *t, inode_handle_fn *fn, void *arg)
+{
+	t->take_handle = fn;
+	t->take_handle_arg = arg;
+}
+
 struct inode *inode_table_root(struct inode_table *t)
 {
 	return &t->root;
@@ -332,8 +344,28 @@ void inode_get_again(struct inode_table *t, struct inode *inode)
 	inode_count_up(t, inode, &inode->refs);
 }
 
+/* inode's handle in an allocation of its own, or NULL (none, ENOMEM).
+ * Called without the shard lock: the caller's reference keeps inode and
+ * its fd. */
+static struct inode_file_handle *take_handle_apart(struct inode_table *t,
+						    const struct inode *inode)
+{
+	struct inode_handle_buf hb;
+	struct inode_file_handle *handle;
+	size_t size;
+
+	if (t->take_handle(t->take_handle_arg, inode->fd, &inode->key, inode->type, &hb) < 0)
+		return NULL;
+	size = sizeof(hb.h) + hb.h.fh.handle_bytes;
+	handle = malloc(size);
+	if (handle)
+		memcpy(handle, &hb.h, size);
+	return handle;
+}
+
 void inode_put(struct inode_table *t, struct inode *inode)
 {
+	struct inode_file_handle *handle = NULL;
 	struct shard *s;
 	bool last;
 	int idle_fd = -1;
@@ -342,6 +374,23 @@ void inode_put(struct inode_table *t, struct inode *inode)
 		return;
 	s = &t->shards[inode->shard];
 	pthread_mutex_lock(&s->lock);
+	/* The last request on an inode the guest still knows, fds running
+	 * short: it takes its handle so that it can give back its fd (below).
+	 * Unlocked, as name_to_handle_at() may be slow (NFS): our reference
+	 * keeps the inode and its fd whoever comes meanwhile. */
+	if (inode->refs == 1 && inode->nlookup > 0 && inode->fd >= 0 && !inode->file_handle &&
+	    !inode->handle_refused && t->take_handle && fd_budget_half_used(t->fds)) {
+		pthread_mutex_unlock(&s->lock);
+		handle = take_handle_apart(t, inode);
+		pthread_mutex_lock(&s->lock);
+		if (handle && !inode->file_handle) {
+			inode->file_handle = handle;
+			handle = NULL;
+		} else if (!handle && inode->refs == 1) {
+			/* Alone on it: no request reads its flags now. */
+			inode->handle_refused = true;
+		}
+	}
 	inode->refs--;
 	last = unused(inode);
 	if (last) {
@@ -355,6 +404,7 @@ void inode_put(struct inode_table *t, struct inode *inode)
 		inode->fd = -1;
 	}
 	pthread_mutex_unlock(&s->lock);
+	free(handle);
 	if (last)
 		inode_destroy(t, inode);
 	close_inode_fd(t, idle_fd);
@@ -403,8 +453,12 @@ static bool number_reused(const struct inode *inode, const struct inode_file_han
 {
 	const struct file_handle *a, *b;
 
-	if (!inode->file_handle || inode->fd >= 0 || !handle)
+	if (!inode->file_handle || inode->fd >= 0)
 		return false;
+	/* No handle to tell them apart: a new inode is safe, the old one
+	 * cannot be trusted to be this file. */
+	if (!handle)
+		return true;
 	a = &inode->file_handle->fh;
 	b = &handle->fh;
 	return a->handle_type != b->handle_type || a->handle_bytes != b->handle_bytes ||
@@ -418,6 +472,7 @@ int inode_lookup_add(struct inode_table *t, int fd, const struct inode_key *key,
 	unsigned shard = key_hash(key) & (SHARD_COUNT - 1);
 	struct shard *s = &t->shards[shard];
 	struct inode *inode, *fresh;
+	struct inode_handle_buf hb;
 
 	/* Allocated and filled before locking so the lock is never held
 	 * across malloc; numbered under the lock, in this shard. */
@@ -426,6 +481,15 @@ int inode_lookup_add(struct inode_table *t, int fd, const struct inode_key *key,
 		fresh->read_only = read_only;
 	pthread_mutex_lock(&s->lock);
 	inode = shard_find_key(s, key);
+	if (inode && inode->fd < 0 && !handle && t->take_handle) {
+		/* Only now is the new file's handle needed: taken unlocked,
+		 * and the key looked up again, as anything may change. */
+		pthread_mutex_unlock(&s->lock);
+		if (t->take_handle(t->take_handle_arg, fd, key, type, &hb) == 0)
+			handle = &hb.h;
+		pthread_mutex_lock(&s->lock);
+		inode = shard_find_key(s, key);
+	}
 	if (inode && number_reused(inode, handle)) {
 		shard_unlink_key(s, inode);
 		inode->key_retired = true;

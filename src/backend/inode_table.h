@@ -33,15 +33,23 @@ struct inode_key {
  */
 /*
  * Where an inode's fd comes from. Without a file handle the O_PATH fd is
- * held for the inode's whole life. With one (--inode-file-handles) the fd
- * is opened with open_by_handle_at() when a request takes the first
- * reference and closed when the last one goes, so a guest holding a huge
- * tree pins no fds. Either way a request holding a reference sees a valid
- * fd; the fd only changes under the shard lock while no request holds one.
+ * held for the inode's whole life. With one (--inode-file-handles) an idle
+ * inode may close its fd once fds run short, and open_by_handle_at() opens
+ * it again when a request takes the first reference, so a guest holding a
+ * huge tree pins no fds. The handle is taken when the fd is about to go
+ * (inode_table_take_handles), or at lookup when the caller already has one.
+ * Either way a request holding a reference sees a valid fd; the fd only
+ * changes under the shard lock while no request holds one.
  */
 struct inode_file_handle {
 	int mount_fd;           /* borrowed: any fd on the inode's mount */
 	struct file_handle fh;  /* f_handle bytes follow in the allocation */
+};
+
+/* Room for any file handle, on the stack. */
+struct inode_handle_buf {
+	struct inode_file_handle h;
+	unsigned char bytes[MAX_HANDLE_SZ];
 };
 
 /* The 8-byte fields first and the small ones packed at the end: 80 bytes,
@@ -51,7 +59,7 @@ struct inode_file_handle {
 struct inode {
 	uint64_t nodeid;
 	struct inode_key key;
-	struct inode_file_handle *file_handle;    /* NULL: fd is held for life */
+	struct inode_file_handle *file_handle;    /* NULL: none taken yet */
 	uint64_t nlookup;
 	uint64_t refs;
 	struct inode *next_by_id;
@@ -74,6 +82,10 @@ struct inode {
 	 * a request takes its reference under that lock, so writing this byte
 	 * never races with a lock-free read of read_only. */
 	bool key_retired : 1;
+	/* No handle could be taken from its fd (a mount without usable
+	 * handles): it keeps the fd for life, and nobody asks again. Set
+	 * under the shard lock by the only request holding the inode. */
+	bool handle_refused : 1;
 };
 
 struct inode_table;
@@ -82,6 +94,17 @@ struct inode_table;
 int inode_table_new(struct inode_table **out, struct fd_budget *fds,
 		    int root_fd, const struct inode_key *root_key);
 void inode_table_free(struct inode_table *t);
+
+/* Fills out with the file handle of fd, an fd of the inode with key and
+ * type (S_IFMT bits): 0, or -errno when there is none to keep. Called
+ * without any table lock held. */
+typedef int inode_handle_fn(void *arg, int fd, const struct inode_key *key, mode_t type,
+			    struct inode_handle_buf *out);
+/* Lets inodes without a handle take one with fn: an idle inode about to
+ * give back its fd, and a new file whose key an fd-less inode holds (to
+ * tell whether its number was reused). Without it (never) an inode
+ * without a handle keeps its fd. Called once, before any lookup. */
+void inode_table_take_handles(struct inode_table *t, inode_handle_fn *fn, void *arg);
 
 /* The root is never freed, so using it needs no reference. */
 struct inode *inode_table_root(struct inode_table *t);
@@ -96,9 +119,11 @@ void inode_put(struct inode_table *t, struct inode *inode);
 
 /*
  * Finds the inode with this key or adds one owning fd (an fd taken from the
- * budget), keeping a copy of handle if given. Either way fd is consumed. The result has one more nlookup (the
- * guest is about to be told its nodeid) and one request reference.
- * read_only is a new inode's flag; an inode found keeps its own.
+ * budget), keeping a copy of handle if given. Either way fd is consumed.
+ * The result has one more nlookup (the guest is about to be told its
+ * nodeid) and one request reference. read_only is a new inode's flag; an
+ * inode found keeps its own. Without handle, fd's is taken only when an
+ * fd-less inode holds the key, to compare the two.
  */
 int inode_lookup_add(struct inode_table *t, int fd, const struct inode_key *key,
 		     mode_t type, const struct inode_file_handle *handle,

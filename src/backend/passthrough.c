@@ -272,6 +272,7 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 	if (ret < 0)
 		goto err_root;
 	/* The inode table has root_fd now: passthrough_free closes it. */
+	pt_start_lazy_handles(pt);
 	ret = pt_areas_setup(pt, root_fd);
 	if (ret == 0)
 		ret = start_quota(pt, opts, root_fd);

@@ -106,13 +106,13 @@ static int add_inode(struct passthrough *pt, int fd, uint32_t area, bool parent_
 		     struct inode **out, struct statx *stx)
 {
 	const struct inode_file_handle *handle;
-	struct pt_handle_buf hb;
+	struct inode_handle_buf hb;
 	struct inode_key key;
 	int ret = pt_stat_fd(fd, stx);
 
 	if (ret < 0)
 		goto close_fd;
-	ret = pt_handle_for_inode(pt, fd, stx, &hb, &handle);
+	ret = pt_handle_at_lookup(pt, fd, stx, &hb, &handle);
 	if (ret < 0)
 		goto close_fd;
 	pt_key_from_statx(stx, &key);

@@ -181,15 +181,15 @@ out:
 }
 
 /*
- * The file handle a new inode keeps instead of its fd, or NULL in *out to
- * keep the fd: never with --inode-file-handles=never, and on a mount
+ * The file handle an inode keeps for when it gives back its fd, or NULL in
+ * *out to keep the fd: never with --inode-file-handles=never, and on a mount
  * without usable handles with prefer; mandatory fails there instead. A
  * mount is judged on the first directory met on it (the share's root at
  * start); a file on a mount not yet entered through a directory keeps its
  * fd (prefer) or fails (mandatory).
  */
 int pt_handle_for_inode(struct passthrough *pt, int fd, const struct statx *stx,
-			struct pt_handle_buf *hb, const struct inode_file_handle **out)
+			struct inode_handle_buf *hb, const struct inode_file_handle **out)
 {
 	bool stx_mnt = stx->stx_mask & STATX_MNT_ID;
 	int mnt_id, name_err = 0, ret;
@@ -223,13 +223,59 @@ none:
 	return pt->opts.file_handles == FILE_HANDLES_MANDATORY ? ret : 0;
 }
 
+/*
+ * Most inodes never give back their fd (an inode keeps it while fds are
+ * plentiful), so with prefer a new inode takes no handle: a
+ * name_to_handle_at() per lookup would be paid for handles hardly ever
+ * used. The inode table takes it when the fd is about to go. But a mount is
+ * judged on a directory, and a directory may keep its fd for long while
+ * the files below it give theirs back: the first directory met on a mount
+ * not judged yet is judged at once, as every lookup did before (once per
+ * mount, and the share's own at start).
+ */
+int pt_handle_at_lookup(struct passthrough *pt, int fd, const struct statx *stx,
+			struct inode_handle_buf *hb, const struct inode_file_handle **out)
+{
+	bool stx_mnt = stx->stx_mask & STATX_MNT_ID;
+	int mnt_id = (int)stx->stx_mnt_id;
+
+	*out = NULL;
+	if (pt->opts.file_handles == FILE_HANDLES_PREFER &&
+	    (!S_ISDIR(stx->stx_mode) ||
+	     (stx_mnt && (known_mount_fd(pt, mnt_id) >= 0 || known_no_handles(pt, mnt_id) < 0))))
+		return 0;
+	return pt_handle_for_inode(pt, fd, stx, hb, out);
+}
+
+/* The inode table's inode_handle_fn: judged as at a lookup, from what the
+ * inode kept of its statx. */
+static int handle_of_inode_fd(void *arg, int fd, const struct inode_key *key, mode_t type,
+			      struct inode_handle_buf *out)
+{
+	const struct inode_file_handle *handle;
+	struct statx stx = {
+		.stx_mask = key->mnt_id ? STATX_MNT_ID : 0,
+		.stx_mnt_id = key->mnt_id,
+		.stx_mode = (uint16_t)type,
+	};
+	int ret = pt_handle_for_inode(arg, fd, &stx, out, &handle);
+
+	return ret < 0 ? ret : handle ? 0 : -EOPNOTSUPP;
+}
+
+void pt_start_lazy_handles(struct passthrough *pt)
+{
+	if (pt->opts.file_handles != FILE_HANDLES_NEVER)
+		inode_table_take_handles(pt->inodes, handle_of_inode_fd, pt);
+}
+
 /* File handles need the file system's support and CAP_DAC_READ_SEARCH:
  * the share's own mount is judged at start rather than on the guest's first
  * lookup, so mandatory refuses to start there (logged by add_mount). */
 int pt_check_file_handles(struct passthrough *pt, int root_fd)
 {
 	const struct inode_file_handle *handle;
-	struct pt_handle_buf hb;
+	struct inode_handle_buf hb;
 	struct statx stx;
 	int ret;
 

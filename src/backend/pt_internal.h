@@ -266,15 +266,18 @@ int pt_begin_create(struct passthrough *pt, const struct fuse_request_ctx *ctx,
 
 /* ---- pt_file_handles.c ------------------------------------------------ */
 
-struct pt_handle_buf {
-	struct inode_file_handle h;
-	unsigned char bytes[MAX_HANDLE_SZ];
-};
-
-/* The file handle a new inode keeps instead of its fd, or NULL in *out to
- * keep the fd (--inode-file-handles decides, per mount); stx is fd's. */
+/* The file handle an inode keeps for when it gives back its fd, or NULL in
+ * *out to keep the fd (--inode-file-handles decides, per mount); stx is
+ * fd's. */
 int pt_handle_for_inode(struct passthrough *pt, int fd, const struct statx *stx,
-			struct pt_handle_buf *hb, const struct inode_file_handle **out);
+			struct inode_handle_buf *hb, const struct inode_file_handle **out);
+/* The same for a new inode at its lookup: with prefer none is taken yet
+ * (the inode table takes it when the fd is about to go), but for a
+ * directory on a mount not judged yet. */
+int pt_handle_at_lookup(struct passthrough *pt, int fd, const struct statx *stx,
+			struct inode_handle_buf *hb, const struct inode_file_handle **out);
+/* Lets the inode table take an inode's handle when it needs one. */
+void pt_start_lazy_handles(struct passthrough *pt);
 /* At setup, on the share's root: whether file handles work there. */
 int pt_check_file_handles(struct passthrough *pt, int root_fd);
 /* 1 when fd's file system is FUSE, whose handles are the node ids one

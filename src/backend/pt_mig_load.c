@@ -71,7 +71,7 @@ static int fd_of(const struct loader *ld, size_t i)
  */
 static int check_same_file(struct loader *ld, const struct mig_inode *mi, int fd)
 {
-	struct pt_handle_buf now;
+	struct inode_handle_buf now;
 	struct statx a, b;
 	int hfd, mnt_id, ret;
 	bool same_mount = mi->file_handle->mount_id == ld->root_key.mnt_id;
@@ -164,7 +164,7 @@ static struct inode *placeholder(uint64_t nodeid, mode_t type)
  * without a handle is refused, as its LOOKUP would be.
  */
 static int keep_by_handle(struct loader *ld, size_t i, const struct statx *stx, int *fd,
-			  struct pt_handle_buf *hb, const struct inode_file_handle **handle)
+			  struct inode_handle_buf *hb, const struct inode_file_handle **handle)
 {
 	int ret;
 
@@ -185,7 +185,7 @@ static int resolve_one(struct loader *ld, size_t i)
 {
 	const struct mig_inode *mi = &ld->st->inodes[i];
 	const struct inode_file_handle *handle;
-	struct pt_handle_buf hb;
+	struct inode_handle_buf hb;
 	struct statx stx;
 	struct inode_key key;
 	const char *why = NULL;

@@ -261,7 +261,7 @@ static bool handle_verified(struct save *sv, const struct mig_file_handle *fh,
 static int take_handle(struct save *sv, struct sv_inode *si)
 {
 	struct inode *inode;
-	struct pt_handle_buf hb;
+	struct inode_handle_buf hb;
 	struct statx stx;
 	int mnt_id, ret = inode_get(sv->pt->inodes, si->nodeid, &inode);
 

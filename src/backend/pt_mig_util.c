@@ -198,7 +198,7 @@ int pt_mig_mount_fd(struct passthrough *pt, int root_mount_fd, uint64_t mnt_id)
 int pt_mig_open_handle(struct passthrough *pt, int root_mount_fd,
 		       const struct mig_file_handle *fh)
 {
-	struct pt_handle_buf hb;
+	struct inode_handle_buf hb;
 	int fd;
 
 	hb.h.fh.handle_type = fh->handle_type;

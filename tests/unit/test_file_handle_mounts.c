@@ -1,4 +1,4 @@
-/* --inode-file-handles decided per mount: a mount without handles below the share falls back (prefer) or is refused (mandatory); each mount logged once naming it, with handles or without; a reused inode number is a new inode. */
+/* --inode-file-handles decided per mount: a mount without handles below the share falls back (prefer) or is refused (mandatory); each mount logged once naming it, with handles or without; prefer takes a handle only when an idle inode gives back its fd; a reused inode number is a new inode. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "backend/passthrough.h"
+#include "backend/pt_internal.h"
 #include "common/log.h"
 #include "../common/check.h"
 #include "../common/fd_count.h"
@@ -80,8 +81,8 @@ static void test_prefer(void)
 	CHECK_EQ(log_lines("no usable file handles", scratch), 0);
 	/* The share's mount is judged at start and says it keeps handles. */
 	CHECK_EQ(log_lines("--inode-file-handles=prefer: file handles on ", "once half the fds are used"), 1);
-	/* tmpfs: its files keep handles, and while fds are plentiful their
-	 * fds too (test_number_reused: given back once they run short). */
+	/* tmpfs: its files can take handles, and while fds are plentiful
+	 * keep their fds (test_lazy_handles: given back once they run short). */
 	CHECK_EQ(lookup(pt, 1, "tmp", &tmp_id), 0);
 	snprintf(tmpfs_file, sizeof(tmpfs_file), "%s/tmp/f", scratch);
 	close(open(tmpfs_file, O_CREAT | O_WRONLY, 0644));
@@ -118,6 +119,56 @@ static void test_prefer(void)
 #define FILL_LIMIT 172
 #define FILL_FILES 100
 
+/* A share under a soft RLIMIT_NOFILE that gives the guest FILL_LIMIT fds;
+ * saved gets the limit to restore. */
+static struct passthrough *open_share_few_fds(enum inode_file_handles fh, struct rlimit *saved)
+{
+	struct rlimit low = { .rlim_cur = FD_RESERVE_OF_BACKEND + FILL_LIMIT };
+	struct passthrough *pt;
+	int ret;
+
+	CHECK_EQ(getrlimit(RLIMIT_NOFILE, saved), 0);
+	low.rlim_max = saved->rlim_max;
+	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+	pt = open_share(scratch, fh, &ret);
+	CHECK_EQ(ret, 0);
+	return pt;
+}
+
+/* Looks up FILL_FILES new files in the test's ext4 (dir_id), kept: past
+ * half the fds. While fds are plentiful an idle inode keeps its fd. */
+static void fill_fds(struct passthrough *pt, uint64_t dir_id, uint64_t fill_id[FILL_FILES])
+{
+	char path[PATH_MAX + 32];
+	int before;
+
+	for (int i = 0; i < FILL_FILES; i++) {
+		snprintf(path, sizeof(path), "%s/ext4/fill-%d", scratch, i);
+		close(open(path, O_CREAT | O_WRONLY, 0644));
+		before = fd_count();
+		CHECK_EQ(lookup(pt, dir_id, strrchr(path, '/') + 1, &fill_id[i]), 0);
+		if (i == 0)
+			CHECK_EQ(fd_count(), before + 1);
+	}
+}
+
+/* Forgets the files of fill_fds and their directory, and removes them and
+ * the test's own file name in it. */
+static void unfill_fds(struct passthrough *pt, uint64_t dir_id, const uint64_t fill_id[FILL_FILES],
+		       const char *name)
+{
+	char path[PATH_MAX + 32];
+
+	for (int i = 0; i < FILL_FILES; i++) {
+		ops->forget(pt, fill_id[i], 1);
+		snprintf(path, sizeof(path), "%s/ext4/fill-%d", scratch, i);
+		unlink(path);
+	}
+	ops->forget(pt, dir_id, 1);
+	snprintf(path, sizeof(path), "%s/ext4/%s", scratch, name);
+	unlink(path);
+}
+
 /*
  * A deleted file's inode number taken by a new file while the guest still
  * knows the old one (no FORGET yet): the new file is a new inode that
@@ -128,35 +179,23 @@ static void test_prefer(void)
  * lowest free number of its group, so the next file takes the number
  * just freed.
  */
-static void test_number_reused(void)
+static void test_number_reused(enum inode_file_handles mode)
 {
 	char old_path[PATH_MAX + 32], new_path[PATH_MAX + 32];
-	struct rlimit saved, low = { .rlim_cur = FD_RESERVE_OF_BACKEND + FILL_LIMIT };
+	struct rlimit saved;
 	struct fuse_getattr_in gin = { 0 };
 	struct fuse_attr_out aout;
 	uint64_t dir_id, old_id, new_id = 0, fill_id[FILL_FILES];
 	struct passthrough *pt;
 	struct stat st;
 	ino_t old_ino;
-	int ret, before;
+	int before;
 
-	CHECK_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
-	low.rlim_max = saved.rlim_max;
-	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
-	pt = open_share(scratch, FILE_HANDLES_MANDATORY, &ret);
-	CHECK_EQ(ret, 0);
+	pt = open_share_few_fds(mode, &saved);
 	if (!pt)
 		goto out;
 	CHECK_EQ(lookup(pt, 1, "ext4", &dir_id), 0);
-	/* While fds are plentiful an idle inode keeps its fd. */
-	for (int i = 0; i < FILL_FILES; i++) {
-		snprintf(new_path, sizeof(new_path), "%s/ext4/fill-%d", scratch, i);
-		close(open(new_path, O_CREAT | O_WRONLY, 0644));
-		before = fd_count();
-		CHECK_EQ(lookup(pt, dir_id, strrchr(new_path, '/') + 1, &fill_id[i]), 0);
-		if (i == 0)
-			CHECK_EQ(fd_count(), before + 1);
-	}
+	fill_fds(pt, dir_id, fill_id);
 	/* Now they run short: an idle inode gives its fd back. */
 	snprintf(old_path, sizeof(old_path), "%s/ext4/reused-old", scratch);
 	snprintf(new_path, sizeof(new_path), "%s/ext4/reused-new", scratch);
@@ -183,14 +222,94 @@ static void test_number_reused(void)
 	CHECK_EQ(lookup(pt, dir_id, "reused-new", &new_id), 0);
 	CHECK_EQ(ops->getattr(pt, &ctx, new_id, &gin, &aout), 0);
 	ops->forget(pt, new_id, 1);
-	for (int i = 0; i < FILL_FILES; i++) {
-		ops->forget(pt, fill_id[i], 1);
-		snprintf(new_path, sizeof(new_path), "%s/ext4/fill-%d", scratch, i);
-		unlink(new_path);
-	}
-	ops->forget(pt, dir_id, 1);
-	snprintf(new_path, sizeof(new_path), "%s/ext4/reused-new", scratch);
-	unlink(new_path);
+	unfill_fds(pt, dir_id, fill_id, "reused-new");
+	close_share(pt);
+out:
+	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+}
+
+/* What the table holds for nodeid, read under its shard's lock without
+ * taking a reference (which would reopen a handle inode's fd). */
+struct peek {
+	uint64_t nodeid;
+	bool found, has_handle;
+	int fd;
+};
+
+static void peek_one(struct inode *inode, void *arg)
+{
+	struct peek *p = arg;
+
+	if (inode->nodeid != p->nodeid)
+		return;
+	p->found = true;
+	p->has_handle = inode->file_handle != NULL;
+	p->fd = inode->fd;
+}
+
+static struct peek peek(struct passthrough *pt, uint64_t nodeid)
+{
+	struct peek p = { .nodeid = nodeid };
+
+	inode_table_foreach(pt->inodes, peek_one, &p);
+	CHECK(p.found);
+	return p;
+}
+
+/*
+ * prefer: a new file's inode takes no handle at its lookup (most keep
+ * their fd for life); once half the fds are used it takes one as it goes
+ * idle and gives back its fd, and a lookup of its name finds it again by
+ * comparing handles. A file on a mount without handles keeps its fd.
+ */
+static void test_lazy_handles(void)
+{
+	char path[PATH_MAX + 32];
+	struct rlimit saved;
+	struct fuse_getattr_in gin = { 0 };
+	struct fuse_attr_out aout;
+	uint64_t dir_id, lazy_id, again_id, proc_id, sys_id, fill_id[FILL_FILES];
+	struct passthrough *pt;
+	struct peek p;
+
+	pt = open_share_few_fds(FILE_HANDLES_PREFER, &saved);
+	if (!pt)
+		goto out;
+	/* The first directory on a mount judges it at once. */
+	CHECK_EQ(lookup(pt, 1, "ext4", &dir_id), 0);
+	CHECK_EQ(log_lines("prefer: file handles on ", "/ext4 (ext4, mount"), 1);
+	snprintf(path, sizeof(path), "%s/ext4/lazy", scratch);
+	close(open(path, O_CREAT | O_WRONLY, 0644));
+	CHECK_EQ(lookup(pt, dir_id, "lazy", &lazy_id), 0);
+	p = peek(pt, lazy_id);
+	CHECK(!p.has_handle);
+	CHECK(p.fd >= 0);
+	fill_fds(pt, dir_id, fill_id);
+	/* Idle inodes now give back their fds, which keeps the budget just
+	 * under half used; one more fd in use (an open file's) puts it at
+	 * half: the next request on it leaves it with a handle and no fd. */
+	CHECK(peek(pt, lazy_id).fd >= 0);
+	CHECK_EQ(fd_budget_take(&pt->fds), 0);
+	CHECK_EQ(ops->getattr(pt, &ctx, lazy_id, &gin, &aout), 0);
+	p = peek(pt, lazy_id);
+	CHECK(p.has_handle);
+	CHECK_EQ(p.fd, -1);
+	CHECK_EQ(lookup(pt, dir_id, "lazy", &again_id), 0);
+	CHECK_EQ(again_id, lazy_id);
+	CHECK_EQ(ops->getattr(pt, &ctx, lazy_id, &gin, &aout), 0);
+	CHECK_EQ(peek(pt, lazy_id).fd, -1);
+	/* procfs has no handles: its inodes keep their fds, and work. */
+	CHECK_EQ(lookup(pt, 1, "proc", &proc_id), 0);
+	CHECK_EQ(lookup(pt, proc_id, "sys", &sys_id), 0);
+	CHECK_EQ(ops->getattr(pt, &ctx, sys_id, &gin, &aout), 0);
+	p = peek(pt, sys_id);
+	CHECK(!p.has_handle);
+	CHECK(p.fd >= 0);
+	fd_budget_give_back(&pt->fds);
+	ops->forget(pt, sys_id, 1);
+	ops->forget(pt, proc_id, 1);
+	ops->forget(pt, lazy_id, 2);
+	unfill_fds(pt, dir_id, fill_id, "lazy");
 	close_share(pt);
 out:
 	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
@@ -264,7 +383,9 @@ int main(void)
 
 	dup2(logfd, 2);
 	test_prefer();
-	test_number_reused();
+	test_lazy_handles();
+	test_number_reused(FILE_HANDLES_MANDATORY);
+	test_number_reused(FILE_HANDLES_PREFER);
 	test_mandatory();
 	fflush(stderr);
 	dup2(saved, 2);
