@@ -12,6 +12,7 @@ pkgs=(meson ninja-build pkg-config gcc libseccomp-dev libcap-ng-dev
       dpkg-dev debhelper fakeroot lintian  # make deb, tests/install/deb-test.sh (Build-Depends are above)
       debian-archive-keyring  # scripts/stack.sh checks bookworm-backports and trixie against it
       glusterfs-server glusterfs-client  # tests/dfs/: a GlusterFS volume in the test's own namespaces (tests/lib/gluster.sh)
+      ceph-mon ceph-mgr ceph-osd ceph-mds ceph-fuse ceph-common  # tests/dfs/ceph-*: a one-node Ceph cluster in the test's own network namespace (tests/lib/ceph.sh)
       # tests/xfstests/: building xfstests (build.sh), and what its ./check runs in the guest, whose
       # userland is this host's root shared read-only
       make autoconf automake libtool-bin xfslibs-dev uuid-dev libacl1-dev libattr1-dev libaio-dev

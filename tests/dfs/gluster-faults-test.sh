@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make check (suite dfs): the five fault tests (tests/faults/: disconnect, fsync-durability, reboot-loop, rlimit-nofile, sigterm-drain) with the share on a GlusterFS mount and their host-side checks reading the volume's other mount.
+# make check (suite dfs): the five fault tests (tests/faults/: disconnect, fsync-durability, reboot-loop, rlimit-nofile, sigterm-drain) with the share on a GlusterFS mount and their host-side checks reading the volume's other mount (FERRYFS_DFS=ceph: the same on CephFS, as a part of ceph-test.sh under make check-long).
 #
 # Usage: gluster-faults-test.sh    Env: FERRYFSD, FERRYFS_E2E_KEEP=1
 #        FERRYFS_GLUSTER_FAULTS="disconnect fsync-durability reboot-loop rlimit-nofile sigterm-drain"
@@ -11,7 +11,7 @@
 # tests/lib/guest.sh): ferryfsd serves the share from mount A, the host reads what the guest wrote
 # through mount B, so "on the host" means on the volume. Each must exit 0 and print its PASS line
 # (each checks ferryfsd's own exit status: 0, never a crash), and must really have run on the
-# volume and left nothing there (on_volume_start/on_volume_check, tests/lib/gluster.sh). The same
+# volume and left nothing there (on_volume_start/on_volume_check, tests/lib/dfs.sh). The same
 # checks as on a local share hold on gluster; none is weakened (docs/distributed.md).
 # reboot-loop boots 4 times here, not 12 (make check's time; the local run keeps 12): its fd and
 # RssAnon bounds compare boot 2 with boot 4, two device resets later, and every reset is counted.
@@ -21,14 +21,14 @@
 #        (163 s for the whole test under meson test) and 225 s.
 set -euo pipefail
 source "$(dirname "$0")/../lib/guest.sh"
-source "$lib_dir/gluster.sh"
-gluster_need
-gluster_guest_prepare  # guest_prepare: ferryfsd built, or FAIL
+source "$lib_dir/dfs.sh"
+dfs_need
+dfs_guest_prepare  # guest_prepare: ferryfsd built, or FAIL
 export FERRYFSD="$ferryfsd" FERRYFS_REBOOTS="${FERRYFS_REBOOTS:-4}"
 read -r -a faults <<<"${FERRYFS_GLUSTER_FAULTS:-disconnect fsync-durability reboot-loop rlimit-nofile sigterm-drain}"
 make_tmp
 say "stack $guest_stack, guest $guest_dir"
-gluster_start
+dfs_start
 t_all=$SECONDS
 
 # fault NAME: tests/faults/NAME-test.sh with the share on mount A, read back through mount B.
@@ -36,11 +36,11 @@ fault() {
     local rc=0 t0=$SECONDS out="$tmp/$1.out"
     [[ -x "$repo/tests/faults/$1-test.sh" ]] || die "no tests/faults/$1-test.sh"
     on_volume_start "$1"
-    gl_ns env FERRYFS_SHARE_ROOT="$gluster_a/$1" FERRYFS_SHARE_VIEW="$gluster_b/$1" \
+    dfs_ns env FERRYFS_SHARE_ROOT="$dfs_a/$1" FERRYFS_SHARE_VIEW="$dfs_b/$1" \
         "$repo/tests/faults/$1-test.sh" >"$out" 2>&1 || rc=$?
     grep -a "^$1: " "$out" | tail -3 | sed 's/^/    /' || true
     ((rc != 77)) || die "$1 skipped: $(tail -3 "$out")"
-    if ((rc == 0)) && grep -aq "^$1: PASS" "$out" && grep -aq "^$1: share $gluster_a/$1/" "$out"; then
+    if ((rc == 0)) && grep -aq "^$1: PASS" "$out" && grep -aq "^$1: share $dfs_a/$1/" "$out"; then
         pass "$1 on mount A, read through mount B ($((SECONDS - t0)) s)"
     else
         fail "$1 exited $rc in $((SECONDS - t0)) s: $(tail -5 "$out")"
@@ -48,5 +48,5 @@ fault() {
     on_volume_check "$1" "$1-test.sh"
 }
 for f in "${faults[@]}"; do fault "$f"; done
-say "${#faults[@]} fault tests on gluster in $((SECONDS - t_all)) s"
+say "${#faults[@]} fault tests on $dfs_name in $((SECONDS - t_all)) s"
 finish

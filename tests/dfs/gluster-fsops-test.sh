@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make check (suite dfs): the fsops guest battery with the share on a GlusterFS mount (ferryfsd with fsops' options; make check-long adds the Rust virtiofsd as reference), each difference from a local share explained in gluster-known-differences; then a file replaced through the other mount while the guest holds it (ESTALE).
+# make check (suite dfs): the fsops guest battery with the share on a GlusterFS mount (ferryfsd with fsops' options; make check-long adds the Rust virtiofsd as reference), each difference from a local share explained in gluster-known-differences; then a file replaced through the other mount while the guest holds it (ESTALE). FERRYFS_DFS=ceph: the same on CephFS with ceph-known-differences, as a part of ceph-test.sh.
 #
 # Usage: gluster-fsops-test.sh        Env: FERRYFSD, FERRYFS_E2E_KEEP=1, FERRYFS_E2E_TIMEOUT
 #        FERRYFS_GLUSTER_DAEMONS="ferryfsd"  fsops columns; "ferryfsd virtiofsd-rs" (virtiofsd-rs:
@@ -19,29 +19,29 @@
 # Time:  ~5 s gluster, one guest boot per column (~20-40 s each under TCG), one for ESTALE.
 set -euo pipefail
 source "$(dirname "$0")/../lib/guest.sh"
-source "$lib_dir/gluster.sh"
-gluster_need
+source "$lib_dir/dfs.sh"
+dfs_need
 need_built "$ferryfsd"
-gluster_guest_prepare
-known="$here/gluster-known-differences"
+dfs_guest_prepare
+known="$here/$dfs_kind-known-differences"
 # The reference column costs a guest boot and decides nothing: make check-long runs it.
 default_columns=ferryfsd
 [[ ${FERRYFS_CHECK_LONG:-} != 1 ]] || default_columns="ferryfsd virtiofsd-rs"
 read -r -a columns <<<"${FERRYFS_GLUSTER_DAEMONS:-$default_columns}"
 make_tmp
-gluster_start
-a=$gluster_a b=$gluster_b
+dfs_start
+a=$dfs_a b=$dfs_b
 say "stack $guest_stack, guest $guest_dir"
 
 # ---- fsops, the shares on mount A ----
 fsops_part() {
 mkdir -p "$tmp/results"
-gl_ns mkdir -p "$a/fsops"
+dfs_ns mkdir -p "$a/fsops"
 t0=$SECONDS
-gl_ns env FERRYFS_E2E_SHARE_DIR="$a/fsops" FERRYFS_E2E_RESULTS_DIR="$tmp/results" \
+dfs_ns env FERRYFS_E2E_SHARE_DIR="$a/fsops" FERRYFS_E2E_RESULTS_DIR="$tmp/results" \
     FERRYFS_E2E_DAEMONS="${columns[*]}" "$repo/tests/e2e/fsops-test.sh" "$ferryfsd" \
     >"$tmp/fsops.out" 2>&1 || true
-say "fsops on gluster: $((SECONDS - t0)) s"
+say "fsops on $dfs_name: $((SECONDS - t0)) s"
 # fsops-test keeps its tmp dir whenever ferryfsd's column has a failure, which on gluster it
 # has by design: its logs go with ours (kept on failure, removed with $tmp otherwise).
 kept="$(sed -n 's/^fsops-test: \(logs \)\{0,1\}kept \(in \)\{0,1\}//p' "$tmp/fsops.out" | tail -1)"
@@ -52,50 +52,27 @@ res="$tmp/results/ferryfsd"
 grep -q $'^guest_finished\tPASS' "$res" || fail "the fsops guest did not finish: $(grep $'^guest_finished' "$res")"
 grep -q $'^daemon_exit\tPASS' "$res" || fail "ferryfsd did not exit cleanly: $(grep $'^daemon_exit' "$res")"
 
-# listed CHECK: the line of gluster-known-differences whose glob matches CHECK.
-listed() {
-    local glob
-    while IFS=$'\t' read -r glob _; do
-        [[ -z "$glob" || "$glob" == \#* ]] && continue
-        # shellcheck disable=SC2053
-        [[ "$1" == $glob ]] && return 0
-    done <"$known"
-    return 1
-}
+# Each listed check: the host's own call on mount A answers what the guest got (dfs_own, the
+# oracle for "the file system's own"), unless its probe is "-".
+dfs_results=$res
 nfail=0 nknown=0
 while IFS=$'\t' read -r check result; do
     [[ "$result" == FAIL* ]] || continue
     nfail=$((nfail + 1))
-    if listed "$check"; then
+    if probe="$(dfs_listed "$check")"; then
         nknown=$((nknown + 1))
+        [[ "$probe" == - ]] || dfs_own "$check" "$probe"
     else
-        fail "$check differs on gluster and is not in gluster-known-differences: $result"
+        fail "$check differs on $dfs_name and is not in $(basename "$known"): $result"
     fi
 done <"$res"
 # A listed check that now passes: the list is out of date (or gluster changed).
 while IFS=$'\t' read -r glob _; do
     [[ -z "$glob" || "$glob" == \#* ]] && continue
     grep -q "^$glob"$'\t'"FAIL" "$res" ||
-        fail "$glob is listed in gluster-known-differences but did not fail: $(grep "^$glob"$'\t' "$res" || echo absent)"
+        fail "$glob is listed in $(basename "$known") but did not fail: $(grep "^$glob"$'\t' "$res" || echo absent)"
 done <"$known"
-say "ferryfsd on gluster: $nfail failing checks, $nknown of them listed as gluster's own"
-# The oracle for "gluster's own": the same operation on the host's mount answers what the guest got.
-# own CHECK PROBE: the host's answer to PROBE (host-probe.py) appears in CHECK's FAIL reason.
-own() {
-    local got want
-    got="$(grep "^$1"$'\t' "$res" | cut -f2)"
-    gl_ns mkdir -p "$a/probe-$2"
-    want="$(gl_ns python3 "$here/host-probe.py" "$2" "$a/probe-$2")"
-    if [[ "$want" != ok && "$got" == FAIL*"$want"* ]]; then
-        pass "$1: the guest got what the host's gluster mount answers ($want)"
-    else
-        fail "$1: the guest got '$got', the host's mount answers '$want'"
-    fi
-}
-own guest:rename2_noreplace rename2-noreplace
-own guest:rename2_exchange rename2-exchange
-own guest:tmpfile tmpfile
-own guest:fallocate fallocate-keep-blocks
+say "ferryfsd on $dfs_name: $nfail failing checks, $nknown of them listed as $dfs_name's own"
 }
 [[ "${columns[*]}" == none ]] || fsops_part
 
@@ -107,39 +84,40 @@ own guest:fallocate fallocate-keep-blocks
 # reaches the removed file, so the cache is refreshed with the old file: while the guest keeps
 # asking, the old file may stay for any time (measured 2 tries to over 15 s; docs/distributed.md).
 # FERRYFS_GLUSTER_ESTALE_MDCACHE=1 keeps md-cache on (to measure that by hand).
-if [[ "${FERRYFS_GLUSTER_ESTALE_MDCACHE:-0}" != 1 ]]; then
-    gl_ns gluster --mode=script volume set "$gluster_vol" performance.stat-prefetch off \
+# CephFS: the two mounts as they are (its clients' caches follow the MDS's capabilities).
+if [[ $dfs_kind == gluster && "${FERRYFS_GLUSTER_ESTALE_MDCACHE:-0}" != 1 ]]; then
+    dfs_ns gluster --mode=script volume set "$gluster_vol" performance.stat-prefetch off \
         >"$tmp/volume-set.out" 2>&1 || die "volume set performance.stat-prefetch off: $(cat "$tmp/volume-set.out")"
     a="$tmp/gluster/held-a" b="$tmp/gluster/held-b"
-    gluster_mount "$a" "${FERRYFS_GLUSTER_MOUNT_OPTS:-}"
-    gluster_mount "$b" "${FERRYFS_GLUSTER_MOUNT_OPTS:-}"
+    dfs_mount "$a" "${FERRYFS_GLUSTER_MOUNT_OPTS:-}"
+    dfs_mount "$b" "${FERRYFS_GLUSTER_MOUNT_OPTS:-}"
     if ! grep -q 'Final graph' "$tmp/gluster/log/mount-held-a.log" ||
         grep -q 'type performance/md-cache' "$tmp/gluster/log/mount-held-a.log"; then
         die "mount A for the ESTALE part: no client graph without md-cache in its log"
     fi
 fi
-gl_ns mkdir -p "$a/held"
-printf 'old\n' | gl_ns tee "$a/held/f" "$a/held/g" >/dev/null
-gl_ns cp "$here/guest-estale.sh" "$a/held/estale.sh"
+dfs_ns mkdir -p "$a/held"
+printf 'old\n' | dfs_ns tee "$a/held/f" "$a/held/g" >/dev/null
+dfs_ns cp "$here/guest-estale.sh" "$a/held/estale.sh"
 sock="$tmp/estale.sock"
 read -r -a extra <<<"${FERRYFSD_ARGS:-}"
-"${gl_enter[@]}" "$ferryfsd" --socket-path="$sock" --shared-dir="$a/held" "${extra[@]}" >"$tmp/estale-daemon.log" 2>&1 &
+"${dfs_enter[@]}" "$ferryfsd" --socket-path="$sock" --shared-dir="$a/held" "${extra[@]}" >"$tmp/estale-daemon.log" 2>&1 &
 pid=$!
 cleanup_pids+=("$pid")
 wait_socket "$sock" "$pid" || die "ferryfsd did not listen: $(tail -3 "$tmp/estale-daemon.log")"
-"${gl_enter[@]}" "$run_guest" --guest "$guest_dir" --sock "$sock" --cmd run --args "sh /mnt/estale.sh ${FERRYFS_GLUSTER_ESTALE_SECS:-15}" --quiet \
+"${dfs_enter[@]}" "$run_guest" --guest "$guest_dir" --sock "$sock" --cmd run --args "sh /mnt/estale.sh ${FERRYFS_GLUSTER_ESTALE_SECS:-15}" --quiet \
     --mem 512M --log "$tmp/console-estale.log" --timeout "$guest_timeout" --watch-pid "$pid" \
     >"$tmp/run-guest-estale.out" 2>&1 &
 guest=$!
 guest_pids+=("$guest")
 # The guest says when it holds f (open) and g (looked up); then both are replaced through B.
 for ((i = 0; i < guest_timeout * 10; i++)); do
-    gl_ns test -e "$b/held/holding" && break
+    dfs_ns test -e "$b/held/holding" && break
     kill -0 "$guest" 2>/dev/null || break
     sleep 0.1
 done
-gl_ns test -e "$b/held/holding" || die "the guest never held the files: $(tr -d '\r' <"$tmp/console-estale.log" | tail -5)"
-gl_ns bash -c 'cd "$1" && rm f g && printf "new\n" >f && printf "new\n" >g && touch go' _ "$b/held"
+dfs_ns test -e "$b/held/holding" || die "the guest never held the files: $(tr -d '\r' <"$tmp/console-estale.log" | tail -5)"
+dfs_ns bash -c 'cd "$1" && rm f g && printf "new\n" >f && printf "new\n" >g && touch go' _ "$b/held"
 say "f and g removed and recreated through mount B"
 wait "$guest" || fail "the ESTALE guest failed (run-guest exit $?)"
 console="$(tr -d '\r' <"$tmp/console-estale.log")"

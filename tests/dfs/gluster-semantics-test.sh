@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make check (suite dfs): ferryfsd's locks, xattrs and ACLs (tests/semantics/locks-test.sh, xattr-test.sh) with the share on a GlusterFS mount, each difference from a local share explained in gluster-semantics-known-differences (the fault tests: gluster-faults-test.sh).
+# make check (suite dfs): ferryfsd's locks, xattrs and ACLs (tests/semantics/locks-test.sh, xattr-test.sh) with the share on a GlusterFS mount, each difference from a local share explained in gluster-semantics-known-differences (the fault tests: gluster-faults-test.sh). FERRYFS_DFS=ceph: the same on CephFS with ceph-semantics-known-differences, as a part of ceph-test.sh (its mounts made with POSIX ACLs on).
 #
 # Usage: gluster-semantics-test.sh    Env: FERRYFSD, FERRYFS_E2E_KEEP=1
 #        FERRYFS_GLUSTER_MOUNT_OPTS=acl  mount.glusterfs options for both mounts (default acl: without
@@ -21,19 +21,20 @@
 #        part that ran sigterm-drain here is gluster-faults-test.sh now.
 set -euo pipefail
 source "$(dirname "$0")/../lib/guest.sh"
-source "$lib_dir/gluster.sh"
-gluster_need
+source "$lib_dir/dfs.sh"
+dfs_need
 need_cmd getfacl setfattr
 need_built "$ferryfsd"
-gluster_guest_prepare
+dfs_guest_prepare
 export FERRYFSD="$ferryfsd" FERRYFS_GLUSTER_MOUNT_OPTS="${FERRYFS_GLUSTER_MOUNT_OPTS-acl}"
-known="$here/gluster-semantics-known-differences"
+known="$here/$dfs_kind-semantics-known-differences"
 read -r -a parts <<<"${FERRYFS_GLUSTER_PARTS:-locks xattr}"
 make_tmp
 : >"$tmp/results"
+dfs_results="$tmp/results"
 say "stack $guest_stack, guest $guest_dir"
-gluster_start
-a=$gluster_a b=$gluster_b
+dfs_start
+a=$dfs_a b=$dfs_b
 
 # results PART OUT: PART:CHECK<TAB>PASS|FAIL reason for each check ferryfsd's run printed in OUT
 # (guest CHECK lines, a check the test wanted and did not see, the host's HOST lines and
@@ -59,8 +60,8 @@ results() {
 semantics() {
     local rc=0 n t0=$SECONDS
     on_volume_start "$1"
-    gl_ns env FERRYFS_SHARE_ROOT="$a/$1" "$repo/tests/semantics/$2" >"$tmp/$1.out" 2>&1 || rc=$?
-    say "$1 on gluster: exit $rc in $((SECONDS - t0)) s"
+    dfs_ns env FERRYFS_SHARE_ROOT="$a/$1" "$repo/tests/semantics/$2" >"$tmp/$1.out" 2>&1 || rc=$?
+    say "$1 on $dfs_name: exit $rc in $((SECONDS - t0)) s"
     ((rc != 77)) || die "$2 skipped: $(tail -3 "$tmp/$1.out")"
     results "$1" "$tmp/$1.out" | tee -a "$tmp/results" | sed 's/^/    /'
     n=$(grep -c "^$1:" "$tmp/results" || true)
@@ -69,33 +70,6 @@ semantics() {
         fail "$1: $2 exited $rc without a failing check: $(tail -5 "$tmp/$1.out")"
     fi
     on_volume_check "$1" "$2"
-}
-
-# listed CHECK: the line of the known-differences list whose glob matches CHECK (glob TAB probe TAB why).
-listed() {
-    local glob probe
-    while IFS=$'\t' read -r glob probe _; do
-        [[ -z "$glob" || "$glob" == \#* ]] && continue
-        # shellcheck disable=SC2053
-        [[ "$1" == $glob ]] && { echo "$probe"; return 0; }
-    done <"$known"
-    return 1
-}
-
-# own CHECK PROBE [MOUNT]: the host's own call (host-probe.py PROBE on MOUNT, default mount A)
-# fails, and CHECK's FAIL reason carries that error (its name or its strerror text, as the guest
-# programs print it).
-own() {
-    local got want text m="${3:-$a}"
-    got="$(grep "^$1"$'\t' "$tmp/results" | cut -f2 | head -1)"
-    gl_ns mkdir -p "$m/probe-$2"
-    want="$(gl_ns python3 "$here/host-probe.py" "$2" "$m/probe-$2" </dev/null)"
-    text="$(python3 -c 'import errno, os, sys; print(os.strerror(getattr(errno, sys.argv[1], 0)) if hasattr(errno, sys.argv[1]) else "")' "$want")"
-    if [[ "$want" != ok && ( "$got" == FAIL*"$want"* || ( -n "$text" && "$got" == FAIL*"$text"* ) ) ]]; then
-        pass "$1: the guest got what the host's gluster mount answers ($want)"
-    else
-        fail "$1: the guest got '$got', the host's mount answers $2 with '$want'"
-    fi
 }
 
 ran() { [[ " ${parts[*]} " == *" $1 "* ]]; }
@@ -117,18 +91,18 @@ while IFS=$'\t' read -r check result; do
     [[ "$result" == FAIL* ]] || continue
     nfail=$((nfail + 1))
     if [[ "$check" == *:run || "$check" == *:daemon_rc ]]; then
-        fail "$check: $result (ferryfsd must exit 0: a crash or a hang is never gluster's own)"
+        fail "$check: $result (ferryfsd must exit 0: a crash or a hang is never the file system's own)"
     elif [[ "$check" == *:guest_rc ]]; then
         # The guest program exits 1 when one of its checks failed (judged on their own lines);
         # anything else (no mount, no end, a timeout) is not an answer of the file system's.
         [[ "$result" == "FAIL exit 1" ]] && awk -F'\t' -v c="$check" -v p="${check%%:*}:" \
             'index($1, p) == 1 && $1 != c && $2 ~ /^FAIL/ { f = 1 } END { exit !f }' "$tmp/results" ||
             fail "$check: $result (the guest did not finish its checks)"
-    elif probe="$(listed "$check")"; then
+    elif probe="$(dfs_listed "$check")"; then
         nknown=$((nknown + 1))
-        [[ "$probe" == - ]] || own "$check" "$probe"
+        [[ "$probe" == - ]] || dfs_own "$check" "$probe"
     else
-        fail "$check differs on gluster and is not in $(basename "$known"): $result"
+        fail "$check differs on $dfs_name and is not in $(basename "$known"): $result"
     fi
 done <"$tmp/results"
 while IFS=$'\t' read -r glob _; do
@@ -137,14 +111,14 @@ while IFS=$'\t' read -r glob _; do
     failed "$glob" ||
         fail "$glob is listed in $(basename "$known") but did not fail: $(grep "^${glob%%\**}" "$tmp/results" | head -1 || echo absent)"
 done <"$known"
-say "ferryfsd on gluster: $nfail failing checks, $nknown of them listed as gluster's own"
+say "ferryfsd on $dfs_name: $nfail failing checks, $nknown of them listed as $dfs_name's own"
 
 # ---- why -o acl: without it the host's own ACL call on the gluster mount fails, and the guest's
 # gets the same error from ferryfsd (xattr-test with its share on that mount; the part noacl) ----
-noacl="$tmp/gluster/noacl"
-gluster_mount "$noacl" ""
-gl_ns mkdir -p "$noacl/probe-noacl"
-answer="$(gl_ns python3 "$here/host-probe.py" acl-set "$noacl/probe-noacl")"
+noacl="$tmp/noacl"
+dfs_mount "$noacl" ""
+dfs_ns mkdir -p "$noacl/probe-noacl"
+answer="$(dfs_ns python3 "$here/host-probe.py" acl-set "$noacl/probe-noacl")"
 if [[ "$answer" != ok ]]; then
     pass "a mount without -o acl refuses an access ACL: $answer (docs/distributed.md)"
 else
@@ -152,14 +126,14 @@ else
 fi
 if ran xattr; then
     t0=$SECONDS rc=0
-    gl_ns mkdir -p "$noacl/noacl"
-    gl_ns env FERRYFS_SHARE_ROOT="$noacl/noacl" "$repo/tests/semantics/xattr-test.sh" >"$tmp/noacl.out" 2>&1 || rc=$?
+    dfs_ns mkdir -p "$noacl/noacl"
+    dfs_ns env FERRYFS_SHARE_ROOT="$noacl/noacl" "$repo/tests/semantics/xattr-test.sh" >"$tmp/noacl.out" 2>&1 || rc=$?
     say "xattr on the mount without -o acl: exit $rc in $((SECONDS - t0)) s"
     ((rc != 77)) || die "xattr-test.sh skipped: $(tail -3 "$tmp/noacl.out")"
     results noacl "$tmp/noacl.out" >>"$tmp/results"
     grep -E '^noacl:(acl-set|acl-default-set|daemon_rc|run)'$'\t' "$tmp/results" | sed 's/^/    /' || true
-    own noacl:acl-set acl-set "$noacl"
-    own noacl:acl-default-set acl-default-set "$noacl"
+    dfs_own noacl:acl-set acl-set "$noacl"
+    dfs_own noacl:acl-default-set acl-default-set "$noacl"
     # xattr-test says when a daemon exited non-zero or kept running (PART:run, as above).
     if failed 'noacl:run' || failed 'noacl:daemon_rc'; then
         fail "noacl: ferryfsd did not exit 0: $(grep -E '^noacl:(daemon_rc|run)' "$tmp/results" | tr '\n' ' ')"

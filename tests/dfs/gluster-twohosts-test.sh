@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make check (suite dfs): two "hosts" on one GlusterFS volume (two mounts, a ferryfsd and a QEMU on each): a file written in guest A read in guest B with cache=never and cache=auto (how long B takes, timed), POSIX and flock locks of guest A probed from guest B, and a guest migrated from the daemon on mount A to the daemon on mount B keeping its open files.
+# make check (suite dfs): two "hosts" on one GlusterFS volume (two mounts, a ferryfsd and a QEMU on each): a file written in guest A read in guest B with cache=never and cache=auto (how long B takes, timed), POSIX and flock locks of guest A probed from guest B, and a guest migrated from the daemon on mount A to the daemon on mount B keeping its open files. FERRYFS_DFS=ceph: the same on CephFS, as a part of ceph-test.sh.
 #
 # Usage: gluster-twohosts-test.sh   Env: FERRYFSD, FERRYFS_E2E_KEEP=1, FERRYFS_E2E_TIMEOUT
 #        FERRYFS_TWOHOSTS_MIG="ferryfsd"  migration columns; "ferryfsd virtiofsd-rs" (the Rust
@@ -17,8 +17,8 @@
 #        migration guest per column (~25 s).
 set -uo pipefail
 source "$(dirname "$0")/../lib/guest.sh"
-source "$lib_dir/gluster.sh"
-gluster_need
+source "$lib_dir/dfs.sh"
+dfs_need
 need_built "$ferryfsd"
 stack_prepare current >/dev/null 2>&1 || skip "the current stack (QEMU 10, Linux 6.12) is not available"
 FERRYFS_GUEST_DIR="$(stack_guest_dir current)"
@@ -29,10 +29,10 @@ make_tmp
 gcc -static -O2 -Wall -o "$tmp/locks" "$here/guest-locks.c" 2>"$tmp/gcc.out" ||
     skip "gcc -static failed (libc6-dev): $(head -2 "$tmp/gcc.out")"
 secs=${FERRYFS_TWOHOSTS_SECS:-20}
-gluster_start
+dfs_start
 # The mounts as this shell sees them (through the namespace holder's root): the host's checks
 # and timings need no nsenter per look.
-A="/proc/$gluster_holder/root$gluster_a" B="/proc/$gluster_holder/root$gluster_b"
+A="$(dfs_view "$dfs_a")" B="$(dfs_view "$dfs_b")"
 say "stack $guest_stack, guest $guest_dir"
 
 # mark PATH SECS: the time (EPOCHREALTIME) at which PATH exists; false after SECS.
@@ -68,7 +68,7 @@ EOF
 pair() {
     local mode=$1 locks=$2 side s t0 t1 p
     local dir="th-$mode"
-    local -A dp gp mnt=([a]=$gluster_a [b]=$gluster_b)
+    local -A dp gp mnt=([a]=$dfs_a [b]=$dfs_b)
     mkdir -p "$A/$dir"
     printf 'v1 written by H\n' >"$A/$dir/data"
     cp "$here/guest-twohosts.sh" "$tmp/locks" "$A/$dir/"
@@ -76,14 +76,14 @@ pair() {
     [[ $locks == locks ]] && lockopts=(--posix-lock --flock)
     for side in a b; do
         s="$tmp/$mode-$side.sock"
-        "${gl_enter[@]}" "$ferryfsd" --socket-path="$s" --shared-dir="${mnt[$side]}/$dir" \
+        "${dfs_enter[@]}" "$ferryfsd" --socket-path="$s" --shared-dir="${mnt[$side]}/$dir" \
             --cache="$mode" "${lockopts[@]}" >"$tmp/$mode-$side.log" 2>&1 &
         dp[$side]=$!
         cleanup_pids+=("${dp[$side]}")
         wait_socket "$s" "${dp[$side]}" || die "ferryfsd $side did not listen: $(tail -3 "$tmp/$mode-$side.log")"
     done
     for side in a b; do
-        "${gl_enter[@]}" "$run_guest" --guest "$guest_dir" --sock "$tmp/$mode-$side.sock" --cmd run \
+        "${dfs_enter[@]}" "$run_guest" --guest "$guest_dir" --sock "$tmp/$mode-$side.sock" --cmd run \
             --args "sh /mnt/guest-twohosts.sh ${side^^} $locks $secs" --quiet --mem 256M --smp 1 \
             --log "$tmp/console-$mode-$side.log" --timeout "$guest_timeout" --watch-pid "${dp[$side]}" \
             >"$tmp/run-guest-$mode-$side.out" 2>&1 &
@@ -117,7 +117,7 @@ pair() {
             mark "$B/$dir/b-probed" 30 >/dev/null || fail "guest B did not probe the locks"
             tr -d '\r' <"$tmp/console-$mode-b.log" | grep -a '^LOCK' | sed 's/^/guest B: /' >>"$tmp/locks-host"
             sed 's/^/    /' "$tmp/locks-host"
-            # Guest B must see what a process on B's own host mount sees: gluster's answer.
+            # Guest B must see what a process on B's own host mount sees: the file system's answer.
             for p in posix-setlk flock; do
                 local hb gb
                 hb=$(sed -n "s/^host B: LOCK $p //p" "$tmp/locks-host")
@@ -151,7 +151,7 @@ say "pairs took $((SECONDS - t_all)) s"
 # ---- migration: the guest on mount A's daemon moves to mount B's ----
 source "$repo/tests/e2e/migration-lib.sh"
 cleanup_cmds+=('vm_kill_all')
-mig_exec=("${gl_enter[@]}")
+mig_exec=("${dfs_enter[@]}")
 share=unused
 
 # mig_round N: round N on the guest (go.N through mount A) passed by its own report.
@@ -210,10 +210,10 @@ migrate_across() {
     head -c 4096 /dev/zero >"$mig/held-rw.dat"
     dpid=() qpid=()
     rm -f "$tmp"/d[12].sock "$tmp"/q[12].mon "$tmp"/console-[12].log
-    d_share="$gluster_a/$root" vm_start 1 find-paths abort || { col_fail "[$1] VM 1 did not start"; return; }
+    d_share="$dfs_a/$root" vm_start 1 find-paths abort || { col_fail "[$1] VM 1 did not start"; return; }
     wait_file "$mig/ready" "$guest_timeout" || { col_fail "[$1] the guest never got ready: $(tr -d '\r' <"$tmp/console-1.log" | tail -3)"; vm_reap; return; }
     r=$(mig_round 1) || { col_fail "[$1] round 1 on mount A: $r"; vm_reap; return; }
-    d_share="$gluster_b/$root" vm_start 2 find-paths abort "unix:$tmp/in2.sock" || { col_fail "[$1] VM 2 did not start"; vm_reap; return; }
+    d_share="$dfs_b/$root" vm_start 2 find-paths abort "unix:$tmp/in2.sock" || { col_fail "[$1] VM 2 did not start"; vm_reap; return; }
     st=$(migrate 1 "unix:$tmp/in2.sock" 120)
     if [[ $st == completed ]]; then
         vm_stop 1

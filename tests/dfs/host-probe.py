@@ -4,6 +4,16 @@ for "ferryfsd passes on the file system's own error". Prints an errno name, "ok"
 
   host-probe.py rename2-noreplace DIR | rename2-exchange DIR | tmpfile DIR   -> errno name or ok
   host-probe.py fallocate-keep-blocks DIR   -> st_blocks after fallocate(1 MiB) + KEEP_SIZE(1 MiB at 1 MiB)
+  host-probe.py punch-hole-blocks DIR       -> "blocks B -> A": st_blocks of a written 1 MiB file
+                                               before and after a 512 KiB hole is punched in it
+  host-probe.py seek-hole DIR               -> "SEEK_HOLE at EOF" when SEEK_HOLE from 0 of a file
+                                               with a hole (data at 0 and 1 MiB, 2 MiB long) gives
+                                               its size, as without FUSE_LSEEK; else "SEEK_HOLE(0)=N"
+  host-probe.py sparse-blocks DIR           -> "blocks N" of a 16 MiB file with one byte at 8 MiB
+  host-probe.py huge-blocks DIR             -> "N blocks" of a file with 4 bytes at 5 GiB
+  host-probe.py suid-open-trunc DIR         -> "mode M" of a 06775 file of uid/gid 1000 after uid
+                                               1000 opened it with O_TRUNC
+  host-probe.py chown-sgid-nogx DIR         -> "mode M" of a 02745 file after root chowns it to 1000
   host-probe.py setxattr=NAME DIR           -> errno name or ok: setxattr(NAME, "v") on a new file
   host-probe.py acl-set DIR | acl-default-set DIR -> errno name or ok: a user:1000:r-- access ACL on a
                                                new file, or a default ACL on a new directory
@@ -27,7 +37,7 @@ import time
 
 libc = ctypes.CDLL(None, use_errno=True)
 RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2
-FALLOC_FL_KEEP_SIZE = 1
+FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE = 1, 2
 
 
 def errname(e):
@@ -60,6 +70,74 @@ def fallocate_keep_blocks(d):
     blocks = os.fstat(fd).st_blocks
     os.close(fd)
     return str(blocks)
+
+
+def fsynced_blocks(p, size, writes, punch=None):
+    fd = os.open(p, os.O_CREAT | os.O_RDWR | os.O_TRUNC, 0o644)
+    try:
+        if size:
+            os.ftruncate(fd, size)
+        for off, data in writes:
+            os.pwrite(fd, data, off)
+        os.fsync(fd)
+        before = os.fstat(fd).st_blocks
+        if punch and libc.fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                                    ctypes.c_long(punch[0]), ctypes.c_long(punch[1])) < 0:
+            return errname(ctypes.get_errno()), None
+        os.fsync(fd)
+        return before, os.fstat(fd).st_blocks
+    finally:
+        os.close(fd)
+
+
+def punch_hole_blocks(d):
+    before, after = fsynced_blocks(os.path.join(d, "probe-punch"), 0, [(0, b"p" * (1 << 20))],
+                                   (256 << 10, 512 << 10))
+    return before if after is None else "blocks %d -> %d" % (before, after)
+
+
+def seek_hole(d):
+    p = os.path.join(d, "probe-seek")
+    fsynced_blocks(p, 2 << 20, [(0, b"\xab" * 4096), (1 << 20, b"\xab" * 4096)])
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        h = os.lseek(fd, 0, os.SEEK_HOLE)
+    finally:
+        os.close(fd)
+    return "SEEK_HOLE at EOF" if h == 2 << 20 else "SEEK_HOLE(0)=%d" % h
+
+
+def as_user(uid, d, fn):
+    """fn() as uid (and gid) uid in directory d: d is entered first, so the directories above it
+    (a test's 0700 temp dir) need not be open to uid."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.chdir(d)
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            fn()
+            os._exit(0)
+        except OSError:
+            os._exit(1)
+    return os.waitpid(pid, 0)[1] == 0
+
+
+def suid_open_trunc(d):
+    p = new_file(d, "probe-suid")
+    os.chown(p, 1000, 1000)
+    os.chmod(p, 0o6775)
+    if not as_user(1000, d, lambda: os.close(os.open("probe-suid", os.O_WRONLY | os.O_TRUNC))):
+        return "open failed"
+    return "mode %o" % (os.stat(p).st_mode & 0o7777)
+
+
+def chown_sgid_nogx(d):
+    p = new_file(d, "probe-nogx")
+    os.chmod(p, 0o2745)
+    os.chown(p, 1000, 1000)
+    return "mode %o" % (os.stat(p).st_mode & 0o7777)
 
 
 def new_file(d, name):
@@ -155,7 +233,13 @@ def ofd_lock(fd):
 if __name__ == "__main__":
     ops = {"rename2-noreplace": lambda d: rename2(d, RENAME_NOREPLACE),
            "rename2-exchange": lambda d: rename2(d, RENAME_EXCHANGE),
-           "tmpfile": tmpfile, "fallocate-keep-blocks": fallocate_keep_blocks}
+           "tmpfile": tmpfile, "fallocate-keep-blocks": fallocate_keep_blocks,
+           "punch-hole-blocks": punch_hole_blocks, "seek-hole": seek_hole,
+           "sparse-blocks": lambda d: "blocks %d" % fsynced_blocks(os.path.join(d, "probe-sparse"),
+                                                                   16 << 20, [(8 << 20, b"M")])[1],
+           "huge-blocks": lambda d: "%d blocks" % fsynced_blocks(os.path.join(d, "probe-huge"),
+                                                                 0, [(5 << 30, b"END!")])[1],
+           "suid-open-trunc": suid_open_trunc, "chown-sgid-nogx": chown_sgid_nogx}
     ops.update({"acl-set": lambda d: acl_set(d, False), "acl-default-set": lambda d: acl_set(d, True),
                 "flock": lambda d: conflict(d, lambda fd: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)),
                 "ofd-lock": lambda d: conflict(d, ofd_lock)})

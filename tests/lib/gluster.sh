@@ -20,12 +20,9 @@
 #                         $gluster_a and $gluster_b with $FERRYFS_GLUSTER_MOUNT_OPTS
 #   gluster_stop          tears it all down (idempotent)
 #   gluster_addr          10.255.255.1, the only address gluster uses (private range, this ns only)
-#   on_volume_start PART / on_volume_check PART SCRIPT   around a run of SCRIPT with
-#                         FERRYFS_SHARE_ROOT=$gluster_a/PART: it really ran on the volume and left
-#                         nothing there (see below)
-#   gluster_guest_prepare the guest stack for a test on the volume: current (QEMU 10, Linux 6.12)
-#                         when scripts/stack.sh can have it, else stable; made ready here, outside
-#                         the namespace (which has no network), then guest_prepare (tests/lib/guest.sh)
+# The tests source it through tests/lib/dfs.sh, which adds what they share with CephFS's
+# (on_volume_start/on_volume_check, dfs_guest_prepare: the stack made ready outside the namespace,
+# which has no network).
 
 gluster_addr=10.255.255.1
 gluster_vol=ferryfs
@@ -45,30 +42,6 @@ gluster_need() {
 
 gl_enter=()
 gl_ns() { "${gl_enter[@]}" "$@"; }
-
-gluster_guest_prepare() {
-    if stack_prepare current >/dev/null 2>&1; then
-        FERRYFS_GUEST_DIR="$(stack_guest_dir current)"
-        export FERRYFS_STACK=current FERRYFS_GUEST_DIR
-    fi
-    guest_prepare
-}
-
-# on_volume_start PART / on_volume_check PART SCRIPT: SCRIPT's share went in a subdirectory of
-# $gluster_a/PART and was removed at its end (unless FERRYFS_E2E_KEEP), seen through mount B: PART's
-# modification time, set to 1 before, moved (so the run really was on the volume), and it is empty.
-# A finding is the caller's fail (common.sh: counted, not fatal).
-on_volume_start() {
-    gl_ns mkdir -p "$gluster_a/$1"
-    gl_ns touch -d @1 "$gluster_a/$1"
-}
-on_volume_check() {
-    local m
-    m="$(gl_ns stat -c %Y "$gluster_b/$1")"
-    ((m > 1)) || fail "$1: $2 made nothing in $gluster_a/$1 (its share was not on the volume)"
-    [[ "${FERRYFS_E2E_KEEP:-0}" == 1 || -z "$(gl_ns find "$gluster_b/$1" -mindepth 1 -maxdepth 1)" ]] ||
-        fail "$1: $2 left its share on the volume"
-}
 
 gluster_start() {
     gluster_vol=${1:-ferryfs}
