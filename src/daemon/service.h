@@ -4,6 +4,7 @@
 
 #include "backend/passthrough.h"
 #include "common/ferry_req.h"
+#include "daemon/request_pool.h"
 #include "migration/save_load.h"
 #include "protocol/fuse_server.h"
 
@@ -14,11 +15,19 @@ struct daemon_state {
 	/* Live migration (vhost-user only): how, and what a source and a
 	 * destination must agree on (options_to_migration). */
 	struct migration_config mig;
+	/* A share whose storage is remote (daemon/pool_policy.h); NULL
+	 * otherwise, and the services without it serve. */
+	struct request_pool *pool;
 };
 
 /* Both transports: workers, requests, reset. */
 extern const struct ferry_service daemon_service;
 /* vhost-user: the same, and save_state/load_state (migration/save_load.h). */
 extern const struct ferry_service daemon_service_migratable;
+
+/* The same two on a share whose storage is remote, with st->pool:
+ * requests that wait on the storage overlap (daemon/request_pool.h). */
+extern const struct ferry_service daemon_service_pooled;
+extern const struct ferry_service daemon_service_pooled_migratable;
 
 #endif

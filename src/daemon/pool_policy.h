@@ -1,0 +1,99 @@
+/* When a queue's requests run on the request pool instead of its own thread: which shares, which requests, how slow; every tuned constant with its reason. */
+#ifndef FERRY_DAEMON_POOL_POLICY_H
+#define FERRY_DAEMON_POOL_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/*
+ * The mechanism (request_pool.c) lets a queue keep as many host calls in
+ * flight as its guest queued, instead of one at a time; it costs a
+ * hand-over per request (a copy of the request, a pool thread's wake-up, a
+ * reply handed back through the queue thread). That pays only where a host
+ * call waits on something far away: a network round trip, a user-space
+ * file server. On a local disk or tmpfs, whose metadata and page-cache
+ * calls take far less than such a hand-over, it would only add to each
+ * request, so such shares never build the pool at all (the daemon serves
+ * them exactly as before).
+ */
+
+/*
+ * Whether the file system of a share (its statfs f_type) reaches its
+ * storage through a network or a user-space server: FUSE (GlusterFS,
+ * ceph-fuse, sshfs and any other FUSE mount), NFS, CephFS's kernel client,
+ * SMB/CIFS, 9P, AFS, Lustre.
+ */
+bool pool_policy_storage_remote(unsigned long fs_type);
+
+/*
+ * Whether an opcode may run on the pool. Those that change the session or
+ * only drop references (INIT, DESTROY, FORGET, BATCH_FORGET, INTERRUPT)
+ * stay on the queue thread, in the order they came; so do the lock
+ * requests (GETLK, SETLK, SETLKW: a SETLKW that waits defers itself, and
+ * lock state is per owner and cheap to reach) and whatever this list does
+ * not name.
+ */
+bool pool_policy_opcode_pooled(uint32_t opcode);
+
+/* Opcodes below this have an estimate of their own (every one the pool
+ * takes does). */
+#define POOL_OPCODES 64u
+
+/*
+ * A request is worth the hand-over when its opcode has lately taken at
+ * least this long on this queue. Well above what a local metadata call or
+ * a copy from the page cache takes (a few microseconds), and above the
+ * hand-over itself (two thread wake-ups and a copy), yet well below a
+ * network round trip.
+ */
+#define POOL_SLOW_NS (40u * 1000u)
+
+/*
+ * Where each opcode's estimate starts: quick. An opcode goes to the pool
+ * only once its own requests, run on the queue thread, were slow; a remote
+ * file system's caches (attributes, the page cache) answer many requests
+ * far quicker than any hand-over, and those stay where they are. Requests
+ * on the pool keep the estimate current; a storage that got quick brings
+ * it down again.
+ */
+#define POOL_ESTIMATE_START_NS 0u
+
+/*
+ * The estimate is a moving average: each request's time moves it by
+ * 1/2^POOL_ESTIMATE_SHIFT of the difference, so one odd request (a cache
+ * miss among hits) does not flip the choice, while a change of the
+ * storage's speed shows within a few dozen requests.
+ */
+#define POOL_ESTIMATE_SHIFT 3
+
+/*
+ * Bytes of request copies and reply buffers on the pool at most, as for
+ * io_offload's deferred reads: the daemon's own memory, which the guest's
+ * queues (up to 16 of up to 1024 requests of up to max_write each) could
+ * otherwise make it hold without bound. 32 MiB keeps 16 requests of 1 MiB
+ * going; past it, requests run on their queue's thread.
+ */
+#define POOL_BYTES_MAX (32u << 20)
+
+/*
+ * Whether a request goes to the pool: its opcode has been slow lately, and
+ * something would wait for it if it ran here: a request queued behind it,
+ * or replies of this queue's pooled requests, which only this thread
+ * sends. A request alone on an idle queue runs here at no cost to anyone.
+ */
+static inline bool pool_policy_wants(uint32_t estimate_ns, unsigned queued_behind,
+				     unsigned pooled_outstanding)
+{
+	return estimate_ns >= POOL_SLOW_NS && (queued_behind > 0 || pooled_outstanding > 0);
+}
+
+/* The estimate after a request of sample_ns. */
+static inline uint32_t pool_policy_estimate(uint32_t estimate_ns, uint64_t sample_ns)
+{
+	int64_t e = estimate_ns;
+	int64_t s = sample_ns > UINT32_MAX ? UINT32_MAX : (int64_t)sample_ns;
+
+	return (uint32_t)(e + (s - e) / (1 << POOL_ESTIMATE_SHIFT));
+}
+
+#endif
