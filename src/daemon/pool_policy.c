@@ -48,7 +48,6 @@ bool pool_policy_opcode_pooled(uint32_t opcode)
 	case FUSE_LINK:
 	case FUSE_OPEN:
 	case FUSE_READ:
-	case FUSE_WRITE:
 	case FUSE_STATFS:
 	case FUSE_RELEASE:
 	case FUSE_FSYNC:
@@ -58,13 +57,11 @@ bool pool_policy_opcode_pooled(uint32_t opcode)
 	case FUSE_REMOVEXATTR:
 	case FUSE_FLUSH:
 	case FUSE_OPENDIR:
-	case FUSE_READDIR:
 	case FUSE_RELEASEDIR:
 	case FUSE_FSYNCDIR:
 	case FUSE_ACCESS:
 	case FUSE_CREATE:
 	case FUSE_FALLOCATE:
-	case FUSE_READDIRPLUS:
 	case FUSE_RENAME2:
 	case FUSE_LSEEK:
 	case FUSE_COPY_FILE_RANGE:

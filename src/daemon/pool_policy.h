@@ -31,7 +31,15 @@ bool pool_policy_storage_remote(unsigned long fs_type);
  * stay on the queue thread, in the order they came; so do the lock
  * requests (GETLK, SETLK, SETLKW: a SETLKW that waits defers itself, and
  * lock state is per owner and cheap to reach) and whatever this list does
- * not name.
+ * not name. So do two that would not overlap on the host anyway:
+ *  - WRITE: the host kernel writes a file under its inode's lock, so the
+ *    guest's WRITEs of one file run one after the other however many
+ *    threads send them, and a run of adjacent ones already reaches the
+ *    storage as one call (fuse_write_run.c);
+ *  - READDIR and READDIRPLUS: one is already a host call per entry, and
+ *    listings of one directory at once wait for each other in the host's
+ *    directory and in the file server, where one after the other each
+ *    finds the entries the previous one brought into the caches.
  */
 bool pool_policy_opcode_pooled(uint32_t opcode);
 
@@ -87,11 +95,18 @@ static inline bool pool_policy_wants(uint32_t estimate_ns, unsigned queued_behin
 	return estimate_ns >= POOL_SLOW_NS && (queued_behind > 0 || pooled_outstanding > 0);
 }
 
-/* The estimate after a request of sample_ns. */
+/*
+ * The estimate after a request of sample_ns. A sample counts for at most
+ * twice the estimate and the threshold: one request that waited long (a
+ * cache miss, a flush of the client's write-behind) among quick ones moves
+ * the estimate a little, and only a run of slow ones carries it across the
+ * threshold (within about ten requests from quick).
+ */
 static inline uint32_t pool_policy_estimate(uint32_t estimate_ns, uint64_t sample_ns)
 {
 	int64_t e = estimate_ns;
-	int64_t s = sample_ns > UINT32_MAX ? UINT32_MAX : (int64_t)sample_ns;
+	int64_t cap = 2 * e + POOL_SLOW_NS;
+	int64_t s = sample_ns > (uint64_t)cap ? cap : (int64_t)sample_ns;
 
 	return (uint32_t)(e + (s - e) / (1 << POOL_ESTIMATE_SHIFT));
 }

@@ -112,7 +112,7 @@ static void test_policy(void)
 	CHECK(!pool_policy_storage_remote(TMPFS_MAGIC));
 	CHECK(!pool_policy_storage_remote(EXT4_SUPER_MAGIC));
 	CHECK(!pool_policy_storage_remote(0));
-	CHECK(pool_policy_opcode_pooled(FUSE_LOOKUP) && pool_policy_opcode_pooled(FUSE_WRITE));
+	CHECK(pool_policy_opcode_pooled(FUSE_LOOKUP) && pool_policy_opcode_pooled(FUSE_READ));
 	CHECK(!pool_policy_opcode_pooled(FUSE_FORGET) && !pool_policy_opcode_pooled(FUSE_INIT) &&
 	      !pool_policy_opcode_pooled(FUSE_SETLKW) && !pool_policy_opcode_pooled(FUSE_INTERRUPT));
 	/* Alone on an idle queue, even a slow request stays. */
@@ -147,11 +147,19 @@ static void test_overlap(void)
 			       &tokens[0]);
 		CHECK_EQ(len, sizeof(struct fuse_out_header) + sizeof(struct fuse_attr_out));
 	}
-	/* One slow GETATTR, alone: answered here, and GETATTR is now known
-	 * to be slow on this queue. */
+	/* Slow GETATTRs, alone: answered here, and after a few GETATTR is
+	 * known to be slow on this queue; one slow one among quick ones is
+	 * not enough. */
 	t.mode = GA_SLOW;
 	len = send_req(q, FUSE_GETATTR, 3, &ga, sizeof(ga), reply, sizeof(reply), 0, &chan, &tokens[0]);
 	CHECK_EQ(len, sizeof(struct fuse_out_header) + sizeof(struct fuse_attr_out));
+	t.mode = GA_QUICK;
+	len = send_req(q, FUSE_GETATTR, 4, &ga, sizeof(ga), reply, sizeof(reply), 3, &chan, &tokens[0]);
+	CHECK_MSG(len != FERRY_DEFERRED, "one slow GETATTR among quick ones leaves GETATTR here");
+	t.mode = GA_SLOW;
+	for (unsigned i = 0; i < 16; i++)
+		len = send_req(q, FUSE_GETATTR, 5, &ga, sizeof(ga), reply, sizeof(reply), 0, &chan,
+			       &tokens[0]);
 
 	/* N_AT_ONCE queued one behind the other: each goes to the pool, and
 	 * each one's op only returns once all are running together. */
