@@ -49,12 +49,26 @@ bool pool_policy_opcode_pooled(uint32_t opcode);
 
 /*
  * A request is worth the hand-over when its opcode has lately taken at
- * least this long on this queue. Well above what a local metadata call or
- * a copy from the page cache takes (a few microseconds), and above the
- * hand-over itself (two thread wake-ups and a copy), yet well below a
- * network round trip.
+ * least this long on this queue. The hand-over costs CPU on four threads
+ * (the queue thread's submit, a pool thread's wake-up, the completion's
+ * wake-up of the queue thread, the driver's interrupt for a reply that
+ * comes alone), so the wait it overlaps must be several times that: where
+ * the storage's "round trip" is itself work on this host's own CPUs (a
+ * FUSE client whose server runs on the same machine), overlapping it gains
+ * nothing and the hand-over's CPU is taken from that work. A network round
+ * trip to another host and its server's work take about this or more; a
+ * local metadata call or a copy from the page cache takes a small fraction.
  */
-#define POOL_SLOW_NS (40u * 1000u)
+#define POOL_SLOW_NS (250u * 1000u)
+
+/*
+ * READs larger than this stay on the queue thread: a large read's time is
+ * mostly copying (the page cache of a network file system's client holds
+ * much of what the guest reads), which the pool would do twice, into its
+ * buffer and then into the guest's; and the backend already reads large
+ * requests on two threads at once (read_split.c).
+ */
+#define POOL_READ_MAX (128u << 10)
 
 /*
  * Where each opcode's estimate starts: quick. An opcode goes to the pool

@@ -276,16 +276,25 @@ err_budget:
 
 /*
  * The opcode of req if the pool may serve it (a pooled opcode with a
- * channel for its reply), else UINT32_MAX.
+ * channel for its reply, a READ no larger than POOL_READ_MAX), else
+ * UINT32_MAX.
  */
 static uint32_t pooled_opcode(const struct ferry_req *req)
 {
-	struct fuse_in_header in;
+	struct {
+		struct fuse_in_header h;
+		struct fuse_read_in r;
+	} in;
+	size_t got;
 
-	if (!req->chan || iov_copy_from(&in, req->rd, req->rd_cnt, 0, sizeof(in)) < sizeof(in) ||
-	    in.opcode >= POOL_OPCODES || !pool_policy_opcode_pooled(in.opcode))
+	if (!req->chan)
 		return UINT32_MAX;
-	return in.opcode;
+	got = iov_copy_from(&in, req->rd, req->rd_cnt, 0, sizeof(in));
+	if (got < sizeof(in.h) || in.h.opcode >= POOL_OPCODES || !pool_policy_opcode_pooled(in.h.opcode))
+		return UINT32_MAX;
+	if (in.h.opcode == FUSE_READ && (got < sizeof(in) || in.r.size > POOL_READ_MAX))
+		return UINT32_MAX;
+	return in.h.opcode;
 }
 
 /* FERRY_DEFERRED when req went to the pool, else 0 (serve it here). */
