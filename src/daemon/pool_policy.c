@@ -4,6 +4,8 @@
 #include <linux/fuse.h>
 #include <linux/magic.h>
 
+#include "common/log.h"
+
 /* Not in every linux/magic.h. */
 #define FS_MAGIC_FUSE 0x65735546ul
 #define FS_MAGIC_CEPH 0x00c36400ul
@@ -69,4 +71,41 @@ bool pool_policy_opcode_pooled(uint32_t opcode)
 	default:
 		return false;
 	}
+}
+
+bool pool_trial_next(struct pool_trial *t, uint64_t now_ns)
+{
+	unsigned len = t->phase == POOL_TRIAL_KEPT ? POOL_TRIAL_SETTLED : POOL_TRIAL_PROBE;
+	uint64_t took;
+
+	if (t->count > 0 && now_ns - t->last_ns > POOL_TRIAL_GAP_NS)
+		t->count = 0;
+	if (t->count == 0)
+		t->start_ns = now_ns;
+	t->last_ns = now_ns;
+	if (++t->count <= len)
+		return t->pooled;
+	took = now_ns - t->start_ns;
+	switch (t->phase) {
+	case POOL_TRIAL_INLINE:
+		t->inline_ns = took;
+		t->phase = POOL_TRIAL_POOLED;
+		t->pooled = true;
+		break;
+	case POOL_TRIAL_POOLED:
+		t->pooled = took * 100 <= t->inline_ns * POOL_TRIAL_KEEP_PERCENT;
+		t->phase = POOL_TRIAL_KEPT;
+		log_debug("request pool: %u slow requests took %llu us on the pool, %llu us on the "
+			  "queue thread: %s", POOL_TRIAL_PROBE, (unsigned long long)(took / 1000),
+			  (unsigned long long)(t->inline_ns / 1000),
+			  t->pooled ? "the pool serves them" : "the queue thread serves them");
+		break;
+	case POOL_TRIAL_KEPT:
+		t->phase = POOL_TRIAL_INLINE;
+		t->pooled = false;
+		break;
+	}
+	t->count = 1;
+	t->start_ns = now_ns;
+	return t->pooled;
 }

@@ -48,18 +48,13 @@ bool pool_policy_opcode_pooled(uint32_t opcode);
 #define POOL_OPCODES 64u
 
 /*
- * A request is worth the hand-over when its opcode has lately taken at
- * least this long on this queue. The hand-over costs CPU on four threads
- * (the queue thread's submit, a pool thread's wake-up, the completion's
- * wake-up of the queue thread, the driver's interrupt for a reply that
- * comes alone), so the wait it overlaps must be several times that: where
- * the storage's "round trip" is itself work on this host's own CPUs (a
- * FUSE client whose server runs on the same machine), overlapping it gains
- * nothing and the hand-over's CPU is taken from that work. A network round
- * trip to another host and its server's work take about this or more; a
- * local metadata call or a copy from the page cache takes a small fraction.
+ * A request is a candidate for the pool when its opcode has lately taken
+ * at least this long on this queue: well above a local metadata call or a
+ * copy from the page cache (a few microseconds), and above the hand-over
+ * itself (two thread wake-ups and a copy). Whether the pool then pays is
+ * the trial's to find out (below).
  */
-#define POOL_SLOW_NS (250u * 1000u)
+#define POOL_SLOW_NS (40u * 1000u)
 
 /*
  * READs larger than this stay on the queue thread: a large read's time is
@@ -96,6 +91,51 @@ bool pool_policy_opcode_pooled(uint32_t opcode);
  * going; past it, requests run on their queue's thread.
  */
 #define POOL_BYTES_MAX (32u << 20)
+
+/*
+ * The trial: whether overlapping a queue's slow requests pays is measured,
+ * not assumed. Where the storage's "round trip" is itself work on this
+ * host's CPUs (a FUSE client and its server on the same machine), the
+ * calls do not overlap in time and the hand-over's CPU (the submit, a pool
+ * thread's wake-up, the completion's wake-up of the queue thread, an
+ * interrupt for a reply that comes alone) is taken from that work; where
+ * it is a wait on a network or a server's timers, they do. So a queue
+ * serves POOL_TRIAL_PROBE candidates on its thread, then as many on the
+ * pool, keeps the quicker way for POOL_TRIAL_SETTLED candidates, and tries
+ * both again: the storage, the guest's load and the machine's may change.
+ * The pool is kept only if it took at most POOL_TRIAL_KEEP_PERCENT of the
+ * time: it costs CPU that others on the machine could use, so a tie goes
+ * to the queue thread. The probes are long enough that a few requests'
+ * noise does not decide, short enough that the worse way costs a small
+ * part of the time (one probe in every POOL_TRIAL_SETTLED / POOL_TRIAL_PROBE
+ * + 2).
+ */
+#define POOL_TRIAL_PROBE 256u
+#define POOL_TRIAL_SETTLED (16u * POOL_TRIAL_PROBE)
+#define POOL_TRIAL_KEEP_PERCENT 90u
+/* A gap this long between a candidate and the end of the one before (its
+ * dispatch to the pool, or its end on the queue thread) means the guest
+ * paused: the phase's clock would count the pause, so it starts over. */
+#define POOL_TRIAL_GAP_NS (20u * 1000u * 1000u)
+
+enum pool_trial_phase { POOL_TRIAL_INLINE, POOL_TRIAL_POOLED, POOL_TRIAL_KEPT };
+
+/* One queue's trial; only its thread touches it. */
+struct pool_trial {
+	enum pool_trial_phase phase;
+	bool pooled;               /* how candidates are served now */
+	unsigned count;            /* candidates in this phase so far */
+	uint64_t start_ns, last_ns;
+	uint64_t inline_ns;        /* the last inline probe's time */
+};
+
+/* A candidate comes at now_ns: whether it goes to the pool. */
+bool pool_trial_next(struct pool_trial *t, uint64_t now_ns);
+/* The candidate served on the queue thread ended at now_ns. */
+static inline void pool_trial_served(struct pool_trial *t, uint64_t now_ns)
+{
+	t->last_ns = now_ns;
+}
 
 /*
  * Whether a request goes to the pool: its opcode has been slow lately, and

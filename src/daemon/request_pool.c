@@ -38,6 +38,7 @@ struct request_pool_queue {
 	struct request_pool *pool;
 	struct fuse_worker *w;           /* what runs on the queue thread */
 	atomic_uint outstanding;         /* pooled requests not yet answered */
+	struct pool_trial trial;         /* whether the pool pays here */
 	/* Per opcode: how long its requests took lately; written by the
 	 * queue thread and the pool's, an estimate that may lose an update. */
 	_Atomic uint32_t estimate_ns[POOL_OPCODES];
@@ -297,7 +298,8 @@ static uint32_t pooled_opcode(const struct ferry_req *req)
 	return in.h.opcode;
 }
 
-/* FERRY_DEFERRED when req went to the pool, else 0 (serve it here). */
+/* FERRY_DEFERRED when req went to the pool, else 0 (serve it here); 1
+ * when it is a candidate the trial has served here (pool_policy.h). */
 static int pool_try(struct request_pool_queue *q, const struct ferry_req *req, uint32_t opcode)
 {
 	uint32_t estimate;
@@ -308,22 +310,29 @@ static int pool_try(struct request_pool_queue *q, const struct ferry_req *req, u
 	if (!pool_policy_wants(estimate, req->queued_behind,
 			       atomic_load_explicit(&q->outstanding, memory_order_relaxed)))
 		return 0;
+	if (!pool_trial_next(&q->trial, ferry_monotonic_ns()))
+		return 1;
 	return pool_submit(q, req, opcode) == FERRY_DEFERRED ? FERRY_DEFERRED : 0;
 }
 
 uint32_t request_pool_serve(struct request_pool_queue *q, const struct ferry_req *req)
 {
 	uint32_t opcode = pooled_opcode(req), len;
-	uint64_t start;
+	uint64_t start, end;
+	int tried;
 
 	if (opcode == UINT32_MAX)
 		return fuse_worker_process(q->w, req);
-	if (pool_try(q, req, opcode) == FERRY_DEFERRED)
+	tried = pool_try(q, req, opcode);
+	if (tried == FERRY_DEFERRED)
 		return FERRY_DEFERRED;
 	start = ferry_monotonic_ns();
 	len = fuse_worker_process(q->w, req);
+	end = ferry_monotonic_ns();
 	if (len != FERRY_DEFERRED)
-		estimate_add(q, opcode, ferry_monotonic_ns() - start);
+		estimate_add(q, opcode, end - start);
+	if (tried == 1)
+		pool_trial_served(&q->trial, end);
 	return len;
 }
 

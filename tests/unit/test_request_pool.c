@@ -42,7 +42,7 @@ static int t_getattr(void *fs, const struct fuse_request_ctx *ctx, uint64_t node
 		return 0;
 	if (t.mode == GA_SLOW) {
 		/* Slower than the pool's threshold, however fast the machine. */
-		nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+		nanosleep(&(struct timespec){ .tv_nsec = 1000 * 1000 }, NULL);
 		return 0;
 	}
 	/* Each waits until all N_AT_ONCE are in here together: only possible
@@ -121,6 +121,50 @@ static void test_policy(void)
 	CHECK(!pool_policy_wants(POOL_SLOW_NS - 1, 5, 5));
 }
 
+/* The trial on a clock of its own: what it keeps follows from the times. */
+static void test_trial(void)
+{
+	struct pool_trial tr = { 0 };
+	uint64_t now = 1000000;
+	unsigned pooled = 0;
+
+	/* The inline probe: one candidate every 10 us. */
+	for (unsigned i = 0; i < POOL_TRIAL_PROBE; i++, now += 10000)
+		pooled += pool_trial_next(&tr, now);
+	CHECK_EQ(pooled, 0u);
+	/* The pooled probe: one every 2 us, so the pool is kept. */
+	for (unsigned i = 0; i < POOL_TRIAL_PROBE; i++, now += 2000)
+		pooled += pool_trial_next(&tr, now);
+	CHECK_EQ(pooled, POOL_TRIAL_PROBE);
+	pooled = 0;
+	for (unsigned i = 0; i < POOL_TRIAL_SETTLED; i++, now += 2000)
+		pooled += pool_trial_next(&tr, now);
+	CHECK_MSG(pooled == POOL_TRIAL_SETTLED, "the pool, quicker, is kept for %u candidates",
+		  POOL_TRIAL_SETTLED);
+	/* Then both are tried again; this time the pool is slower. */
+	pooled = 0;
+	for (unsigned i = 0; i < POOL_TRIAL_PROBE; i++, now += 10000)
+		pooled += pool_trial_next(&tr, now);
+	CHECK_EQ(pooled, 0u);
+	for (unsigned i = 0; i < POOL_TRIAL_PROBE; i++, now += 12000)
+		pooled += pool_trial_next(&tr, now);
+	CHECK_EQ(pooled, POOL_TRIAL_PROBE);
+	pooled = 0;
+	for (unsigned i = 0; i < POOL_TRIAL_SETTLED; i++, now += 12000)
+		pooled += pool_trial_next(&tr, now);
+	CHECK_MSG(pooled == 0, "the queue thread, quicker, is kept for %u candidates",
+		  POOL_TRIAL_SETTLED);
+	/* A pause of the guest inside an inline probe does not count
+	 * against it: the probe starts over. */
+	for (unsigned i = 0; i < POOL_TRIAL_PROBE / 2; i++, now += 10000)
+		pool_trial_next(&tr, now);
+	now += POOL_TRIAL_GAP_NS + 1;
+	for (unsigned i = 0; i < POOL_TRIAL_PROBE; i++, now += 10000)
+		pool_trial_next(&tr, now);
+	CHECK_MSG(tr.phase == POOL_TRIAL_INLINE && tr.count == POOL_TRIAL_PROBE,
+		  "a pause starts the probe over");
+}
+
 static void test_overlap(void)
 {
 	struct fuse_server_opts opts = { 0 };
@@ -161,6 +205,29 @@ static void test_overlap(void)
 		len = send_req(q, FUSE_GETATTR, 5, &ga, sizeof(ga), reply, sizeof(reply), 0, &chan,
 			       &tokens[0]);
 
+	/* The trial first serves its probe of candidates (slow, with one
+	 * behind) here, then the next ones on the pool. (A pause of this
+	 * thread longer than POOL_TRIAL_GAP_NS starts the probe over, so it
+	 * may take more than one probe's worth.) */
+	for (unsigned i = 0; i < 4 * POOL_TRIAL_PROBE; i++) {
+		len = send_req(q, FUSE_GETATTR, 6, &ga, sizeof(ga), reply, sizeof(reply), 1, &chan,
+			       &tokens[0]);
+		if (len == FERRY_DEFERRED) {
+			CHECK_MSG(i >= POOL_TRIAL_PROBE, "the trial's first %u slow requests stay on "
+				  "the queue thread (%u did)", POOL_TRIAL_PROBE, i);
+			break;
+		}
+	}
+	CHECK_MSG(len == FERRY_DEFERRED, "then the trial sends them to the pool");
+	/* That one's reply, before the blocking ones start. */
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += GIVE_UP_S;
+	pthread_mutex_lock(&t.lock);
+	while (t.replies < 1 && pthread_cond_timedwait(&t.changed, &t.lock, &until) != ETIMEDOUT)
+		;
+	t.replies = 0;
+	pthread_mutex_unlock(&t.lock);
+
 	/* N_AT_ONCE queued one behind the other: each goes to the pool, and
 	 * each one's op only returns once all are running together. */
 	t.mode = GA_WAIT_FOR_ALL;
@@ -196,7 +263,7 @@ static void test_overlap(void)
 			known |= t.tokens_seen[i] == &tokens[j];
 		CHECK(known);
 	}
-	CHECK_EQ(request_pool_served(pool), (uint64_t)N_AT_ONCE);
+	CHECK_EQ(request_pool_served(pool), (uint64_t)N_AT_ONCE + 1);
 	request_pool_queue_free(q);
 	request_pool_free(pool);
 	fuse_server_free(se);
@@ -205,6 +272,7 @@ static void test_overlap(void)
 int main(void)
 {
 	test_policy();
+	test_trial();
 	test_overlap();
 	return check_result();
 }
