@@ -150,6 +150,20 @@ static inline bool pool_policy_wants(uint32_t estimate_ns, unsigned queued_behin
 }
 
 /*
+ * Whether the served-th request run on the queue thread is timed for its
+ * opcode's estimate: every one near or above the threshold, one in
+ * POOL_QUICK_SAMPLE of an opcode well below it (the two clock reads are a
+ * visible part of a request the host's caches answer), which still brings
+ * a storage that turned slow to the threshold within a few hundred
+ * requests.
+ */
+#define POOL_QUICK_SAMPLE 16u
+static inline bool pool_policy_sample(uint32_t estimate_ns, unsigned served)
+{
+	return estimate_ns >= POOL_SLOW_NS / 2 || served % POOL_QUICK_SAMPLE == 0;
+}
+
+/*
  * The estimate after a request of sample_ns. A sample counts for at most
  * twice the estimate and the threshold: one request that waited long (a
  * cache miss, a flush of the client's write-behind) among quick ones moves

@@ -39,6 +39,7 @@ struct request_pool_queue {
 	struct fuse_worker *w;           /* what runs on the queue thread */
 	atomic_uint outstanding;         /* pooled requests not yet answered */
 	struct pool_trial trial;         /* whether the pool pays here */
+	unsigned served_here;            /* requests of pooled opcodes run here */
 	/* Per opcode: how long its requests took lately; written by the
 	 * queue thread and the pool's, an estimate that may lose an update. */
 	_Atomic uint32_t estimate_ns[POOL_OPCODES];
@@ -326,6 +327,11 @@ uint32_t request_pool_serve(struct request_pool_queue *q, const struct ferry_req
 	tried = pool_try(q, req, opcode);
 	if (tried == FERRY_DEFERRED)
 		return FERRY_DEFERRED;
+	/* A quick opcode's estimate only needs a sample now and then. */
+	if (tried == 0 && !pool_policy_sample(atomic_load_explicit(&q->estimate_ns[opcode],
+								    memory_order_relaxed),
+					      ++q->served_here))
+		return fuse_worker_process(q->w, req);
 	start = ferry_monotonic_ns();
 	len = fuse_worker_process(q->w, req);
 	end = ferry_monotonic_ns();
