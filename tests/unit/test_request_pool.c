@@ -121,46 +121,38 @@ static void test_policy(void)
 	CHECK(!pool_policy_wants(POOL_SLOW_NS - 1, 5, 5));
 }
 
+/* n candidates step_ns apart from *now on: how many went to the pool. */
+static unsigned trial_feed(struct pool_trial *tr, uint64_t *now, unsigned n, uint64_t step_ns)
+{
+	unsigned pooled = 0;
+
+	for (unsigned i = 0; i < n; i++, *now += step_ns)
+		pooled += pool_trial_next(tr, *now);
+	return pooled;
+}
+
 /* The trial on a clock of its own: what it keeps follows from the times. */
 static void test_trial(void)
 {
 	struct pool_trial tr = { 0 };
 	uint64_t now = 1000000;
-	unsigned pooled = 0;
 
-	/* The inline probe: one candidate every 10 us. */
-	for (unsigned i = 0; i < POOL_TRIAL_PROBE; i++, now += 10000)
-		pooled += pool_trial_next(&tr, now);
-	CHECK_EQ(pooled, 0u);
-	/* The pooled probe: one every 2 us, so the pool is kept. */
-	for (unsigned i = 0; i < POOL_TRIAL_PROBE; i++, now += 2000)
-		pooled += pool_trial_next(&tr, now);
-	CHECK_EQ(pooled, POOL_TRIAL_PROBE);
-	pooled = 0;
-	for (unsigned i = 0; i < POOL_TRIAL_SETTLED; i++, now += 2000)
-		pooled += pool_trial_next(&tr, now);
-	CHECK_MSG(pooled == POOL_TRIAL_SETTLED, "the pool, quicker, is kept for %u candidates",
-		  POOL_TRIAL_SETTLED);
+	/* The inline probe (one candidate every 10 us), then the pooled one
+	 * (every 2 us): the pool is kept. */
+	CHECK_EQ(trial_feed(&tr, &now, POOL_TRIAL_PROBE, 10000), 0u);
+	CHECK_EQ(trial_feed(&tr, &now, POOL_TRIAL_PROBE, 2000), POOL_TRIAL_PROBE);
+	CHECK_MSG(trial_feed(&tr, &now, POOL_TRIAL_SETTLED, 2000) == POOL_TRIAL_SETTLED,
+		  "the pool, quicker, is kept for %u candidates", POOL_TRIAL_SETTLED);
 	/* Then both are tried again; this time the pool is slower. */
-	pooled = 0;
-	for (unsigned i = 0; i < POOL_TRIAL_PROBE; i++, now += 10000)
-		pooled += pool_trial_next(&tr, now);
-	CHECK_EQ(pooled, 0u);
-	for (unsigned i = 0; i < POOL_TRIAL_PROBE; i++, now += 12000)
-		pooled += pool_trial_next(&tr, now);
-	CHECK_EQ(pooled, POOL_TRIAL_PROBE);
-	pooled = 0;
-	for (unsigned i = 0; i < POOL_TRIAL_SETTLED; i++, now += 12000)
-		pooled += pool_trial_next(&tr, now);
-	CHECK_MSG(pooled == 0, "the queue thread, quicker, is kept for %u candidates",
-		  POOL_TRIAL_SETTLED);
+	CHECK_EQ(trial_feed(&tr, &now, POOL_TRIAL_PROBE, 10000), 0u);
+	CHECK_EQ(trial_feed(&tr, &now, POOL_TRIAL_PROBE, 12000), POOL_TRIAL_PROBE);
+	CHECK_MSG(trial_feed(&tr, &now, POOL_TRIAL_SETTLED, 12000) == 0,
+		  "the queue thread, quicker, is kept for %u candidates", POOL_TRIAL_SETTLED);
 	/* A pause of the guest inside an inline probe does not count
 	 * against it: the probe starts over. */
-	for (unsigned i = 0; i < POOL_TRIAL_PROBE / 2; i++, now += 10000)
-		pool_trial_next(&tr, now);
+	trial_feed(&tr, &now, POOL_TRIAL_PROBE / 2, 10000);
 	now += POOL_TRIAL_GAP_NS + 1;
-	for (unsigned i = 0; i < POOL_TRIAL_PROBE; i++, now += 10000)
-		pool_trial_next(&tr, now);
+	trial_feed(&tr, &now, POOL_TRIAL_PROBE, 10000);
 	CHECK_MSG(tr.phase == POOL_TRIAL_INLINE && tr.count == POOL_TRIAL_PROBE,
 		  "a pause starts the probe over");
 }
