@@ -37,6 +37,14 @@ read -r -a mount_args <<<"${FERRYFS_CEPH_MOUNT_ARGS---client_acl_type=posix_acl}
 ceph_start "${mount_args[@]}"
 ceph_export
 export FERRYFSD="$ferryfsd"
+# Its daemons listen on the namespace's loopback only (which is all the namespace has).
+listening="$(ceph_ns ss -ltnH | awk '{ print $4 }' | sort -u | tr '\n' ' ')"
+say "listening in the cluster's namespace: $listening"
+if [[ -n $listening ]] && ! tr ' ' '\n' <<<"$listening" | grep -v '^$' | grep -qv '^127\.0\.0\.1:'; then
+    pass "the cluster listens on 127.0.0.1 of its own network namespace only"
+else
+    fail "the cluster listens elsewhere than on 127.0.0.1: $listening"
+fi
 
 skipped=()
 for part in "${parts[@]}"; do

@@ -13,7 +13,7 @@
 #        mount A (the oracle for "the file system's own error"); a listed check that passes fails the
 #        test, as does any guest or daemon exit other than 0 (never a crash). Each part's share is
 #        made and removed on the volume, seen through mount B (on_volume_start/on_volume_check,
-#        tests/lib/gluster.sh). Last, a third mount without -o acl: the host's own ACL call there
+#        tests/lib/dfs.sh). Last, a third mount without -o acl: the host's own ACL call there
 #        fails (why the test mounts with acl), and (with the xattr part) xattr-test with its share
 #        there gets the host's own error for an access and a default ACL (part noacl).
 # Exit:  0 pass; 1 fail; 77 not root, glusterfs packages or acl tools missing, or no guest image.

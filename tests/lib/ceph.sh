@@ -9,7 +9,9 @@
 # must reach the mon) but stays in the host's mount namespace, so its mounts are plain host
 # directories: ferryfsd, QEMU and the host-side checks need no nsenter to use them.
 # Every process is started in the foreground of its own (-f) and its pid recorded: ceph_stop
-# unmounts, then ends exactly those pids and the holder, and is registered as a cleanup.
+# unmounts, then ends exactly those pids and the holder, and is registered as a cleanup. bash runs
+# no EXIT trap when a signal ends it, and the mounts are the host's: so SIGTERM, SIGINT and SIGHUP
+# (meson's timeout, ^C) are made to exit the test, which then cleans up as on any other exit.
 #
 #   ceph_need             skips (77) when root, /dev/fuse or a Ceph package is missing
 #   ceph_start [ARGS...]  the cluster, one CephFS (pools of size 1), mounted at $ceph_a and
@@ -54,6 +56,9 @@ ceph_conf() {
 fsid = $2
 mon host = [v2:127.0.0.1:3300,v1:127.0.0.1:6789]
 public addr = 127.0.0.1
+cluster addr = 127.0.0.1
+public network = 127.0.0.0/8
+cluster network = 127.0.0.0/8
 ms bind ipv6 = false
 auth cluster required = none
 auth service required = none
@@ -116,13 +121,14 @@ ceph_wait() {
 
 ceph_start() {
     ceph_need
-    local c="$tmp/ceph" t0=$SECONDS fsid i uuid
+    local c="$tmp/ceph" t0=$SECONDS fsid i uuid p
     ceph_dir=$c
     mkdir -p "$c/run" "$c/log" "$c/crash" "$c/mon/ceph-a" "$c/mgr/ceph-x" "$c/osd/ceph-0" "$c/mds/ceph-a" "$c/a" "$c/b"
     # The OSD's 8 GiB block file is sparse, but kept with the logs it would be 8 GiB to copy.
     tmp_drop+=("$c/osd")
     fsid=$(cat /proc/sys/kernel/random/uuid)
     ceph_conf "$c" "$fsid" >"$c/ceph.conf"
+    ceph_exit_on_signals
     unshare --net -- sleep infinity &
     ceph_holder=$!
     disown "$ceph_holder" # its SIGKILL at the end is no news for the test's output
@@ -183,6 +189,12 @@ ceph_mount() {
     die "Ceph: ceph-fuse did not mount $dir: $(tail -3 "$ceph_dir/log/$name.out")"
 }
 
+ceph_exit_on_signals() {
+    trap 'exit 129' HUP
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+}
+
 ceph_export() {
     export FERRYFS_DFS=ceph FERRYFS_CEPH_HOLDER=$ceph_holder FERRYFS_CEPH_DIR=$ceph_dir \
         FERRYFS_CEPH_PIDS="mon=$ceph_mon_pid mgr=$ceph_mgr_pid osd=$ceph_osd_pid mds=$ceph_mds_pid"
@@ -193,6 +205,7 @@ ceph_attach() {
     [[ -n ${FERRYFS_CEPH_HOLDER:-} && -f ${FERRYFS_CEPH_DIR:-}/ceph.conf ]] ||
         die "FERRYFS_DFS=ceph: no cluster given (tests/dfs/ceph-test.sh runs this with one)"
     kill -0 "$FERRYFS_CEPH_HOLDER" 2>/dev/null || die "FERRYFS_DFS=ceph: the cluster's namespace is gone"
+    ceph_exit_on_signals
     ceph_holder=$FERRYFS_CEPH_HOLDER ceph_dir=$FERRYFS_CEPH_DIR ceph_attached=1
     ceph_enter=(nsenter --target "$ceph_holder" --net -- env CEPH_CONF="$ceph_dir/ceph.conf")
     ceph_a="$ceph_dir/a" ceph_b="$ceph_dir/b"
