@@ -12,7 +12,8 @@
  * How a request runs on the pool (request_pool_serve):
  *
  *  - The queue thread asks the policy (pool_policy.h): a pooled opcode
- *    that has been slow lately, with something waiting behind it. If so it
+ *    that has been slow lately, with something waiting behind it, on a
+ *    queue whose trial found the pool quicker. If so it
  *    copies the request (header, arguments, a WRITE's payload) out of
  *    guest memory into a job, which also has a reply buffer as large as
  *    the guest's writable part, hands the job to the pool and returns
@@ -33,7 +34,8 @@
  * sends RELEASE only after every request on the handle was answered); the
  * backend already serves several queues at once. A request that changes
  * the session or drops references (INIT, DESTROY, FORGET, INTERRUPT) and
- * the lock requests run on the queue thread (pool_policy_opcode_pooled).
+ * the lock requests run on the queue thread, as do WRITE and the directory
+ * listings, which would not overlap on the host (pool_policy_opcode_pooled).
  * A handle used by a pooled request is a counted reference of the
  * backend's open-file table, so even a RELEASE that overtook it leaves
  * its fd open until it is done.
