@@ -75,7 +75,9 @@ bool pool_policy_opcode_pooled(uint32_t opcode)
 
 bool pool_trial_next(struct pool_trial *t, uint64_t now_ns)
 {
-	unsigned len = t->phase == POOL_TRIAL_KEPT ? POOL_TRIAL_SETTLED : POOL_TRIAL_PROBE;
+	bool settled = t->phase == POOL_TRIAL_KEPT;
+	unsigned len = settled ? POOL_TRIAL_SETTLED : POOL_TRIAL_PROBE;
+	uint64_t min_ns = settled ? POOL_TRIAL_SETTLED_MIN_NS : POOL_TRIAL_PROBE_MIN_NS;
 	uint64_t took;
 
 	if (t->count > 0 && now_ns - t->last_ns > POOL_TRIAL_GAP_NS)
@@ -83,9 +85,11 @@ bool pool_trial_next(struct pool_trial *t, uint64_t now_ns)
 	if (t->count == 0)
 		t->start_ns = now_ns;
 	t->last_ns = now_ns;
-	if (++t->count <= len)
+	if (++t->count <= len || now_ns - t->start_ns < min_ns)
 		return t->pooled;
-	took = now_ns - t->start_ns;
+	/* Time per candidate: a phase ends on a count or on a time,
+	 * whichever comes last, so two phases differ in length. */
+	took = (now_ns - t->start_ns) / (t->count - 1);
 	switch (t->phase) {
 	case POOL_TRIAL_INLINE:
 		t->inline_ns = took;
@@ -95,9 +99,9 @@ bool pool_trial_next(struct pool_trial *t, uint64_t now_ns)
 	case POOL_TRIAL_POOLED:
 		t->pooled = took * 100 <= t->inline_ns * POOL_TRIAL_KEEP_PERCENT;
 		t->phase = POOL_TRIAL_KEPT;
-		log_debug("request pool: %u slow requests took %llu us on the pool, %llu us on the "
-			  "queue thread: %s", POOL_TRIAL_PROBE, (unsigned long long)(took / 1000),
-			  (unsigned long long)(t->inline_ns / 1000),
+		log_debug("request pool: a slow request took %llu ns on the pool, %llu on the "
+			  "queue thread: %s", (unsigned long long)took,
+			  (unsigned long long)t->inline_ns,
 			  t->pooled ? "the pool serves them" : "the queue thread serves them");
 		break;
 	case POOL_TRIAL_KEPT:

@@ -103,16 +103,24 @@ bool pool_policy_opcode_pooled(uint32_t opcode);
  * serves POOL_TRIAL_PROBE candidates on its thread, then as many on the
  * pool, keeps the quicker way for POOL_TRIAL_SETTLED candidates, and tries
  * both again: the storage, the guest's load and the machine's may change.
- * The pool is kept only if it took at most POOL_TRIAL_KEEP_PERCENT of the
- * time: it costs CPU that others on the machine could use, so a tie goes
- * to the queue thread. The probes are long enough that a few requests'
- * noise does not decide, short enough that the worse way costs a small
- * part of the time (one probe in every POOL_TRIAL_SETTLED / POOL_TRIAL_PROBE
- * + 2).
+ * The pool is kept only if a request took at most POOL_TRIAL_KEEP_PERCENT
+ * of the time there: it costs CPU that others on the machine could use, so
+ * a tie, or a gain within a noisy machine's spread, goes to the queue
+ * thread. The probes are long enough that a few requests' noise does not
+ * decide, short enough that the worse way costs a small part of the time.
  */
 #define POOL_TRIAL_PROBE 256u
 #define POOL_TRIAL_SETTLED (16u * POOL_TRIAL_PROBE)
-#define POOL_TRIAL_KEEP_PERCENT 90u
+#define POOL_TRIAL_KEEP_PERCENT 85u
+/*
+ * Each phase also lasts at least this long, whichever comes last: a
+ * probe much shorter than a scheduler's time slice measures who got the
+ * CPUs meanwhile (on a machine whose file server shares them, a slice
+ * lost to it), not the way of serving; and a settled phase many probes
+ * long keeps the worse way's share of the time small.
+ */
+#define POOL_TRIAL_PROBE_MIN_NS (100ull * 1000u * 1000u)
+#define POOL_TRIAL_SETTLED_MIN_NS (4000ull * 1000u * 1000u)
 /* A gap this long between a candidate and the end of the one before (its
  * dispatch to the pool, or its end on the queue thread) means the guest
  * paused: the phase's clock would count the pause, so it starts over. */

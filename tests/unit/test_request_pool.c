@@ -131,25 +131,70 @@ static unsigned trial_feed(struct pool_trial *tr, uint64_t *now, unsigned n, uin
 	return pooled;
 }
 
+/* Candidates step_ns apart until the trial's phase changes: how many
+ * there were, the one that changed it included; *pooled how many of them
+ * went to the pool. */
+static unsigned trial_phase(struct pool_trial *tr, uint64_t *now, uint64_t step_ns,
+			    unsigned *pooled)
+{
+	enum pool_trial_phase phase = tr->phase;
+	unsigned n = 0;
+
+	*pooled = 0;
+	while (tr->phase == phase && n < 10000000) {
+		*now += step_ns;
+		*pooled += pool_trial_next(tr, *now);
+		n++;
+	}
+	return n;
+}
+
+/* How many candidates step_ns apart a phase after the first lasts: at
+ * least count of them and min_ns. */
+static unsigned phase_len(unsigned count, uint64_t min_ns, uint64_t step_ns)
+{
+	uint64_t by_time = (min_ns + step_ns - 1) / step_ns;
+
+	return by_time > count ? (unsigned)by_time : count;
+}
+
 /* The trial on a clock of its own: what it keeps follows from the times. */
 static void test_trial(void)
 {
 	struct pool_trial tr = { 0 };
 	uint64_t now = 1000000;
+	unsigned n, pooled;
 
-	/* The inline probe (one candidate every 10 us), then the pooled one
-	 * (every 2 us): the pool is kept. */
-	CHECK_EQ(trial_feed(&tr, &now, POOL_TRIAL_PROBE, 10000), 0u);
-	CHECK_EQ(trial_feed(&tr, &now, POOL_TRIAL_PROBE, 2000), POOL_TRIAL_PROBE);
-	CHECK_MSG(trial_feed(&tr, &now, POOL_TRIAL_SETTLED, 2000) == POOL_TRIAL_SETTLED,
-		  "the pool, quicker, is kept for %u candidates", POOL_TRIAL_SETTLED);
+	/* The inline probe (one candidate every 1 ms: its count is the
+	 * longer), then the pooled one (every 100 us: its time is): the
+	 * pool, quicker, is kept, for at least its count and time. */
+	n = trial_phase(&tr, &now, 1000000, &pooled);
+	CHECK_MSG(n == POOL_TRIAL_PROBE + 1 && pooled == 1,
+		  "the inline probe: %u candidates on the queue thread", n - 1);
+	n = trial_phase(&tr, &now, 100000, &pooled);
+	CHECK_MSG(n == phase_len(POOL_TRIAL_PROBE, POOL_TRIAL_PROBE_MIN_NS, 100000) && pooled == n,
+		  "the pooled probe: %u candidates, %u on the pool", n, pooled);
+	CHECK_MSG(tr.phase == POOL_TRIAL_KEPT && tr.pooled, "the pool, quicker, is kept");
+	n = trial_phase(&tr, &now, 100000, &pooled);
+	CHECK_MSG(n == phase_len(POOL_TRIAL_SETTLED, POOL_TRIAL_SETTLED_MIN_NS, 100000) &&
+		  pooled == n - 1, "for %u candidates (%u on the pool)", n, pooled);
 	/* Then both are tried again; this time the pool is slower. */
-	CHECK_EQ(trial_feed(&tr, &now, POOL_TRIAL_PROBE, 10000), 0u);
-	CHECK_EQ(trial_feed(&tr, &now, POOL_TRIAL_PROBE, 12000), POOL_TRIAL_PROBE);
-	CHECK_MSG(trial_feed(&tr, &now, POOL_TRIAL_SETTLED, 12000) == 0,
-		  "the queue thread, quicker, is kept for %u candidates", POOL_TRIAL_SETTLED);
+	n = trial_phase(&tr, &now, 1000000, &pooled);
+	CHECK_MSG(n == POOL_TRIAL_PROBE && pooled == 1, "the inline probe again (%u, %u)", n, pooled);
+	n = trial_phase(&tr, &now, 1200000, &pooled);
+	CHECK_MSG(pooled == n - 1 && tr.phase == POOL_TRIAL_KEPT && !tr.pooled,
+		  "a pool slower than the queue thread is not kept");
+	n = trial_phase(&tr, &now, 1000000, &pooled);
+	CHECK_MSG(n == POOL_TRIAL_SETTLED && pooled == 0, "the queue thread is kept for %u", n);
+	/* A gain within POOL_TRIAL_KEEP_PERCENT is no gain. */
+	trial_phase(&tr, &now, 1000000, &pooled);
+	trial_phase(&tr, &now, 1000000 * (POOL_TRIAL_KEEP_PERCENT + 5) / 100, &pooled);
+	CHECK_MSG(tr.phase == POOL_TRIAL_KEPT && !tr.pooled,
+		  "a pool only a little quicker is not kept");
 	/* A pause of the guest inside an inline probe does not count
 	 * against it: the probe starts over. */
+	trial_phase(&tr, &now, 1000000, &pooled);
+	CHECK(tr.phase == POOL_TRIAL_INLINE);
 	trial_feed(&tr, &now, POOL_TRIAL_PROBE / 2, 10000);
 	now += POOL_TRIAL_GAP_NS + 1;
 	trial_feed(&tr, &now, POOL_TRIAL_PROBE, 10000);
