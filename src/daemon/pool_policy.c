@@ -49,7 +49,6 @@ bool pool_policy_opcode_pooled(uint32_t opcode)
 	case FUSE_RENAME:
 	case FUSE_LINK:
 	case FUSE_OPEN:
-	case FUSE_READ:
 	case FUSE_STATFS:
 	case FUSE_RELEASE:
 	case FUSE_FSYNC:

@@ -31,7 +31,10 @@ bool pool_policy_storage_remote(unsigned long fs_type);
  * stay on the queue thread, in the order they came; so do the lock
  * requests (GETLK, SETLK, SETLKW: a SETLKW that waits defers itself, and
  * lock state is per owner and cheap to reach) and whatever this list does
- * not name. So do two that would not overlap on the host anyway:
+ * not name. READ stays too: the backend already sends a read that waits
+ * for its storage to an offload thread (backend/io_offload.c), with no copy
+ * of the request, on a file system of any kind. So do two that would not
+ * overlap on the host anyway:
  *  - WRITE: the host kernel writes a file under its inode's lock, so the
  *    guest's WRITEs of one file run one after the other however many
  *    threads send them, and a run of adjacent ones already reaches the
@@ -55,15 +58,6 @@ bool pool_policy_opcode_pooled(uint32_t opcode);
  * the trial's to find out (below).
  */
 #define POOL_SLOW_NS (40u * 1000u)
-
-/*
- * READs larger than this stay on the queue thread: a large read's time is
- * mostly copying (the page cache of a network file system's client holds
- * much of what the guest reads), which the pool would do twice, into its
- * buffer and then into the guest's; and the backend already reads large
- * requests on two threads at once (read_split.c).
- */
-#define POOL_READ_MAX (128u << 10)
 
 /*
  * Where each opcode's estimate starts: quick. An opcode goes to the pool

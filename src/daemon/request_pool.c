@@ -73,8 +73,9 @@ int request_pool_new(struct request_pool **out, struct fuse_server *se, size_t m
 	}
 	pthread_mutex_init(&p->lock, NULL);
 	p->se = se;
-	/* A WRITE's payload or a READ's data, and room for any header and
-	 * argument block beside it. */
+	/* The largest argument a pooled request carries (a SETXATTR's value,
+	 * names) or reply it gets (a GETXATTR's value, a LISTXATTR's list),
+	 * and room for any header beside it. */
 	p->job_bytes_max = max_write + (256u << 10);
 	atomic_init(&p->bytes, 0);
 	atomic_init(&p->served, 0);
@@ -276,27 +277,18 @@ err_budget:
 	return ret;
 }
 
-/*
- * The opcode of req if the pool may serve it (a pooled opcode with a
- * channel for its reply, a READ no larger than POOL_READ_MAX), else
- * UINT32_MAX.
- */
+/* The opcode of req if the pool may serve it (a pooled opcode with a
+ * channel for its reply), else UINT32_MAX. */
 static uint32_t pooled_opcode(const struct ferry_req *req)
 {
-	struct {
-		struct fuse_in_header h;
-		struct fuse_read_in r;
-	} in;
-	size_t got;
+	struct fuse_in_header h;
 
 	if (!req->chan)
 		return UINT32_MAX;
-	got = iov_copy_from(&in, req->rd, req->rd_cnt, 0, sizeof(in));
-	if (got < sizeof(in.h) || in.h.opcode >= POOL_OPCODES || !pool_policy_opcode_pooled(in.h.opcode))
+	if (iov_copy_from(&h, req->rd, req->rd_cnt, 0, sizeof(h)) < sizeof(h) ||
+	    h.opcode >= POOL_OPCODES || !pool_policy_opcode_pooled(h.opcode))
 		return UINT32_MAX;
-	if (in.h.opcode == FUSE_READ && (got < sizeof(in) || in.r.size > POOL_READ_MAX))
-		return UINT32_MAX;
-	return in.h.opcode;
+	return h.opcode;
 }
 
 /* FERRY_DEFERRED when req went to the pool, else 0 (serve it here); 1

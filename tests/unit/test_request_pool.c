@@ -112,7 +112,9 @@ static void test_policy(void)
 	CHECK(!pool_policy_storage_remote(TMPFS_MAGIC));
 	CHECK(!pool_policy_storage_remote(EXT4_SUPER_MAGIC));
 	CHECK(!pool_policy_storage_remote(0));
-	CHECK(pool_policy_opcode_pooled(FUSE_LOOKUP) && pool_policy_opcode_pooled(FUSE_READ));
+	CHECK(pool_policy_opcode_pooled(FUSE_LOOKUP) && pool_policy_opcode_pooled(FUSE_GETATTR));
+	/* READ and WRITE have their own ways (pool_policy.h). */
+	CHECK(!pool_policy_opcode_pooled(FUSE_READ) && !pool_policy_opcode_pooled(FUSE_WRITE));
 	CHECK(!pool_policy_opcode_pooled(FUSE_FORGET) && !pool_policy_opcode_pooled(FUSE_INIT) &&
 	      !pool_policy_opcode_pooled(FUSE_SETLKW) && !pool_policy_opcode_pooled(FUSE_INTERRUPT));
 	/* Alone on an idle queue, even a slow request stays. */
