@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "backend/pt_internal.h"
@@ -189,11 +190,17 @@ bool passthrough_quota_usage(struct passthrough *pt, struct quota_usage *out)
 	return true;
 }
 
+unsigned long passthrough_root_fs_type(const struct passthrough *pt)
+{
+	return pt->root_fs_type;
+}
+
 int passthrough_new(struct passthrough **out, const struct passthrough_opts *opts)
 {
 	struct passthrough *pt;
 	struct inode_key root_key;
 	struct statx stx;
+	struct statfs root_fs;
 	int root_fd, ret;
 
 	if (!opts || !opts->shared_dir)
@@ -252,6 +259,8 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 	ret = pt_stat_fd(root_fd, &stx);
 	if (ret < 0)
 		goto err_root;
+	if (fstatfs(root_fd, &root_fs) == 0)
+		pt->root_fs_type = (unsigned long)root_fs.f_type;
 	/* After the shared dir is open: its path may be relative. Threads
 	 * that unshare(CLONE_FS) for their umask keep this cwd. */
 	if (fchdir(pt->proc_self_fd) < 0) {

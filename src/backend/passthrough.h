@@ -58,6 +58,9 @@ int passthrough_new(struct passthrough **out, const struct passthrough_opts *opt
 void passthrough_free(struct passthrough *pt);
 /* The quota's limits and usage for the stats; false when there is none. */
 bool passthrough_quota_usage(struct passthrough *pt, struct quota_usage *out);
+/* The statfs(2) f_type of the file system the share's directory is on
+ * (0 if unknown), for the daemon to judge how far away its storage is. */
+unsigned long passthrough_root_fs_type(const struct passthrough *pt);
 /* Switches that only test builds have: backend/passthrough_test_hooks.h. */
 
 #endif

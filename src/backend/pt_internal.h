@@ -79,6 +79,7 @@ struct passthrough {
 	atomic_uint nno_handles;
 	uint64_t timeout_sec;
 	uint32_t timeout_nsec;
+	unsigned long root_fs_type; /* the share's statfs f_type; 0 unknown */
 	bool switch_creds;      /* only root can take on the guest's ids */
 	/* Settled by INIT. */
 	bool writeback;

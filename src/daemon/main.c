@@ -17,6 +17,7 @@
 #include "daemon/fusermount.h"
 #include "daemon/lifecycle.h"
 #include "daemon/listener.h"
+#include "daemon/pool_policy.h"
 #include "daemon/service.h"
 #include "daemon/options.h"
 #include "daemon/options_config.h"
@@ -188,7 +189,8 @@ static int serve_mount(const struct ferry_options *o, struct daemon_state *st,
 		goto out;
 	}
 	ret = devfuse_new(&df, &df_config,
-			  st->deadline ? &daemon_service_deadline : &daemon_service, st);
+			  st->deadline ? &daemon_service_deadline :
+			  st->pool ? &daemon_service_pooled : &daemon_service, st);
 	if (ret) {
 		log_err("host FUSE transport: %s", strerror(-ret));
 		goto out;
@@ -269,8 +271,9 @@ static int serve_vhost_user(const struct ferry_options *o, struct daemon_state *
 		log_info("--queue-cpus: hiprio and helper threads on CPU %s",
 			 cpu_set_format(&helpers, cpus, sizeof(cpus)));
 	}
-	ret = vu_dev_new(&dev, &vu_config, st->deadline ? &daemon_service_deadline_migratable :
-			 &daemon_service_migratable, st);
+	ret = vu_dev_new(&dev, &vu_config,
+			 st->deadline ? &daemon_service_deadline_migratable :
+			 st->pool ? &daemon_service_pooled_migratable : &daemon_service_migratable, st);
 	if (ret) {
 		log_err("vhost-user device: %s", strerror(-ret));
 		goto out_listen;
@@ -432,6 +435,29 @@ static int start_deadline(const struct ferry_options *o, struct daemon_state *st
 	return 0;
 }
 
+/* On a share whose storage is remote, the request pool (daemon/pool_policy.h
+ * says why only there). 0 or -errno. */
+static int start_request_pool(struct daemon_state *st, const struct passthrough *pt,
+			      uint32_t max_write)
+{
+	unsigned long fs_type = passthrough_root_fs_type(pt);
+	int ret;
+
+	/* --request-timeout runs each such request on a thread of its own
+	 * already, with its deadline. */
+	if (st->deadline || !pool_policy_storage_remote(fs_type))
+		return 0;
+	ret = request_pool_new(&st->pool, st->session, max_write ? max_write : FERRY_MAX_WRITE);
+	if (ret) {
+		log_err("request pool: %s", strerror(-ret));
+		return ret;
+	}
+	log_info("the share is on remote storage (file system type 0x%lx): requests "
+		 "that wait on it run on a pool, as many at once as the guest queues",
+		 fs_type);
+	return 0;
+}
+
 static int serve(const struct ferry_options *o)
 {
 	struct passthrough_opts pt_opts;
@@ -539,6 +565,10 @@ static int serve(const struct ferry_options *o)
 	if (ret)
 		goto out_session;
 
+	ret = start_request_pool(&st, pt, se_opts.max_write);
+	if (ret)
+		goto out_session;
+
 	if (o->mountpoint)
 		ret = serve_mount(o, &st, &ss, &ready_fd);
 	else
@@ -548,6 +578,7 @@ static int serve(const struct ferry_options *o)
 	 * them. */
 	if (deadline_free(st.deadline))
 		goto out_listen;
+	request_pool_free(st.pool);
 out_session:
 	fuse_server_free(st.session);
 out_pt:

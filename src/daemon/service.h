@@ -5,6 +5,7 @@
 #include "backend/passthrough.h"
 #include "daemon/deadline.h"
 #include "common/ferry_req.h"
+#include "daemon/request_pool.h"
 #include "migration/save_load.h"
 #include "protocol/fuse_server.h"
 
@@ -17,6 +18,9 @@ struct daemon_state {
 	struct migration_config mig;
 	/* --request-timeout; NULL without it. */
 	struct deadline *deadline;
+	/* A share whose storage is remote (daemon/pool_policy.h); NULL
+	 * otherwise, and the services without it serve. */
+	struct request_pool *pool;
 };
 
 /* Both transports: workers, requests, reset. */
@@ -28,5 +32,10 @@ extern const struct ferry_service daemon_service_migratable;
  * one at a time (no WRITE runs). */
 extern const struct ferry_service daemon_service_deadline;
 extern const struct ferry_service daemon_service_deadline_migratable;
+
+/* The same two on a share whose storage is remote, with st->pool:
+ * requests that wait on the storage overlap (daemon/request_pool.h). */
+extern const struct ferry_service daemon_service_pooled;
+extern const struct ferry_service daemon_service_pooled_migratable;
 
 #endif
