@@ -5,6 +5,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "backend/dev_slots.h"
@@ -48,16 +50,18 @@
 
 /*
  * On a file system that refuses RWF_NOWAIT, one read in READ_SAMPLE is
- * timed. A read that took longer than a page-cache copy of its size
- * could (SLOW_READ_BASE_NS plus a nanosecond per SLOW_READ_BYTES_PER_NS
- * bytes) waited for something: a network file system's server, a FUSE
- * daemon. Then the next READ_SLOW_CREDIT reads there with requests behind
- * them run on offload threads, each timed: a slow one renews the credit,
- * a quick one (the data is cached again) takes READ_QUICK_DEBIT off it,
- * so a file system that turned warm is read inline again after a few.
+ * watched: a read that put its thread to sleep (a voluntary context
+ * switch) waited for something, a network file system's server or a FUSE
+ * daemon; one answered from the page cache does not sleep, however long
+ * a busy machine preempts it, and neither does one that only waited for
+ * a CPU, which wall time alone could not tell from a wait (and reads
+ * deferred side by side on few CPUs would then keep looking slow). Then
+ * the next READ_SLOW_CREDIT reads there with requests behind them run on
+ * offload threads, each watched the same way: one that slept renews the
+ * credit, one that did not (the data is cached again) takes
+ * READ_QUICK_DEBIT off it, so a file system that turned warm is read
+ * inline again after a few.
  */
-#define SLOW_READ_BASE_NS (10u * 1000u)
-#define SLOW_READ_BYTES_PER_NS 2u
 #define READ_SLOW_CREDIT 4096
 #define READ_QUICK_DEBIT (READ_SLOW_CREDIT / 16)
 
@@ -180,10 +184,20 @@ static void io_job_finish(struct io_job *job, int rc, void *data, size_t len)
 
 /* ---- READ ------------------------------------------------------------- */
 
-static bool read_was_slow(struct io_offload *io, uint64_t ns, size_t size)
+/* The calling thread's voluntary context switches so far: times it
+ * slept. -1 when unknown. */
+static long thread_sleeps(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_THREAD, &ru) < 0 ? -1 : ru.ru_nvcsw;
+}
+
+/* Whether a read that began after sleeps_before slept waited. */
+static bool read_slept(struct io_offload *io, long sleeps_before)
 {
 	return test_switch_on(io->test.pretend_slow_reads) ||
-	       ns > SLOW_READ_BASE_NS + size / SLOW_READ_BYTES_PER_NS;
+	       (sleeps_before >= 0 && thread_sleeps() > sleeps_before);
 }
 
 static void read_run(struct offload_job *oj)
@@ -191,11 +205,19 @@ static void read_run(struct offload_job *oj)
 	struct read_job *job = (struct read_job *)oj;
 	struct io_offload *io = job->base.io;
 	struct iovec iov = { .iov_base = job->buf, .iov_len = job->size };
-	uint64_t start = job->slow_credit ? ferry_monotonic_ns() : 0;
-	ssize_t n = iov_transfer(false, job->base.h->fd, &iov, 1, job->size, job->off, 0);
+	long sleeps = -1;
+	ssize_t n;
+
+	if (job->slow_credit) {
+		/* The buffer's pages are faulted in first: a fault may sleep on
+		 * the process's memory map, which is no wait for the storage. */
+		madvise(job->buf, job->size, MADV_POPULATE_WRITE);
+		sleeps = thread_sleeps();
+	}
+	n = iov_transfer(false, job->base.h->fd, &iov, 1, job->size, job->off, 0);
 
 	if (job->slow_credit && n >= 0) {
-		if (read_was_slow(io, ferry_monotonic_ns() - start, job->size))
+		if (read_slept(io, sleeps))
 			atomic_store_explicit(job->slow_credit, READ_SLOW_CREDIT, memory_order_relaxed);
 		else
 			atomic_fetch_sub_explicit(job->slow_credit, READ_QUICK_DEBIT,
@@ -272,19 +294,20 @@ static ssize_t read_unaskable(struct io_offload *io, const struct fuse_request_c
 			      unsigned dst_cnt, size_t size, uint64_t off)
 {
 	_Atomic int32_t *slow_credit = &io->slow_credit[slot];
-	uint64_t start;
+	bool watched = false;
+	long sleeps = -1;
 	ssize_t ret;
 
 	if (atomic_load_explicit(slow_credit, memory_order_relaxed) > 0) {
 		ret = read_defer(io, ctx, h, size, off, slow_credit);
 		if (ret == FERRY_DEFERRED)
 			return ret;   /* h goes with the job */
-		start = 0;
-	} else {
-		start = ++read_count % READ_SAMPLE == 0 ? ferry_monotonic_ns() : 0;
+	} else if (++read_count % READ_SAMPLE == 0) {
+		watched = true;
+		sleeps = thread_sleeps();
 	}
 	ret = read_split_read(io->split, h->fd, dst, dst_cnt, size, off);
-	if (start && ret >= 0 && read_was_slow(io, ferry_monotonic_ns() - start, size)) {
+	if (watched && ret >= 0 && read_slept(io, sleeps)) {
 		log_dev("read", h->inode->key.dev, "takes no RWF_NOWAIT and has been slow to read; "
 			"reads with requests behind them run on offload threads while they stay slow");
 		atomic_store_explicit(slow_credit, READ_SLOW_CREDIT, memory_order_relaxed);
