@@ -63,6 +63,16 @@
  * inline again after a few.
  */
 #define READ_SLOW_CREDIT 4096
+
+/*
+ * Reads larger than this on such a file system stay on the queue thread:
+ * their time there is mostly copying (through the file system's client,
+ * which splits them into its own smaller requests, and from the page
+ * cache), which an offload thread would do once more into its own buffer
+ * before the queue thread copies that into the guest's; and the queue
+ * thread already reads them on two threads at once (read_split.c).
+ */
+#define READ_UNASKED_DEFER_MAX (128u << 10)
 #define READ_QUICK_DEBIT (READ_SLOW_CREDIT / 16)
 
 /*
@@ -335,8 +345,10 @@ ssize_t read_handle(struct io_offload *io, const struct fuse_request_ctx *ctx,
 		credit_slot = &io->credit[slot];
 		credit = atomic_load_explicit(credit_slot, memory_order_relaxed);
 	}
-	if (credit == NOWAIT_UNSUPPORTED)
+	if (credit == NOWAIT_UNSUPPORTED && size <= READ_UNASKED_DEFER_MAX)
 		return read_unaskable(io, ctx, h, slot, dst, dst_cnt, size, off);
+	if (credit == NOWAIT_UNSUPPORTED)
+		goto inline_read;
 	if (!test_switch_on(io->test.defer_every_read) && credit <= 0 && ++read_count % READ_SAMPLE != 0)
 		goto inline_read;
 
