@@ -69,8 +69,7 @@
  * their time there is mostly copying (through the file system's client,
  * which splits them into its own smaller requests, and from the page
  * cache), which an offload thread would do once more into its own buffer
- * before the queue thread copies that into the guest's; and the queue
- * thread already reads them on two threads at once (read_split.c).
+ * before the queue thread copies that into the guest's.
  */
 #define READ_UNASKED_DEFER_MAX (128u << 10)
 #define READ_QUICK_DEBIT (READ_SLOW_CREDIT / 16)
@@ -296,31 +295,47 @@ static ssize_t read_nowait(int fd, const struct iovec *dst, unsigned dst_cnt,
 	return more < 0 && errno != EAGAIN ? -errno : -EAGAIN;
 }
 
-/* read_handle on a file system that refuses RWF_NOWAIT (in cold_devs'
- * slot): deferred while its reads have lately been slow, else inline,
- * one in READ_SAMPLE timed. Consumes h. */
+/*
+ * read_handle on a file system that refuses RWF_NOWAIT (in cold_devs'
+ * slot). While its reads have lately slept, a read of up to
+ * READ_UNASKED_DEFER_MAX is deferred and a larger one is read here with
+ * one call, not split: its halves would wait for the same file server,
+ * and the split's helper spins meanwhile on a CPU the server could use.
+ * Otherwise it is read as on any file system, one in READ_SAMPLE watched.
+ * Consumes h.
+ */
 static ssize_t read_unaskable(struct io_offload *io, const struct fuse_request_ctx *ctx,
 			      struct open_file *h, int slot, const struct iovec *dst,
 			      unsigned dst_cnt, size_t size, uint64_t off)
 {
 	_Atomic int32_t *slow_credit = &io->slow_credit[slot];
+	bool slow = atomic_load_explicit(slow_credit, memory_order_relaxed) > 0;
 	bool watched = false;
 	long sleeps = -1;
 	ssize_t ret;
 
-	if (atomic_load_explicit(slow_credit, memory_order_relaxed) > 0) {
+	if (slow && size <= READ_UNASKED_DEFER_MAX) {
 		ret = read_defer(io, ctx, h, size, off, slow_credit);
 		if (ret == FERRY_DEFERRED)
 			return ret;   /* h goes with the job */
-	} else if (++read_count % READ_SAMPLE == 0) {
+	} else if (slow || ++read_count % READ_SAMPLE == 0) {
 		watched = true;
 		sleeps = thread_sleeps();
 	}
-	ret = read_split_read(io->split, h->fd, dst, dst_cnt, size, off);
-	if (watched && ret >= 0 && read_slept(io, sleeps)) {
-		log_dev("read", h->inode->key.dev, "takes no RWF_NOWAIT and has been slow to read; "
-			"reads with requests behind them run on offload threads while they stay slow");
-		atomic_store_explicit(slow_credit, READ_SLOW_CREDIT, memory_order_relaxed);
+	if (slow)
+		ret = iov_transfer(false, h->fd, dst, dst_cnt, size, off, 0);
+	else
+		ret = read_split_read(io->split, h->fd, dst, dst_cnt, size, off);
+	if (watched && ret >= 0) {
+		if (read_slept(io, sleeps)) {
+			if (!slow)
+				log_dev("read", h->inode->key.dev, "takes no RWF_NOWAIT and has been slow "
+					"to read; reads with requests behind them run on offload threads "
+					"while they stay slow");
+			atomic_store_explicit(slow_credit, READ_SLOW_CREDIT, memory_order_relaxed);
+		} else if (slow) {
+			atomic_fetch_sub_explicit(slow_credit, READ_QUICK_DEBIT, memory_order_relaxed);
+		}
 	}
 	open_file_put(io->open_files, h);
 	return ret;
@@ -345,10 +360,8 @@ ssize_t read_handle(struct io_offload *io, const struct fuse_request_ctx *ctx,
 		credit_slot = &io->credit[slot];
 		credit = atomic_load_explicit(credit_slot, memory_order_relaxed);
 	}
-	if (credit == NOWAIT_UNSUPPORTED && size <= READ_UNASKED_DEFER_MAX)
-		return read_unaskable(io, ctx, h, slot, dst, dst_cnt, size, off);
 	if (credit == NOWAIT_UNSUPPORTED)
-		goto inline_read;
+		return read_unaskable(io, ctx, h, slot, dst, dst_cnt, size, off);
 	if (!test_switch_on(io->test.defer_every_read) && credit <= 0 && ++read_count % READ_SAMPLE != 0)
 		goto inline_read;
 

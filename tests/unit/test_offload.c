@@ -671,6 +671,12 @@ static void test_slow_reads_without_nowait(void)
 	used = send_read(&s, 8192, 4096, 0, &token);
 	CHECK_MSG(used == sizeof(rep.h) + 4096 && pattern_ok(rep.arg, 4096, 8192),
 		  "a READ with nothing behind it stays inline");
+	/* A large one is read here with one call (the file is COLD_SIZE). */
+	used = send_read_mib(&s, 0, 3, &token);
+	CHECK_MSG(used == sizeof(struct fuse_out_header) + COLD_SIZE &&
+		  pattern_ok(big_reply + sizeof(struct fuse_out_header), COLD_SIZE, 0),
+		  "a READ of 1 MiB with requests behind it stays inline, all %u bytes right (%u)",
+		  COLD_SIZE, used);
 
 	/* The data is quick again: each deferred read, timed, takes credit
 	 * away until reads are inline again. */
