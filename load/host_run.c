@@ -391,9 +391,8 @@ int host_run(const struct load_cfg *cfg, struct load_result *res)
 		fprintf(stderr, "ferryfs-load: setting up %s in %s: %s\n", cfg->workload, wname,
 			strerror(-ret));
 	} else {
-		uint64_t fills = 0;
-
 		struct evictor ev = { .fd = -1 };
+		uint64_t fills = 0;
 
 		for (unsigned i = 0; i < n; i++)
 			lanes[i].h = runs[i];

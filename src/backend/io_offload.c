@@ -45,7 +45,7 @@
 
 /* credit of a file system where RWF_NOWAIT is refused (tmpfs, many
  * network and FUSE file systems): reads there cannot be asked whether
- * they would wait, so their time tells instead (below). */
+ * they would wait, so whether they slept tells instead (below). */
 #define NOWAIT_UNSUPPORTED INT32_MIN
 
 /*
@@ -63,6 +63,7 @@
  * inline again after a few.
  */
 #define READ_SLOW_CREDIT 4096
+#define READ_QUICK_DEBIT (READ_SLOW_CREDIT / 16)
 
 /*
  * Reads larger than this on such a file system stay on the queue thread:
@@ -72,7 +73,6 @@
  * before the queue thread copies that into the guest's.
  */
 #define READ_UNASKED_DEFER_MAX (128u << 10)
-#define READ_QUICK_DEBIT (READ_SLOW_CREDIT / 16)
 
 /*
  * A sync that took longer than this marks its file system slow. Handing a
@@ -94,7 +94,7 @@ struct io_offload {
 	 * more reads. */
 	_Atomic int32_t credit[DEV_SLOTS];
 	/* Per slot of a file system with credit NOWAIT_UNSUPPORTED; > 0: its
-	 * reads have lately been slow and go to offload threads. */
+	 * reads have lately slept, and those that may go to offload threads. */
 	_Atomic int32_t slow_credit[DEV_SLOTS];
 	atomic_size_t deferred_bytes;   /* buffers of reads in flight */
 	/* FSYNC */
@@ -118,8 +118,8 @@ struct read_job {
 	void *buf;                      /* size bytes, page-aligned */
 	size_t size;
 	uint64_t off;
-	/* A file system's slow_credit, for a read deferred by its time; NULL
-	 * for one that RWF_NOWAIT found not cached. */
+	/* A file system's slow_credit, for a read deferred because that file
+	 * system's reads sleep; NULL for one that RWF_NOWAIT found not cached. */
 	_Atomic int32_t *slow_credit;
 };
 
@@ -209,6 +209,21 @@ static bool read_slept(struct io_offload *io, long sleeps_before)
 	       (sleeps_before >= 0 && thread_sleeps() > sleeps_before);
 }
 
+/* A watched read's verdict on its file system's slow_credit: one that
+ * slept renews it; one that did not wears it down, if debit (a read made
+ * while the credit lasts). Whether it slept. */
+static bool read_judge(struct io_offload *io, _Atomic int32_t *slow_credit, long sleeps_before,
+		       bool debit)
+{
+	bool slept = read_slept(io, sleeps_before);
+
+	if (slept)
+		atomic_store_explicit(slow_credit, READ_SLOW_CREDIT, memory_order_relaxed);
+	else if (debit)
+		atomic_fetch_sub_explicit(slow_credit, READ_QUICK_DEBIT, memory_order_relaxed);
+	return slept;
+}
+
 static void read_run(struct offload_job *oj)
 {
 	struct read_job *job = (struct read_job *)oj;
@@ -225,13 +240,8 @@ static void read_run(struct offload_job *oj)
 	}
 	n = iov_transfer(false, job->base.h->fd, &iov, 1, job->size, job->off, 0);
 
-	if (job->slow_credit && n >= 0) {
-		if (read_slept(io, sleeps))
-			atomic_store_explicit(job->slow_credit, READ_SLOW_CREDIT, memory_order_relaxed);
-		else
-			atomic_fetch_sub_explicit(job->slow_credit, READ_QUICK_DEBIT,
-						  memory_order_relaxed);
-	}
+	if (job->slow_credit && n >= 0)
+		read_judge(io, job->slow_credit, sleeps, true);
 	atomic_fetch_sub_explicit(&io->deferred_bytes, job->size, memory_order_relaxed);
 	/* The buffer goes with the reply either way. */
 	io_job_finish(&job->base, n < 0 ? (int)n : 0, job->buf, n < 0 ? 0 : (size_t)n);
@@ -326,17 +336,9 @@ static ssize_t read_unaskable(struct io_offload *io, const struct fuse_request_c
 		ret = iov_transfer(false, h->fd, dst, dst_cnt, size, off, 0);
 	else
 		ret = read_split_read(io->split, h->fd, dst, dst_cnt, size, off);
-	if (watched && ret >= 0) {
-		if (read_slept(io, sleeps)) {
-			if (!slow)
-				log_dev("read", h->inode->key.dev, "takes no RWF_NOWAIT and has been slow "
-					"to read; reads with requests behind them run on offload threads "
-					"while they stay slow");
-			atomic_store_explicit(slow_credit, READ_SLOW_CREDIT, memory_order_relaxed);
-		} else if (slow) {
-			atomic_fetch_sub_explicit(slow_credit, READ_QUICK_DEBIT, memory_order_relaxed);
-		}
-	}
+	if (watched && ret >= 0 && read_judge(io, slow_credit, sleeps, slow) && !slow)
+		log_dev("read", h->inode->key.dev, "takes no RWF_NOWAIT and has been slow to read; "
+			"reads with requests behind them run on offload threads while they stay slow");
 	open_file_put(io->open_files, h);
 	return ret;
 }
